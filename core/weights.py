@@ -1,0 +1,133 @@
+"""Find and load model weights: a local directory or a hub id, on one explicit device.
+
+Loading goes through the official ``qwen_tts.Qwen3TTSTokenizer.from_pretrained`` with
+``device_map=<device>`` (never ``"auto"``). A hub id is resolved to a local snapshot first:
+from the Hugging Face cache, else by a download when the hub is reachable. After loading,
+the checkpoint's tensor names are compared with the model's so a partial checkpoint fails
+loudly instead of running with randomly initialised layers.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import socket
+from pathlib import Path
+from urllib.parse import urlparse
+
+import torch
+
+from .errors import WeightsError
+
+logger = logging.getLogger(__name__)
+
+HUB_PROBE_TIMEOUT_S = 3.0  # seconds to wait for the hub before calling it unreachable
+REQUIRED_FILES = ("config.json", "preprocessor_config.json")  # besides *.safetensors
+
+HOW_TO_PROVIDE = (
+    "To provide weights: on a machine with internet access run "
+    "`huggingface-cli download Qwen/Qwen3-TTS-Tokenizer-12Hz --local-dir DIR`, copy DIR here and "
+    "start with `--model DIR` (or CODEC_MODEL=DIR). For a random-weight test checkpoint run "
+    "`python -m core build-checkpoint --tiny DIR`."
+)
+
+
+_HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[\w.-]+")  # owner/name
+
+
+def is_hub_id(source: str) -> bool:
+    return _HUB_ID.fullmatch(source) is not None and not Path(source).expanduser().exists()
+
+
+def _hub_reachable() -> bool:
+    if os.environ.get("HF_HUB_OFFLINE", "") not in ("", "0"):
+        return False
+    host = urlparse(os.environ.get("HF_ENDPOINT", "https://huggingface.co")).hostname or "huggingface.co"
+    try:
+        with socket.create_connection((host, 443), timeout=HUB_PROBE_TIMEOUT_S):
+            return True
+    except OSError:
+        return False
+
+
+def resolve_source(source: str) -> Path:
+    """A local directory holding the checkpoint, or WeightsError saying where we looked."""
+    path = Path(source).expanduser()
+    if path.is_dir():
+        return _check_directory(path)
+    if not is_hub_id(source):
+        raise WeightsError(f"Model directory {path} does not exist. {HOW_TO_PROVIDE}")
+    from huggingface_hub import snapshot_download
+
+    try:
+        return _check_directory(Path(snapshot_download(source, local_files_only=True)))
+    except WeightsError:
+        raise
+    except Exception:
+        logger.info("%s is not in the Hugging Face cache", source)
+    if not _hub_reachable():
+        raise WeightsError(
+            f"Weights for {source!r} are not in the Hugging Face cache "
+            f"({os.environ.get('HF_HOME', '~/.cache/huggingface')}) and the hub cannot be reached from "
+            f"this machine. {HOW_TO_PROVIDE}"
+        )
+    try:
+        return _check_directory(Path(snapshot_download(source)))
+    except Exception as e:
+        raise WeightsError(f"Downloading {source!r} failed: {e}. {HOW_TO_PROVIDE}") from e
+
+
+def _check_directory(path: Path) -> Path:
+    missing = [f for f in REQUIRED_FILES if not (path / f).is_file()]
+    if not list(path.glob("*.safetensors")):
+        missing.append("*.safetensors")
+    if missing:
+        raise WeightsError(f"Checkpoint directory {path} lacks {', '.join(missing)}. {HOW_TO_PROVIDE}")
+    try:
+        json.loads((path / "config.json").read_text())
+    except ValueError as e:
+        raise WeightsError(f"{path / 'config.json'} is not valid JSON ({e}). Re-download the checkpoint.") from e
+    return path
+
+
+def checkpoint_tensor_names(path: Path) -> set[str]:
+    from safetensors import safe_open
+
+    names: set[str] = set()
+    for file in sorted(path.glob("*.safetensors")):
+        try:
+            with safe_open(str(file), framework="pt") as f:
+                names.update(f.keys())
+        except Exception as e:
+            raise WeightsError(f"{file} is not a readable safetensors file ({e}). Re-download the checkpoint.") from e
+    return names
+
+
+def check_complete(model: torch.nn.Module, path: Path) -> None:
+    """Every persistent tensor of the model must come from the checkpoint (strict load)."""
+    expected = set(model.state_dict().keys())
+    found = checkpoint_tensor_names(path)
+    missing = sorted(expected - found)
+    if missing:
+        raise WeightsError(
+            f"Checkpoint {path} is incomplete: {len(missing)} of {len(expected)} tensors are missing "
+            f"(e.g. {missing[0]}), so those layers would be random. Re-download the checkpoint."
+        )
+
+
+def load_tokenizer(source: str, device: str, dtype: torch.dtype):
+    """Load the official tokenizer wrapper on ``device``; raise WeightsError on any failure."""
+    from qwen_tts import Qwen3TTSTokenizer
+
+    path = resolve_source(source)
+    try:
+        tokenizer = Qwen3TTSTokenizer.from_pretrained(str(path), device_map=device, dtype=dtype)
+    except Exception as e:
+        raise WeightsError(f"Loading the checkpoint in {path} failed: {type(e).__name__}: {e}. {HOW_TO_PROVIDE}") from e
+    if tokenizer.model.get_model_type() != "qwen3_tts_tokenizer_12hz":
+        raise WeightsError(f"{path} holds a {tokenizer.model.get_model_type()} model, not the 12 Hz tokenizer.")
+    check_complete(tokenizer.model, path)
+    tokenizer.model.eval()
+    return tokenizer, path
