@@ -74,17 +74,18 @@ TINY_DECODER = {
 
 def tiny_config():
     """The config of the tiny debug checkpoint (same rates and code space as the real one)."""
-    from qwen_tts.core import Qwen3TTSTokenizerV2Config
+    from .weights import import_qwen_tts
 
-    return Qwen3TTSTokenizerV2Config(
+    return import_qwen_tts().core.Qwen3TTSTokenizerV2Config(
         encoder_config=dict(TINY_ENCODER), decoder_config=dict(TINY_DECODER)
     )
 
 
 def full_config(reference: Path = REFERENCE_CONFIG):
     """The published architecture, read from the reference config.json."""
-    from qwen_tts.core import Qwen3TTSTokenizerV2Config
+    from .weights import import_qwen_tts
 
+    Qwen3TTSTokenizerV2Config = import_qwen_tts().core.Qwen3TTSTokenizerV2Config
     try:
         raw = json.loads(Path(reference).read_text())
     except OSError as e:
@@ -139,8 +140,9 @@ def _rescale_decoder_convs(model: torch.nn.Module, generator: torch.Generator) -
 
 def build_model(config, seed: int = 0, layer_scale: float | None = None):
     """Instantiate ``Qwen3TTSTokenizerV2Model`` with non-degenerate random weights."""
-    from qwen_tts.core import Qwen3TTSTokenizerV2Model
+    from .weights import import_qwen_tts
 
+    Qwen3TTSTokenizerV2Model = import_qwen_tts().core.Qwen3TTSTokenizerV2Model
     torch.manual_seed(seed)
     model = Qwen3TTSTokenizerV2Model(config).eval()
     generator = torch.Generator().manual_seed(seed)

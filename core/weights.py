@@ -9,6 +9,8 @@ loudly instead of running with randomly initialised layers.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import logging
 import os
@@ -117,10 +119,20 @@ def check_complete(model: torch.nn.Module, path: Path) -> None:
         )
 
 
+def import_qwen_tts():
+    """Import qwen_tts; its import prints a flash-attn notice to stdout, which we log instead
+    so that ``--json`` output stays clean."""
+    sink = io.StringIO()
+    with contextlib.redirect_stdout(sink):
+        import qwen_tts
+    if sink.getvalue().strip():
+        logger.debug("qwen_tts said at import: %s", sink.getvalue().strip())
+    return qwen_tts
+
+
 def load_tokenizer(source: str, device: str, dtype: torch.dtype):
     """Load the official tokenizer wrapper on ``device``; raise WeightsError on any failure."""
-    from qwen_tts import Qwen3TTSTokenizer
-
+    Qwen3TTSTokenizer = import_qwen_tts().Qwen3TTSTokenizer
     path = resolve_source(source)
     try:
         tokenizer = Qwen3TTSTokenizer.from_pretrained(str(path), device_map=device, dtype=dtype)

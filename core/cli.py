@@ -1,0 +1,158 @@
+"""Command line: ``python -m core {check,encode,decode,roundtrip,build-checkpoint}``.
+
+Exit code 0 on success, 1 with a one-line ``error: ...`` message on bad input or a failed
+check, 2 for bad usage (argparse). Tracebacks are only logged with ``--verbose``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from pathlib import Path
+
+from .errors import CodecError
+
+logger = logging.getLogger(__name__)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from .settings import add_settings_arguments
+
+    parser = argparse.ArgumentParser(prog="python -m core", description="Qwen3-TTS-Tokenizer-12Hz codec engine")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log debug details and tracebacks")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    check = sub.add_parser("check", help="run the three-step readiness check")
+    check.add_argument("--json", action="store_true", help="print the report as JSON")
+    for name, help_text in (("encode", "audio files -> token files (.npz)"),
+                            ("decode", "token files (.npz) -> WAV files"),
+                            ("roundtrip", "audio files -> token files + reconstructed WAVs")):
+        p = sub.add_parser(name, help=help_text)
+        p.add_argument("files", nargs="+", type=Path)
+        p.add_argument("-o", "--output-dir", type=Path, required=True, help="where to write results")
+    for p in sub.choices.values():
+        add_settings_arguments(p)
+
+    build = sub.add_parser("build-checkpoint", help="write a random-weight checkpoint (tests, benchmarks)")
+    size = build.add_mutually_exclusive_group(required=True)
+    size.add_argument("--tiny", action="store_true", help="small dimensions, built in seconds")
+    size.add_argument("--full", action="store_true", help="the published architecture (682 MB)")
+    build.add_argument("directory", type=Path)
+    build.add_argument("--reference", type=Path, default=None, help="reference config.json for --full")
+    build.add_argument("--seed", type=int, default=0)
+    return parser
+
+
+def _engine(args):
+    from .engine import Engine
+    from .settings import settings_from_args
+
+    engine = Engine(settings_from_args(args))
+    if not engine.load():
+        raise CodecError(engine.error)
+    return engine
+
+
+def _out_path(directory: Path, source: Path, suffix: str) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / (source.stem + suffix)
+    if path.exists():
+        raise CodecError(f"{path} already exists; choose another --output-dir or remove it.")
+    return path
+
+
+def cmd_check(args) -> int:
+    from .engine import Engine
+    from .settings import settings_from_args
+
+    engine = Engine(settings_from_args(args))
+    report = engine.warm_up()
+    if args.json:
+        print(json.dumps({"engine": engine.info(), **report.to_dict()}, indent=2))
+    else:
+        print(f"model {engine.settings.model} on {engine.info()['device_label']} ({engine.settings.dtype})")
+        for i, step in enumerate(report.steps, 1):
+            print(f"{i}. {step.title:<18} {step.status.upper():<8} {step.detail} ({step.seconds:.2f} s)")
+        print("READY" if report.ok else "NOT READY")
+    return 0 if report.ok else 1
+
+
+def _limits(engine):
+    from .audio import AudioLimits
+
+    return AudioLimits(max_duration_s=engine.settings.max_duration_s, max_file_bytes=engine.settings.max_file_bytes)
+
+
+def _save_codes(engine, encoded, source: Path, out_dir: Path) -> Path:
+    from .tokens import make_token_file, save_tokens
+
+    token_file = make_token_file(encoded.codes, encoded.original_samples, engine.settings.model)
+    return save_tokens(token_file, _out_path(out_dir, source, ".npz"))
+
+
+def cmd_encode(args) -> int:
+    from .audio import load_audio
+
+    engine = _engine(args)
+    for source in args.files:
+        encoded = engine.encode(load_audio(source, _limits(engine)))
+        path = _save_codes(engine, encoded, source, args.output_dir)
+        print(f"{source} -> {path} ({encoded.codes.shape[0]} frames, {encoded.seconds:.2f} s)")
+    return 0
+
+
+def cmd_decode(args) -> int:
+    from .audio import write_wav
+    from .tokens import load_tokens
+
+    engine = _engine(args)
+    for source in args.files:
+        token_file = load_tokens(source)
+        decoded = engine.decode(token_file.codes, original_samples=token_file.original_samples)
+        path = write_wav(_out_path(args.output_dir, source, ".wav"), decoded.samples, decoded.sample_rate)
+        print(f"{source} -> {path} ({len(decoded.samples) / decoded.sample_rate:.2f} s audio, {decoded.seconds:.2f} s)")
+    return 0
+
+
+def cmd_roundtrip(args) -> int:
+    from .audio import load_audio, write_wav
+
+    engine = _engine(args)
+    for source in args.files:
+        result = engine.roundtrip(load_audio(source, _limits(engine)))
+        tokens = _save_codes(engine, result.encoded, source, args.output_dir)
+        wav = write_wav(_out_path(args.output_dir, source, ".decoded.wav"), result.decoded.samples)
+        took = result.encoded.seconds + result.decoded.seconds
+        print(f"{source} -> {tokens}, {wav} ({took:.2f} s)")
+    return 0
+
+
+def cmd_build_checkpoint(args) -> int:
+    from .checkpoints import REFERENCE_CONFIG, build_full_checkpoint, build_tiny_checkpoint
+
+    if args.directory.exists() and any(args.directory.iterdir()):
+        raise CodecError(f"{args.directory} is not empty; choose a new directory.")
+    if args.tiny:
+        path = build_tiny_checkpoint(args.directory, seed=args.seed)
+    else:
+        path = build_full_checkpoint(args.directory, seed=args.seed, reference=args.reference or REFERENCE_CONFIG)
+    print(f"wrote random-weight checkpoint to {path} (not for quality claims)")
+    return 0
+
+
+COMMANDS = {"check": cmd_check, "encode": cmd_encode, "decode": cmd_decode,
+            "roundtrip": cmd_roundtrip, "build-checkpoint": cmd_build_checkpoint}
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING, stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        return COMMANDS[args.command](args)
+    except (CodecError, FileExistsError, FileNotFoundError) as e:
+        logger.debug("command failed", exc_info=True)
+        sys.stderr.write(f"error: {e}\n")
+        return 1
