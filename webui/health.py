@@ -1,23 +1,111 @@
-"""Health endpoints served beside the Gradio app: /health (JSON) and /ready (200 or 503)."""
+"""Health endpoints served beside the Gradio app, on the same port.
+
+- ``GET /health``: always 200 while the process serves. JSON with the engine's state (and,
+  when loading failed, the reason), the last readiness report, library versions, uptime.
+- ``GET /ready``: 200 only when the last readiness check passed (every step passed, or was
+  skipped because the engine runs on the CPU) and the engine is ready; 503 otherwise, with
+  the reason. Load balancers and supervisors poll this one.
+
+Neither endpoint takes the engine's lock, so both answer while a long job runs. Both are
+open even when the UI has a password (probes carry no credentials); they reveal no audio.
+"""
 
 from __future__ import annotations
 
+import os
+import platform
 import time
+from functools import lru_cache
+from importlib import metadata
 
 from fastapi import FastAPI
 from fastapi.responses import JSONResponse
 
+HEALTH_PATH = "/health"
+READY_PATH = "/ready"
+# distribution name -> key in the "versions" object
+_DISTRIBUTIONS = {
+    "codec-workbench": "codec-workbench",
+    "torch": "torch",
+    "transformers": "transformers",
+    "qwen-tts": "qwen-tts",
+    "gradio": "gradio",
+}
+
+
+@lru_cache(maxsize=1)
+def versions() -> dict[str, str | None]:
+    """Versions of Python and the libraries that decide the codec's behaviour."""
+    found: dict[str, str | None] = {"python": platform.python_version()}
+    for dist, key in _DISTRIBUTIONS.items():
+        try:
+            found[key] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            found[key] = None
+    if found["codec-workbench"] is None:  # run from a checkout, not pip-installed
+        from core import __version__
+
+        found["codec-workbench"] = __version__
+    try:
+        import torch
+
+        found["cuda"] = torch.version.cuda  # CUDA the torch build targets (None: CPU build)
+    except Exception:  # pragma: no cover - torch is a hard dependency
+        found["cuda"] = None
+    return found
+
+
+def readiness_verdict(engine) -> tuple[bool, str | None]:
+    """(ready, reason): ready only when the engine is loaded and its last check passed."""
+    state = getattr(engine.state, "value", str(engine.state))
+    if not engine.ready:
+        return False, engine.not_ready_message() if hasattr(engine, "not_ready_message") else f"engine is {state}"
+    report = engine.last_report
+    if report is None:
+        return False, "the readiness check has not run yet"
+    if not report.ok:
+        bad = [f"{s.title}: {s.status} ({s.detail})" for s in report.steps
+               if s.status == "fail" or (s.name == "roundtrip" and s.status != "pass")]
+        return False, "readiness check failed: " + ("; ".join(bad) or "round trip did not pass")
+    return True, None
+
+
+def health_payload(engine, started_at: float) -> dict:
+    ready, reason = readiness_verdict(engine)
+    info = engine.info()
+    report = engine.last_report
+    return {
+        "status": info["state"] if ready or info["state"] != "ready" else "degraded",
+        "ready": ready,
+        "reason": reason,
+        "engine": info,
+        "readiness": report.to_dict() if report is not None else None,
+        "versions": versions(),
+        "uptime_s": round(time.time() - started_at, 1),
+        "started_at": started_at,
+        "pid": os.getpid(),
+    }
+
 
 def add_health_routes(app: FastAPI, engine, started_at: float | None = None) -> None:
-    """Attach /health and /ready to ``app`` (the FastAPI app that serves the UI)."""
-    started = started_at or time.time()
+    """Attach /health and /ready to ``app`` (the FastAPI app that serves the UI).
 
-    @app.get("/health")
-    def health():
-        report = engine.last_report.to_dict() if engine.last_report else None
-        return {"engine": engine.info(), "readiness": report, "uptime_s": round(time.time() - started, 1)}
+    The routes are moved to the front of the route table, so they answer even when the UI
+    is mounted at "/" before this is called.
+    """
+    started = started_at if started_at is not None else time.time()
 
-    @app.get("/ready")
-    def ready():
-        ok = engine.ready and engine.last_report is not None and engine.last_report.ok
-        return JSONResponse({"ready": ok}, status_code=200 if ok else 503)
+    async def health():
+        return JSONResponse(health_payload(engine, started), headers={"Cache-Control": "no-store"})
+
+    async def ready():
+        ok, reason = readiness_verdict(engine)
+        body = {"ready": ok, "state": engine.info()["state"], "reason": reason}
+        return JSONResponse(body, status_code=200 if ok else 503, headers={"Cache-Control": "no-store"})
+
+    before = len(app.router.routes)
+    app.add_api_route(HEALTH_PATH, health, methods=["GET", "HEAD"], include_in_schema=False)
+    app.add_api_route(READY_PATH, ready, methods=["GET", "HEAD"], include_in_schema=False)
+    added = app.router.routes[before:]
+    del app.router.routes[before:]
+    app.router.routes[0:0] = added
