@@ -445,8 +445,9 @@ def _load_with_ffmpeg(path: Path, limits: AudioLimits, soundfile_error: str) -> 
     if ffmpeg is None or ffprobe is None:
         raise AudioInputError(
             f"Could not read '{path.name}' ({_without_path(soundfile_error, path)}). It is "
-            "either not audio, damaged, or in a format that needs ffmpeg (M4A/AAC, WebM), which is not installed. Install "
-            "it (apt-get install ffmpeg) and try again, or convert the file to WAV or FLAC.")
+            "either not audio, damaged, or in a format that needs ffmpeg (M4A/AAC, WebM), "
+            "which is not installed. Install it (apt-get install ffmpeg) and try again, or "
+            "convert the file to WAV or FLAC.")
     source = _probe(ffprobe, path)
     _check_declared(path.name, source, limits)
     collector = _Collector(path.name, source, limits)
