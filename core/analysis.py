@@ -38,12 +38,14 @@ PESQ_NB_RATE = 8_000  # Hz, PESQ narrowband (ITU-T P.862)
 STOI_RATE = 16_000  # Hz handed to pystoi, which resamples to 10 kHz itself
 METRIC_WINDOW_S = 8.0  # s of audio PESQ and STOI look at (speed: ~15 ms per second of audio)
 MIN_PESQ_S = 0.25  # s, PESQ refuses shorter signals
+MIN_STOI_S = 0.4  # s, STOI needs 30 frames of 25.6 ms at a 12.8 ms hop (after dropping silence)
 SILENCE_RMS = 1e-4  # RMS below this (-80 dBFS) counts as silence
 SI_SDR_EPS = 1e-10  # keeps SI-SDR finite for identical signals
 FRAME_RATE = 12.5  # code frames per second
 CODEBOOK_SIZE = 2048  # codes are 0..2047
 FIG_WIDTH_IN = 10.0  # inches; at FIG_DPI gives a 1000-pixel-wide PNG
 FIG_DPI = 100  # dots per inch of saved figures
+PNG_COMPRESS_LEVEL = 1  # zlib level: 1 halves the save time of level 6 for ~30% more bytes
 MAX_IMAGE_COLUMNS = 1200  # spectrogram columns drawn; longer clips are max-pooled down to this
 
 
@@ -174,11 +176,13 @@ def _pesq_metric(name, ref, deg, rate, mode, silent, scope) -> Metric:
 def _stoi_metric(name, ref, deg, rate, silent, scope) -> Metric:
     from pystoi import stoi
 
+    if ref.size < MIN_STOI_S * rate:
+        return _metric(name, None, f"STOI needs at least {MIN_STOI_S} s of speech")
     if silent:
         return _metric(name, None, "the original is silent; STOI needs speech")
     value = stoi(ref, deg, rate)
-    if value == 1e-5:  # pystoi's answer when fewer than 30 frames (~0.4 s) of speech remain
-        return _metric(name, None, "STOI needs at least about 0.4 s of speech")
+    if value == 1e-5:  # pystoi's answer when under 30 frames remain once silence is removed
+        return _metric(name, None, f"STOI needs at least {MIN_STOI_S} s of speech")
     return _metric(name, value, scope)
 
 
@@ -232,7 +236,7 @@ def spectrogram_figure(reference, reconstruction, sample_rate: int = SAMPLE_RATE
     panels = [
         (a, "Original", "magma", vmin, vmax, "dB"),
         (b, "Reconstruction", "magma", vmin, vmax, "dB"),
-        (b - a, "Difference (reconstruction - original)", "RdBu_r", -DIFF_RANGE_DB, DIFF_RANGE_DB, "dB"),
+        (np.maximum(b, vmin) - np.maximum(a, vmin), "Difference (reconstruction - original)", "RdBu_r", -DIFF_RANGE_DB, DIFF_RANGE_DB, "dB"),
     ]
     for ax, cax, (mel, title, cmap, low, high, label) in zip(axes, caxes, panels):
         _draw_mel(fig, ax, cax, mel, sample_rate, duration, title, cmap, low, high, label)
@@ -329,7 +333,7 @@ def code_heatmap_figure(codes) -> Figure:
 def figure_to_png(fig: Figure, path) -> Path:
     """Save ``fig`` as a PNG and release it."""
     path = Path(path)
-    fig.savefig(path, format="png", dpi=FIG_DPI)
+    fig.savefig(path, format="png", dpi=FIG_DPI, pil_kwargs={"compress_level": PNG_COMPRESS_LEVEL})
     if "matplotlib.pyplot" in sys.modules:  # only pyplot keeps figures alive; ours are not in it
         sys.modules["matplotlib.pyplot"].close(fig)
     return path
