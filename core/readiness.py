@@ -117,7 +117,7 @@ def check_weights(model: torch.nn.Module | None, device: str) -> Step:
     return _timed("weights", "Weights resident", run)
 
 
-def test_signal(seconds: float = TEST_SIGNAL_S) -> np.ndarray:
+def probe_signal(seconds: float = TEST_SIGNAL_S) -> np.ndarray:
     """A built-in test signal: a harmonic tone with a syllable envelope, peak 0.5."""
     t = np.arange(int(seconds * SAMPLE_RATE)) / SAMPLE_RATE
     tone = sum(np.sin(2 * np.pi * 150 * k * t) / k for k in range(1, 6))
@@ -130,7 +130,7 @@ def check_roundtrip(encode, decode) -> Step:
     """Step 3: encode and decode the test signal; check shapes, ranges and finiteness."""
 
     def run():
-        x = test_signal()
+        x = probe_signal()
         start = time.perf_counter()
         codes = encode(x)
         audio = decode(codes)

@@ -25,7 +25,7 @@ def pytest_collection_modifyitems(config, items):
         return
     skip = pytest.mark.skip(reason="needs a CUDA GPU (run on the device machine)")
     for item in items:
-        if "gpu" in item.keywords:
+        if item.get_closest_marker("gpu") is not None:
             item.add_marker(skip)
 
 
@@ -54,3 +54,14 @@ def speechlike(seconds: float, seed: int = 0, sample_rate: int = SAMPLE_RATE) ->
 def speech():
     """Factory fixture: speech(seconds, seed=0) -> float32 mono at 24 kHz."""
     return speechlike
+
+
+@pytest.fixture(scope="session")
+def tiny_engine(tiny_checkpoint):
+    """A ready Engine on the tiny checkpoint, shared by tests that do not change its state."""
+    from core.engine import Engine
+    from core.settings import Settings
+
+    engine = Engine(Settings(model=str(tiny_checkpoint), device="cpu"))
+    assert engine.load(), engine.error
+    return engine

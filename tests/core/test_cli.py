@@ -1,0 +1,88 @@
+"""The CLI as a user runs it: a subprocess, exit codes, one-line errors, files out."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import soundfile as sf
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def run(*args, timeout=180):
+    return subprocess.run([sys.executable, "-m", "core", *map(str, args)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def test_check_json_on_cpu(tiny_checkpoint):
+    proc = run("check", "--json", "--model", tiny_checkpoint)
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    assert report["ok"] is True
+    assert [s["status"] for s in report["steps"]] == ["skipped", "pass", "pass"]
+    assert report["engine"]["device"] == "cpu"
+
+
+def test_check_without_weights_exits_1_and_says_how(tmp_path):
+    proc = run("check", "--model", tmp_path / "none")
+    assert proc.returncode == 1
+    assert "NOT READY" in proc.stdout and "build-checkpoint" in proc.stdout
+    assert "Traceback" not in proc.stderr
+
+
+def test_roundtrip_encode_decode_files(tiny_checkpoint, tmp_path, speech):
+    wav = tmp_path / "clip.wav"
+    sf.write(wav, speech(1.5), 24_000)
+    out = tmp_path / "out"
+    proc = run("roundtrip", wav, "-o", out, "--model", tiny_checkpoint)
+    assert proc.returncode == 0, proc.stderr
+    decoded, sr = sf.read(out / "clip.decoded.wav")
+    assert sr == 24_000 and decoded.shape == (36_000,)
+    proc = run("decode", out / "clip.npz", "-o", tmp_path / "again", "--model", tiny_checkpoint)
+    assert proc.returncode == 0, proc.stderr
+    again, _ = sf.read(tmp_path / "again" / "clip.wav")
+    np.testing.assert_allclose(again, decoded, atol=1e-6)
+
+
+def test_existing_output_is_never_overwritten(tiny_checkpoint, tmp_path, speech):
+    wav = tmp_path / "clip.wav"
+    sf.write(wav, speech(0.5), 24_000)
+    (tmp_path / "clip.npz").write_bytes(b"precious")
+    proc = run("encode", wav, "-o", tmp_path, "--model", tiny_checkpoint)
+    assert proc.returncode == 1
+    assert proc.stderr.strip().splitlines()[-1].startswith("error:") and "already exists" in proc.stderr
+    assert (tmp_path / "clip.npz").read_bytes() == b"precious"
+
+
+@pytest.mark.parametrize("content, name", [(b"hello, not audio", "notes.wav"), (b"", "empty.flac")])
+def test_bad_audio_is_one_line_error(tiny_checkpoint, tmp_path, content, name):
+    bad = tmp_path / name
+    bad.write_bytes(content)
+    proc = run("encode", bad, "-o", tmp_path / "out", "--model", tiny_checkpoint)
+    assert proc.returncode == 1
+    assert "Traceback" not in proc.stderr
+    assert name in proc.stderr.strip().splitlines()[-1]
+
+
+def test_bad_token_file_is_one_line_error(tiny_checkpoint, tmp_path):
+    bad = tmp_path / "codes.npz"
+    bad.write_bytes(b"garbage")
+    proc = run("decode", bad, "-o", tmp_path / "out", "--model", tiny_checkpoint)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    assert "codes.npz" in proc.stderr
+
+
+def test_bad_flags_exit_2():
+    assert run("encode").returncode == 2
+    proc = run("check", "--device", "auto")
+    assert proc.returncode == 1 and "cuda:N" in proc.stderr
+
+
+def test_build_tiny_checkpoint_refuses_a_non_empty_directory(tmp_path):
+    (tmp_path / "keep.txt").write_text("mine")
+    proc = run("build-checkpoint", "--tiny", tmp_path)
+    assert proc.returncode == 1 and "not empty" in proc.stderr
+    assert (tmp_path / "keep.txt").read_text() == "mine"

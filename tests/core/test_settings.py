@@ -1,0 +1,48 @@
+import argparse
+
+import pytest
+
+from core.errors import SettingsError
+from core.settings import DEFAULT_MODEL, Settings, add_settings_arguments, settings_from_args
+
+
+def parse(argv, env):
+    parser = argparse.ArgumentParser()
+    add_settings_arguments(parser)
+    return settings_from_args(parser.parse_args(argv), env=env)
+
+
+def test_defaults_without_cuda_pick_cpu_and_the_published_model():
+    s = parse([], {})
+    assert s.model == DEFAULT_MODEL
+    assert s.device == "cpu"  # this machine has no CUDA
+    assert s.dtype == "float32"
+    assert s.max_duration_s == 1800.0
+
+
+def test_flags_win_over_environment_which_wins_over_defaults():
+    env = {"CODEC_MODEL": "/env/model", "CODEC_MAX_DURATION_S": "60"}
+    s = parse(["--model", "/flag/model"], env)
+    assert s.model == "/flag/model"
+    assert s.max_duration_s == 60.0
+
+
+@pytest.mark.parametrize("device", ["auto", "gpu", "cuda", "cuda:x"])
+def test_device_auto_and_garbage_are_refused(device):
+    with pytest.raises(SettingsError, match="cpu' or 'cuda:N"):
+        parse(["--device", device], {})
+
+
+def test_bfloat16_on_cpu_is_refused_with_advice():
+    with pytest.raises(SettingsError, match="float32"):
+        parse(["--device", "cpu", "--dtype", "bfloat16"], {})
+
+
+def test_bad_number_in_environment_names_the_variable():
+    with pytest.raises(SettingsError, match="CODEC_MAX_DURATION_S"):
+        parse([], {"CODEC_MAX_DURATION_S": "ten"})
+
+
+def test_settings_are_frozen():
+    with pytest.raises(Exception):
+        Settings().device = "cuda:0"
