@@ -1,0 +1,136 @@
+"""``python -m webui`` / ``codec-workbench``: load the model, check it, then serve the UI.
+
+Startup stages are logged with their times; the model is loaded and checked (a test
+round trip) *before* the server accepts requests. A failed load does not stop the server:
+the page then says what is wrong and how to provide the weights. The process stays in the
+foreground and exits cleanly on SIGTERM or Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import signal
+import sys
+import threading
+import time
+from pathlib import Path
+
+from core.errors import SettingsError
+from core.settings import add_settings_arguments, settings_from_args
+
+from . import url_input
+from .app import UiOptions, build_app, default_temp_root
+from .server import DEFAULT_HOST, DEFAULT_PORT, ServerOptions, launch
+from .workspace import DEFAULT_MAX_AGE_S
+
+logger = logging.getLogger("webui")
+
+AUTH_USER_ENV = "CODEC_AUTH_USER"  # user name for the UI login (optional)
+AUTH_PASSWORD_ENV = "CODEC_AUTH_PASSWORD"  # its password (both or neither)
+LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+
+
+class StartupError(Exception):
+    """A setting that stops the server from starting; the message says what to change."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="codec-workbench", description="Codec Workbench web UI")
+    add_settings_arguments(parser)
+    parser.add_argument("--host", default=None, help=f"interface to bind [env CODEC_HOST, default {DEFAULT_HOST}]")
+    parser.add_argument("--port", type=int, default=None, help=f"TCP port [env CODEC_PORT, default {DEFAULT_PORT}]")
+    parser.add_argument("--enable-url-input", action="store_true", default=None,
+                        help="allow audio from public http(s) URLs [env CODEC_ENABLE_URL_INPUT=1]")
+    parser.add_argument("--url-max-mb", type=float, default=url_input.DEFAULT_MAX_MB,
+                        help="largest URL download, MiB")
+    parser.add_argument("--url-timeout", type=float, default=url_input.DEFAULT_TIMEOUT_S,
+                        help="time limit of a URL download, seconds")
+    parser.add_argument("--temp-dir", default=None, help="where per-request files go [env CODEC_TEMP_DIR]")
+    parser.add_argument("--keep-files-s", type=float, default=DEFAULT_MAX_AGE_S,
+                        help="request files older than this are deleted, seconds")
+    parser.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING, ...")
+    return parser
+
+
+def auth_from_env(env) -> tuple[str, str] | None:
+    user, password = env.get(AUTH_USER_ENV, ""), env.get(AUTH_PASSWORD_ENV, "")
+    if bool(user) != bool(password):
+        raise StartupError(f"Set both {AUTH_USER_ENV} and {AUTH_PASSWORD_ENV} to require a login, or neither.")
+    return (user, password) if user else None
+
+
+def _flag(env, name: str) -> bool:
+    return env.get(name, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def options_from_args(args, env) -> tuple[UiOptions, ServerOptions]:
+    url_on = args.enable_url_input or _flag(env, "CODEC_ENABLE_URL_INPUT")
+    policy = url_input.UrlPolicy(int(args.url_max_mb * url_input.MIB), args.url_timeout) if url_on else None
+    temp_dir = args.temp_dir or env.get("CODEC_TEMP_DIR")
+    ui = UiOptions(temp_root=Path(temp_dir) if temp_dir else default_temp_root(),
+                   max_age_s=args.keep_files_s, url_policy=policy)
+    try:
+        port = args.port if args.port is not None else int(env.get("CODEC_PORT", DEFAULT_PORT))
+    except ValueError as e:
+        raise StartupError(f"CODEC_PORT must be a number, e.g. {DEFAULT_PORT}.") from e
+    server = ServerOptions(host=args.host or env.get("CODEC_HOST", DEFAULT_HOST), port=port,
+                           auth=auth_from_env(env), quiet=True)
+    return ui, server
+
+
+def _stage(name: str, start: float) -> float:
+    now = time.perf_counter()
+    logger.info("startup: %s (%.2f s)", name, now - start)
+    return now
+
+
+def _wait_for_signal() -> None:
+    """Block until SIGTERM or SIGINT."""
+    stop = threading.Event()
+
+    def handle(signum, _frame):
+        logger.info("received %s; shutting down", signal.Signals(signum).name)
+        stop.set()
+
+    signal.signal(signal.SIGTERM, handle)
+    signal.signal(signal.SIGINT, handle)
+    while not stop.wait(1.0):
+        pass
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(stream=sys.stderr, level=args.log_level.upper(), format=LOG_FORMAT)
+    os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
+    started_at, t = time.time(), time.perf_counter()
+    try:
+        settings = settings_from_args(args)
+        ui, server = options_from_args(args, os.environ)
+    except (SettingsError, StartupError) as e:
+        logger.error("cannot start: %s", e)
+        return 2
+    server = ServerOptions(server.host, server.port, server.auth, settings.max_file_bytes, server.quiet)
+    t = _stage(f"settings: model={settings.model} device={settings.device} dtype={settings.dtype}", t)
+
+    from core.engine import Engine  # imports torch: after the flags are known to be valid
+
+    engine = Engine(settings)
+    t = _stage("engine created", t)
+    report = engine.warm_up()
+    t = _stage(f"model loaded and checked: {'ready' if report.ok else 'NOT ready: ' + str(engine.error or '')}", t)
+    demo = build_app(engine, ui)
+    t = _stage("UI built", t)
+    launch(demo, engine, ui, server, started_at)
+    _stage(f"serving on http://{server.host}:{server.port}", t)
+    try:
+        _wait_for_signal()
+    finally:
+        demo.close()
+        logger.info("stopped")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,192 @@
+"""The Gradio Blocks app, built as a function of the engine: ``build_app(engine)``.
+
+Layout: a status bar (readiness steps, model, device, dtype, resident memory) above four
+tabs: Round trip, Encode, Decode, System. Every model event shares one concurrency group
+(``MODEL_GROUP``, limit 1) so the device runs one job at a time; the stats timer and the
+status read are outside it and answer while a job runs.
+"""
+
+from __future__ import annotations
+
+import logging
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import gradio as gr
+
+from . import url_input
+from .handlers import Handlers
+from .workspace import DEFAULT_MAX_AGE_S, Workspace
+
+logger = logging.getLogger(__name__)
+
+ASSETS = Path(__file__).resolve().parent.parent / "assets"  # example clips
+MODEL_GROUP = dict(concurrency_limit=1, concurrency_id="model")  # one device job at a time
+GRADIO_CACHE_CLEANUP = (3600, 3600)  # (every, older than) seconds: Gradio's own upload/output cache
+STATS_EVERY_S = 2.0  # seconds between system stats refreshes
+TITLE = "Codec Workbench"
+INTRO = (
+    "# Codec Workbench\n"
+    "Qwen3-TTS-Tokenizer-12Hz: 24 kHz mono speech ↔ 16 codebooks × 12.5 frames/s "
+    "(codes 0..2047, 200 tokens/s, 2.2 kbit/s). Drop a clip, press **Encode → Decode**, "
+    "listen to both, read the numbers."
+)
+CSS = """
+.cw-status {border: 1px solid var(--border-color-primary); border-radius: 8px; padding: 8px 12px;}
+.cw-status.cw-ok {border-left: 6px solid #2e9d4f;}
+.cw-status.cw-bad {border-left: 6px solid #d2372c;}
+.cw-status.cw-wait {border-left: 6px solid #d9a400;}
+.cw-verdict {font-weight: 700; font-size: 1.05em; margin-bottom: 4px;}
+.cw-steps {display: flex; gap: 12px; flex-wrap: wrap;}
+.cw-step {flex: 1 1 220px; padding: 4px 8px; border-radius: 6px; background: var(--background-fill-secondary);}
+.cw-step-pass .cw-icon, .cw-step-pass .cw-word {color: #2e9d4f; font-weight: 700;}
+.cw-step-fail .cw-icon, .cw-step-fail .cw-word {color: #d2372c; font-weight: 700;}
+.cw-step-skipped .cw-icon, .cw-step-skipped .cw-word {color: #888; font-weight: 700;}
+.cw-detail {font-size: 0.85em; opacity: 0.85;}
+.cw-meta {margin-top: 6px; font-size: 0.9em;}
+.cw-meta span {margin-right: 4px;}
+.cw-fix {margin-top: 8px; padding: 6px 8px; border-radius: 6px; background: #fdecea; color: #611a15;}
+"""
+
+
+def default_temp_root() -> Path:
+    return Path(tempfile.gettempdir()) / "codec-workbench"
+
+
+@dataclass(frozen=True)
+class UiOptions:
+    temp_root: Path = field(default_factory=default_temp_root)  # where request folders go
+    max_age_s: float = DEFAULT_MAX_AGE_S  # request folders older than this are deleted
+    url_policy: url_input.UrlPolicy | None = None  # None: audio from a URL is off
+    examples: tuple[Path, ...] = field(default_factory=lambda: tuple(sorted(ASSETS.glob("*.wav"))))
+    stats_every_s: float = STATS_EVERY_S
+
+
+def build_app(engine, options: UiOptions = UiOptions()) -> gr.Blocks:
+    """The whole page for ``engine``; nothing outside this call holds UI state."""
+    handlers = Handlers(engine, Workspace(options.temp_root, options.max_age_s), options.url_policy)
+    with gr.Blocks(title=TITLE, analytics_enabled=False, delete_cache=GRADIO_CACHE_CLEANUP) as demo:
+        gr.Markdown(INTRO)
+        _status_bar(demo, handlers)
+        with gr.Tabs():
+            with gr.Tab("Round trip", id="roundtrip"):
+                _roundtrip_tab(handlers, options)
+            with gr.Tab("Encode", id="encode"):
+                _encode_tab(handlers, options)
+            with gr.Tab("Decode", id="decode"):
+                _decode_tab(handlers)
+            with gr.Tab("System", id="system"):
+                _system_tab(handlers, options)
+    return demo
+
+
+def _status_bar(demo: gr.Blocks, handlers: Handlers) -> None:
+    with gr.Row(equal_height=True):
+        status = gr.HTML(elem_id="status-bar", scale=8)
+        rerun = gr.Button("Re-run checks", elem_id="rerun-checks", scale=1, min_width=140, size="sm")
+    raw = gr.JSON(visible=False)
+    demo.load(handlers.status, outputs=[status, raw], api_name="status", show_progress="hidden")
+    rerun.click(handlers.readiness, outputs=[status, raw], api_name="readiness", **MODEL_GROUP)
+
+
+def _audio_input(elem_id: str) -> gr.Audio:
+    return gr.Audio(sources=["upload", "microphone"], type="filepath", label="Input audio: drop a file or record",
+                    elem_id=elem_id)
+
+
+def _examples(inputs: gr.Audio, options: UiOptions, api_name: str) -> None:
+    if options.examples:
+        gr.Examples([[str(p)] for p in options.examples], inputs=[inputs], label="Example clips (one click)",
+                    api_name=api_name, api_visibility="private")
+
+
+def _roundtrip_tab(handlers: Handlers, options: UiOptions) -> None:
+    with gr.Row():
+        with gr.Column(scale=3):
+            audio_in = _audio_input("roundtrip-input")
+            _examples(audio_in, options, "roundtrip_example")
+        with gr.Column(scale=1, min_width=200):
+            run = gr.Button("Encode → Decode", variant="primary", size="lg", elem_id="roundtrip-run")
+            gr.Markdown("Encodes the clip to codes and decodes them back. Long clips take a while on a CPU.")
+    if options.url_policy is not None:
+        _url_row(handlers, audio_in, options.url_policy)
+    timing = gr.Markdown(elem_id="roundtrip-timing")
+    with gr.Row():
+        original = gr.Audio(label="Original (24 kHz mono, as the codec heard it)", type="filepath",
+                            interactive=False, elem_id="roundtrip-original")
+        reconstruction = gr.Audio(label="Reconstruction (decoded from the codes)", type="filepath",
+                                  interactive=False, elem_id="roundtrip-reconstruction")
+    with gr.Row():
+        facts = gr.Markdown(elem_id="roundtrip-facts")
+        summary = gr.Markdown(elem_id="roundtrip-tokens")
+    spectrogram = gr.Image(label="Log-mel spectrograms: original, reconstruction, difference", type="filepath",
+                           interactive=False, elem_id="roundtrip-spectrogram", buttons=["download", "fullscreen"])
+    metrics = gr.Markdown(elem_id="roundtrip-metrics")
+    downloads = gr.File(label="Downloads: token file and reconstruction WAV", file_count="multiple",
+                        interactive=False, elem_id="roundtrip-downloads")
+    with gr.Accordion("Raw numbers (JSON)", open=False):
+        details = gr.JSON()
+    outputs = [original, reconstruction, timing, facts, summary, spectrogram, metrics, downloads, details]
+    run.click(handlers.roundtrip, inputs=[audio_in], outputs=outputs, api_name="roundtrip", **MODEL_GROUP)
+
+
+def _url_row(handlers: Handlers, audio_in: gr.Audio, policy: url_input.UrlPolicy) -> None:
+    with gr.Row(equal_height=True):
+        url = gr.Textbox(label="…or audio from a URL (http/https, public hosts only, "
+                         f"up to {policy.max_bytes / url_input.MIB:g} MiB)", scale=4, elem_id="url-input")
+        fetch = gr.Button("Fetch", scale=1, elem_id="url-fetch")
+    fetch.click(handlers.fetch_url, inputs=[url], outputs=[audio_in], api_name="fetch_url",
+                concurrency_limit=2, concurrency_id="fetch")
+
+
+def _encode_tab(handlers: Handlers, options: UiOptions) -> None:
+    with gr.Row():
+        with gr.Column(scale=3):
+            audio_in = _audio_input("encode-input")
+            _examples(audio_in, options, "encode_example")
+        with gr.Column(scale=1, min_width=200):
+            run = gr.Button("Encode", variant="primary", size="lg", elem_id="encode-run")
+    with gr.Row():
+        token_file = gr.File(label="Token file (.npz)", interactive=False, elem_id="encode-tokens")
+        summary = gr.Markdown(elem_id="encode-summary")
+    heatmap = gr.Image(label="Codes: 16 codebooks × frames", type="filepath", interactive=False,
+                       elem_id="encode-heatmap")
+    with gr.Accordion("Raw numbers (JSON)", open=False):
+        details = gr.JSON()
+    run.click(handlers.encode, inputs=[audio_in], outputs=[token_file, summary, heatmap, details],
+              api_name="encode", **MODEL_GROUP)
+
+
+def _decode_tab(handlers: Handlers) -> None:
+    with gr.Row():
+        with gr.Column(scale=3):
+            token_in = gr.File(label="Token file (.npz from Encode or Round trip)", file_types=[".npz"],
+                               elem_id="decode-input")
+        with gr.Column(scale=1, min_width=200):
+            run = gr.Button("Decode", variant="primary", size="lg", elem_id="decode-run")
+    with gr.Row():
+        audio_out = gr.Audio(label="Decoded audio (24 kHz mono)", type="filepath", interactive=False,
+                             elem_id="decode-audio")
+        summary = gr.Markdown(elem_id="decode-summary")
+    spectrogram = gr.Image(label="Log-mel spectrogram of the decoded audio", type="filepath", interactive=False,
+                           elem_id="decode-spectrogram")
+    with gr.Accordion("Raw numbers (JSON)", open=False):
+        details = gr.JSON()
+    run.click(handlers.decode, inputs=[token_in], outputs=[audio_out, summary, spectrogram, details],
+              api_name="decode", **MODEL_GROUP)
+
+
+def _system_tab(handlers: Handlers, options: UiOptions) -> None:
+    gr.Markdown(f"Refreshed every {options.stats_every_s:g} s.")
+    stats = gr.Markdown(elem_id="system-stats")
+    with gr.Row():
+        clear = gr.Button("Clear VRAM", elem_id="clear-vram", scale=1)
+        cleared = gr.Markdown(elem_id="clear-vram-result")
+    with gr.Accordion("Raw numbers (JSON)", open=False):
+        raw = gr.JSON(label="System stats")
+        cleared_raw = gr.JSON(label="Clear VRAM: before and after")
+    timer = gr.Timer(options.stats_every_s)
+    timer.tick(handlers.stats, outputs=[stats, raw], api_name="stats", show_progress="hidden",
+               concurrency_limit=None, concurrency_id="stats")
+    clear.click(handlers.clear_vram, outputs=[cleared, cleared_raw], api_name="clear_vram", **MODEL_GROUP)

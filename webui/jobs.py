@@ -1,0 +1,141 @@
+"""What each tab does, without Gradio: read the input, call the engine, write the
+request's files, compute metrics and figures. The Gradio handlers wrap these; the UI
+overhead benchmark times them.
+
+Everything is written into the request's own folder, under names made from the input's
+name, with files opened in exclusive mode: nothing the user gave is ever overwritten.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Callable
+
+from core import analysis, tokens
+from core.audio import Audio, AudioLimits, load_audio, write_wav
+
+Progress = Callable[..., None]  # progress(fraction, desc=...) as gr.Progress takes it
+_SAFE = re.compile(r"[^A-Za-z0-9_-]+")
+STEM_CHARS = 60  # longest name stem we keep from the input's file name
+
+
+def _quiet(*_args, **_kwargs) -> None:
+    return None
+
+
+@dataclass(frozen=True)
+class RoundTripOutput:
+    original_wav: Path  # the codec's input: 24 kHz mono float WAV
+    reconstruction_wav: Path  # the decoder's output: 24 kHz mono float WAV
+    token_file: Path  # .npz token file
+    spectrogram_png: Path  # original / reconstruction / difference
+    facts: dict  # AudioFacts.to_dict()
+    summary: dict  # TokenFile.summary(original_pcm_bps)
+    metrics: list[dict]  # Metric fields
+    timing: dict  # encode_s, decode_s, model_s, total_s, ui_s
+
+
+@dataclass(frozen=True)
+class EncodeOutput:
+    token_file: Path
+    heatmap_png: Path
+    facts: dict
+    summary: dict
+    timing: dict
+
+
+@dataclass(frozen=True)
+class DecodeOutput:
+    wav: Path
+    spectrogram_png: Path
+    meta: dict  # model_source, created, versions of the token file
+    summary: dict
+    timing: dict
+
+
+def stem_of(path: Path | str) -> str:
+    """A safe file-name stem from the input's name ("my clip (1).mp3" -> "my_clip_1")."""
+    stem = _SAFE.sub("_", Path(path).stem).strip("_")[:STEM_CHARS]
+    return stem or "audio"
+
+
+def _timing(start: float, encode_s: float = 0.0, decode_s: float = 0.0) -> dict:
+    total = time.perf_counter() - start
+    model = encode_s + decode_s
+    return {"encode_s": encode_s, "decode_s": decode_s, "model_s": model, "total_s": total, "ui_s": total - model}
+
+
+def _token_file(engine, codes, original_samples: int) -> tokens.TokenFile:
+    return tokens.make_token_file(codes, original_samples, engine.info()["model"])
+
+
+def _pcm_bps(audio: Audio) -> float:
+    return float(audio.facts.sample_rate * audio.facts.channels * 16)
+
+
+def _analyse(original, reconstruction, png: Path) -> list[dict]:
+    """Metrics and the spectrogram comparison, side by side on two threads (both spend
+    most of their time in C code that lets go of the GIL)."""
+    with ThreadPoolExecutor(max_workers=2, thread_name_prefix="analysis") as pool:
+        figure = pool.submit(lambda: analysis.figure_to_png(analysis.spectrogram_figure(original, reconstruction), png))
+        metrics = analysis.compare(original, reconstruction)
+        figure.result()
+    return [asdict(m) for m in metrics]
+
+
+def roundtrip(engine, source: Path, folder: Path, limits: AudioLimits, progress: Progress = _quiet) -> RoundTripOutput:
+    start = time.perf_counter()
+    progress(0.05, desc="Reading the audio")
+    audio = load_audio(source, limits)
+    progress(0.2, desc="Encoding")
+    encoded = engine.encode(audio)
+    progress(0.5, desc="Decoding")
+    decoded = engine.decode(encoded.codes, original_samples=encoded.original_samples)
+    progress(0.8, desc="Measuring and plotting")
+    stem = stem_of(source)
+    token_file = _token_file(engine, encoded.codes, encoded.original_samples)
+    paths = (folder / f"{stem}_24k_mono.wav", folder / f"{stem}_reconstruction.wav",
+             folder / f"{stem}_tokens.npz", folder / f"{stem}_spectrogram.png")
+    write_wav(paths[0], audio.samples)
+    write_wav(paths[1], decoded.samples)
+    tokens.save_tokens(token_file, paths[2])
+    metrics = _analyse(audio.samples, decoded.samples, paths[3])
+    return RoundTripOutput(
+        *paths, facts=audio.facts.to_dict(), summary=token_file.summary(_pcm_bps(audio)),
+        metrics=metrics, timing=_timing(start, encoded.seconds, decoded.seconds),
+    )
+
+
+def encode(engine, source: Path, folder: Path, limits: AudioLimits, progress: Progress = _quiet) -> EncodeOutput:
+    start = time.perf_counter()
+    progress(0.05, desc="Reading the audio")
+    audio = load_audio(source, limits)
+    progress(0.3, desc="Encoding")
+    encoded = engine.encode(audio)
+    progress(0.8, desc="Plotting the codes")
+    stem = stem_of(source)
+    token_file = _token_file(engine, encoded.codes, encoded.original_samples)
+    path = tokens.save_tokens(token_file, folder / f"{stem}_tokens.npz")
+    heatmap = analysis.figure_to_png(analysis.code_heatmap_figure(encoded.codes), folder / f"{stem}_codes.png")
+    return EncodeOutput(path, heatmap, audio.facts.to_dict(), token_file.summary(_pcm_bps(audio)),
+                        _timing(start, encode_s=encoded.seconds))
+
+
+def decode(engine, source: Path, folder: Path, progress: Progress = _quiet) -> DecodeOutput:
+    start = time.perf_counter()
+    progress(0.05, desc="Reading the token file")
+    token_file = tokens.load_tokens(source)
+    progress(0.2, desc="Decoding")
+    decoded = engine.decode(token_file.codes, original_samples=token_file.original_samples)
+    progress(0.8, desc="Plotting")
+    stem = stem_of(source).removesuffix("_tokens")
+    wav = write_wav(folder / f"{stem}_decoded.wav", decoded.samples)
+    figure = analysis.single_spectrogram_figure(decoded.samples, title="Decoded audio: log-mel spectrogram")
+    png = analysis.figure_to_png(figure, folder / f"{stem}_spectrogram.png")
+    meta = {"model_source": token_file.model_source, "created": token_file.created,
+            "versions": dict(token_file.versions)}
+    return DecodeOutput(wav, png, meta, token_file.summary(), _timing(start, decode_s=decoded.seconds))

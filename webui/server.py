@@ -1,0 +1,64 @@
+"""Serve the app: Gradio's own server, with /health and /ready on the same port.
+
+The health routes are built by ``webui.health.add_health_routes`` on a plain FastAPI app
+and handed to Gradio's app at creation (``app_kwargs={"routes": ...}``), so they answer
+from the first request on, outside the UI's login (a supervisor can poll them).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+
+import gradio as gr
+from fastapi import FastAPI
+from fastapi.routing import APIRoute
+
+from .app import ASSETS, CSS, UiOptions
+from .health import add_health_routes
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 7860
+
+
+@dataclass(frozen=True)
+class ServerOptions:
+    host: str = DEFAULT_HOST  # interface to bind
+    port: int = DEFAULT_PORT  # TCP port (0: let Gradio pick a free one from 7860 up)
+    auth: tuple[str, str] | None = None  # (user, password) from the environment, never from code
+    max_file_bytes: int | None = None  # uploads larger than this are refused by Gradio itself
+    quiet: bool = True  # Gradio's own startup banner
+
+
+def health_routes(engine, started_at: float) -> list[APIRoute]:
+    """The /health and /ready routes, as routes to hand to Gradio's FastAPI app."""
+    app = FastAPI()
+    add_health_routes(app, engine, started_at)
+    return [route for route in app.routes if isinstance(route, APIRoute)]
+
+
+def launch(demo: gr.Blocks, engine, ui: UiOptions, server: ServerOptions, started_at: float | None = None):
+    """Start serving without blocking; return (fastapi_app, local_url)."""
+    started_at = started_at or time.time()
+    demo.queue(default_concurrency_limit=1)
+    app, url, _ = demo.launch(
+        server_name=server.host,
+        server_port=server.port or None,
+        auth=server.auth,
+        auth_message="Codec Workbench: sign in with the user name and password the operator gave you.",
+        prevent_thread_lock=True,
+        quiet=server.quiet,
+        show_error=True,
+        max_file_size=server.max_file_bytes,
+        allowed_paths=[str(ui.temp_root), str(ASSETS)],
+        app_kwargs={"routes": health_routes(engine, started_at)},
+        footer_links=["api", "settings"],
+        ssr_mode=False,
+        css=CSS,
+        theme=gr.themes.Soft(),
+    )
+    logger.info("serving at %s (health at %shealth)", url, url)
+    return app, url

@@ -1,0 +1,231 @@
+"""Audio from a URL, off unless the server is started with ``--enable-url-input``.
+
+The rules, checked before any byte is sent:
+
+* only ``http://`` and ``https://`` URLs, without user names or passwords in them;
+* the host is resolved here, and refused if *any* of its addresses is private, loopback,
+  link-local, multicast, reserved or unspecified (so the server cannot be used to reach
+  machines behind its firewall or a cloud metadata service);
+* the connection goes to the address that was checked (no second DNS lookup that could
+  answer differently); redirects are followed by hand, at most ``MAX_REDIRECTS``, each
+  target checked again;
+* the download is capped in size (Content-Length is checked first, then the bytes are
+  counted) and in time (per socket operation and overall), and lands in a temp file of
+  the request's own folder before the audio decoder ever sees it.
+"""
+
+from __future__ import annotations
+
+import http.client
+import ipaddress
+import logging
+import re
+import socket
+import ssl
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urljoin, urlsplit
+
+from core.errors import AudioInputError
+
+logger = logging.getLogger(__name__)
+
+SCHEMES = {"http": 80, "https": 443}  # scheme -> default port
+DEFAULT_MAX_MB = 50.0  # MiB, largest download accepted
+DEFAULT_TIMEOUT_S = 20.0  # seconds for the whole download
+MAX_REDIRECTS = 3  # redirects followed, each re-checked
+CHUNK_BYTES = 1 << 16  # bytes read at a time
+MIB = 1 << 20  # bytes in a MiB
+USER_AGENT = "codec-workbench/0.1 (audio fetch)"
+_SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+@dataclass(frozen=True)
+class UrlPolicy:
+    max_bytes: int = int(DEFAULT_MAX_MB * MIB)  # largest download
+    timeout_s: float = DEFAULT_TIMEOUT_S  # whole download, seconds
+    allow_loopback: bool = False  # tests only: lets a test serve files from 127.0.0.1
+
+
+@dataclass(frozen=True)
+class Target:
+    scheme: str  # "http" or "https"
+    host: str  # host name as written in the URL
+    port: int  # explicit or the scheme's default
+    path: str  # path and query, at least "/"
+    address: str  # the checked IP address to connect to
+
+
+def parse_url(url: str) -> tuple[str, str, int, str]:
+    """(scheme, host, port, path) of an http(s) URL, or AudioInputError saying why not."""
+    url = (url or "").strip()
+    if not url:
+        raise AudioInputError("Enter an audio URL starting with http:// or https://.")
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError as e:
+        raise AudioInputError(f"{url!r} is not a valid URL ({e}).") from e
+    scheme = parts.scheme.lower()
+    if scheme not in SCHEMES:
+        raise AudioInputError(
+            f"Only http:// and https:// URLs are fetched (got {scheme or 'no scheme'}://). "
+            "For other sources, download the file and upload it."
+        )
+    if parts.username is not None or parts.password is not None:
+        raise AudioInputError("URLs with a user name or password are not fetched; upload the file instead.")
+    if not parts.hostname:
+        raise AudioInputError(f"{url!r} has no host name.")
+    path = parts.path or "/"
+    if parts.query:
+        path += "?" + parts.query
+    return scheme, parts.hostname, port or SCHEMES[scheme], path
+
+
+def blocked_reason(address: str, policy: UrlPolicy = UrlPolicy()) -> str | None:
+    """Why ``address`` must not be fetched from, or None when it is a public address."""
+    ip = ipaddress.ip_address(address)
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped  # ::ffff:10.0.0.1 is 10.0.0.1
+    if ip.is_loopback:
+        return None if policy.allow_loopback else "a loopback address (this machine)"
+    checks = (
+        ("is_link_local", "a link-local address"),
+        ("is_private", "a private network address"),
+        ("is_multicast", "a multicast address"),
+        ("is_reserved", "a reserved address"),
+        ("is_unspecified", "an unspecified address"),
+    )
+    for attribute, reason in checks:
+        if getattr(ip, attribute):
+            return reason
+    if not ip.is_global:
+        return "not a public internet address"
+    return None
+
+
+def resolve(host: str, port: int, policy: UrlPolicy = UrlPolicy(), resolver=socket.getaddrinfo) -> str:
+    """The address to connect to; refuse when any address of ``host`` is not public."""
+    try:
+        infos = resolver(host, port, type=socket.SOCK_STREAM)
+    except (socket.gaierror, UnicodeError) as e:
+        raise AudioInputError(f"The host {host!r} could not be resolved ({e}); check the URL.") from e
+    addresses = sorted({info[4][0] for info in infos})
+    if not addresses:
+        raise AudioInputError(f"The host {host!r} has no addresses; check the URL.")
+    for address in addresses:
+        reason = blocked_reason(address, policy)
+        if reason:
+            raise AudioInputError(
+                f"Refused: {host} resolves to {address}, {reason}. Only audio on public internet "
+                "hosts is fetched; download the file yourself and upload it."
+            )
+    return addresses[0]
+
+
+def check(url: str, policy: UrlPolicy = UrlPolicy(), resolver=socket.getaddrinfo) -> Target:
+    """Every check that happens before a connection is opened."""
+    scheme, host, port, path = parse_url(url)
+    return Target(scheme, host, port, path, resolve(host, port, policy, resolver))
+
+
+def fetch(url: str, folder: Path, policy: UrlPolicy = UrlPolicy(), resolver=socket.getaddrinfo) -> Path:
+    """Download ``url`` into ``folder`` under the rules above; return the file's path."""
+    deadline = time.monotonic() + policy.timeout_s
+    for _ in range(MAX_REDIRECTS + 1):
+        target = check(url, policy, resolver)
+        connection = _connect(target, _remaining(deadline, url))
+        try:
+            response = _get(connection, target, url)
+            if response.status in (301, 302, 303, 307, 308) and response.getheader("Location"):
+                url = urljoin(url, response.getheader("Location"))
+                logger.info("following redirect to %s", url)
+                continue
+            if response.status != 200:
+                raise AudioInputError(f"The server answered {response.status} {response.reason} for {url}.")
+            return _save(response, folder / _file_name(target.path), policy, deadline, url)
+        finally:
+            connection.close()
+    raise AudioInputError(f"{url} redirected more than {MAX_REDIRECTS} times; give the final URL.")
+
+
+def _remaining(deadline: float, url: str) -> float:
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise AudioInputError(f"Fetching {url} took too long; download it yourself and upload the file.")
+    return left
+
+
+class _PinnedHTTPSConnection(http.client.HTTPSConnection):
+    """HTTPS to a fixed, already checked address, with the certificate checked for the host."""
+
+    def __init__(self, host, port, address, timeout):
+        super().__init__(host, port, timeout=timeout, context=ssl.create_default_context())
+        self._address = address
+
+    def connect(self):
+        sock = socket.create_connection((self._address, self.port), self.timeout)
+        self.sock = self._context.wrap_socket(sock, server_hostname=self.host)
+
+
+class _PinnedHTTPConnection(http.client.HTTPConnection):
+    def __init__(self, host, port, address, timeout):
+        super().__init__(host, port, timeout=timeout)
+        self._address = address
+
+    def connect(self):
+        self.sock = socket.create_connection((self._address, self.port), self.timeout)
+
+
+def _connect(target: Target, timeout: float) -> http.client.HTTPConnection:
+    cls = _PinnedHTTPSConnection if target.scheme == "https" else _PinnedHTTPConnection
+    return cls(target.host, target.port, target.address, timeout)
+
+
+def _get(connection, target: Target, url: str) -> http.client.HTTPResponse:
+    try:
+        connection.request("GET", target.path, headers={"User-Agent": USER_AGENT, "Accept": "audio/*, */*"})
+        return connection.getresponse()
+    except (OSError, http.client.HTTPException) as e:
+        raise AudioInputError(f"Could not fetch {url}: {e}. Check the URL or upload the file instead.") from e
+
+
+def _save(response, path: Path, policy: UrlPolicy, deadline: float, url: str) -> Path:
+    limit_mb = policy.max_bytes / MIB
+    declared = response.getheader("Content-Length")
+    if declared and declared.isdigit() and int(declared) > policy.max_bytes:
+        raise AudioInputError(_too_big(url, limit_mb))
+    received = 0
+    with open(path, "xb") as out:
+        while chunk := _read(response, url):
+            received += len(chunk)
+            if received > policy.max_bytes:
+                out.close()
+                path.unlink(missing_ok=True)
+                raise AudioInputError(_too_big(url, limit_mb))
+            out.write(chunk)
+            _remaining(deadline, url)
+    if received == 0:
+        path.unlink(missing_ok=True)
+        raise AudioInputError(f"{url} returned an empty file.")
+    logger.info("fetched %d bytes from %s", received, url)
+    return path
+
+
+def _read(response, url: str) -> bytes:
+    try:
+        return response.read(CHUNK_BYTES)
+    except (OSError, http.client.HTTPException) as e:
+        raise AudioInputError(f"The download of {url} broke off: {e}. Try again or upload the file.") from e
+
+
+def _too_big(url: str, limit_mb: float) -> str:
+    return f"{url} is larger than the {limit_mb:g} MiB limit for URL input; download it and upload the file instead."
+
+
+def _file_name(path: str) -> str:
+    """A safe local name from the URL's last path segment."""
+    last = path.split("?", 1)[0].rstrip("/").rsplit("/", 1)[-1]
+    name = _SAFE_NAME.sub("_", last).strip("._")[:80]
+    return name or "url-audio"

@@ -1,0 +1,50 @@
+"""Per-request output folders under one temp root for the whole app.
+
+Every request gets a fresh folder (``tempfile.mkdtemp``), so two requests never share a
+file name and nothing a user gave us is ever overwritten. Folders older than ``max_age_s``
+are deleted whenever a new one is made.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_MAX_AGE_S = 3600.0  # seconds a request's files stay downloadable
+PREFIX = "req-"  # folder name prefix; only folders with it are ever deleted
+
+
+class Workspace:
+    """Makes request folders under ``root`` and deletes the old ones."""
+
+    def __init__(self, root: Path | str | None = None, max_age_s: float = DEFAULT_MAX_AGE_S):
+        if root is None:
+            root = Path(tempfile.gettempdir()) / "codec-workbench"
+        self.root = Path(root)
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.max_age_s = max_age_s
+
+    def new_dir(self, kind: str) -> Path:
+        """A new, empty folder for one request (``kind`` is only part of the name)."""
+        self.cleanup()
+        return Path(tempfile.mkdtemp(prefix=f"{PREFIX}{kind}-", dir=self.root))
+
+    def cleanup(self, now: float | None = None) -> int:
+        """Delete request folders older than ``max_age_s``; return how many went."""
+        now = time.time() if now is None else now
+        removed = 0
+        for folder in self.root.glob(f"{PREFIX}*"):
+            try:
+                if folder.is_dir() and now - folder.stat().st_mtime > self.max_age_s:
+                    shutil.rmtree(folder, ignore_errors=True)
+                    removed += 1
+            except FileNotFoundError:  # another request removed it first
+                continue
+        if removed:
+            logger.info("removed %d request folders older than %.0f s", removed, self.max_age_s)
+        return removed
