@@ -64,12 +64,20 @@ test-system-deps:
 	@STRICT=1 scripts/ensure-debian-packages.sh $(TEST_DEBS)
 
 # ---- service ---------------------------------------------------------------------------
+# supervisord.conf sets these for the app, so values from the shell would be silently ignored.
+SERVICE_SETTINGS := CODEC_MODEL CODEC_DEVICE CODEC_DTYPE CODEC_HOST CODEC_PORT
+WARN_SHELL_SETTINGS = for v in $(SERVICE_SETTINGS); do \
+	  [ -z "$${!v:-}" ] || echo "note: $$v from the shell is not used; set it in supervisord.local.conf (docs/service.md)" >&2; \
+	done
+
 run: system-deps $(VENV)/.stamp-runtime
 	@mkdir -p logs
+	@$(WARN_SHELL_SETTINGS)
 	exec $(VENV)/bin/supervisord -n -c $(CONF)
 
 start: system-deps $(VENV)/.stamp-runtime
 	@mkdir -p logs
+	@$(WARN_SHELL_SETTINGS)
 	$(VENV)/bin/supervisord -c $(CONF)
 	@echo "started; 'make status', 'make tail', 'make stop'"
 

@@ -1,0 +1,134 @@
+"""The shipped supervisord.conf, Makefile and .ci/run, read the way their tools read them."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from supervisor.datatypes import RestartUnconditionally
+from supervisor.options import ServerOptions
+
+from service_harness import CONFIG, REPO
+
+
+def realize(directory: Path) -> ServerOptions:
+    """Parse the config as supervisord does, from a copy in ``directory``."""
+    (directory / "logs").mkdir(exist_ok=True)
+    shutil.copy(CONFIG, directory / "supervisord.conf")
+    options = ServerOptions()
+    options.realize(args=["-c", str(directory / "supervisord.conf")])
+    return options
+
+
+def webui_program(options: ServerOptions):
+    programs = {p.name: p for g in options.process_group_configs for p in g.process_configs}
+    assert "webui" in programs, f"no [program:webui] in {CONFIG}"
+    return programs["webui"]
+
+
+def test_every_path_is_relative_to_the_config(tmp_path):
+    raw = CONFIG.read_text()
+    assert not re.search(r"(?m)^[^;]*=\s*/", raw), "absolute paths in supervisord.conf; use %(here)s"
+    options = realize(tmp_path)
+    prog = webui_program(options)
+    assert Path(prog.directory) == tmp_path
+    assert Path(prog.stdout_logfile) == tmp_path / "logs" / "webui.log"
+    assert Path(options.logfile) == tmp_path / "logs" / "supervisord.log"
+    assert Path(options.pidfile) == tmp_path / "logs" / "supervisord.pid"
+    assert prog.command.startswith(f"{tmp_path}/.venv/bin/python -m webui")
+
+
+def test_webui_program_keeps_running_and_stops_cleanly(tmp_path):
+    prog = webui_program(realize(tmp_path))
+    assert prog.autostart is True
+    assert prog.autorestart is RestartUnconditionally, "kill -9 or a crash must be restarted"
+    assert prog.startsecs >= 1 and prog.startretries >= 1
+    assert 5 <= prog.stopwaitsecs <= 60
+    assert prog.stopasgroup and prog.killasgroup, "helper processes must not outlive a stop"
+    assert "--daemon" not in prog.command and "&" not in prog.command, "the command must stay in the foreground"
+
+
+def test_logs_rotate_under_logs(tmp_path):
+    options = realize(tmp_path)
+    prog = webui_program(options)
+    assert prog.redirect_stderr, "app logs go to stderr and must land in the log file"
+    assert prog.stdout_logfile_maxbytes > 0 and prog.stdout_logfile_backups > 0
+    assert options.logfile_maxbytes > 0 and options.logfile_backups > 0
+
+
+def test_engine_settings_come_from_the_environment(tmp_path):
+    env = webui_program(realize(tmp_path)).environment
+    assert env["CODEC_MODEL"] == "Qwen/Qwen3-TTS-Tokenizer-12Hz"
+    assert env["CODEC_DTYPE"] == "float32"
+    assert "CODEC_DEVICE" in env
+
+
+def test_supervisorctl_reaches_supervisord_over_a_unix_socket(tmp_path):
+    options = realize(tmp_path)
+    [server] = options.server_configs
+    assert server["section"] == "unix_http_server"
+    assert Path(server["file"]) == tmp_path / "logs" / "supervisor.sock"
+    assert server["chmod"] == 0o700
+    factories = [name for name, _factory, _cfg in options.rpcinterface_factories]
+    assert "supervisor" in factories, "supervisorctl needs [rpcinterface:supervisor]"
+    assert re.search(r"(?m)^serverurl\s*=\s*unix://%\(here\)s/logs/supervisor.sock", CONFIG.read_text())
+
+
+def test_local_override_file_changes_single_keys(tmp_path):
+    (tmp_path / "supervisord.local.conf").write_text(
+        '[program:webui]\nenvironment = CODEC_MODEL="/models/qwen",CODEC_DEVICE="cuda:0"\n'
+    )
+    prog = webui_program(realize(tmp_path))
+    assert prog.environment["CODEC_MODEL"] == "/models/qwen"
+    assert prog.environment["CODEC_DEVICE"] == "cuda:0"
+    assert prog.autorestart is RestartUnconditionally, "keys not overridden keep their values"
+
+
+def _make_dry_run(target: str) -> str:
+    if shutil.which("make") is None:
+        pytest.skip("make is not installed")
+    out = subprocess.run(["make", "-n", "-B", target], cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    return out.stdout
+
+
+def test_make_run_installs_then_runs_supervisord_in_the_foreground():
+    plan = _make_dry_run("run")
+    assert "-m venv .venv" in plan and "pip install -q -r requirements.txt" in plan
+    assert re.search(r"supervisord -n -c supervisord.conf", plan), plan
+
+
+def test_make_test_installs_test_needs_and_runs_every_non_gpu_test():
+    plan = _make_dry_run("test")
+    for pkg in ("ffmpeg", "sox", "espeak-ng", "chromium"):
+        assert pkg in plan
+    assert "pip install -q -r requirements-test.txt" in plan
+    assert re.search(r"-m pytest -m \"not gpu\"", plan), plan
+
+
+def first_commands(markdown: str, count: int = 2) -> list[str]:
+    """The first shell commands of a markdown file's fenced code blocks, comments dropped."""
+    commands = []
+    for block in re.findall(r"(?ms)^```(?:bash|sh|console)?\n(.*?)^```", markdown):
+        for line in block.splitlines():
+            line = line.split("#", 1)[0].strip()
+            if line:
+                commands.append(line)
+    return commands[:count]
+
+
+@pytest.mark.parametrize("doc", ["README.md", "docs/service.md"])
+def test_docs_start_with_the_two_commands(doc):
+    path = REPO / doc
+    if not path.exists():
+        pytest.skip(f"{doc} not written yet")
+    assert first_commands(path.read_text()) == ["make run", "make test"]
+
+
+def test_ci_runs_the_readme_test_command():
+    ci = (REPO / ".ci" / "run").read_text()
+    assert ci.startswith("#!/usr/bin/env bash") and "set -euo pipefail" in ci
+    assert re.search(r"(?m)^make test$", ci), "CI must run the README's test command"
