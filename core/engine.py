@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import enum
 import logging
+import math
 import threading
 import time
 from dataclasses import dataclass
@@ -29,6 +30,14 @@ SAMPLES_PER_FRAME = 1920  # samples per code frame
 NUM_CODEBOOKS = 16  # codebooks per frame
 CODEBOOK_SIZE = 2048  # entries per codebook
 TORCH_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
+FRAMES_PER_SECOND = SAMPLE_RATE / SAMPLES_PER_FRAME  # 12.5 code frames per second
+
+# Pre-flight memory model (fitted to peaks measured on an H200 with the published architecture;
+# see docs/performance.md). Activations scale with a layer width and the dtype's size:
+ENCODE_FLOATS_PER_SAMPLE_PER_FILTER = 5.5  # encoder conv activations: floats per input sample per SEANet filter
+DECODE_FLOATS_PER_SAMPLE_PER_CHANNEL = 7.5  # decoder activations: floats per output sample per last-block channel
+SPAN_FLOATS_PER_STEP_PER_HIDDEN = 12.0  # encoder transformer span activations: floats per step per hidden unit
+DEVICE_OVERHEAD_MIB = 160.0  # CUDA context-independent slack: cuDNN workspaces, allocator rounding (MiB)
 
 
 class EngineState(str, enum.Enum):
@@ -58,6 +67,26 @@ class DecodeResult:
 class RoundTripResult:
     encoded: EncodeResult  # the codes
     decoded: DecodeResult  # the reconstruction, trimmed to the input's length
+
+
+@dataclass(frozen=True)
+class MemoryEstimate:
+    operation: str  # "encode", "decode" or "roundtrip"
+    seconds: float  # audio length the estimate is for, seconds (all clips together)
+    peak_mib: float  # estimated peak device memory of the job, resident weights included (MiB)
+    available_mib: float  # what the job may reach: weights + allowed share of free and cached memory (MiB)
+    fits: bool  # True when peak_mib <= available_mib; jobs that do not fit are refused
+    message: str  # one line for the user, e.g. "≈2.6 GiB of 139 GiB; fits"
+
+
+@dataclass(frozen=True)
+class ChunkPlan:
+    encode_chunk_samples: int  # samples per encoder convolution window (a whole number of frames)
+    encode_span_steps: int  # encoder transformer steps per span (25 per second)
+    kv_device_bytes: int | None  # encoder keys/values kept on the device (None: all of them)
+    decode_chunk_frames: int  # code frames per decode chunk
+    batch_samples: int  # padded samples per batched encode call
+
 
 
 def validate_codes(codes) -> np.ndarray:
@@ -189,77 +218,222 @@ class Engine:
 
     def encode_array(self, samples: np.ndarray) -> EncodeResult:
         samples = np.ascontiguousarray(samples, dtype=np.float32).reshape(-1)
-        codes, seconds, peak = self._job(lambda: self._encode_tensor(samples))
+        codes, seconds, peak = self._job("encode", [samples.size], lambda plan: self._encode_tensor(samples, plan))
         return EncodeResult(codes, int(samples.size), seconds, peak)
 
     def decode(self, codes, original_samples: int | None = None) -> DecodeResult:
         """Decode codes (frames, 16); trim to ``original_samples`` when given."""
         codes = validate_codes(codes)
-        wav, seconds, peak = self._job(lambda: self._decode_tensor(codes))
+        wav, seconds, peak = self._job("decode", [codes.shape[0] * SAMPLES_PER_FRAME],
+                                       lambda plan: self._decode_tensor(codes, plan))
         if original_samples is not None:
             wav = wav[: int(original_samples)]
         return DecodeResult(wav, SAMPLE_RATE, seconds, peak)
 
     def roundtrip(self, audio) -> RoundTripResult:
         with self._lock:
+            self._refuse_if_too_big("roundtrip", [int(np.asarray(audio.samples).size)])
             encoded = self.encode(audio)
             decoded = self.decode(encoded.codes, original_samples=encoded.original_samples)
         return RoundTripResult(encoded, decoded)
 
     def encode_batch(self, clips) -> list[EncodeResult]:
-        """Encode several clips in one padded batch (faster than one by one for short clips)."""
+        """Encode several clips: short ones in padded batches, long ones chunked one by one."""
         arrays = [np.ascontiguousarray(c.samples, dtype=np.float32).reshape(-1) for c in clips]
-        codes_list, seconds, peak = self._job(lambda: self._encode_batch_tensors(arrays))
+        codes_list, seconds, peak = self._job("encode", [a.size for a in arrays],
+                                              lambda plan: self._encode_batch_tensors(arrays, plan))
         share = seconds / max(len(arrays), 1)
         return [EncodeResult(c, a.size, share, peak) for c, a in zip(codes_list, arrays)]
 
     def decode_batch(self, codes_list) -> list[DecodeResult]:
         checked = [validate_codes(c) for c in codes_list]
-        wavs, seconds, peak = self._job(lambda: self._decode_batch_tensors(checked))
+        wavs, seconds, peak = self._job("decode", [c.shape[0] * SAMPLES_PER_FRAME for c in checked],
+                                        lambda plan: self._decode_batch_tensors(checked, plan))
         share = seconds / max(len(checked), 1)
         return [DecodeResult(w, SAMPLE_RATE, share, peak) for w in wavs]
 
-    # ---- model calls (run inside _job) -------------------------------------------------
-    def _to_device(self, samples: np.ndarray) -> torch.Tensor:
-        return torch.from_numpy(samples).to(self.device, dtype=self.model.dtype)
+    # ---- model calls (run inside _job, with a chunk plan) ------------------------------
+    def _encode_tensor(self, samples: np.ndarray, plan: ChunkPlan) -> np.ndarray:
+        wav = torch.from_numpy(samples)  # stays on the host when chunked: windows move one at a time
+        codes = streaming.encode(self.model, wav, plan.encode_chunk_samples, span_steps=plan.encode_span_steps,
+                                 kv_device_bytes=plan.kv_device_bytes)
+        return codes.cpu().numpy()
 
-    def _encode_tensor(self, samples: np.ndarray) -> np.ndarray:
-        chunk = int(self.settings.encode_chunk_s * SAMPLE_RATE)
-        return streaming.encode(self.model, self._to_device(samples), chunk).cpu().numpy()
+    def _encode_batch_tensors(self, arrays, plan: ChunkPlan) -> list[np.ndarray]:
+        out: list[np.ndarray | None] = [None] * len(arrays)
+        short = []
+        for i, a in enumerate(arrays):
+            if a.size > plan.encode_chunk_samples:
+                out[i] = self._encode_tensor(a, plan)
+            else:
+                short.append(i)
+        for group in _groups(short, [arrays[i].size for i in short], plan.batch_samples):
+            tensors = [torch.from_numpy(arrays[i]) for i in group]
+            for i, codes in zip(group, streaming.encode_batch(self.model, tensors)):
+                out[i] = codes.cpu().numpy()
+        return out
 
-    def _encode_batch_tensors(self, arrays) -> list[np.ndarray]:
-        out = streaming.encode_batch(self.model, [self._to_device(a) for a in arrays])
-        return [c.cpu().numpy() for c in out]
+    def _decode_tensor(self, codes: np.ndarray, plan: ChunkPlan) -> np.ndarray:
+        wav = streaming.decode(self.model, torch.from_numpy(codes), plan.decode_chunk_frames)
+        return wav.float().numpy()
 
-    def _decode_tensor(self, codes: np.ndarray) -> np.ndarray:
-        tensor = torch.from_numpy(codes).to(self.device)
-        wav = streaming.decode(self.model, tensor, self.settings.decode_chunk_frames)
-        return wav.float().cpu().numpy()
+    def _decode_batch_tensors(self, codes_list, plan: ChunkPlan) -> list[np.ndarray]:
+        out: list[np.ndarray | None] = [None] * len(codes_list)
+        order = list(range(len(codes_list)))
+        frames = [c.shape[0] for c in codes_list]
+        for group in _groups(order, frames, plan.decode_chunk_frames):
+            chunk = max(1, plan.decode_chunk_frames // len(group))  # a chunk call holds ≈ one clip's chunk
+            wavs = streaming.decode_batch(self.model, [torch.from_numpy(codes_list[i]) for i in group], chunk)
+            for i, w in zip(group, wavs):
+                out[i] = w.float().numpy()
+        return out
 
-    def _decode_batch_tensors(self, codes_list) -> list[np.ndarray]:
-        tensors = [torch.from_numpy(c).to(self.device) for c in codes_list]
-        wavs = streaming.decode_batch(self.model, tensors, self.settings.decode_chunk_frames)
-        return [w.float().cpu().numpy() for w in wavs]
+    # ---- planning, estimates, OOM retries -------------------------------------------------
+    def _base_plan(self) -> ChunkPlan:
+        s = self.settings
+        chunk = max(SAMPLES_PER_FRAME, int(s.encode_chunk_s * SAMPLE_RATE) // SAMPLES_PER_FRAME * SAMPLES_PER_FRAME)
+        span = max(2, int(s.encode_span_s * SAMPLE_RATE) // streaming.SAMPLES_PER_STEP // 2 * 2)
+        kv = int(s.encode_kv_device_mib * memory.MIB) if self.settings.is_cuda else None
+        return ChunkPlan(chunk, span, kv, int(s.decode_chunk_frames), max(chunk, int(s.batch_audio_s * SAMPLE_RATE)))
 
-    def _job(self, work):
-        """Run ``work`` under the lock with timing, peak memory, OOM handling and cleanup."""
+    def _floors(self) -> tuple[int, int]:
+        """Smallest encode window (samples) and decode chunk (frames) that OOM retries go down to."""
+        floor_s = self.settings.min_chunk_s
+        samples = max(SAMPLES_PER_FRAME, int(floor_s * SAMPLE_RATE) // SAMPLES_PER_FRAME * SAMPLES_PER_FRAME)
+        return samples, max(1, math.ceil(floor_s * FRAMES_PER_SECOND))
+
+    def _smaller(self, plan: ChunkPlan) -> ChunkPlan | None:
+        """The plan to retry with after an out-of-memory error: halved, not below the floor."""
+        floor_samples, floor_frames = self._floors()
+        chunk = max(floor_samples, plan.encode_chunk_samples // 2 // SAMPLES_PER_FRAME * SAMPLES_PER_FRAME)
+        frames = max(floor_frames, plan.decode_chunk_frames // 2)
+        kv = None if plan.kv_device_bytes is None else plan.kv_device_bytes // 2
+        if chunk >= plan.encode_chunk_samples and frames >= plan.decode_chunk_frames:
+            return None
+        return ChunkPlan(chunk, plan.encode_span_steps, kv, frames, max(chunk, plan.batch_samples // 2))
+
+    def _peak_bytes(self, operation: str, lengths: list[int], plan: ChunkPlan) -> tuple[float, float]:
+        """(estimated peak bytes, resident weight bytes) of a job on clips of ``lengths`` samples."""
+        model = self.model
+        item = next(model.parameters()).element_size()
+        weights = float(readiness.model_bytes(model))
+        enc, dec = model.encoder.config, model.decoder.config
+        longest = max(lengths)
+        work = 0.0
+        if operation in ("encode", "roundtrip"):
+            per_sample = ENCODE_FLOATS_PER_SAMPLE_PER_FILTER * enc.num_filters * item
+            if longest > plan.encode_chunk_samples:  # chunked: window + context, key/value cache, span
+                steps = -(-longest // streaming.SAMPLES_PER_STEP)
+                attn = model.encoder.encoder_transformer.layers[0].self_attn
+                per_step = 2 * enc.num_hidden_layers * attn.num_key_value_heads * attn.head_dim * item
+                kv = steps * per_step
+                stage = 0.0
+                if plan.kv_device_bytes is not None and kv > plan.kv_device_bytes:
+                    kv = plan.kv_device_bytes // per_step * per_step
+                    stage = 2 * attn.num_key_value_heads * attn.head_dim * item * streaming.HOST_BLOCK_STEPS
+                span = SPAN_FLOATS_PER_STEP_PER_HIDDEN * min(plan.encode_span_steps, steps) * enc.hidden_size * item
+                window = plan.encode_chunk_samples + streaming.conv_context_samples(model)
+                work = per_sample * window + kv + stage + span
+            short = [n for n in lengths if n <= plan.encode_chunk_samples]
+            if short:  # padded batches of short clips
+                group = max(len(g) * max(short[i] for i in g) for g in _groups(list(range(len(short))), short,
+                                                                                 plan.batch_samples))
+                work = max(work, per_sample * group)
+        if operation in ("decode", "roundtrip"):
+            channels = dec.decoder_dim // 2 ** len(dec.upsample_rates)
+            per_frame = DECODE_FLOATS_PER_SAMPLE_PER_CHANNEL * channels * item * SAMPLES_PER_FRAME
+            frames = min(plan.decode_chunk_frames, max(-(-n // SAMPLES_PER_FRAME) for n in lengths))
+            work = max(work, per_frame * frames)
+        overhead = DEVICE_OVERHEAD_MIB * memory.MIB if self.settings.is_cuda else 0.0
+        return weights + work + overhead, weights
+
+    def _available_bytes(self, weights: float) -> float:
+        """Weights plus the allowed share of the memory a job can still take (free + our cache)."""
+        fraction = self.settings.max_batch_memory_fraction
+        if self.settings.is_cuda:
+            dev = torch.device(self.device)
+            free, _total = torch.cuda.mem_get_info(dev)
+            cached = torch.cuda.memory_reserved(dev) - torch.cuda.memory_allocated(dev)
+            return weights + fraction * (free + cached)
+        import psutil
+
+        return weights + fraction * psutil.virtual_memory().available
+
+    def _plan(self, operation: str, lengths: list[int]) -> tuple[ChunkPlan | None, MemoryEstimate]:
+        """The largest plan whose estimate fits (halving down to the floor), and that estimate."""
+        plan: ChunkPlan | None = self._base_plan()
+        first = None
+        while plan is not None:
+            peak, weights = self._peak_bytes(operation, lengths, plan)
+            available = self._available_bytes(weights)
+            estimate = _estimate(operation, lengths, peak, available, self.device)
+            first = first or estimate
+            if estimate.fits:
+                return plan, estimate
+            plan = self._smaller(plan)
+        return None, first
+
+    def estimate(self, operation: str = "roundtrip", seconds: float | None = None, *, samples: int | None = None,
+                 frames: int | None = None, clips: int = 1) -> MemoryEstimate:
+        """Pre-flight estimate of a job's peak device memory, and whether it fits now.
+
+        Give the audio length as ``seconds``, ``samples`` or code ``frames`` (per clip; ``clips``
+        equal clips). Does not take the engine's lock, so it answers while a job runs. Jobs that do
+        not fit are refused with this estimate's message.
+        """
+        if operation not in ("encode", "decode", "roundtrip"):
+            raise ValueError(f"operation must be encode, decode or roundtrip; got {operation!r}")
+        if samples is None:
+            samples = frames * SAMPLES_PER_FRAME if frames is not None else int(round((seconds or 0.0) * SAMPLE_RATE))
+        if samples <= 0:
+            raise ValueError("give a positive length: seconds, samples or frames")
+        if self.state != EngineState.READY or self._tokenizer is None:
+            raise EngineNotReady(self.not_ready_message())
+        return self._plan(operation, [int(samples)] * max(1, int(clips)))[1]
+
+    def _refuse_if_too_big(self, operation: str, lengths: list[int]) -> ChunkPlan:
+        plan, estimate = self._plan(operation, lengths)
+        if plan is None:
+            logger.warning("refused: %s", estimate.message)
+            raise OutOfMemory(estimate.message)
+        return plan
+
+    def _job(self, operation: str, lengths: list[int], work):
+        """Run ``work(plan)`` under the lock with a pre-flight check, timing, peak memory, OOM
+        retries with smaller chunks (down to the floor) and cleanup."""
         with self._lock:
             if self.state != EngineState.READY:
                 raise EngineNotReady(self.not_ready_message())
-            memory.reset_peak(self.device)
+            plan = self._refuse_if_too_big(operation, lengths)
             start = time.perf_counter()
-            try:
-                with torch.inference_mode():
-                    result = work()
-                if self.settings.is_cuda:
-                    torch.cuda.synchronize(torch.device(self.device))
-            except Exception as e:
-                if memory.is_out_of_memory(e):
-                    memory.release_cached(self.device)
+            while True:
+                memory.reset_peak(self.device)
+                failed = None
+                try:
+                    with torch.inference_mode():
+                        result = work(plan)
+                    if self.settings.is_cuda:
+                        torch.cuda.synchronize(torch.device(self.device))
+                except Exception as e:
+                    if not memory.is_out_of_memory(e):
+                        raise
+                    failed = f"{type(e).__name__}: {str(e).splitlines()[0][:200]}"
+                if failed is None:
+                    break
+                memory.release_cached(self.device)  # the failed attempt's tensors are gone with its frames
+                smaller = self._smaller(plan)
+                if smaller is None:
+                    seconds = max(lengths) / SAMPLE_RATE
                     raise OutOfMemory(
-                        f"The job ran out of memory on {self.device}: {e}. Try a shorter clip or clear VRAM."
-                    ) from e
-                raise
+                        f"The {operation} of {seconds:.1f} s ran out of memory on {self.device} even at the smallest "
+                        f"chunks ({plan.encode_chunk_samples / SAMPLE_RATE:.1f} s encode windows, "
+                        f"{plan.decode_chunk_frames} decode frames; floor min_chunk_s={self.settings.min_chunk_s:g}). "
+                        f"Free memory on the device (Clear VRAM, stop other GPU programs) or use a shorter clip. "
+                        f"({failed})")
+                logger.warning("%s ran out of memory (%s); retrying with %.1f s windows and %d-frame chunks",
+                               operation, failed, smaller.encode_chunk_samples / SAMPLE_RATE,
+                               smaller.decode_chunk_frames)
+                plan = smaller
             seconds = time.perf_counter() - start
             peak = memory.peak_mib(self.device)
             self._auto_cleanup()
@@ -301,3 +475,32 @@ class Engine:
             "resident_mib": resident,
             "load_seconds": self.load_seconds,
         }
+
+
+def _groups(indices: list[int], sizes: list[int], budget: int) -> list[list[int]]:
+    """Split ``indices`` (with ``sizes``) into groups, longest first, so that each group's padded
+    size (members x longest) stays within ``budget``; a lone item may exceed it."""
+    order = sorted(range(len(indices)), key=lambda j: -sizes[j])
+    groups: list[list[int]] = []
+    current: list[int] = []
+    longest = 0
+    for j in order:
+        if current and (len(current) + 1) * max(longest, sizes[j]) > budget:
+            groups.append(current)
+            current, longest = [], 0
+        current.append(indices[j])
+        longest = max(longest, sizes[j])
+    if current:
+        groups.append(current)
+    return groups
+
+
+def _estimate(operation: str, lengths: list[int], peak: float, available: float, device: str) -> MemoryEstimate:
+    seconds = sum(lengths) / SAMPLE_RATE
+    fits = peak <= available
+    verdict = "fits" if fits else "does not fit: free memory (Clear VRAM) or use a shorter clip"
+    where = "GPU" if device.startswith("cuda") else "RAM"
+    message = (f"{operation} of {seconds:.1f} s needs ≈{peak / memory.MIB / 1024:.2f} GiB of {where} "
+               f"(model weights included); {available / memory.MIB / 1024:.2f} GiB available on {device}: {verdict}.")
+    return MemoryEstimate(operation, seconds, round(peak / memory.MIB, 1), round(available / memory.MIB, 1), fits,
+                          message)

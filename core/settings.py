@@ -40,8 +40,11 @@ class Settings:
     max_duration_s: float = 1800.0  # longest input accepted, seconds (30 min)
     max_file_mb: float = 1024.0  # largest input file accepted, MiB
     cleanup_threshold: float = 0.8  # after a job, clear cached VRAM when reserved > this share of the card
-    encode_chunk_s: float = 60.0  # audio seconds per encode chunk (memory stays bounded at any length)
-    decode_chunk_frames: int = 300  # code frames per decode chunk
+    encode_chunk_s: float = 20.0  # audio seconds per encoder convolution window (sets encode activation memory)
+    encode_span_s: float = 120.0  # audio seconds per encoder transformer span (attends to all earlier audio)
+    encode_kv_device_mib: float = 1280.0  # encoder keys/values kept on the GPU; older ones go to pinned host RAM
+    decode_chunk_frames: int = 300  # code frames per decode chunk (state carries across, so seams are exact)
+    batch_audio_s: float = 60.0  # padded audio seconds per batched encode call (bounds batch memory)
     min_chunk_s: float = 5.0  # OOM retries halve the chunk down to this floor, then give up
     max_batch_memory_fraction: float = 0.9  # refuse jobs whose estimated peak exceeds this share of free memory
 
@@ -67,11 +70,16 @@ class Settings:
             )
         if not 0.0 < self.cleanup_threshold <= 1.0:
             raise SettingsError("cleanup threshold must be in (0, 1], e.g. 0.8.")
-        for name in ("max_duration_s", "max_file_mb", "encode_chunk_s", "min_chunk_s"):
+        for name in ("max_duration_s", "max_file_mb", "encode_chunk_s", "encode_span_s", "batch_audio_s",
+                     "min_chunk_s"):
             if getattr(self, name) <= 0:
                 raise SettingsError(f"{name} must be positive.")
         if self.decode_chunk_frames < 1:
             raise SettingsError("decode_chunk_frames must be at least 1.")
+        if self.encode_kv_device_mib < 0:
+            raise SettingsError("encode_kv_device_mib must be zero or more.")
+        if not 0.0 < self.max_batch_memory_fraction <= 1.0:
+            raise SettingsError("max_batch_memory_fraction must be in (0, 1], e.g. 0.9.")
         return self
 
     def with_(self, **changes) -> "Settings":
