@@ -20,9 +20,8 @@ PYTEST_ARGS ?=
 RUNTIME_DEBS := ffmpeg
 TEST_DEBS := ffmpeg sox libsox-fmt-all espeak-ng chromium fonts-liberation
 
-# Playwright drives Debian's chromium; it never downloads a browser of its own.
+# Browser tests drive Debian's /usr/bin/chromium; Playwright never downloads a browser.
 export PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD := 1
-export PLAYWRIGHT_CHROMIUM_EXECUTABLE ?= /usr/bin/chromium
 export GRADIO_ANALYTICS_ENABLED := False
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
