@@ -46,6 +46,7 @@ CSS = """
 .cw-detail {font-size: 0.85em; opacity: 0.85;}
 .cw-meta {margin-top: 6px; font-size: 0.9em;}
 .cw-meta span {margin-right: 4px;}
+.cw-hint {font-size: 0.8em; opacity: 0.8;}
 .cw-fix {margin-top: 8px; padding: 6px 8px; border-radius: 6px; background: #fdecea; color: #611a15;}
 """
 
@@ -82,9 +83,11 @@ def build_app(engine, options: UiOptions = UiOptions()) -> gr.Blocks:
 
 
 def _status_bar(demo: gr.Blocks, handlers: Handlers) -> None:
-    with gr.Row(equal_height=True):
+    with gr.Row():
         status = gr.HTML(elem_id="status-bar", scale=8)
-        rerun = gr.Button("Re-run checks", elem_id="rerun-checks", scale=1, min_width=140, size="sm")
+        with gr.Column(scale=1, min_width=150):
+            rerun = gr.Button("Re-run checks", elem_id="rerun-checks", size="sm")
+            gr.Markdown("Loads the model if needed, then runs the three checks again.", elem_classes="cw-hint")
     raw = gr.JSON(visible=False)
     demo.load(handlers.status, outputs=[status, raw], api_name="status", show_progress="hidden")
     rerun.click(handlers.readiness, outputs=[status, raw], api_name="readiness", **MODEL_GROUP)
@@ -114,9 +117,9 @@ def _roundtrip_tab(handlers: Handlers, options: UiOptions) -> None:
     timing = gr.Markdown(elem_id="roundtrip-timing")
     with gr.Row():
         original = gr.Audio(label="Original (24 kHz mono, as the codec heard it)", type="filepath",
-                            interactive=False, elem_id="roundtrip-original")
+                            interactive=False, elem_id="roundtrip-original", buttons=["download"])
         reconstruction = gr.Audio(label="Reconstruction (decoded from the codes)", type="filepath",
-                                  interactive=False, elem_id="roundtrip-reconstruction")
+                                  interactive=False, elem_id="roundtrip-reconstruction", buttons=["download"])
     with gr.Row():
         facts = gr.Markdown(elem_id="roundtrip-facts")
         summary = gr.Markdown(elem_id="roundtrip-tokens")
@@ -167,7 +170,7 @@ def _decode_tab(handlers: Handlers) -> None:
             run = gr.Button("Decode", variant="primary", size="lg", elem_id="decode-run")
     with gr.Row():
         audio_out = gr.Audio(label="Decoded audio (24 kHz mono)", type="filepath", interactive=False,
-                             elem_id="decode-audio")
+                             elem_id="decode-audio", buttons=["download"])
         summary = gr.Markdown(elem_id="decode-summary")
     spectrogram = gr.Image(label="Log-mel spectrogram of the decoded audio", type="filepath", interactive=False,
                            elem_id="decode-spectrogram")

@@ -88,7 +88,7 @@ def facts_markdown(facts: dict) -> str:
         ("Peak / RMS", f"{peak_db} / {facts['rms_dbfs']:.1f} dBFS"),
         ("Clipped samples", facts["clipped_samples"]),
     ]
-    text = "### Input\n" + _table(("", ""), rows)
+    text = _table(("Input", ""), rows)
     warnings = list(facts.get("warnings") or [])
     if warnings:
         text += "\n\n" + "\n".join(f"- ⚠ {w}" for w in warnings)
@@ -114,7 +114,7 @@ def tokens_markdown(summary: dict) -> str:
     if "compression_vs_original" in summary:
         rows.append(("Compression vs 16-bit PCM of the input", f"{summary['compression_vs_original']:.0f} : 1"))
     rows.append(("Compression vs 16-bit PCM at 24 kHz mono", f"{summary['compression_vs_pcm24k']:.0f} : 1"))
-    return "### Tokens\n" + _table(("", ""), rows)
+    return _table(("Tokens", ""), rows)
 
 
 def token_file_markdown(meta: dict, summary: dict) -> str:
@@ -125,7 +125,7 @@ def token_file_markdown(meta: dict, summary: dict) -> str:
         ("Created", meta.get("created") or "unknown"),
         ("Versions", versions or "unknown"),
     ]
-    return tokens_markdown(summary) + "\n" + _table(("", ""), rows, header=False)
+    return _table(("Token file", ""), rows) + "\n\n" + tokens_markdown(summary)
 
 
 def metrics_markdown(metrics: list[dict]) -> str:
@@ -167,7 +167,7 @@ def stats_markdown(stats: dict) -> str:
                        f"({stats['system_ram_percent']:.0f}%)"),
         ("CPU", f"{stats['cpu_percent']:.0f}% of {stats.get('cpu_count', '?')} cores"),
     ]
-    return _table(("", ""), rows, header=False)
+    return _table(("System", ""), rows)
 
 
 def vram_markdown(result: dict) -> str:
@@ -183,10 +183,9 @@ def vram_markdown(result: dict) -> str:
 # --------------------------------------------------------------------------- helpers
 
 
-def _table(headers: tuple, rows: list[tuple], header: bool = True) -> str:
-    """A Markdown table; with header=False the header row is left blank."""
-    head = headers if header else tuple("" for _ in headers)
-    lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in headers) + "|"]
+def _table(headers: tuple, rows: list[tuple]) -> str:
+    """A Markdown table."""
+    lines = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
     for row in rows:
         lines.append("| " + " | ".join(_cell(c) for c in row) + " |")
     return "\n".join(lines)

@@ -221,7 +221,7 @@ def _read(response, url: str) -> bytes:
 
 
 def _too_big(url: str, limit_mb: float) -> str:
-    return f"{url} is larger than the {limit_mb:g} MiB limit for URL input; download it and upload the file instead."
+    return f"{url} is larger than the {limit_mb:.3g} MiB limit for URL input; download it and upload the file instead."
 
 
 def _file_name(path: str) -> str:

@@ -1,0 +1,88 @@
+"""Web UI fixtures: an engine on the tiny checkpoint, handlers, a live server, clips."""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+import numpy as np
+import pytest
+import soundfile as sf
+
+from core.engine import Engine
+from core.settings import Settings
+from webui.app import UiOptions, build_app
+from webui.handlers import Handlers
+from webui.server import ServerOptions, launch
+from webui.workspace import Workspace
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nobody listens on right now."""
+    return _free_port()
+
+
+@pytest.fixture(scope="session")
+def engine(tiny_checkpoint) -> Engine:
+    """A ready engine on the tiny random-weight checkpoint (CPU)."""
+    e = Engine(Settings(model=str(tiny_checkpoint), device="cpu"))
+    report = e.warm_up()
+    assert report.ok, report.to_dict()
+    return e
+
+
+@pytest.fixture
+def handlers(engine, tmp_path) -> Handlers:
+    return Handlers(engine, Workspace(tmp_path / "work"))
+
+
+@pytest.fixture(scope="session")
+def clip_dir(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("clips")
+
+
+@pytest.fixture
+def clip(tmp_path, speech) -> Path:
+    """3 s of speech-like audio at 24 kHz mono, 16-bit WAV (a name with a space)."""
+    path = tmp_path / "speech 3s.wav"
+    sf.write(path, speech(3.0), 24_000, subtype="PCM_16")
+    return path
+
+
+@pytest.fixture(scope="session")
+def bad_audio(clip_dir) -> Path:
+    """A text file with an audio name."""
+    path = clip_dir / "not_audio.wav"
+    path.write_text("this is not a RIFF file\n" * 20)
+    return path
+
+
+@pytest.fixture(scope="session")
+def bad_tokens(clip_dir) -> Path:
+    """An .npz that is not a Codec Workbench token file."""
+    path = clip_dir / "wrong.npz"
+    np.savez(path, something=np.arange(10))
+    return path
+
+
+@pytest.fixture(scope="session")
+def server(engine, tmp_path_factory):
+    """A live server on a free loopback port; yields (url, demo)."""
+    ui = UiOptions(temp_root=tmp_path_factory.mktemp("server-work"))
+    demo = build_app(engine, ui)
+    _app, url = launch(demo, engine, ui, ServerOptions(port=_free_port()))
+    yield url, demo
+    demo.close()
+
+
+@pytest.fixture(scope="session")
+def client(server):
+    from gradio_client import Client
+
+    return Client(server[0], verbose=False)

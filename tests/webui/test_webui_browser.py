@@ -1,0 +1,106 @@
+"""The page in Debian's chromium through Playwright (never a downloaded browser): status
+bar, a round trip from an uploaded file, decoding a token file, Clear VRAM. Saves the
+round-trip screenshot to docs/roundtrip.png."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.browser
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--no-first-run", "--disable-sync"]
+REPO = Path(__file__).resolve().parents[2]
+SCREENSHOT = REPO / "docs" / "roundtrip.png"
+CLIP = REPO / "assets" / "speech_male_24k.wav"
+TIMEOUT_MS = 90_000  # a round trip on 2 busy CPU cores
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if not Path(CHROMIUM).exists():
+        pytest.skip(f"{CHROMIUM} is not installed (apt-get install chromium)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def page(browser, server):
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    page.goto(server[0])
+    yield page
+    context.close()
+
+
+def test_status_bar_shows_the_three_steps(page):
+    from playwright.sync_api import expect
+
+    status = page.locator("#status-bar")
+    for title in ("CUDA present", "Weights resident", "Test round trip"):
+        expect(status).to_contain_text(title, timeout=TIMEOUT_MS)
+    expect(status).to_contain_text("Ready")
+    expect(page.locator("#rerun-checks")).to_be_visible()
+
+
+def test_roundtrip_from_an_uploaded_file(page, tmp_path):
+    from playwright.sync_api import expect
+
+    page.locator("#roundtrip-input input[type=file]").set_input_files(str(CLIP))
+    expect(page.locator("#roundtrip-input [data-testid=download-link]")).to_be_attached(timeout=TIMEOUT_MS)
+    page.locator("#roundtrip-run").click()
+
+    for player in ("#roundtrip-original", "#roundtrip-reconstruction"):
+        expect(page.locator(f"{player} time#duration")).to_have_text("0:07", timeout=TIMEOUT_MS)
+    expect(page.locator("#roundtrip-metrics")).to_contain_text("PESQ-WB", timeout=TIMEOUT_MS)
+    expect(page.locator("#roundtrip-metrics")).to_contain_text("STOI")
+    expect(page.locator("#roundtrip-spectrogram img")).to_be_visible()
+    expect(page.locator("#roundtrip-tokens")).to_contain_text("90 × 16")
+    expect(page.locator("#roundtrip-downloads")).to_contain_text("speech_male_24k_tokens")
+    page.wait_for_timeout(500)  # let the waveforms finish drawing
+    shot = tmp_path / "roundtrip.png"
+    page.screenshot(path=str(shot), full_page=True)
+    SCREENSHOT.parent.mkdir(exist_ok=True)
+    shutil.copyfile(shot, SCREENSHOT)
+
+
+def test_decode_a_token_file(page, handlers, clip):
+    from playwright.sync_api import expect
+
+    token_path = handlers.encode(str(clip))[0]
+    page.get_by_role("tab", name="Decode").click()
+    page.locator("#decode-input input[type=file]").set_input_files(token_path)
+    expect(page.locator("#decode-input")).to_contain_text(".npz", timeout=TIMEOUT_MS)
+    page.locator("#decode-run").click()
+    expect(page.locator("#decode-audio time#duration")).to_have_text("0:03", timeout=TIMEOUT_MS)
+    expect(page.locator("#decode-summary")).to_contain_text("Made by model")
+    expect(page.locator("#decode-spectrogram img")).to_be_visible()
+
+
+def test_bad_token_file_shows_an_error(page, bad_tokens):
+    from playwright.sync_api import expect
+
+    page.get_by_role("tab", name="Decode").click()
+    page.locator("#decode-input input[type=file]").set_input_files(str(bad_tokens))
+    expect(page.locator("#decode-input")).to_contain_text("wrong.npz", timeout=TIMEOUT_MS)
+    page.locator("#decode-run").click()
+    toast = page.get_by_test_id("toast-body").first
+    expect(toast).to_be_visible(timeout=TIMEOUT_MS)
+    expect(toast).to_contain_text("not a token file")
+
+
+def test_system_stats_and_clear_vram(page):
+    from playwright.sync_api import expect
+
+    page.get_by_role("tab", name="System").click()
+    expect(page.locator("#system-stats")).to_contain_text("Process RAM", timeout=TIMEOUT_MS)
+    page.locator("#clear-vram").click()
+    expect(page.locator("#clear-vram-result")).to_contain_text("No GPU in use", timeout=TIMEOUT_MS)

@@ -1,0 +1,151 @@
+"""Smaller parts: request folders, formatting, command-line options, the event wiring."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+
+import pytest
+
+from webui import formatting as fmt
+from webui.__main__ import StartupError, auth_from_env, build_parser, options_from_args
+from webui.app import MODEL_GROUP, UiOptions, build_app
+from webui.jobs import stem_of
+from webui.workspace import Workspace
+
+
+# --------------------------------------------------------------------------- workspace
+
+
+def test_request_folders_are_fresh_and_old_ones_are_removed(tmp_path):
+    ws = Workspace(tmp_path / "root", max_age_s=60)
+    old, recent = ws.new_dir("a"), ws.new_dir("a")
+    (old / "x.wav").write_bytes(b"1")
+    stale = time.time() - 3600
+    os.utime(old, (stale, stale))
+    foreign = ws.root / "not-ours"
+    foreign.mkdir()
+    os.utime(foreign, (stale, stale))
+
+    fresh = ws.new_dir("b")
+    assert fresh not in (old, recent) and fresh.is_dir() and not any(fresh.iterdir())
+    assert not old.exists() and recent.exists()
+    assert foreign.exists()  # only our own request folders are deleted
+
+
+def test_stems_are_safe_file_names():
+    assert stem_of("/tmp/x/my clip (1).mp3") == "my_clip_1"
+    assert stem_of("/tmp/x/../../etc/passwd") == "passwd"
+    assert stem_of("/tmp/x/日本語.wav") == "audio"
+    assert len(stem_of("a" * 500 + ".wav")) == 60
+
+
+# --------------------------------------------------------------------------- formatting
+
+
+STEPS = [
+    {"name": "cuda", "title": "CUDA present", "status": "skipped", "detail": "no CUDA", "seconds": 0.0},
+    {"name": "weights", "title": "Weights resident", "status": "fail", "detail": "<b>x</b> missing", "seconds": 0.0},
+    {"name": "roundtrip", "title": "Test round trip", "status": "skipped", "detail": "no model", "seconds": 0.0},
+]
+INFO = {"state": "failed", "error": "Model directory /m does not exist.", "model": "/m", "model_path": None,
+        "device": "cpu", "device_label": "CPU", "dtype": "float32", "resident_mib": None, "load_seconds": None}
+
+
+def test_status_html_escapes_and_explains_failure():
+    html = fmt.status_html({"ok": False, "steps": STEPS}, INFO)
+    assert "&lt;b&gt;x&lt;/b&gt; missing" in html and "<b>x</b>" not in html
+    assert "Not ready" in html and "Model directory /m does not exist." in html
+    assert "Resident weights:</b> none" in html
+
+
+def test_status_html_before_any_check_shows_three_pending_steps():
+    html = fmt.status_html(None, {**INFO, "state": "unloaded", "error": None})
+    assert html.count('cw-detail">not checked yet') == 3 and "cw-fix" not in html
+
+
+def test_gpu_stats_and_clear_vram_before_after():
+    gpu = {"device": "cuda:0", "allocated_mib": 1500.0, "reserved_mib": 6000.0, "free_mib": 70000.0,
+           "total_mib": 81559.0}
+    stats = {"device": "cuda:0", "gpu": gpu, "gpu_name": "NVIDIA H100", "process_rss_mib": 2048.0,
+             "system_ram_used_mib": 9000.0, "system_ram_total_mib": 64000.0, "system_ram_percent": 14.1,
+             "cpu_percent": 37.0, "cpu_count": 16}
+    text = fmt.stats_markdown(stats)
+    for expected in ("NVIDIA H100", "1500 MiB", "6000 MiB", "70000 of 81559 MiB", "2048 MiB", "37% of 16 cores"):
+        assert expected in text
+    after = {**gpu, "reserved_mib": 1600.0, "free_mib": 74400.0}
+    text = fmt.vram_markdown({"before": gpu, "after": after})
+    assert "| Reserved | 6000 MiB | 1600 MiB |" in text and "| Free | 70000 MiB | 74400 MiB |" in text
+
+
+def test_metric_table_shows_missing_values_with_their_note():
+    metrics = [{"name": "PESQ-WB", "value": None, "meaning": "quality", "better": "higher",
+                "note": "the original is silent", "unit": ""},
+               {"name": "SI-SDR", "value": 12.3456, "meaning": "fidelity", "better": "higher", "note": "", "unit": "dB"}]
+    text = fmt.metrics_markdown(metrics)
+    assert "| n/a |" in text and "the original is silent" in text and "12.346 dB" in text
+
+
+def test_facts_show_warnings_or_say_there_are_none():
+    facts = {"name": "a|b.wav", "format": "wav", "sample_rate": 48000, "channels": 2, "duration_s": 1.5,
+             "peak": 1.0, "rms_dbfs": -20.0, "clipped_samples": 12, "near_silent": False,
+             "warnings": ["12 samples are clipped."]}
+    text = fmt.facts_markdown(facts)
+    assert "⚠ 12 samples are clipped." in text and "a\\|b.wav" in text and "0.0 dBFS" in text
+    assert "No warnings" in fmt.facts_markdown({**facts, "warnings": [], "peak": 0.0})
+
+
+# --------------------------------------------------------------------------- command line
+
+
+def _args(argv):
+    return build_parser().parse_args(argv)
+
+
+def test_defaults_bind_loopback_7860_without_auth_or_urls():
+    ui, server = options_from_args(_args([]), {})
+    assert (server.host, server.port, server.auth) == ("127.0.0.1", 7860, None)
+    assert ui.url_policy is None
+
+
+def test_flags_and_environment():
+    env = {"CODEC_HOST": "0.0.0.0", "CODEC_PORT": "9000", "CODEC_AUTH_USER": "ann", "CODEC_AUTH_PASSWORD": "pw",
+           "CODEC_ENABLE_URL_INPUT": "1", "CODEC_TEMP_DIR": "/tmp/cw-x"}
+    ui, server = options_from_args(_args(["--port", "9100", "--url-max-mb", "5"]), env)
+    assert (server.host, server.port, server.auth) == ("0.0.0.0", 9100, ("ann", "pw"))
+    assert ui.url_policy.max_bytes == 5 << 20 and str(ui.temp_root) == "/tmp/cw-x"
+    assert options_from_args(_args(["--enable-url-input"]), {})[0].url_policy is not None
+
+
+@pytest.mark.parametrize("env", [{"CODEC_AUTH_USER": "ann"}, {"CODEC_AUTH_PASSWORD": "pw"}])
+def test_half_an_auth_setting_is_refused(env):
+    with pytest.raises(StartupError, match="both"):
+        auth_from_env(env)
+
+
+def test_engine_flags_are_there():
+    args = _args(["--model", "/m", "--device", "cpu", "--dtype", "float32"])
+    assert isinstance(args, argparse.Namespace) and (args.model, args.device, args.dtype) == ("/m", "cpu", "float32")
+
+
+# --------------------------------------------------------------------------- event wiring
+
+
+def test_model_events_share_one_group_and_stats_stay_outside(engine, tmp_path):
+    demo = build_app(engine, UiOptions(temp_root=tmp_path))
+    events = {fn.api_name: fn for fn in demo.fns.values()}
+    for name in ("roundtrip", "encode", "decode", "clear_vram", "readiness"):
+        assert (events[name].concurrency_id, events[name].concurrency_limit) == (
+            MODEL_GROUP["concurrency_id"], MODEL_GROUP["concurrency_limit"]), name
+    assert events["stats"].concurrency_id != "model" and events["status"].concurrency_id != "model"
+    assert all(fn.api_name for fn in demo.fns.values())  # every event is named
+    assert "fetch_url" not in events  # URL input is off by default
+
+
+def test_url_row_only_when_enabled(engine, tmp_path):
+    from webui.url_input import UrlPolicy
+
+    demo = build_app(engine, UiOptions(temp_root=tmp_path, url_policy=UrlPolicy()))
+    events = {fn.api_name: fn for fn in demo.fns.values()}
+    assert events["fetch_url"].concurrency_id != "model"
