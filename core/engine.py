@@ -7,11 +7,13 @@ requests never interleave GPU work. Loading never raises: a failure puts the eng
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import logging
 import math
 import threading
 import time
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -347,6 +349,23 @@ class Engine:
         overhead = DEVICE_OVERHEAD_MIB * memory.MIB if self.settings.is_cuda else 0.0
         return weights + work + overhead, weights
 
+    def _host_bytes(self, operation: str, lengths: list[int], plan: ChunkPlan) -> float:
+        """Host RAM a GPU job adds: offloaded encoder keys/values and the decoded float32 audio."""
+        if not self.settings.is_cuda:
+            return 0.0
+        total = 0.0
+        if operation in ("encode", "roundtrip") and plan.kv_device_bytes is not None:
+            enc = self.model.encoder.config
+            attn = self.model.encoder.encoder_transformer.layers[0].self_attn
+            item = next(self.model.parameters()).element_size()
+            per_step = 2 * enc.num_hidden_layers * attn.num_key_value_heads * attn.head_dim * item
+            steps = max(-(-n // streaming.SAMPLES_PER_STEP) for n in lengths)
+            if max(lengths) > plan.encode_chunk_samples:
+                total += max(0, steps * per_step - plan.kv_device_bytes)
+        if operation in ("decode", "roundtrip"):
+            total += 4.0 * sum(-(-n // SAMPLES_PER_FRAME) * SAMPLES_PER_FRAME for n in lengths)
+        return total
+
     def _available_bytes(self, weights: float) -> float:
         """Weights plus the allowed share of the memory a job can still take (free + our cache)."""
         fraction = self.settings.max_batch_memory_fraction
@@ -367,6 +386,16 @@ class Engine:
             peak, weights = self._peak_bytes(operation, lengths, plan)
             available = self._available_bytes(weights)
             estimate = _estimate(operation, lengths, peak, available, self.device)
+            host = self._host_bytes(operation, lengths, plan)
+            if host:
+                import psutil
+
+                host_free = self.settings.max_batch_memory_fraction * psutil.virtual_memory().available
+                if host > host_free:
+                    estimate = dataclasses.replace(estimate, fits=False, message=(
+                        f"{operation} of {estimate.seconds:.1f} s also needs ≈{host / memory.MIB / 1024:.2f} GiB of "
+                        f"host RAM (offloaded keys/values, decoded audio); {host_free / memory.MIB / 1024:.2f} GiB "
+                        "available: does not fit. Use a shorter clip."))
             first = first or estimate
             if estimate.fits:
                 return plan, estimate
@@ -398,6 +427,20 @@ class Engine:
             raise OutOfMemory(estimate.message)
         return plan
 
+    @contextlib.contextmanager
+    def _backend_flags(self):
+        """cuDNN autotuning during the engine's own jobs only (restored after, so other code in the
+        process keeps its settings); convolutions keep PyTorch's default TF32 setting."""
+        if not self.settings.is_cuda:
+            yield
+            return
+        previous = torch.backends.cudnn.benchmark
+        torch.backends.cudnn.benchmark = self.settings.cudnn_benchmark
+        try:
+            yield
+        finally:
+            torch.backends.cudnn.benchmark = previous
+
     def _job(self, operation: str, lengths: list[int], work):
         """Run ``work(plan)`` under the lock with a pre-flight check, timing, peak memory, OOM
         retries with smaller chunks (down to the floor) and cleanup."""
@@ -410,7 +453,7 @@ class Engine:
                 memory.reset_peak(self.device)
                 failed = None
                 try:
-                    with torch.inference_mode():
+                    with torch.inference_mode(), self._backend_flags():
                         result = work(plan)
                     if self.settings.is_cuda:
                         torch.cuda.synchronize(torch.device(self.device))
