@@ -36,7 +36,7 @@ help:
 # ---- virtual environment -------------------------------------------------------------------
 $(PY):
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), f"Python 3.11+ needed, {sys.executable} is {sys.version.split()[0]}; set PYTHON=..."'
-	$(PYTHON) -m venv $(VENV)
+	$(PYTHON) -m venv $(VENV) || { rm -rf $(VENV); scripts/ensure-debian-packages.sh python3-venv; $(PYTHON) -m venv $(VENV); }
 	$(PY) -m pip install -q --upgrade pip
 
 $(VENV)/.stamp-runtime: requirements.txt | $(PY)
