@@ -23,6 +23,7 @@ logger = logging.getLogger(__name__)
 
 ASSETS = Path(__file__).resolve().parent.parent / "assets"  # example clips
 MODEL_GROUP = dict(concurrency_limit=1, concurrency_id="model")  # one device job at a time
+ANALYSIS_GROUP = dict(concurrency_limit=1, concurrency_id="analysis")  # CPU only: metrics and plots
 GRADIO_CACHE_CLEANUP = (3600, 3600)  # (every, older than) seconds: Gradio's own upload/output cache
 STATS_EVERY_S = 2.0  # seconds between system stats refreshes
 TITLE = "Codec Workbench"
@@ -129,9 +130,16 @@ def _roundtrip_tab(handlers: Handlers, options: UiOptions) -> None:
     downloads = gr.File(label="Downloads: token file and reconstruction WAV", file_count="multiple",
                         interactive=False, elem_id="roundtrip-downloads")
     with gr.Accordion("Raw numbers (JSON)", open=False):
-        details = gr.JSON()
-    outputs = [original, reconstruction, timing, facts, summary, spectrogram, metrics, downloads, details]
-    run.click(handlers.roundtrip, inputs=[audio_in], outputs=outputs, api_name="roundtrip", **MODEL_GROUP)
+        details = gr.JSON(label="Round trip")
+        analysis_details = gr.JSON(label="Metrics")
+    analysis_outputs = [spectrogram, metrics, analysis_details]
+    (run.click(handlers.clear_analysis, outputs=analysis_outputs, api_name="roundtrip_clear",
+               api_visibility="private", queue=False, show_progress="hidden")
+        .then(handlers.roundtrip, inputs=[audio_in],
+              outputs=[original, reconstruction, timing, facts, summary, downloads, details],
+              api_name="roundtrip", **MODEL_GROUP)
+        .success(handlers.analyse, inputs=[original, reconstruction], outputs=analysis_outputs,
+                 api_name="analyse", **ANALYSIS_GROUP))
 
 
 def _url_row(handlers: Handlers, audio_in: gr.Audio, policy: url_input.UrlPolicy) -> None:

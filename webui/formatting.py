@@ -128,7 +128,7 @@ def token_file_markdown(meta: dict, summary: dict) -> str:
     return _table(("Token file", ""), rows) + "\n\n" + tokens_markdown(summary)
 
 
-def metrics_markdown(metrics: list[dict]) -> str:
+def metrics_markdown(metrics: list[dict], seconds: float | None = None) -> str:
     """One row per metric: value, which way is better, what it means (and any note)."""
     rows = []
     for m in metrics:
@@ -136,14 +136,17 @@ def metrics_markdown(metrics: list[dict]) -> str:
         arrow = "↑ higher is better" if m["better"] == "higher" else "↓ lower is better"
         meaning = m["meaning"] + (f" *({m['note']})*" if m.get("note") else "")
         rows.append((f"**{m['name']}**", value, arrow, meaning))
-    return "### Objective metrics\n" + _table(("Metric", "Value", "", "Meaning"), rows)
+    text = "### Objective metrics\n" + _table(("Metric", "Value", "", "Meaning"), rows)
+    if seconds is not None:
+        text += f"\n\nMeasured and plotted in {seconds:.2f} s (PESQ at 16 kHz wideband and 8 kHz narrowband)."
+    return text
 
 
 def timing_markdown(timing: dict) -> str:
     model = timing["model_s"]
     return (f"Model time **{model:.2f} s** (encode {timing['encode_s']:.2f} s + decode "
             f"{timing['decode_s']:.2f} s) · workbench time {timing['ui_s']:.2f} s "
-            f"(reading, resampling, metrics, plots, files)")
+            f"(reading, resampling, writing files). Metrics and spectrograms follow below.")
 
 
 # --------------------------------------------------------------------------- system

@@ -43,7 +43,7 @@ def _need_file(value, what: str) -> Path:
     if isinstance(value, dict):  # gradio_client may send a FileData dict
         value = value.get("path")
     if not value:
-        raise gr.Error(f"No {what} yet: {'upload or record audio' if 'audio' in what else 'upload a .npz token file'} first.")
+        raise gr.Error(f"No {what} yet: {'upload a .npz token file' if 'token' in what else 'upload or record audio'} first.")
     path = Path(value)
     if not path.is_file():
         raise gr.Error(f"The uploaded {what} is no longer on the server; upload it again.")
@@ -78,16 +78,32 @@ class Handlers:
 
     # ---- jobs -------------------------------------------------------------------------
     def roundtrip(self, audio_path, progress=gr.Progress()):
+        """Encode → decode: players, input facts, token summary, downloads."""
         source = _need_file(audio_path, "audio")
         with user_errors("running the round trip"):
             out = jobs.roundtrip(self.engine, source, self.workspace.new_dir("roundtrip"), self.limits, progress)
         logger.info("round trip of %s: %s", source.name, {k: round(v, 3) for k, v in out.timing.items()})
-        details = {"input": out.facts, "tokens": out.summary, "metrics": out.metrics, "timing": out.timing}
+        details = {"input": out.facts, "tokens": out.summary, "timing": out.timing}
         return (
             str(out.original_wav), str(out.reconstruction_wav), fmt.timing_markdown(out.timing),
-            fmt.facts_markdown(out.facts), fmt.tokens_markdown(out.summary), str(out.spectrogram_png),
-            fmt.metrics_markdown(out.metrics), [str(out.token_file), str(out.reconstruction_wav)], details,
+            fmt.facts_markdown(out.facts), fmt.tokens_markdown(out.summary),
+            [str(out.token_file), str(out.reconstruction_wav)], details,
         )
+
+    def analyse(self, original_path, reconstruction_path, progress=gr.Progress()):
+        """Metrics and spectrograms of a reconstruction against its original (the round
+        trip's follow-up; the API accepts any two clips)."""
+        original = _need_file(original_path, "original audio")
+        reconstruction = _need_file(reconstruction_path, "reconstruction audio")
+        with user_errors("measuring the reconstruction"):
+            out = jobs.analyse(original, reconstruction, self.workspace.new_dir("analysis"), self.limits, progress)
+        details = {"metrics": out.metrics, "seconds": out.seconds}
+        return str(out.spectrogram_png), fmt.metrics_markdown(out.metrics, out.seconds), details
+
+    @staticmethod
+    def clear_analysis():
+        """Blank the previous clip's metrics and spectrogram while a new round trip runs."""
+        return None, "", None
 
     def encode(self, audio_path, progress=gr.Progress()):
         source = _need_file(audio_path, "audio")

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import re
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable
@@ -32,11 +31,16 @@ class RoundTripOutput:
     original_wav: Path  # the codec's input: 24 kHz mono float WAV
     reconstruction_wav: Path  # the decoder's output: 24 kHz mono float WAV
     token_file: Path  # .npz token file
-    spectrogram_png: Path  # original / reconstruction / difference
     facts: dict  # AudioFacts.to_dict()
     summary: dict  # TokenFile.summary(original_pcm_bps)
-    metrics: list[dict]  # Metric fields
     timing: dict  # encode_s, decode_s, model_s, total_s, ui_s
+
+
+@dataclass(frozen=True)
+class AnalysisOutput:
+    spectrogram_png: Path  # original / reconstruction / difference
+    metrics: list[dict]  # Metric fields
+    seconds: float  # wall time of the whole analysis (no model work in it)
 
 
 @dataclass(frozen=True)
@@ -77,37 +81,38 @@ def _pcm_bps(audio: Audio) -> float:
     return float(audio.facts.sample_rate * audio.facts.channels * 16)
 
 
-def _analyse(original, reconstruction, png: Path) -> list[dict]:
-    """Metrics and the spectrogram comparison, side by side on two threads (both spend
-    most of their time in C code that lets go of the GIL)."""
-    with ThreadPoolExecutor(max_workers=2, thread_name_prefix="analysis") as pool:
-        figure = pool.submit(lambda: analysis.figure_to_png(analysis.spectrogram_figure(original, reconstruction), png))
-        metrics = analysis.compare(original, reconstruction)
-        figure.result()
-    return [asdict(m) for m in metrics]
-
-
 def roundtrip(engine, source: Path, folder: Path, limits: AudioLimits, progress: Progress = _quiet) -> RoundTripOutput:
+    """Read, encode, decode, write both WAVs and the token file. Metrics and spectrograms
+    are the follow-up :func:`analyse`, so the players appear as soon as the model is done."""
     start = time.perf_counter()
     progress(0.05, desc="Reading the audio")
     audio = load_audio(source, limits)
     progress(0.2, desc="Encoding")
     encoded = engine.encode(audio)
-    progress(0.5, desc="Decoding")
+    progress(0.6, desc="Decoding")
     decoded = engine.decode(encoded.codes, original_samples=encoded.original_samples)
-    progress(0.8, desc="Measuring and plotting")
+    progress(0.95, desc="Writing the files")
     stem = stem_of(source)
     token_file = _token_file(engine, encoded.codes, encoded.original_samples)
-    paths = (folder / f"{stem}_24k_mono.wav", folder / f"{stem}_reconstruction.wav",
-             folder / f"{stem}_tokens.npz", folder / f"{stem}_spectrogram.png")
-    write_wav(paths[0], audio.samples)
-    write_wav(paths[1], decoded.samples)
-    tokens.save_tokens(token_file, paths[2])
-    metrics = _analyse(audio.samples, decoded.samples, paths[3])
-    return RoundTripOutput(
-        *paths, facts=audio.facts.to_dict(), summary=token_file.summary(_pcm_bps(audio)),
-        metrics=metrics, timing=_timing(start, encoded.seconds, decoded.seconds),
-    )
+    original = write_wav(folder / f"{stem}_24k_mono.wav", audio.samples)
+    reconstruction = write_wav(folder / f"{stem}_reconstruction.wav", decoded.samples)
+    token_path = tokens.save_tokens(token_file, folder / f"{stem}_tokens.npz")
+    return RoundTripOutput(original, reconstruction, token_path, audio.facts.to_dict(),
+                           token_file.summary(_pcm_bps(audio)), _timing(start, encoded.seconds, decoded.seconds))
+
+
+def analyse(original_path: Path, reconstruction_path: Path, folder: Path, limits: AudioLimits,
+            progress: Progress = _quiet) -> AnalysisOutput:
+    """Objective metrics and the spectrogram comparison of two clips (any two files: both
+    are read as 24 kHz mono and trimmed to the shorter)."""
+    start = time.perf_counter()
+    progress(0.1, desc="Measuring and plotting")
+    original = load_audio(original_path, limits).samples
+    reconstruction = load_audio(reconstruction_path, limits).samples
+    png = folder / f"{stem_of(reconstruction_path)}_spectrogram.png"
+    analysis.figure_to_png(analysis.spectrogram_figure(original, reconstruction), png)
+    metrics = [asdict(m) for m in analysis.compare(original, reconstruction)]
+    return AnalysisOutput(png, metrics, time.perf_counter() - start)
 
 
 def encode(engine, source: Path, folder: Path, limits: AudioLimits, progress: Progress = _quiet) -> EncodeOutput:

@@ -20,8 +20,8 @@ from webui.app import ASSETS
 from webui.handlers import Handlers
 from webui.workspace import Workspace
 
-ROUNDTRIP_OUTPUTS = ("original", "reconstruction", "timing", "facts", "tokens", "spectrogram",
-                     "metrics", "downloads", "details")
+ROUNDTRIP_OUTPUTS = ("original", "reconstruction", "timing", "facts", "tokens", "downloads", "details")
+ANALYSIS_OUTPUTS = ("spectrogram", "metrics", "analysis")
 
 
 def _digest(path: Path) -> str:
@@ -29,7 +29,10 @@ def _digest(path: Path) -> str:
 
 
 def _roundtrip(handlers, path) -> dict:
-    return dict(zip(ROUNDTRIP_OUTPUTS, handlers.roundtrip(str(path))))
+    """The Round trip button: /roundtrip, then its /analyse follow-up on the two players."""
+    out = dict(zip(ROUNDTRIP_OUTPUTS, handlers.roundtrip(str(path))))
+    out.update(zip(ANALYSIS_OUTPUTS, handlers.analyse(out["original"], out["reconstruction"])))
+    return out
 
 
 def test_roundtrip_returns_players_facts_tokens_metrics_and_downloads(handlers):
@@ -52,7 +55,8 @@ def test_roundtrip_returns_players_facts_tokens_metrics_and_downloads(handlers):
     assert load_tokens(token_path).frames == frames
     assert wav_path == out["reconstruction"]
     details = out["details"]
-    assert [m["name"] for m in details["metrics"]] == ["PESQ-WB", "PESQ-NB", "STOI", "SI-SDR", "Log-mel distance"]
+    assert [m["name"] for m in out["analysis"]["metrics"]] == [
+        "PESQ-WB", "PESQ-NB", "STOI", "SI-SDR", "Log-mel distance"]
     assert details["tokens"]["compression_vs_original"] == pytest.approx(16_000 * 2 * 16 / details["tokens"]["bitrate_bps"])
     assert details["timing"]["ui_s"] >= 0 and details["timing"]["model_s"] > 0
     assert _digest(source) == before  # the user's file is untouched
@@ -88,6 +92,17 @@ def test_encode_then_decode(handlers, clip):
     assert (rate, samples.size) == (24_000, 3 * 24_000)
     assert "Made by model" in meta and decoded["token_file"]["model_source"] == token_file.model_source
     assert Path(spectrogram).read_bytes()[:4] == b"\x89PNG"
+
+
+def test_analyse_compares_any_two_clips_and_identical_ones_score_perfectly(handlers, clip):
+    _png, text, raw = handlers.analyse(str(clip), str(clip))
+    metrics = {m["name"]: m["value"] for m in raw["metrics"]}
+    assert metrics["STOI"] == pytest.approx(1.0, abs=1e-3) and metrics["Log-mel distance"] == pytest.approx(0.0)
+    assert metrics["PESQ-WB"] > 4.0 and "Measured and plotted in" in text
+
+
+def test_analysis_is_cleared_while_a_new_round_trip_runs(handlers):
+    assert handlers.clear_analysis() == (None, "", None)
 
 
 @pytest.mark.parametrize("method, value, words", [
