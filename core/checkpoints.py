@@ -25,9 +25,12 @@ logger = logging.getLogger(__name__)
 
 SAMPLE_RATE = 24_000  # Hz, the codec's input and output rate
 SAMPLES_PER_FRAME = 1920  # samples of 24 kHz audio per code frame (12.5 frames/s)
-REFERENCE_CONFIG = Path(__file__).resolve().parent.parent.parent / "shared" / "reference" / (
-    "qwen3-tts-tokenizer-12hz.config.json"
-)  # ../shared/reference beside the checkout
+_ROOT = Path(__file__).resolve().parent.parent  # the checkout
+REFERENCE_CANDIDATES = (
+    _ROOT / "bench" / "reference-config.json",  # committed copy (travels to the GPU machine)
+    _ROOT.parent / "shared" / "reference" / "qwen3-tts-tokenizer-12hz.config.json",  # ../shared
+)
+REFERENCE_CONFIG = next((p for p in REFERENCE_CANDIDATES if p.is_file()), REFERENCE_CANDIDATES[0])
 
 PREPROCESSOR_CONFIG = {
     "feature_extractor_type": "EncodecFeatureExtractor",
