@@ -23,7 +23,7 @@ logger = logging.getLogger(__name__)
 
 ASSETS = Path(__file__).resolve().parent.parent / "assets"  # example clips
 MODEL_GROUP = dict(concurrency_limit=1, concurrency_id="model")  # one device job at a time
-ANALYSIS_GROUP = dict(concurrency_limit=1, concurrency_id="analysis")  # CPU only: metrics and plots
+METRICS_GROUP = dict(concurrency_limit=1, concurrency_id="metrics")  # CPU only: PESQ, STOI, ...
 GRADIO_CACHE_CLEANUP = (3600, 3600)  # (every, older than) seconds: Gradio's own upload/output cache
 STATS_EVERY_S = 2.0  # seconds between system stats refreshes
 TITLE = "Codec Workbench"
@@ -131,15 +131,14 @@ def _roundtrip_tab(handlers: Handlers, options: UiOptions) -> None:
                         interactive=False, elem_id="roundtrip-downloads")
     with gr.Accordion("Raw numbers (JSON)", open=False):
         details = gr.JSON(label="Round trip")
-        analysis_details = gr.JSON(label="Metrics")
-    analysis_outputs = [spectrogram, metrics, analysis_details]
-    (run.click(handlers.clear_analysis, outputs=analysis_outputs, api_name="roundtrip_clear",
+        metrics_details = gr.JSON(label="Metrics")
+    (run.click(handlers.clear_metrics, outputs=[metrics, metrics_details], api_name="roundtrip_clear",
                api_visibility="private", queue=False, show_progress="hidden")
         .then(handlers.roundtrip, inputs=[audio_in],
-              outputs=[original, reconstruction, timing, facts, summary, downloads, details],
+              outputs=[original, reconstruction, timing, facts, summary, spectrogram, downloads, details],
               api_name="roundtrip", **MODEL_GROUP)
-        .success(handlers.analyse, inputs=[original, reconstruction], outputs=analysis_outputs,
-                 api_name="analyse", **ANALYSIS_GROUP))
+        .success(handlers.metrics, inputs=[original, reconstruction], outputs=[metrics, metrics_details],
+                 api_name="metrics", **METRICS_GROUP))
 
 
 def _url_row(handlers: Handlers, audio_in: gr.Audio, policy: url_input.UrlPolicy) -> None:

@@ -138,7 +138,7 @@ def metrics_markdown(metrics: list[dict], seconds: float | None = None) -> str:
         rows.append((f"**{m['name']}**", value, arrow, meaning))
     text = "### Objective metrics\n" + _table(("Metric", "Value", "", "Meaning"), rows)
     if seconds is not None:
-        text += f"\n\nMeasured and plotted in {seconds:.2f} s (PESQ at 16 kHz wideband and 8 kHz narrowband)."
+        text += f"\n\nComputed in {seconds:.2f} s."
     return text
 
 
@@ -146,7 +146,7 @@ def timing_markdown(timing: dict) -> str:
     model = timing["model_s"]
     return (f"Model time **{model:.2f} s** (encode {timing['encode_s']:.2f} s + decode "
             f"{timing['decode_s']:.2f} s) · workbench time {timing['ui_s']:.2f} s "
-            f"(reading, resampling, writing files). Metrics and spectrograms follow below.")
+            f"(reading, resampling, plotting, writing files). The metrics follow below.")
 
 
 # --------------------------------------------------------------------------- system

@@ -78,7 +78,7 @@ class Handlers:
 
     # ---- jobs -------------------------------------------------------------------------
     def roundtrip(self, audio_path, progress=gr.Progress()):
-        """Encode → decode: players, input facts, token summary, downloads."""
+        """Encode → decode: players, facts, token summary, spectrograms, downloads."""
         source = _need_file(audio_path, "audio")
         with user_errors("running the round trip"):
             out = jobs.roundtrip(self.engine, source, self.workspace.new_dir("roundtrip"), self.limits, progress)
@@ -86,24 +86,23 @@ class Handlers:
         details = {"input": out.facts, "tokens": out.summary, "timing": out.timing}
         return (
             str(out.original_wav), str(out.reconstruction_wav), fmt.timing_markdown(out.timing),
-            fmt.facts_markdown(out.facts), fmt.tokens_markdown(out.summary),
+            fmt.facts_markdown(out.facts), fmt.tokens_markdown(out.summary), str(out.spectrogram_png),
             [str(out.token_file), str(out.reconstruction_wav)], details,
         )
 
-    def analyse(self, original_path, reconstruction_path, progress=gr.Progress()):
-        """Metrics and spectrograms of a reconstruction against its original (the round
-        trip's follow-up; the API accepts any two clips)."""
+    def metrics(self, original_path, reconstruction_path, progress=gr.Progress()):
+        """Objective metrics of a reconstruction against its original (the round trip's
+        follow-up; the API accepts any two clips)."""
         original = _need_file(original_path, "original audio")
         reconstruction = _need_file(reconstruction_path, "reconstruction audio")
-        with user_errors("measuring the reconstruction"):
-            out = jobs.analyse(original, reconstruction, self.workspace.new_dir("analysis"), self.limits, progress)
-        details = {"metrics": out.metrics, "seconds": out.seconds}
-        return str(out.spectrogram_png), fmt.metrics_markdown(out.metrics, out.seconds), details
+        with user_errors("computing the metrics"):
+            out = jobs.measure(original, reconstruction, self.limits, progress)
+        return fmt.metrics_markdown(out.metrics, out.seconds), {"metrics": out.metrics, "seconds": out.seconds}
 
     @staticmethod
-    def clear_analysis():
-        """Blank the previous clip's metrics and spectrogram while a new round trip runs."""
-        return None, "", None
+    def clear_metrics():
+        """Blank the previous clip's metrics while a new round trip runs."""
+        return "", None
 
     def encode(self, audio_path, progress=gr.Progress()):
         source = _need_file(audio_path, "audio")

@@ -31,16 +31,16 @@ class RoundTripOutput:
     original_wav: Path  # the codec's input: 24 kHz mono float WAV
     reconstruction_wav: Path  # the decoder's output: 24 kHz mono float WAV
     token_file: Path  # .npz token file
+    spectrogram_png: Path  # original / reconstruction / difference
     facts: dict  # AudioFacts.to_dict()
     summary: dict  # TokenFile.summary(original_pcm_bps)
     timing: dict  # encode_s, decode_s, model_s, total_s, ui_s
 
 
 @dataclass(frozen=True)
-class AnalysisOutput:
-    spectrogram_png: Path  # original / reconstruction / difference
+class MetricsOutput:
     metrics: list[dict]  # Metric fields
-    seconds: float  # wall time of the whole analysis (no model work in it)
+    seconds: float  # wall time, reading the two files included
 
 
 @dataclass(frozen=True)
@@ -82,8 +82,8 @@ def _pcm_bps(audio: Audio) -> float:
 
 
 def roundtrip(engine, source: Path, folder: Path, limits: AudioLimits, progress: Progress = _quiet) -> RoundTripOutput:
-    """Read, encode, decode, write both WAVs and the token file. Metrics and spectrograms
-    are the follow-up :func:`analyse`, so the players appear as soon as the model is done."""
+    """Read, encode, decode; write both WAVs, the token file and the spectrogram comparison.
+    The metrics are the follow-up :func:`measure` (PESQ alone would take half the budget)."""
     start = time.perf_counter()
     progress(0.05, desc="Reading the audio")
     audio = load_audio(source, limits)
@@ -91,28 +91,28 @@ def roundtrip(engine, source: Path, folder: Path, limits: AudioLimits, progress:
     encoded = engine.encode(audio)
     progress(0.6, desc="Decoding")
     decoded = engine.decode(encoded.codes, original_samples=encoded.original_samples)
-    progress(0.95, desc="Writing the files")
+    progress(0.9, desc="Plotting and writing the files")
     stem = stem_of(source)
     token_file = _token_file(engine, encoded.codes, encoded.original_samples)
     original = write_wav(folder / f"{stem}_24k_mono.wav", audio.samples)
     reconstruction = write_wav(folder / f"{stem}_reconstruction.wav", decoded.samples)
     token_path = tokens.save_tokens(token_file, folder / f"{stem}_tokens.npz")
-    return RoundTripOutput(original, reconstruction, token_path, audio.facts.to_dict(),
+    figure = analysis.spectrogram_figure(audio.samples, decoded.samples)
+    png = analysis.figure_to_png(figure, folder / f"{stem}_spectrogram.png")
+    return RoundTripOutput(original, reconstruction, token_path, png, audio.facts.to_dict(),
                            token_file.summary(_pcm_bps(audio)), _timing(start, encoded.seconds, decoded.seconds))
 
 
-def analyse(original_path: Path, reconstruction_path: Path, folder: Path, limits: AudioLimits,
-            progress: Progress = _quiet) -> AnalysisOutput:
-    """Objective metrics and the spectrogram comparison of two clips (any two files: both
-    are read as 24 kHz mono and trimmed to the shorter)."""
+def measure(original_path: Path, reconstruction_path: Path, limits: AudioLimits,
+            progress: Progress = _quiet) -> MetricsOutput:
+    """Objective metrics of a reconstruction against its original (any two files: both are
+    read as 24 kHz mono and trimmed to the shorter)."""
     start = time.perf_counter()
-    progress(0.1, desc="Measuring and plotting")
+    progress(0.1, desc="Computing PESQ, STOI, SI-SDR, log-mel distance")
     original = load_audio(original_path, limits).samples
     reconstruction = load_audio(reconstruction_path, limits).samples
-    png = folder / f"{stem_of(reconstruction_path)}_spectrogram.png"
-    analysis.figure_to_png(analysis.spectrogram_figure(original, reconstruction), png)
     metrics = [asdict(m) for m in analysis.compare(original, reconstruction)]
-    return AnalysisOutput(png, metrics, time.perf_counter() - start)
+    return MetricsOutput(metrics, time.perf_counter() - start)
 
 
 def encode(engine, source: Path, folder: Path, limits: AudioLimits, progress: Progress = _quiet) -> EncodeOutput:

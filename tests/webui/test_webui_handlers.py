@@ -20,8 +20,9 @@ from webui.app import ASSETS
 from webui.handlers import Handlers
 from webui.workspace import Workspace
 
-ROUNDTRIP_OUTPUTS = ("original", "reconstruction", "timing", "facts", "tokens", "downloads", "details")
-ANALYSIS_OUTPUTS = ("spectrogram", "metrics", "analysis")
+ROUNDTRIP_OUTPUTS = ("original", "reconstruction", "timing", "facts", "tokens", "spectrogram", "downloads",
+                     "details")
+METRICS_OUTPUTS = ("metrics", "metrics_details")
 
 
 def _digest(path: Path) -> str:
@@ -29,9 +30,9 @@ def _digest(path: Path) -> str:
 
 
 def _roundtrip(handlers, path) -> dict:
-    """The Round trip button: /roundtrip, then its /analyse follow-up on the two players."""
+    """The Round trip button: /roundtrip, then its /metrics follow-up on the two players."""
     out = dict(zip(ROUNDTRIP_OUTPUTS, handlers.roundtrip(str(path))))
-    out.update(zip(ANALYSIS_OUTPUTS, handlers.analyse(out["original"], out["reconstruction"])))
+    out.update(zip(METRICS_OUTPUTS, handlers.metrics(out["original"], out["reconstruction"])))
     return out
 
 
@@ -55,7 +56,7 @@ def test_roundtrip_returns_players_facts_tokens_metrics_and_downloads(handlers):
     assert load_tokens(token_path).frames == frames
     assert wav_path == out["reconstruction"]
     details = out["details"]
-    assert [m["name"] for m in out["analysis"]["metrics"]] == [
+    assert [m["name"] for m in out["metrics_details"]["metrics"]] == [
         "PESQ-WB", "PESQ-NB", "STOI", "SI-SDR", "Log-mel distance"]
     assert details["tokens"]["compression_vs_original"] == pytest.approx(16_000 * 2 * 16 / details["tokens"]["bitrate_bps"])
     assert details["timing"]["ui_s"] >= 0 and details["timing"]["model_s"] > 0
@@ -94,15 +95,15 @@ def test_encode_then_decode(handlers, clip):
     assert Path(spectrogram).read_bytes()[:4] == b"\x89PNG"
 
 
-def test_analyse_compares_any_two_clips_and_identical_ones_score_perfectly(handlers, clip):
-    _png, text, raw = handlers.analyse(str(clip), str(clip))
+def test_metrics_compare_any_two_clips_and_identical_ones_score_perfectly(handlers, clip):
+    text, raw = handlers.metrics(str(clip), str(clip))
     metrics = {m["name"]: m["value"] for m in raw["metrics"]}
     assert metrics["STOI"] == pytest.approx(1.0, abs=1e-3) and metrics["Log-mel distance"] == pytest.approx(0.0)
-    assert metrics["PESQ-WB"] > 4.0 and "Measured and plotted in" in text
+    assert metrics["PESQ-WB"] > 4.0 and "Computed in" in text
 
 
-def test_analysis_is_cleared_while_a_new_round_trip_runs(handlers):
-    assert handlers.clear_analysis() == (None, "", None)
+def test_metrics_are_cleared_while_a_new_round_trip_runs(handlers):
+    assert handlers.clear_metrics() == ("", None)
 
 
 @pytest.mark.parametrize("method, value, words", [

@@ -139,7 +139,7 @@ def test_model_events_share_one_group_and_stats_stay_outside(engine, tmp_path):
         assert (events[name].concurrency_id, events[name].concurrency_limit) == (
             MODEL_GROUP["concurrency_id"], MODEL_GROUP["concurrency_limit"]), name
     assert events["stats"].concurrency_id != "model" and events["status"].concurrency_id != "model"
-    assert events["analyse"].concurrency_id == "analysis"  # CPU only: does not hold up the next model job
+    assert events["metrics"].concurrency_id == "metrics"  # CPU only: does not hold up the next model job
     assert all(fn.api_name for fn in demo.fns.values())  # every event is named
     assert "fetch_url" not in events  # URL input is off by default
 

@@ -25,7 +25,7 @@ from webui.server import ServerOptions, launch
 
 
 REPO = Path(__file__).resolve().parents[2]
-ENDPOINTS = {"/status", "/readiness", "/roundtrip", "/analyse", "/encode", "/decode", "/stats", "/clear_vram"}
+ENDPOINTS = {"/status", "/readiness", "/roundtrip", "/metrics", "/encode", "/decode", "/stats", "/clear_vram"}
 
 
 def _get(url: str) -> tuple[int, dict]:
@@ -59,18 +59,16 @@ def test_status_and_readiness(client):
 
 
 def test_roundtrip_encode_decode(client, clip):
-    (original, reconstruction, timing, facts, tokens, downloads,
+    (original, reconstruction, timing, facts, tokens, spectrogram, downloads,
      details) = client.predict(handle_file(str(clip)), api_name="/roundtrip")
     frames = math.ceil(3 * 24_000 / 1920)
-    assert Path(original).is_file() and Path(reconstruction).is_file()
+    assert Path(original).is_file() and Path(reconstruction).is_file() and Path(spectrogram).is_file()
     assert f"{frames} × 16" in tokens and "Model time" in timing and "Input" in facts
     assert {Path(p).suffix for p in downloads} == {".npz", ".wav"}
     assert details["tokens"]["frames"] == frames
 
-    spectrogram, metrics, analysis = client.predict(handle_file(original), handle_file(reconstruction),
-                                                    api_name="/analyse")
-    assert Path(spectrogram).is_file() and "PESQ-WB" in metrics
-    assert len(analysis["metrics"]) == 5
+    text, metrics = client.predict(handle_file(original), handle_file(reconstruction), api_name="/metrics")
+    assert "PESQ-WB" in text and len(metrics["metrics"]) == 5
 
     token_path, summary, heatmap, enc = client.predict(handle_file(str(clip)), api_name="/encode")
     assert load_tokens(token_path).frames == frames and Path(heatmap).is_file()
@@ -88,13 +86,13 @@ def test_stats_and_clear_vram(client):
 
 @pytest.mark.parametrize("endpoint, fixture, words", [
     ("/roundtrip", "bad_audio", "not an audio file"),
-    ("/analyse", "bad_audio", "not an audio file"),
+    ("/metrics", "bad_audio", "not an audio file"),
     ("/encode", "bad_audio", "not an audio file"),
     ("/decode", "bad_tokens", "token file"),
 ])
 def test_bad_file_on_each_input_endpoint(client, request, endpoint, fixture, words):
     bad = handle_file(str(request.getfixturevalue(fixture)))
-    args = (bad, bad) if endpoint == "/analyse" else (bad,)
+    args = (bad, bad) if endpoint == "/metrics" else (bad,)
     with pytest.raises(AppError, match=words):
         client.predict(*args, api_name=endpoint)
     assert client.predict(api_name="/stats")[1]["process_rss_mib"] > 0  # still serving
@@ -176,3 +174,14 @@ def test_bad_settings_exit_with_a_message(tmp_path):
     assert proc.wait(timeout=120) == 2
     log.seek(0)
     assert "cannot start" in log.read()
+
+
+def test_the_api_example_in_the_docs_runs(server, clip, capsys):
+    text = (REPO / "docs" / "api.md").read_text()
+    code = text.split("```python\n", 1)[1].split("```", 1)[0]
+    code = code.replace("http://127.0.0.1:7860/", server[0]).replace('"speech.wav"', repr(str(clip)))
+    exec(compile(code, "docs/api.md", "exec"), {})  # noqa: S102 - our own documentation
+    out = capsys.readouterr().out
+    assert "38 frames" in out and "PESQ-WB" in out and "higher is better" in out
+    for endpoint in ENDPOINTS - {"/status", "/readiness", "/stats", "/clear_vram"}:
+        assert f'api_name="{endpoint}"' in code
