@@ -20,6 +20,7 @@ CPU smoke run: ``python -m bench.codec_bench --tiny --device cpu --dtypes float3
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import math
@@ -87,6 +88,28 @@ def timed(fn, device: str):
     return out, seconds, peak
 
 
+class full_fp32:
+    """Convolutions and matmuls in full fp32 (PyTorch lets cuDNN use TF32 for fp32 convolutions by default)."""
+
+    def __enter__(self):
+        self.previous = torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32
+        torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = False
+
+    def __exit__(self, *exc):
+        torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32 = self.previous
+
+
+def try_oom(fn):
+    """``fn()``, or None when it runs out of device memory."""
+    try:
+        return fn()
+    except Exception as e:
+        if not is_oom(e):
+            raise
+        torch.cuda.empty_cache()
+        return None
+
+
 def is_oom(e: BaseException) -> bool:
     return isinstance(e, torch.cuda.OutOfMemoryError) or "out of memory" in str(e).lower()
 
@@ -136,6 +159,15 @@ def worst(seams: dict, who: str) -> tuple[float | None, float | None]:
     return max(r["max_abs"] for r in rows), (min(finite) if finite else None)
 
 
+def seams_full_fp32(engine, tok, model, codes: np.ndarray, chunk_frames: int) -> dict:
+    """Seam errors with every decode in full fp32, so TF32 rounding does not mask context effects."""
+    with full_fp32():
+        ours = engine.decode(codes).samples
+        official = official_decode(tok, codes)
+        whole = whole_decode(model, codes)
+    return seam_report(ours, official, whole, chunk_frames)
+
+
 def agreement(a: np.ndarray | None, b: np.ndarray | None) -> float | None:
     if a is None or b is None or a.shape != b.shape:
         return None
@@ -162,6 +194,7 @@ def run_dtype(args, dtype: str) -> dict:
     model = tok.model
     device = args.device
     chunk_frames = settings.decode_chunk_frames
+    strict = dtype == "float32"
     out = {"dtype": dtype, "settings": settings.to_dict(), "rows": [], "context_rows": [], "batch": None}
 
     log.info("[%s] warm-up", dtype)
@@ -192,9 +225,19 @@ def run_dtype(args, dtype: str) -> dict:
         for _ in range(repeats):  # official decode of the same codes ours decoded
             off_wav, odec_s, odec_peak = timed(lambda: official_decode(tok, ours_codes), device)
         row["official"].update({"decode_s": odec_s, "decode_peak_mib": odec_peak})
-        row["agreement"] = agreement(ours_codes, off_codes)
+        if strict:  # fp32: compare with the official encode in full fp32 too, and measure TF32's own effect
+            with full_fp32():
+                off_strict = try_oom(lambda: official_encode(tok, x))
+            row["agreement"] = agreement(ours_codes, off_strict)
+            row["agreement_vs_official_default"] = agreement(ours_codes, off_codes)
+            row["official_tf32_vs_fp32"] = agreement(off_codes, off_strict)
+        else:
+            row["agreement"] = agreement(ours_codes, off_codes)
         if seconds in args.seam_lengths:
-            row["seams"] = seam_report(ours_wav, off_wav, whole_decode(model, ours_codes), chunk_frames)
+            mode = "default (TF32 convs)" if strict else "bf16"
+            row["seams"] = {mode: seam_report(ours_wav, off_wav, whole_decode(model, ours_codes), chunk_frames)}
+            if strict:
+                row["seams"]["full fp32"] = seams_full_fp32(engine, tok, model, ours_codes, chunk_frames)
         out["rows"].append(row)
         log.info("[%s] %s", dtype, _row_line(row))
         del x, ours_wav, off_wav
@@ -227,22 +270,24 @@ def run_dtype(args, dtype: str) -> dict:
     for seconds in args.context_lengths:
         x = signal(seconds, 2, device)
         ours_codes = engine.encode_array(x).codes
-        try:
-            off_codes = official_encode(tok, x)
-        except Exception as e:
-            if not is_oom(e):
-                raise
-            off_codes = None
-            torch.cuda.empty_cache()
+        precision = full_fp32() if strict else contextlib.nullcontext()
+        with precision:
+            off_codes = try_oom(lambda: official_encode(tok, x))
         row = {"seconds": seconds, "agreement": agreement(ours_codes, off_codes)}
-        naive_chunk = int(settings.encode_chunk_s * SR)
+        if strict:
+            row["agreement_vs_official_default"] = agreement(ours_codes, try_oom(lambda: official_encode(tok, x)))
+        naive_chunk = int(settings.encode_chunk_s * SR) // FRAME * FRAME
         if seconds * SR > naive_chunk:  # what chunking without context would give
-            naive = np.concatenate([official_encode(tok, x[i:i + naive_chunk]) for i in range(0, x.size, naive_chunk)])
+            with precision:
+                naive = np.concatenate([official_encode(tok, x[i:i + naive_chunk])
+                                        for i in range(0, x.size, naive_chunk)])
             row["naive_chunks_agreement"] = agreement(naive, off_codes)
         if seconds in args.seam_lengths:
-            ours_wav = engine.decode(ours_codes).samples
-            off_wav = official_decode(tok, ours_codes)
-            row["seams"] = seam_report(ours_wav, off_wav, whole_decode(model, ours_codes), chunk_frames)
+            if strict:
+                row["seams"] = {"full fp32": seams_full_fp32(engine, tok, model, ours_codes, chunk_frames)}
+            else:
+                row["seams"] = {"bf16": seam_report(engine.decode(ours_codes).samples, official_decode(tok, ours_codes),
+                                                    whole_decode(model, ours_codes), chunk_frames)}
         out["context_rows"].append(row)
         log.info("[%s] layer scale 1.0, %s s: agreement %s, naive %s", dtype, seconds, row["agreement"],
                  row.get("naive_chunks_agreement"))
@@ -292,19 +337,23 @@ def markdown(result: dict) -> str:
         "# Codec benchmark: ours vs the official Qwen3TTSTokenizer path",
         "",
         f"Device: {meta['device_name']} ({meta['device']}); torch {meta['torch']}, cuDNN {meta['cudnn']}; "
-        f"checkpoint: full-size random weights from the published config ({meta['checkpoint']}). "
-        f"Generated by `python -m bench.codec_bench` on {meta['date']}. Random weights: no quality claims.",
+        f"checkpoint: {meta['checkpoint']}. Generated by `python -m bench.codec_bench` on {meta['date']}. "
+        "Random weights: nothing here says anything about audio quality.",
         "",
-        "Times are wall seconds from numpy in to numpy out (both paths), peaks are "
-        "`torch.cuda.max_memory_allocated` (resident weights included). Agreement: our chunked codes vs the "
-        "official whole-clip encode. Seam error: max abs difference / SNR against a whole-utterance decode of the "
-        f"same codes, worst over the {SEAM_WINDOW_FRAMES}-frame windows after every seam (300-frame chunks).",
+        "Times are wall seconds from numpy in to numpy out, in the same process on the same loaded model; "
+        "the official path runs with PyTorch defaults (TF32 convolutions in fp32). Peaks are "
+        "`torch.cuda.max_memory_allocated` with the resident weights included. Speed-up: official round trip "
+        "over ours; audio s/s: seconds of audio per second of round trip.",
+        "",
+        "Agreement: our chunked codes vs the official whole-clip encode. In fp32 it is measured with both in full fp32 "
+        "(our engine encodes in full fp32); `vs TF32 official` compares with the official encode as run by default, "
+        "and `TF32 noise` is how far the official encode's own codes move between TF32 and full fp32.",
         "",
         "## Stock random init (layer scales 0.01)",
         "",
-        "| dtype | length | ours enc s | ours dec s | official enc s | official dec s | round trip speed-up | ours audio s/s "
+        "| dtype | length | ours enc s | ours dec s | official enc s | official dec s | speed-up | ours audio s/s "
         "| official audio s/s | ours enc peak GiB | official enc peak GiB | ours dec peak GiB | official dec peak GiB "
-        "| agreement | seam ours (max abs / SNR) | seam official (max abs / SNR) |",
+        "| agreement | vs TF32 official | TF32 noise |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for run in result["runs"]:
@@ -314,21 +363,19 @@ def markdown(result: dict) -> str:
             off_rt = None if f.get("encode_s") is None else f["encode_s"] + f["decode_s"]
             speed = "—" if off_rt is None else f"{off_rt / ours_rt:.2f}×"
             off_speed = "—" if off_rt is None else f"{row['seconds'] / off_rt:.0f}"
-            seams = row.get("seams")
-            so = _fmt_err(worst(seams, "ours")) if seams else "—"
-            sf = _fmt_err(worst(seams, "official")) if seams else "—"
             off_enc = _fmt_s(f.get("encode_s")) if f.get("encode_s") is not None else f.get("encode_error", "—")
             lines.append(
                 f"| {run['dtype']} | {_fmt_len(row['seconds'])} | {_fmt_s(o['encode_s'])} | {_fmt_s(o['decode_s'])} | "
-                f"{off_enc} | {_fmt_s(f['decode_s'])} | {speed} | {row['seconds'] / ours_rt:.0f} | "
-                f"{off_speed} | {_fmt_gib(o['encode_peak_mib'])} | "
-                f"{_fmt_gib(f.get('encode_peak_mib'))} | {_fmt_gib(o['decode_peak_mib'])} | "
-                f"{_fmt_gib(f['decode_peak_mib'])} | {_fmt_pct(row['agreement'])} | {so} | {sf} |")
+                f"{off_enc} | {_fmt_s(f['decode_s'])} | {speed} | {row['seconds'] / ours_rt:.0f} | {off_speed} | "
+                f"{_fmt_gib(o['encode_peak_mib'])} | {_fmt_gib(f.get('encode_peak_mib'))} | "
+                f"{_fmt_gib(o['decode_peak_mib'])} | {_fmt_gib(f['decode_peak_mib'])} | {_fmt_pct(row['agreement'])} | "
+                f"{_fmt_pct(row.get('agreement_vs_official_default'))} | {_fmt_pct(row.get('official_tf32_vs_fp32'))} |")
     batch_rows = [(r["dtype"], r["batch"]) for r in result["runs"] if r.get("batch")]
     if batch_rows:
-        lines += ["", "## Batch", "",
+        lines += ["", "## Batch of short clips", "",
                   "| dtype | clips | ours enc s | ours dec s | official enc s | official dec s | ours peak GiB (enc/dec) "
-                  "| official peak GiB (enc/dec) | min agreement |", "|---|---|---|---|---|---|---|---|---|"]
+                  "| official peak GiB (enc/dec) | min agreement (vs TF32 official in fp32) |",
+                  "|---|---|---|---|---|---|---|---|---|"]
         for dtype, b in batch_rows:
             o, f = b["ours"], b["official"]
             lines.append(
@@ -337,19 +384,28 @@ def markdown(result: dict) -> str:
                 f"{_fmt_gib(o['decode_peak_mib'])} | {_fmt_gib(f['encode_peak_mib'])} / {_fmt_gib(f['decode_peak_mib'])} | "
                 f"{_fmt_pct(b['agreement_min'])} |")
     lines += ["", "## Context made to matter (every transformer layer scale set to 1.0)", "",
-              "| dtype | length | agreement (ours vs official whole) | naive chunks agreement | seam ours (max abs / SNR) "
-              "| seam official (max abs / SNR) | whole clip ours | whole clip official |",
-              "|---|---|---|---|---|---|---|---|"]
+              "| dtype | length | agreement | vs TF32 official | naive chunks agreement |", "|---|---|---|---|---|"]
     for run in result["runs"]:
         for row in run["context_rows"]:
-            seams = row.get("seams")
-            whole = seams["whole_clip"] if seams else None
-            lines.append(
-                f"| {run['dtype']} | {_fmt_len(row['seconds'])} | {_fmt_pct(row['agreement'])} | "
-                f"{_fmt_pct(row.get('naive_chunks_agreement'))} | "
-                f"{_fmt_err(worst(seams, 'ours')) if seams else '—'} | {_fmt_err(worst(seams, 'official')) if seams else '—'} | "
-                f"{_fmt_err((whole['ours']['max_abs'], whole['ours']['snr_db'])) if whole else '—'} | "
-                f"{_fmt_err((whole['official']['max_abs'], whole['official']['snr_db'])) if whole else '—'} |")
+            lines.append(f"| {run['dtype']} | {_fmt_len(row['seconds'])} | {_fmt_pct(row['agreement'])} | "
+                         f"{_fmt_pct(row.get('agreement_vs_official_default'))} | "
+                         f"{_fmt_pct(row.get('naive_chunks_agreement'))} |")
+    lines += ["", "## Decode seams against a whole-utterance decode of the same codes", "",
+              f"Ours and the official path both cut at every 300 frames. Per seam: the {SEAM_WINDOW_FRAMES} frames "
+              "(2 s) after it; cells give the worst seam (largest max abs difference / lowest SNR) and the whole clip. "
+              "Per-seam figures are in the JSON.", "",
+              "| dtype | init | convolutions | length | seams | ours worst seam | official worst seam | ours whole clip "
+              "| official whole clip |", "|---|---|---|---|---|---|---|---|---|"]
+    for run in result["runs"]:
+        for init, rows in (("stock", run["rows"]), ("layer scale 1.0", run["context_rows"])):
+            for row in rows:
+                for mode, seams in (row.get("seams") or {}).items():
+                    whole = seams["whole_clip"]
+                    lines.append(
+                        f"| {run['dtype']} | {init} | {mode} | {_fmt_len(row['seconds'])} | {len(seams['seams'])} | "
+                        f"{_fmt_err(worst(seams, 'ours'))} | {_fmt_err(worst(seams, 'official'))} | "
+                        f"{_fmt_err((whole['ours']['max_abs'], whole['ours']['snr_db']))} | "
+                        f"{_fmt_err((whole['official']['max_abs'], whole['official']['snr_db']))} |")
     lines.append("")
     return "\n".join(lines)
 

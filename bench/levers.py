@@ -28,14 +28,19 @@ from core.settings import Settings  # noqa: E402
 log = logging.getLogger("levers")
 
 
+def _sync() -> None:
+    if torch.cuda.is_available():
+        torch.cuda.synchronize()
+
+
 def best_of(fn, repeats: int = 2) -> float:
     """Lowest wall time of ``repeats`` calls (the first may include autotuning)."""
     times = []
     for _ in range(repeats):
-        torch.cuda.synchronize()
+        _sync()
         start = time.perf_counter()
         fn()
-        torch.cuda.synchronize()
+        _sync()
         times.append(time.perf_counter() - start)
     return min(times)
 
@@ -47,16 +52,35 @@ def main(argv=None):
     p.add_argument("--seconds", type=float, default=600.0)
     p.add_argument("--out", type=Path, required=True)
     p.add_argument("--compile", action="store_true", help="also try a torch.compile'd SnakeBeta")
+    p.add_argument("--device", default="cuda:0")
+    p.add_argument("--dtypes", default="float32,bfloat16")
+    p.add_argument("--snake-only", action="store_true", help="only time our decode with and without the fused SnakeBeta")
     args = p.parse_args(argv)
     results: dict = {}
-    x = signal(args.seconds, 1, "cuda:0")
-    for dtype in ("float32", "bfloat16"):
-        engine = Engine(Settings(model=str(args.checkpoint), device="cuda:0", dtype=dtype))
+    x = signal(args.seconds, 1, args.device)
+    for dtype in args.dtypes.split(","):
+        engine = Engine(Settings(model=str(args.checkpoint), device=args.device, dtype=dtype))
         assert engine.load(), engine.error
         tok, model = engine._tokenizer, engine.model
         codes = engine.encode_array(x).codes
         codes_t = torch.from_numpy(codes)
         r: dict = {}
+        if args.snake_only:
+            with torch.inference_mode():
+                for frames in (300, 600):
+                    r[f"ours_decode_fused_snake_chunk_{frames}"] = best_of(lambda: streaming.decode(model, codes_t, frames))
+                kernel, streaming._SNAKE_KERNEL = streaming._SNAKE_KERNEL, False  # the module's own SnakeBeta
+                try:
+                    r["ours_decode_unfused_snake_chunk_300"] = best_of(lambda: streaming.decode(model, codes_t, 300))
+                finally:
+                    streaming._SNAKE_KERNEL = kernel
+            r["official_decode"] = best_of(lambda: official_decode(tok, codes))
+            log.info("[%s] %s", dtype, {k: round(v, 4) for k, v in r.items()})
+            results[dtype] = r
+            engine.unload()
+            del tok, model
+            torch.cuda.empty_cache()
+            continue
         for bench_flag in (False, True):
             torch.backends.cudnn.benchmark = bench_flag
             with torch.inference_mode():
@@ -82,10 +106,11 @@ def main(argv=None):
         from torch.profiler import ProfilerActivity, profile
 
         short = codes_t[:750]
-        with torch.inference_mode(), profile(activities=[ProfilerActivity.CUDA]) as prof:
+        activity = ProfilerActivity.CUDA if torch.cuda.is_available() else ProfilerActivity.CPU
+        with torch.inference_mode(), profile(activities=[activity]) as prof:
             streaming.decode(model, short, 300)
-            torch.cuda.synchronize()
-        table = prof.key_averages().table(sort_by="cuda_time_total", row_limit=18, max_name_column_width=70)
+            _sync()
+        table = prof.key_averages().table(sort_by="cuda_time_total" if torch.cuda.is_available() else "cpu_time_total", row_limit=18, max_name_column_width=70)
         print(f"[{dtype}] decode 60 s kernel profile\n{table}")
         r["profile_decode_60s"] = table
 
@@ -113,9 +138,11 @@ def main(argv=None):
         results[dtype] = r
         engine.unload()
         del tok, model
-        torch.cuda.empty_cache()
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "levers.json").write_text(json.dumps(results, indent=1))
+    name = "levers-snake.json" if args.snake_only else "levers.json"
+    (args.out / name).write_text(json.dumps(results, indent=1))
 
 
 if __name__ == "__main__":

@@ -428,18 +428,26 @@ class Engine:
         return plan
 
     @contextlib.contextmanager
-    def _backend_flags(self):
-        """cuDNN autotuning during the engine's own jobs only (restored after, so other code in the
-        process keeps its settings); convolutions keep PyTorch's default TF32 setting."""
+    def _backend_flags(self, operation: str):
+        """Backend flags for the engine's own jobs only (restored after, so other code in the process
+        keeps its settings): cuDNN autotuning as configured, and for fp32 encodes full-fp32
+        convolutions. PyTorch lets cuDNN use TF32 for fp32 convolutions by default; its ≈1e-3 relative
+        rounding depends on the algorithm cuDNN picks for each shape, and the quantizer's nearest-code
+        search turns that into different codes (≈1% with random codebooks on an H200), so chunked and
+        whole-clip encodes could only agree up to that noise. Decodes keep the default."""
         if not self.settings.is_cuda:
             yield
             return
-        previous = torch.backends.cudnn.benchmark
-        torch.backends.cudnn.benchmark = self.settings.cudnn_benchmark
+        cudnn = torch.backends.cudnn
+        previous = cudnn.benchmark, cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32
+        cudnn.benchmark = self.settings.cudnn_benchmark
+        if operation == "encode" and self.settings.strict_fp32_encode and self.settings.dtype == "float32":
+            cudnn.allow_tf32 = False
+            torch.backends.cuda.matmul.allow_tf32 = False
         try:
             yield
         finally:
-            torch.backends.cudnn.benchmark = previous
+            cudnn.benchmark, cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32 = previous
 
     def _job(self, operation: str, lengths: list[int], work):
         """Run ``work(plan)`` under the lock with a pre-flight check, timing, peak memory, OOM
@@ -453,7 +461,7 @@ class Engine:
                 memory.reset_peak(self.device)
                 failed = None
                 try:
-                    with torch.inference_mode(), self._backend_flags():
+                    with torch.inference_mode(), self._backend_flags(operation):
                         result = work(plan)
                     if self.settings.is_cuda:
                         torch.cuda.synchronize(torch.device(self.device))

@@ -46,7 +46,8 @@ class Settings:
     decode_chunk_frames: int = 300  # code frames per decode chunk (state carries across, so seams are exact)
     batch_audio_s: float = 60.0  # padded audio seconds per batched encode call (bounds batch memory)
     min_chunk_s: float = 5.0  # OOM retries halve the chunk down to this floor, then give up
-    cudnn_benchmark: bool = True  # let cuDNN time its convolution algorithms per shape during jobs (GPU only)
+    cudnn_benchmark: bool = False  # let cuDNN time conv algorithms per new shape (measured: no faster, more memory)
+    strict_fp32_encode: bool = True  # fp32 encodes run convs in full fp32, not TF32, so chunked codes reproduce
     max_batch_memory_fraction: float = 0.9  # refuse jobs whose estimated peak exceeds this share of free memory
 
     @property
