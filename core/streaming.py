@@ -329,8 +329,16 @@ def snake_beta(module, x: torch.Tensor) -> torch.Tensor:
     inv_b = 1.0 / (torch.exp(module.beta.float()) + module.no_div_by_zero)
     out = torch.empty(x.shape, dtype=x.dtype, device=x.device)
     n = out.numel()
-    kernel[(triton_cdiv(n, SNAKE_BLOCK),)](x, a, inv_b, out, n, x.shape[1], x.shape[2], x.stride(0), x.stride(1),
-                                          x.stride(2), BLOCK=SNAKE_BLOCK)
+    try:
+        kernel[(triton_cdiv(n, SNAKE_BLOCK),)](x, a, inv_b, out, n, x.shape[1], x.shape[2], x.stride(0), x.stride(1),
+                                              x.stride(2), BLOCK=SNAKE_BLOCK)
+    except Exception as e:  # e.g. no C compiler for Triton's launcher: use the module from now on
+        if "out of memory" in str(e).lower():
+            raise
+        global _SNAKE_KERNEL
+        _SNAKE_KERNEL = False
+        logger.warning("fused SnakeBeta unavailable (%s: %s); using the unfused module", type(e).__name__, e)
+        return module(x)
     return out
 
 
