@@ -144,9 +144,12 @@ def metrics_markdown(metrics: list[dict], seconds: float | None = None) -> str:
 
 def timing_markdown(timing: dict) -> str:
     model = timing["model_s"]
-    return (f"Model time **{model:.2f} s** (encode {timing['encode_s']:.2f} s + decode "
+    text = (f"Model time **{model:.2f} s** (encode {timing['encode_s']:.2f} s + decode "
             f"{timing['decode_s']:.2f} s) · workbench time {timing['ui_s']:.2f} s "
-            f"(reading, resampling, plotting, writing files). The metrics follow below.")
+            f"(reading, resampling, plotting, writing files)")
+    if timing.get("peak_gpu_mib") is not None:
+        text += f" · peak GPU memory {timing['peak_gpu_mib']:.0f} MiB"
+    return text + ". The metrics follow below."
 
 
 # --------------------------------------------------------------------------- system

@@ -67,10 +67,14 @@ def stem_of(path: Path | str) -> str:
     return stem or "audio"
 
 
-def _timing(start: float, encode_s: float = 0.0, decode_s: float = 0.0) -> dict:
+def _timing(start: float, encoded=None, decoded=None) -> dict:
+    """Wall time split into model time (measured by the engine) and ours; peak GPU memory."""
     total = time.perf_counter() - start
-    model = encode_s + decode_s
-    return {"encode_s": encode_s, "decode_s": decode_s, "model_s": model, "total_s": total, "ui_s": total - model}
+    encode_s = encoded.seconds if encoded else 0.0
+    decode_s = decoded.seconds if decoded else 0.0
+    peaks = [r.peak_mib for r in (encoded, decoded) if r is not None and r.peak_mib is not None]
+    return {"encode_s": encode_s, "decode_s": decode_s, "model_s": encode_s + decode_s, "total_s": total,
+            "ui_s": total - encode_s - decode_s, "peak_gpu_mib": max(peaks) if peaks else None}
 
 
 def _token_file(engine, codes, original_samples: int) -> tokens.TokenFile:
@@ -100,7 +104,7 @@ def roundtrip(engine, source: Path, folder: Path, limits: AudioLimits, progress:
     figure = analysis.spectrogram_figure(audio.samples, decoded.samples)
     png = analysis.figure_to_png(figure, folder / f"{stem}_spectrogram.png")
     return RoundTripOutput(original, reconstruction, token_path, png, audio.facts.to_dict(),
-                           token_file.summary(_pcm_bps(audio)), _timing(start, encoded.seconds, decoded.seconds))
+                           token_file.summary(_pcm_bps(audio)), _timing(start, encoded, decoded))
 
 
 def measure(original_path: Path, reconstruction_path: Path, limits: AudioLimits,
@@ -127,7 +131,7 @@ def encode(engine, source: Path, folder: Path, limits: AudioLimits, progress: Pr
     path = tokens.save_tokens(token_file, folder / f"{stem}_tokens.npz")
     heatmap = analysis.figure_to_png(analysis.code_heatmap_figure(encoded.codes), folder / f"{stem}_codes.png")
     return EncodeOutput(path, heatmap, audio.facts.to_dict(), token_file.summary(_pcm_bps(audio)),
-                        _timing(start, encode_s=encoded.seconds))
+                        _timing(start, encoded))
 
 
 def decode(engine, source: Path, folder: Path, progress: Progress = _quiet) -> DecodeOutput:
@@ -143,4 +147,4 @@ def decode(engine, source: Path, folder: Path, progress: Progress = _quiet) -> D
     png = analysis.figure_to_png(figure, folder / f"{stem}_spectrogram.png")
     meta = {"model_source": token_file.model_source, "created": token_file.created,
             "versions": dict(token_file.versions)}
-    return DecodeOutput(wav, png, meta, token_file.summary(), _timing(start, decode_s=decoded.seconds))
+    return DecodeOutput(wav, png, meta, token_file.summary(), _timing(start, decoded=decoded))

@@ -150,3 +150,9 @@ def test_url_row_only_when_enabled(engine, tmp_path):
     demo = build_app(engine, UiOptions(temp_root=tmp_path, url_policy=UrlPolicy()))
     events = {fn.api_name: fn for fn in demo.fns.values()}
     assert events["fetch_url"].concurrency_id != "model"
+
+
+def test_timing_line_shows_peak_gpu_memory_only_when_there_is_one():
+    timing = {"encode_s": 1.0, "decode_s": 2.0, "model_s": 3.0, "total_s": 3.2, "ui_s": 0.2, "peak_gpu_mib": None}
+    assert "GPU" not in fmt.timing_markdown(timing) and "**3.00 s**" in fmt.timing_markdown(timing)
+    assert "peak GPU memory 2345 MiB" in fmt.timing_markdown({**timing, "peak_gpu_mib": 2345.4})
