@@ -86,8 +86,9 @@ def _stage(name: str, start: float) -> float:
     return now
 
 
-def _wait_for_signal() -> None:
-    """Block until SIGTERM or SIGINT."""
+def _stop_on_signals() -> threading.Event:
+    """An event set by SIGTERM or SIGINT (installed first, so a stop during the model load
+    also ends cleanly)."""
     stop = threading.Event()
 
     def handle(signum, _frame):
@@ -96,13 +97,13 @@ def _wait_for_signal() -> None:
 
     signal.signal(signal.SIGTERM, handle)
     signal.signal(signal.SIGINT, handle)
-    while not stop.wait(1.0):
-        pass
+    return stop
 
 
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(stream=sys.stderr, level=args.log_level.upper(), format=LOG_FORMAT)
+    stop = _stop_on_signals()
     os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
     started_at, t = time.time(), time.perf_counter()
     try:
@@ -120,12 +121,20 @@ def main(argv=None) -> int:
     t = _stage("engine created", t)
     report = engine.warm_up()
     t = _stage(f"model loaded and checked: {'ready' if report.ok else 'NOT ready: ' + str(engine.error or '')}", t)
+    if stop.is_set():
+        return 0
     demo = build_app(engine, ui)
     t = _stage("UI built", t)
-    launch(demo, engine, ui, server, started_at)
+    try:
+        launch(demo, engine, ui, server, started_at)
+    except OSError as e:
+        logger.error("cannot serve on %s:%s (%s); choose another --port / CODEC_PORT or stop what uses it",
+                     server.host, server.port, e)
+        return 1
     _stage(f"serving on http://{server.host}:{server.port}", t)
     try:
-        _wait_for_signal()
+        while not stop.wait(1.0):
+            pass
     finally:
         demo.close()
         logger.info("stopped")

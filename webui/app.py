@@ -90,7 +90,8 @@ def _status_bar(demo: gr.Blocks, handlers: Handlers) -> None:
             rerun = gr.Button("Re-run checks", elem_id="rerun-checks", size="sm")
             gr.Markdown("Loads the model if needed, then runs the three checks again.", elem_classes="cw-hint")
     raw = gr.JSON(visible=False)
-    demo.load(handlers.status, outputs=[status, raw], api_name="status", show_progress="hidden")
+    demo.load(handlers.status, outputs=[status, raw], api_name="status", show_progress="hidden",
+              concurrency_limit=None, concurrency_id="status")
     rerun.click(handlers.readiness, outputs=[status, raw], api_name="readiness", **MODEL_GROUP)
 
 

@@ -185,3 +185,18 @@ def test_the_api_example_in_the_docs_runs(server, clip, capsys):
     assert "38 frames" in out and "PESQ-WB" in out and "higher is better" in out
     for endpoint in ENDPOINTS - {"/status", "/readiness", "/stats", "/clear_vram"}:
         assert f'api_name="{endpoint}"' in code
+
+
+@pytest.mark.slow
+def test_port_in_use_exits_with_a_message(tiny_checkpoint, tmp_path):
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        proc, log = _start(["--model", str(tiny_checkpoint), "--device", "cpu", "--port", str(port)],
+                           tmp_path=tmp_path)
+        assert proc.wait(timeout=120) == 1
+    log.seek(0)
+    assert "choose another --port" in log.read()
