@@ -135,7 +135,7 @@ def _encode_streaming(model, wav, chunk_samples, span_steps, kv_device_bytes, ho
             down = mimi.downsample(hidden)
         else:
             down = mimi.downsample(torch.cat([tail, hidden], dim=-1))[..., tail.shape[-1] // 2:]
-        tail = hidden[..., -2:]
+        tail = hidden[..., -2:].clone()
         codes.append(mimi.quantizer.encode(down, num_q)[:, 0])  # (codebooks, frames)
     kv.close()
     out = torch.cat(codes, dim=-1)[:num_q].T.to(torch.long)
@@ -239,6 +239,18 @@ class _KVStore:
         if self.filled == 0:
             return F.scaled_dot_product_attention(q, _repeat_kv(k_new, groups), _repeat_kv(v_new, groups),
                                                   is_causal=True, scale=scale)
+        length = k_new.shape[2]
+        if self.filled + length <= self.device_steps:
+            # everything fits on the device: one fused kernel over [past | new] with the causal
+            # diagonal aligned bottom-right, as the whole-clip pass attends (no partial merges)
+            from torch.nn.attention.bias import causal_lower_right
+
+            end = self.filled + length
+            self.k[layer][:, :, self.filled:end].copy_(k_new)
+            self.v[layer][:, :, self.filled:end].copy_(v_new)
+            return F.scaled_dot_product_attention(q, _repeat_kv(self.k[layer][:, :, :end], groups),
+                                                  _repeat_kv(self.v[layer][:, :, :end], groups),
+                                                  attn_mask=causal_lower_right(q.shape[2], end), scale=scale)
         parts = []
         on_device = min(self.filled, self.device_steps)
         if on_device:
@@ -259,7 +271,8 @@ class _KVStore:
         """Store the new steps' keys and values of ``layer`` (``advance`` moves the fill mark)."""
         start, length = self.filled, k.shape[2]
         split = max(0, min(length, self.device_steps - start))
-        if split:
+        written = 0 < start and start + length <= self.device_steps  # ``attend`` stored them already
+        if split and not written:
             self.k[layer][:, :, start:start + split].copy_(k[:, :, :split])
             self.v[layer][:, :, start:start + split].copy_(v[:, :, :split])
         if split < length:
@@ -439,8 +452,8 @@ class _WindowCache:
         if layer_idx in self.keys:
             key_states = torch.cat([self.keys[layer_idx], key_states], dim=2)
             value_states = torch.cat([self.values[layer_idx], value_states], dim=2)
-        self.keys[layer_idx] = key_states[:, :, max(0, key_states.shape[2] - self.keep):]
-        self.values[layer_idx] = value_states[:, :, max(0, value_states.shape[2] - self.keep):]
+        self.keys[layer_idx] = key_states[:, :, max(0, key_states.shape[2] - self.keep):].clone()
+        self.values[layer_idx] = value_states[:, :, max(0, value_states.shape[2] - self.keep):].clone()
         return key_states, value_states
 
 
@@ -471,7 +484,7 @@ class DecoderStream:
         if prev is None:
             prev = x.new_zeros(x.shape[0], x.shape[1], pad)
         x = torch.cat([prev, x], dim=-1)
-        self.state[id(module)] = x[..., x.shape[-1] - pad:]
+        self.state[id(module)] = x[..., x.shape[-1] - pad:].clone()  # a view would pin the whole input
         return module.conv(x)
 
     # causal transposed convolution: previous input frames supply the overlapping tail
@@ -485,7 +498,7 @@ class DecoderStream:
         if prev is None:
             prev = x.new_zeros(x.shape[0], x.shape[1], overlap)
         x_in = torch.cat([prev, x], dim=-1)
-        self.state[id(module)] = x_in[..., x_in.shape[-1] - overlap:]
+        self.state[id(module)] = x_in[..., x_in.shape[-1] - overlap:].clone()
         y = conv(x_in)
         return y[..., overlap * stride: (overlap + x.shape[-1]) * stride]
 

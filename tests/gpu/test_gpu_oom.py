@@ -1,6 +1,8 @@
 """Out-of-memory protection on the GPU with real CUDA out-of-memory errors (fp32, full-size random
-checkpoint): a per-process memory cap makes a chunk fail, the engine frees and retries with smaller
-chunks down to its floor, then fails with a clear message, and the next request succeeds.
+checkpoint): a per-process memory cap (``torch.cuda.set_per_process_memory_fraction``) makes a chunk
+fail, the engine frees and retries with smaller chunks down to its floor, then fails with a clear
+message, and the next request succeeds. The pre-flight estimate reads the driver's free memory, which
+the cap does not change, so these jobs start and meet the cap.
 
     CODEC_FULL_CHECKPOINT=/tmp/full python -m pytest -v -s -m gpu tests/gpu
 """
@@ -26,7 +28,7 @@ MIB = 1 << 20  # bytes in a MiB
 @pytest.fixture
 def fp32_engine(full_checkpoint):
     engine = Engine(Settings(model=str(full_checkpoint), device="cuda:0", dtype="float32", encode_chunk_s=20.0,
-                             min_chunk_s=5.0))
+                             min_chunk_s=10.0))  # retries: 20 s windows -> 10 s (the floor) -> give up
     assert engine.load(), engine.error
     yield engine
     torch.cuda.set_per_process_memory_fraction(1.0)
@@ -34,19 +36,21 @@ def fp32_engine(full_checkpoint):
     torch.cuda.empty_cache()
 
 
-def cap_memory(extra_mib: float) -> bool:
-    """Let this process reserve only what it holds now plus ``extra_mib``; True when the allocator
-    enforces it (a probe allocation just above the cap fails)."""
+def cap_memory(extra_mib: float) -> tuple[bool, str]:
+    """Let this process reserve only what it reserves now plus ``extra_mib``. Returns whether the
+    allocator enforces it (a probe bigger than the cap plus the cached slack fails) and the figures."""
     torch.cuda.empty_cache()
-    total = torch.cuda.get_device_properties(0).total_memory
-    torch.cuda.set_per_process_memory_fraction((torch.cuda.memory_reserved(0) + extra_mib * MIB) / total)
+    allocated, reserved = torch.cuda.memory_allocated(0), torch.cuda.memory_reserved(0)
+    limit = reserved + extra_mib * MIB
+    torch.cuda.set_per_process_memory_fraction(limit / torch.cuda.get_device_properties(0).total_memory)
+    figures = f"allocated {allocated / MIB:.0f} MiB, reserved {reserved / MIB:.0f} MiB, cap {limit / MIB:.0f} MiB"
     try:
-        probe = torch.empty(int((extra_mib + 64) * MIB), dtype=torch.uint8, device="cuda")
+        probe = torch.empty(int(reserved - allocated + (extra_mib + 64) * MIB), dtype=torch.uint8, device="cuda")
     except torch.cuda.OutOfMemoryError:
-        return True
+        return True, figures
     del probe
     torch.cuda.empty_cache()
-    return False
+    return False, figures
 
 
 def allocator() -> str:
@@ -62,9 +66,9 @@ def test_real_out_of_memory_retries_then_fails_clearly_then_recovers(fp32_engine
     need = free_run.peak_mib - resident  # what a 20 s window needs beyond the weights
     assert np.array_equal(free_run.codes, expected)
 
-    enforced = cap_memory(0.6 * need)
+    enforced, figures = cap_memory(0.6 * need)
     print(f"\n[float32] 60 s encode needs {need:.0f} MiB beyond {resident:.0f} MiB resident; cap +{0.6 * need:.0f} MiB "
-          f"enforced: {enforced} ({allocator()})")
+          f"({figures}) enforced: {enforced} ({allocator()})")
     assert enforced, "the per-process memory fraction is not enforced here: " + allocator()
     with caplog.at_level(logging.WARNING, logger="core.engine"):
         result = fp32_engine.encode_array(x)
@@ -73,10 +77,11 @@ def test_real_out_of_memory_retries_then_fails_clearly_then_recovers(fp32_engine
           + "\n  ".join(retries))
     assert retries and np.array_equal(result.codes, expected)
 
-    assert cap_memory(0.1 * need)  # not even the 5 s floor fits
+    enforced, figures = cap_memory(0.0)  # nothing beyond what is reserved now: not even the 10 s floor fits
+    assert enforced, figures
     with pytest.raises(OutOfMemory, match="smallest chunks") as failure:
         fp32_engine.encode_array(x)
-    print(f"[float32] capped at +{0.1 * need:.0f} MiB: OutOfMemory: {failure.value}")
+    print(f"[float32] capped at +0 MiB ({figures}): OutOfMemory: {failure.value}")
     assert fp32_engine.ready
     assert torch.cuda.memory_allocated(0) / MIB < resident + 16  # the failed attempts left nothing behind
     torch.cuda.set_per_process_memory_fraction(1.0)
