@@ -85,8 +85,9 @@ def build_app(engine, options: UiOptions = UiOptions()) -> gr.Blocks:
 
 def _status_bar(demo: gr.Blocks, handlers: Handlers) -> None:
     with gr.Row():
-        status = gr.HTML(elem_id="status-bar", scale=8)
-        with gr.Column(scale=1, min_width=150):
+        with gr.Column(scale=6):
+            status = gr.HTML(elem_id="status-bar")
+        with gr.Column(scale=1, min_width=160):
             rerun = gr.Button("Re-run checks", elem_id="rerun-checks", size="sm")
             gr.Markdown("Loads the model if needed, then runs the three checks again.", elem_classes="cw-hint")
     raw = gr.JSON(visible=False)

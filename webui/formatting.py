@@ -5,13 +5,20 @@ from __future__ import annotations
 
 import html
 import math
+import re
 
 STATUS_ICONS = {"pass": "✓", "fail": "✗", "skipped": "–"}  # readiness status -> icon
 PCM_BITS = 16  # bits per sample of the PCM we compare the codes with
+_BACKTICKS = re.compile(r"`([^`]+)`")
 
 
 def _esc(value) -> str:
     return html.escape(str(value))
+
+
+def _esc_code(value) -> str:
+    """Escaped text with `backticked` commands shown as code."""
+    return _BACKTICKS.sub(r"<code>\1</code>", _esc(value))
 
 
 # --------------------------------------------------------------------------- status bar
@@ -25,11 +32,13 @@ def status_html(report: dict | None, info: dict) -> str:
              f'<div class="cw-verdict">{_esc(verdict[1])}</div>',
              '<div class="cw-steps">']
     for step in steps or _pending_steps():
+        if info.get("error") and step["detail"] == info["error"]:
+            step = {**step, "detail": "the model is not loaded: see below"}  # said once, in the box
         parts.append(_step_html(step))
     parts.append("</div>")
     parts.append(f'<div class="cw-meta">{_meta_line(info)}</div>')
     if info.get("state") == "failed" and info.get("error"):
-        parts.append(f'<div class="cw-fix"><b>The model is not loaded.</b> {_esc(info["error"])} '
+        parts.append(f'<div class="cw-fix"><b>The model is not loaded.</b> {_esc_code(info["error"])} '
                      "Then press <b>Re-run checks</b> (or restart the server).</div>")
     parts.append("</div>")
     return "".join(parts)

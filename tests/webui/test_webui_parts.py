@@ -156,3 +156,8 @@ def test_timing_line_shows_peak_gpu_memory_only_when_there_is_one():
     timing = {"encode_s": 1.0, "decode_s": 2.0, "model_s": 3.0, "total_s": 3.2, "ui_s": 0.2, "peak_gpu_mib": None}
     assert "GPU" not in fmt.timing_markdown(timing) and "**3.00 s**" in fmt.timing_markdown(timing)
     assert "peak GPU memory 2345 MiB" in fmt.timing_markdown({**timing, "peak_gpu_mib": 2345.4})
+
+
+def test_commands_in_the_load_error_are_shown_as_code():
+    html = fmt.status_html({"ok": False, "steps": STEPS}, {**INFO, "error": "run `python -m core <x>` then"})
+    assert "<code>python -m core &lt;x&gt;</code>" in html
