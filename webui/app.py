@@ -65,8 +65,9 @@ class UiOptions:
     stats_every_s: float = STATS_EVERY_S
 
 
-def build_app(engine, options: UiOptions = UiOptions()) -> gr.Blocks:
+def build_app(engine, options: UiOptions | None = None) -> gr.Blocks:
     """The whole page for ``engine``; nothing outside this call holds UI state."""
+    options = options or UiOptions()
     handlers = Handlers(engine, Workspace(options.temp_root, options.max_age_s), options.url_policy)
     with gr.Blocks(title=TITLE, analytics_enabled=False, delete_cache=GRADIO_CACHE_CLEANUP) as demo:
         gr.Markdown(INTRO)

@@ -161,3 +161,14 @@ def test_timing_line_shows_peak_gpu_memory_only_when_there_is_one():
 def test_commands_in_the_load_error_are_shown_as_code():
     html = fmt.status_html({"ok": False, "steps": STEPS}, {**INFO, "error": "run `python -m core <x>` then"})
     assert "<code>python -m core &lt;x&gt;</code>" in html
+
+
+def test_console_entry_point_resolves_to_main():
+    import importlib
+    import tomllib
+    from pathlib import Path
+
+    pyproject = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text())
+    module, _, attr = pyproject["project"]["scripts"]["codec-workbench"].partition(":")
+    main = getattr(importlib.import_module(module), attr)
+    assert callable(main) and main.__module__ == "webui.__main__"
