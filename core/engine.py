@@ -3,6 +3,12 @@
 States: unloaded -> loading -> ready | failed. One lock serialises every model call, so two
 requests never interleave GPU work. Loading never raises: a failure puts the engine in
 ``failed`` with a message that says how to fix it, and the process keeps serving.
+
+Every job gets a chunk plan: the largest one whose pre-flight memory estimate fits (``estimate``),
+or a refusal before any model work. A chunk that still runs out of memory makes the job retry
+with half-size chunks down to ``min_chunk_s``, then fail with a clear ``OutOfMemory``; the engine
+stays ready. Long clips are chunked by ``core.streaming`` (codes equal to a whole-clip encode,
+audio equal to a whole-utterance decode; see docs/performance.md).
 """
 
 from __future__ import annotations
@@ -34,8 +40,9 @@ CODEBOOK_SIZE = 2048  # entries per codebook
 TORCH_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
 FRAMES_PER_SECOND = SAMPLE_RATE / SAMPLES_PER_FRAME  # 12.5 code frames per second
 
-# Pre-flight memory model (fitted to peaks measured on an H200 with the published architecture;
-# see docs/performance.md). Activations scale with a layer width and the dtype's size:
+# Pre-flight memory model, derived from the official path's measured peaks (NOTES.md) and checked
+# against ours on an H200: it overestimates by 20-30% (docs/performance.md, tests/gpu). Activations
+# scale with a layer width and the dtype's size:
 ENCODE_FLOATS_PER_SAMPLE_PER_FILTER = 5.5  # encoder conv activations: floats per input sample per SEANet filter
 DECODE_FLOATS_PER_SAMPLE_PER_CHANNEL = 7.5  # decoder activations: floats per output sample per last-block channel
 SPAN_FLOATS_PER_STEP_PER_HIDDEN = 12.0  # encoder transformer span activations: floats per step per hidden unit
