@@ -41,8 +41,8 @@ class Settings:
     max_file_mb: float = 1024.0  # largest input file accepted, MiB
     cleanup_threshold: float = 0.8  # after a job, clear cached VRAM when reserved > this share of the card
     encode_chunk_s: float = 20.0  # audio seconds per encoder convolution window (sets encode activation memory)
-    encode_span_s: float = 120.0  # audio seconds per encoder transformer span (attends to all earlier audio)
-    encode_kv_device_mib: float = 1280.0  # encoder keys/values kept on the GPU; older ones go to pinned host RAM
+    encode_span_s: float = 600.0  # audio seconds per encoder transformer span (attends to all earlier audio); clips up to 10 min run in one span, like the official encode
+    encode_kv_device_mib: float = 640.0  # encoder keys/values kept on the GPU (≈20 min of audio); older ones go to pinned host RAM
     decode_chunk_frames: int = 300  # code frames per decode chunk (state carries across, so seams are exact)
     batch_audio_s: float = 60.0  # padded audio seconds per batched encode call (bounds batch memory)
     min_chunk_s: float = 5.0  # OOM retries halve the chunk down to this floor, then give up

@@ -48,7 +48,7 @@ logger = logging.getLogger(__name__)
 SAMPLES_PER_FRAME = 1920  # 24 kHz samples per code frame (12.5 frames/s)
 SAMPLES_PER_STEP = 960  # 24 kHz samples per encoder transformer step (25 steps/s)
 NUM_CODEBOOKS = 16  # codebooks the 12 Hz tokenizer keeps
-DEFAULT_SPAN_STEPS = 3000  # encoder transformer steps per span (120 s of audio)
+DEFAULT_SPAN_STEPS = 15_000  # encoder transformer steps per span (600 s of audio)
 HOST_BLOCK_STEPS = 8192  # encoder steps per block of host-resident keys/values streamed back (≈5.5 min)
 DECODER_UNITS = ("quantizer", "pre_conv", "pre_transformer", "upsample", "decoder")  # decode stages
 
