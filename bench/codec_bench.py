@@ -358,9 +358,9 @@ def markdown(result: dict) -> str:
         "`TF32 noise` is how far the official encode's own codes move between TF32 and full fp32; `fp32 noise` "
         "compares the official full-fp32 encode with itself re-run under cuDNN autotuning (other convolution "
         "algorithms). The random codebooks make the nearest-code search very sensitive to rounding. Agreement is "
-        "100% wherever a clip fits in one 120 s transformer span; longer clips differ in a few codes per 100,000, "
-        "consistent with the transformer's matrix products and attention running on 120 s spans (other shapes, "
-        "so other fp32 rounding) instead of the whole sequence at once.",
+        "100% wherever a clip fits in one transformer span (`encode_span_s`, 600 s); longer clips can differ in a few "
+        "codes per 100,000, consistent with the transformer's matrix products and attention running on spans "
+        "(other shapes, so other fp32 rounding) instead of the whole sequence at once.",
         "",
         "## Stock random init (layer scales 0.01)",
         "",
