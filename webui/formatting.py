@@ -158,6 +158,8 @@ def timing_markdown(timing: dict) -> str:
             f"(reading, resampling, plotting, writing files)")
     if timing.get("peak_gpu_mib") is not None:
         text += f" · peak GPU memory {timing['peak_gpu_mib']:.0f} MiB"
+    if timing.get("estimate"):
+        text += f" · before the job: {timing['estimate']}"
     return text + ". The metrics follow below."
 
 

@@ -77,6 +77,14 @@ def _timing(start: float, encoded=None, decoded=None) -> dict:
             "ui_s": total - encode_s - decode_s, "peak_gpu_mib": max(peaks) if peaks else None}
 
 
+def _preflight(engine, operation: str, samples: int, progress: Progress, at: float) -> str:
+    """The engine's memory estimate for the job, shown before it starts (the engine refuses
+    jobs that cannot fit with the same message)."""
+    message = engine.estimate(operation, samples=samples).message
+    progress(at, desc=f"{operation.capitalize()}: {message}")
+    return message
+
+
 def _token_file(engine, codes, original_samples: int) -> tokens.TokenFile:
     return tokens.make_token_file(codes, original_samples, engine.info()["model"])
 
@@ -91,6 +99,7 @@ def roundtrip(engine, source: Path, folder: Path, limits: AudioLimits, progress:
     start = time.perf_counter()
     progress(0.05, desc="Reading the audio")
     audio = load_audio(source, limits)
+    estimate = _preflight(engine, "roundtrip", audio.samples.size, progress, 0.15)
     progress(0.2, desc="Encoding")
     encoded = engine.encode(audio)
     progress(0.6, desc="Decoding")
@@ -104,7 +113,7 @@ def roundtrip(engine, source: Path, folder: Path, limits: AudioLimits, progress:
     figure = analysis.spectrogram_figure(audio.samples, decoded.samples)
     png = analysis.figure_to_png(figure, folder / f"{stem}_spectrogram.png")
     return RoundTripOutput(original, reconstruction, token_path, png, audio.facts.to_dict(),
-                           token_file.summary(_pcm_bps(audio)), _timing(start, encoded, decoded))
+                           token_file.summary(_pcm_bps(audio)), _timing(start, encoded, decoded) | {"estimate": estimate})
 
 
 def measure(original_path: Path, reconstruction_path: Path, limits: AudioLimits,
@@ -123,6 +132,7 @@ def encode(engine, source: Path, folder: Path, limits: AudioLimits, progress: Pr
     start = time.perf_counter()
     progress(0.05, desc="Reading the audio")
     audio = load_audio(source, limits)
+    estimate = _preflight(engine, "encode", audio.samples.size, progress, 0.2)
     progress(0.3, desc="Encoding")
     encoded = engine.encode(audio)
     progress(0.8, desc="Plotting the codes")
@@ -131,13 +141,14 @@ def encode(engine, source: Path, folder: Path, limits: AudioLimits, progress: Pr
     path = tokens.save_tokens(token_file, folder / f"{stem}_tokens.npz")
     heatmap = analysis.figure_to_png(analysis.code_heatmap_figure(encoded.codes), folder / f"{stem}_codes.png")
     return EncodeOutput(path, heatmap, audio.facts.to_dict(), token_file.summary(_pcm_bps(audio)),
-                        _timing(start, encoded))
+                        _timing(start, encoded) | {"estimate": estimate})
 
 
 def decode(engine, source: Path, folder: Path, progress: Progress = _quiet) -> DecodeOutput:
     start = time.perf_counter()
     progress(0.05, desc="Reading the token file")
     token_file = tokens.load_tokens(source)
+    estimate = _preflight(engine, "decode", token_file.frames * 1920, progress, 0.15)
     progress(0.2, desc="Decoding")
     decoded = engine.decode(token_file.codes, original_samples=token_file.original_samples)
     progress(0.8, desc="Plotting")
@@ -147,4 +158,4 @@ def decode(engine, source: Path, folder: Path, progress: Progress = _quiet) -> D
     png = analysis.figure_to_png(figure, folder / f"{stem}_spectrogram.png")
     meta = {"model_source": token_file.model_source, "created": token_file.created,
             "versions": dict(token_file.versions)}
-    return DecodeOutput(wav, png, meta, token_file.summary(), _timing(start, decoded=decoded))
+    return DecodeOutput(wav, png, meta, token_file.summary(), _timing(start, decoded=decoded) | {"estimate": estimate})

@@ -152,6 +152,9 @@ class _BrokenEngine:
     def info(self):
         return self._engine.info()
 
+    def estimate(self, *args, **kwargs):
+        return self._engine.estimate(*args, **kwargs)
+
     def encode(self, audio):
         raise RuntimeError("kaboom in the kernel")
 
@@ -208,3 +211,11 @@ def test_stats_and_clear_vram(handlers):
 def test_url_input_is_off_unless_enabled(handlers):
     with pytest.raises(gr.Error, match="switched off"):
         handlers.fetch_url("https://example.com/a.wav")
+
+
+def test_roundtrip_shows_the_memory_estimate_before_the_job(engine, tmp_path, clip):
+    h = Handlers(engine, Workspace(tmp_path / "work"))
+    seen = []
+    h.roundtrip(str(clip), progress=lambda fraction, desc="": seen.append(desc))
+    estimate_lines = [d for d in seen if "needs ≈" in d]
+    assert estimate_lines and seen.index(estimate_lines[0]) < seen.index("Encoding")
