@@ -157,21 +157,33 @@ def build_model(config, seed: int = 0, layer_scale: float | None = None):
     return model
 
 
-def save_checkpoint(model, directory: Path) -> Path:
-    """Write the model and its preprocessor config so ``from_pretrained`` can load it."""
+MARKER_FILE = "codec_workbench_checkpoint.json"  # marks checkpoints we built with random weights
+
+
+def save_checkpoint(model, directory: Path, kind: str = "random") -> Path:
+    """Write the model and its preprocessor config so ``from_pretrained`` can load it, plus a
+    marker that says the weights are random (the UI warns about it)."""
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(directory, safe_serialization=True)
     (directory / "preprocessor_config.json").write_text(json.dumps(PREPROCESSOR_CONFIG, indent=2))
+    marker = {"random_weights": True, "kind": kind,
+              "note": "Built by Codec Workbench with random weights: it says nothing about audio quality."}
+    (directory / MARKER_FILE).write_text(json.dumps(marker, indent=2))
     logger.info("wrote checkpoint to %s", directory)
     return directory
 
 
 def build_tiny_checkpoint(directory: Path, seed: int = 0) -> Path:
     """Tiny random checkpoint for tests (seconds to build, a few MB)."""
-    return save_checkpoint(build_model(tiny_config(), seed=seed, layer_scale=1.0), directory)
+    return save_checkpoint(build_model(tiny_config(), seed=seed, layer_scale=1.0), directory, kind="tiny")
 
 
 def build_full_checkpoint(directory: Path, seed: int = 0, reference: Path = REFERENCE_CONFIG) -> Path:
     """Full-size random checkpoint from the published architecture (≈682 MB on disk)."""
-    return save_checkpoint(build_model(full_config(reference), seed=seed), directory)
+    return save_checkpoint(build_model(full_config(reference), seed=seed), directory, kind="full")
+
+
+def is_random_checkpoint(directory: Path | None) -> bool:
+    """True for checkpoints this project built with random weights."""
+    return directory is not None and (Path(directory) / MARKER_FILE).is_file()

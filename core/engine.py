@@ -27,6 +27,7 @@ import numpy as np
 import torch
 
 from . import memory, readiness, streaming
+from .checkpoints import is_random_checkpoint
 from .errors import CodecError, EngineNotReady, OutOfMemory, SettingsError, TokenFileError
 from .settings import Settings
 from .weights import load_tokenizer
@@ -532,6 +533,7 @@ class Engine:
             "dtype": self.settings.dtype,
             "resident_mib": resident,
             "load_seconds": self.load_seconds,
+            "random_weights": is_random_checkpoint(self.model_path),  # a test checkpoint: no quality claims
         }
 
 

@@ -37,6 +37,10 @@ def status_html(report: dict | None, info: dict) -> str:
         parts.append(_step_html(step))
     parts.append("</div>")
     parts.append(f'<div class="cw-meta">{_meta_line(info)}</div>')
+    if info.get("random_weights"):
+        parts.append('<div class="cw-fix" id="cw-random">This checkpoint has <b>random weights</b> (built for '
+                     "tests): the reconstruction is not speech and the scores say nothing about the codec. "
+                     "Load the published weights to judge quality.</div>")
     if info.get("state") == "failed" and info.get("error"):
         parts.append(f'<div class="cw-fix"><b>The model is not loaded.</b> {_esc_code(info["error"])} '
                      "Then press <b>Re-run checks</b> (or restart the server).</div>")

@@ -42,3 +42,15 @@ def test_full_config_matches_the_published_size():
         model = Qwen3TTSTokenizerV2Model(config)
     params = sum(p.numel() for p in model.parameters())
     assert params == 153_714_657  # NOTES.md: published parameter count
+
+
+def test_random_checkpoints_are_marked_and_reported(tiny_engine, tmp_path):
+    assert tiny_engine.info()["random_weights"] is True
+    import shutil
+
+    plain = tmp_path / "plain"
+    shutil.copytree(tiny_engine.model_path, plain)
+    (plain / "codec_workbench_checkpoint.json").unlink()  # as a downloaded checkpoint would be
+    engine = Engine(Settings(model=str(plain)))
+    assert engine.load()
+    assert engine.info()["random_weights"] is False

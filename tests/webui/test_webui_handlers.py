@@ -219,3 +219,9 @@ def test_roundtrip_shows_the_memory_estimate_before_the_job(engine, tmp_path, cl
     h.roundtrip(str(clip), progress=lambda fraction, desc="": seen.append(desc))
     estimate_lines = [d for d in seen if "needs ≈" in d]
     assert estimate_lines and seen.index(estimate_lines[0]) < seen.index("Encoding")
+
+
+def test_status_warns_when_the_weights_are_random(engine, tmp_path):
+    html, raw = Handlers(engine, Workspace(tmp_path / "work")).status()
+    assert raw["engine"]["random_weights"] is True
+    assert "<b>random weights</b>" in html and "say nothing about the codec" in html
