@@ -222,20 +222,24 @@ class Engine:
             return self.last_report
 
     # ---- jobs --------------------------------------------------------------------------
-    def encode(self, audio) -> EncodeResult:
-        """Encode a :class:`core.audio.Audio` (mono 24 kHz float32)."""
-        return self.encode_array(audio.samples)
+    def encode(self, audio, progress: streaming.Progress | None = None) -> EncodeResult:
+        """Encode a :class:`core.audio.Audio` (mono 24 kHz float32). ``progress(fraction)`` is
+        called as long clips go through window by window."""
+        return self.encode_array(audio.samples, progress)
 
-    def encode_array(self, samples: np.ndarray) -> EncodeResult:
+    def encode_array(self, samples: np.ndarray, progress: streaming.Progress | None = None) -> EncodeResult:
         samples = np.ascontiguousarray(samples, dtype=np.float32).reshape(-1)
-        codes, seconds, peak = self._job("encode", [samples.size], lambda plan: self._encode_tensor(samples, plan))
+        codes, seconds, peak = self._job("encode", [samples.size],
+                                         lambda plan: self._encode_tensor(samples, plan, progress))
         return EncodeResult(codes, int(samples.size), seconds, peak)
 
-    def decode(self, codes, original_samples: int | None = None) -> DecodeResult:
-        """Decode codes (frames, 16); trim to ``original_samples`` when given."""
+    def decode(self, codes, original_samples: int | None = None,
+               progress: streaming.Progress | None = None) -> DecodeResult:
+        """Decode codes (frames, 16); trim to ``original_samples`` when given. ``progress(fraction)``
+        is called after each decoded chunk."""
         codes = validate_codes(codes)
         wav, seconds, peak = self._job("decode", [codes.shape[0] * SAMPLES_PER_FRAME],
-                                       lambda plan: self._decode_tensor(codes, plan))
+                                       lambda plan: self._decode_tensor(codes, plan, progress))
         if original_samples is not None:
             wav = wav[: int(original_samples)]
         return DecodeResult(wav, SAMPLE_RATE, seconds, peak)
@@ -263,10 +267,10 @@ class Engine:
         return [DecodeResult(w, SAMPLE_RATE, share, peak) for w in wavs]
 
     # ---- model calls (run inside _job, with a chunk plan) ------------------------------
-    def _encode_tensor(self, samples: np.ndarray, plan: ChunkPlan) -> np.ndarray:
+    def _encode_tensor(self, samples: np.ndarray, plan: ChunkPlan, progress=None) -> np.ndarray:
         wav = torch.from_numpy(samples)  # stays on the host when chunked: windows move one at a time
         codes = streaming.encode(self.model, wav, plan.encode_chunk_samples, span_steps=plan.encode_span_steps,
-                                 kv_device_bytes=plan.kv_device_bytes)
+                                 kv_device_bytes=plan.kv_device_bytes, on_progress=progress)
         return codes.cpu().numpy()
 
     def _encode_batch_tensors(self, arrays, plan: ChunkPlan) -> list[np.ndarray]:
@@ -283,8 +287,8 @@ class Engine:
                 out[i] = codes.cpu().numpy()
         return out
 
-    def _decode_tensor(self, codes: np.ndarray, plan: ChunkPlan) -> np.ndarray:
-        wav = streaming.decode(self.model, torch.from_numpy(codes), plan.decode_chunk_frames)
+    def _decode_tensor(self, codes: np.ndarray, plan: ChunkPlan, progress=None) -> np.ndarray:
+        wav = streaming.decode(self.model, torch.from_numpy(codes), plan.decode_chunk_frames, progress)
         return wav.float().numpy()
 
     def _decode_batch_tensors(self, codes_list, plan: ChunkPlan) -> list[np.ndarray]:

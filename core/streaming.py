@@ -39,11 +39,14 @@ Decode (``decode``)
 from __future__ import annotations
 
 import logging
+from typing import Callable
 
 import torch
 import torch.nn.functional as F
 
 logger = logging.getLogger(__name__)
+
+Progress = Callable[[float], None]  # on_progress(share of the job done, 0..1)
 
 SAMPLES_PER_FRAME = 1920  # 24 kHz samples per code frame (12.5 frames/s)
 SAMPLES_PER_STEP = 960  # 24 kHz samples per encoder transformer step (25 steps/s)
@@ -75,19 +78,26 @@ def conv_context_samples(model) -> int:
 
 
 def encode(model, wav: torch.Tensor, chunk_samples: int | None = None, *, span_steps: int = DEFAULT_SPAN_STEPS,
-           kv_device_bytes: int | None = None, host_block_steps: int = HOST_BLOCK_STEPS) -> torch.Tensor:
+           kv_device_bytes: int | None = None, host_block_steps: int = HOST_BLOCK_STEPS,
+           on_progress: Progress | None = None) -> torch.Tensor:
     """Encode a mono 24 kHz waveform of shape (samples,) to codes of shape (frames, 16).
 
     ``wav`` may stay on the CPU: windows move to the model's device one at a time. A clip of at
     most ``chunk_samples`` (or any clip when it is None) takes the official whole-clip path.
     ``kv_device_bytes`` caps the encoder keys/values kept on the device (None: no cap); the rest
     go to host memory (pinned when the device is a GPU) and come back ``host_block_steps`` at a time.
+    ``on_progress(fraction)`` is called after each window with the share of the audio done.
     """
     total = int(wav.shape[-1])
     if chunk_samples is None or total <= chunk_samples:
         device = next(model.parameters()).device
         return encode_batch(model, [wav.to(device)])[0]
-    return _encode_streaming(model, wav, chunk_samples, span_steps, kv_device_bytes, host_block_steps)
+    return _encode_streaming(model, wav, chunk_samples, span_steps, kv_device_bytes, host_block_steps,
+                             on_progress or _no_progress)
+
+
+def _no_progress(fraction: float) -> None:
+    return None
 
 
 def encode_batch(model, wavs: list[torch.Tensor]) -> list[torch.Tensor]:
@@ -104,7 +114,8 @@ def encode_batch(model, wavs: list[torch.Tensor]) -> list[torch.Tensor]:
     return [codes.to(torch.long) for codes in out.audio_codes]
 
 
-def _encode_streaming(model, wav, chunk_samples, span_steps, kv_device_bytes, host_block_steps) -> torch.Tensor:
+def _encode_streaming(model, wav, chunk_samples, span_steps, kv_device_bytes, host_block_steps,
+                      on_progress: Progress) -> torch.Tensor:
     mimi = model.encoder
     device = next(model.parameters()).device
     dtype = next(model.parameters()).dtype
@@ -127,6 +138,7 @@ def _encode_streaming(model, wav, chunk_samples, span_steps, kv_device_bytes, ho
             embedded = mimi.encoder(window[None, None])
             pieces.append(embedded[..., (start - low) // SAMPLES_PER_STEP:])
             del window, embedded
+            on_progress(end / total)
         steps = torch.cat(pieces, dim=-1) if len(pieces) > 1 else pieces[0]
         del pieces
         hidden = _encoder_transformer_span(mimi.encoder_transformer, steps.transpose(1, 2), kv,
@@ -370,16 +382,17 @@ def decode_official(model, codes: torch.Tensor, chunk_frames: int = 300, left_co
     return wav.reshape(-1)[: codes.shape[0] * SAMPLES_PER_FRAME]
 
 
-def decode(model, codes: torch.Tensor, chunk_frames: int = 300) -> torch.Tensor:
+def decode(model, codes: torch.Tensor, chunk_frames: int = 300, on_progress: Progress | None = None) -> torch.Tensor:
     """Decode codes of shape (frames, 16) to a float32 waveform of frames * 1920 samples.
 
     Streams chunk by chunk with carried state (exact seams); the result is a CPU tensor, filled
     chunk by chunk, so device memory does not grow with the clip's length.
     """
-    return decode_batch(model, [codes], chunk_frames)[0]
+    return decode_batch(model, [codes], chunk_frames, on_progress)[0]
 
 
-def decode_batch(model, codes_list: list[torch.Tensor], chunk_frames: int = 300) -> list[torch.Tensor]:
+def decode_batch(model, codes_list: list[torch.Tensor], chunk_frames: int = 300,
+                 on_progress: Progress | None = None) -> list[torch.Tensor]:
     """Decode several code sequences together (padded with code 0 at the end; the decoder is causal,
     so padding never reaches a sequence's own samples); each result has frames * 1920 samples."""
     device = next(model.parameters()).device
@@ -400,6 +413,8 @@ def decode_batch(model, codes_list: list[torch.Tensor], chunk_frames: int = 300)
         else:
             sink.put(index, wav, start * SAMPLES_PER_FRAME)
         del wav
+        if on_progress is not None:
+            on_progress(end / longest)
     if sink is not None:
         sink.flush()
     return [out[i, : n * SAMPLES_PER_FRAME] for i, n in enumerate(lengths)]

@@ -85,6 +85,11 @@ def _preflight(engine, operation: str, samples: int, progress: Progress, at: flo
     return message
 
 
+def _span(progress: Progress, low: float, high: float, desc: str) -> Callable[[float], None]:
+    """Map the engine's per-chunk progress (0..1) onto [low, high] of the page's progress bar."""
+    return lambda fraction: progress(low + (high - low) * fraction, desc=f"{desc} ({fraction:.0%})")
+
+
 def _token_file(engine, codes, original_samples: int) -> tokens.TokenFile:
     return tokens.make_token_file(codes, original_samples, engine.info()["model"])
 
@@ -101,9 +106,10 @@ def roundtrip(engine, source: Path, folder: Path, limits: AudioLimits, progress:
     audio = load_audio(source, limits)
     estimate = _preflight(engine, "roundtrip", audio.samples.size, progress, 0.15)
     progress(0.2, desc="Encoding")
-    encoded = engine.encode(audio)
+    encoded = engine.encode(audio, progress=_span(progress, 0.2, 0.6, "Encoding"))
     progress(0.6, desc="Decoding")
-    decoded = engine.decode(encoded.codes, original_samples=encoded.original_samples)
+    decoded = engine.decode(encoded.codes, original_samples=encoded.original_samples,
+                            progress=_span(progress, 0.6, 0.9, "Decoding"))
     progress(0.9, desc="Plotting and writing the files")
     stem = stem_of(source)
     token_file = _token_file(engine, encoded.codes, encoded.original_samples)
@@ -134,7 +140,7 @@ def encode(engine, source: Path, folder: Path, limits: AudioLimits, progress: Pr
     audio = load_audio(source, limits)
     estimate = _preflight(engine, "encode", audio.samples.size, progress, 0.2)
     progress(0.3, desc="Encoding")
-    encoded = engine.encode(audio)
+    encoded = engine.encode(audio, progress=_span(progress, 0.3, 0.8, "Encoding"))
     progress(0.8, desc="Plotting the codes")
     stem = stem_of(source)
     token_file = _token_file(engine, encoded.codes, encoded.original_samples)
@@ -150,7 +156,8 @@ def decode(engine, source: Path, folder: Path, progress: Progress = _quiet) -> D
     token_file = tokens.load_tokens(source)
     estimate = _preflight(engine, "decode", token_file.frames * 1920, progress, 0.15)
     progress(0.2, desc="Decoding")
-    decoded = engine.decode(token_file.codes, original_samples=token_file.original_samples)
+    decoded = engine.decode(token_file.codes, original_samples=token_file.original_samples,
+                            progress=_span(progress, 0.2, 0.8, "Decoding"))
     progress(0.8, desc="Plotting")
     stem = stem_of(source).removesuffix("_tokens")
     wav = write_wav(folder / f"{stem}_decoded.wav", decoded.samples)

@@ -121,3 +121,16 @@ def test_merge_attention_is_exact_over_split_keys():
              for a, b in ((0, 7), (7, 8), (8, 20))]
     expected = torch.nn.functional.scaled_dot_product_attention(q, k, v)
     torch.testing.assert_close(streaming.merge_attention(parts), expected, atol=1e-6, rtol=1e-5)
+
+
+def test_progress_is_reported_per_window_and_chunk(tiny_checkpoint, speech):
+    from core.engine import Engine
+    from core.settings import Settings
+
+    engine = Engine(Settings(model=str(tiny_checkpoint), encode_chunk_s=5.0, decode_chunk_frames=50))
+    assert engine.load()
+    seen_encode, seen_decode = [], []
+    codes = engine.encode_array(speech(12.0), progress=seen_encode.append).codes
+    engine.decode(codes, progress=seen_decode.append)
+    assert len(seen_encode) == 3 and seen_encode == sorted(seen_encode) and seen_encode[-1] == 1.0
+    assert len(seen_decode) == 3 and seen_decode[-1] == 1.0  # 150 frames in 50-frame chunks

@@ -155,7 +155,7 @@ class _BrokenEngine:
     def estimate(self, *args, **kwargs):
         return self._engine.estimate(*args, **kwargs)
 
-    def encode(self, audio):
+    def encode(self, audio, progress=None):
         raise RuntimeError("kaboom in the kernel")
 
 
