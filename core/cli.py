@@ -63,6 +63,21 @@ def _out_path(directory: Path, source: Path, suffix: str) -> Path:
     return path
 
 
+def _check_outputs(files: list[Path], directory: Path, suffixes: tuple[str, ...]) -> None:
+    """Before any work: refuse inputs whose outputs would collide (b/x.wav and c/x.wav both make
+    x.npz) or that already exist, so a run never stops half-way with some files written."""
+    owners: dict[Path, Path] = {}
+    for source in files:
+        for suffix in suffixes:
+            path = directory / (source.stem + suffix)
+            if path in owners:
+                raise CodecError(f"{owners[path]} and {source} have the same name: both would write {path}. "
+                                 "Rename one, or run them with separate --output-dir folders.")
+            owners[path] = source
+            if path.exists():
+                raise CodecError(f"{path} already exists; choose another --output-dir or remove it.")
+
+
 def cmd_check(args) -> int:
     from .engine import Engine
     from .settings import settings_from_args
@@ -95,6 +110,7 @@ def _save_codes(engine, encoded, source: Path, out_dir: Path) -> Path:
 def cmd_encode(args) -> int:
     from .audio import load_audio
 
+    _check_outputs(args.files, args.output_dir, (".npz",))
     engine = _engine(args)
     for source in args.files:
         encoded = engine.encode(load_audio(source, _limits(engine)))
@@ -107,6 +123,7 @@ def cmd_decode(args) -> int:
     from .audio import write_wav
     from .tokens import load_tokens
 
+    _check_outputs(args.files, args.output_dir, (".wav",))
     engine = _engine(args)
     for source in args.files:
         token_file = load_tokens(source)
@@ -119,6 +136,7 @@ def cmd_decode(args) -> int:
 def cmd_roundtrip(args) -> int:
     from .audio import load_audio, write_wav
 
+    _check_outputs(args.files, args.output_dir, (".npz", ".decoded.wav"))
     engine = _engine(args)
     for source in args.files:
         result = engine.roundtrip(load_audio(source, _limits(engine)))

@@ -28,7 +28,7 @@ import torch
 
 from . import memory, readiness, streaming
 from .checkpoints import is_random_checkpoint
-from .errors import CodecError, EngineNotReady, OutOfMemory, SettingsError, TokenFileError
+from .errors import AudioInputError, CodecError, EngineNotReady, OutOfMemory, SettingsError, TokenFileError
 from .settings import Settings
 from .weights import load_tokenizer
 
@@ -229,6 +229,7 @@ class Engine:
 
     def encode_array(self, samples: np.ndarray, progress: streaming.Progress | None = None) -> EncodeResult:
         samples = np.ascontiguousarray(samples, dtype=np.float32).reshape(-1)
+        _check_not_empty([samples])
         codes, seconds, peak = self._job("encode", [samples.size],
                                          lambda plan: self._encode_tensor(samples, plan, progress))
         return EncodeResult(codes, int(samples.size), seconds, peak)
@@ -238,10 +239,12 @@ class Engine:
         """Decode codes (frames, 16); trim to ``original_samples`` when given. ``progress(fraction)``
         is called after each decoded chunk."""
         codes = validate_codes(codes)
+        if original_samples is not None:
+            original_samples = _check_original_samples(original_samples, codes.shape[0])
         wav, seconds, peak = self._job("decode", [codes.shape[0] * SAMPLES_PER_FRAME],
                                        lambda plan: self._decode_tensor(codes, plan, progress))
         if original_samples is not None:
-            wav = wav[: int(original_samples)]
+            wav = wav[:original_samples]
         return DecodeResult(wav, SAMPLE_RATE, seconds, peak)
 
     def roundtrip(self, audio) -> RoundTripResult:
@@ -254,6 +257,9 @@ class Engine:
     def encode_batch(self, clips) -> list[EncodeResult]:
         """Encode several clips: short ones in padded batches, long ones chunked one by one."""
         arrays = [np.ascontiguousarray(c.samples, dtype=np.float32).reshape(-1) for c in clips]
+        if not arrays:
+            return []
+        _check_not_empty(arrays)
         codes_list, seconds, peak = self._job("encode", [a.size for a in arrays],
                                               lambda plan: self._encode_batch_tensors(arrays, plan))
         share = seconds / max(len(arrays), 1)
@@ -261,6 +267,8 @@ class Engine:
 
     def decode_batch(self, codes_list) -> list[DecodeResult]:
         checked = [validate_codes(c) for c in codes_list]
+        if not checked:
+            return []
         wavs, seconds, peak = self._job("decode", [c.shape[0] * SAMPLES_PER_FRAME for c in checked],
                                         lambda plan: self._decode_batch_tensors(checked, plan))
         share = seconds / max(len(checked), 1)
@@ -539,6 +547,29 @@ class Engine:
             "load_seconds": self.load_seconds,
             "random_weights": is_random_checkpoint(self.model_path),  # a test checkpoint: no quality claims
         }
+
+
+def _check_not_empty(arrays) -> None:
+    """Refuse clips without samples (the model fails on them with a convolution-size error)."""
+    for i, a in enumerate(arrays):
+        if a.size == 0:
+            which = "" if len(arrays) == 1 else f" (clip {i + 1} of {len(arrays)})"
+            raise AudioInputError(f"There are no audio samples to encode{which}. Give a clip of at least one "
+                                  f"frame ({SAMPLES_PER_FRAME} samples, 80 ms at 24 kHz).")
+
+
+def _check_original_samples(original_samples, frames: int) -> int:
+    """``original_samples`` as an int that ``frames`` frames of codes can hold, or TokenFileError."""
+    try:
+        value = int(original_samples)
+        valid = value == original_samples and not isinstance(original_samples, bool)
+    except (TypeError, ValueError):
+        valid = False
+    low, high = (frames - 1) * SAMPLES_PER_FRAME, frames * SAMPLES_PER_FRAME
+    if not valid or not low < value <= high:
+        raise TokenFileError(f"original_samples = {original_samples!r} does not fit {frames} frames of codes "
+                             f"(expected {low + 1}..{high}); the codes and the length come from different clips.")
+    return value
 
 
 def _groups(indices: list[int], sizes: list[int], budget: int) -> list[list[int]]:

@@ -8,6 +8,7 @@ the edge reads the environment.
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import re
 from dataclasses import dataclass, replace
@@ -72,6 +73,10 @@ class Settings:
             )
         if not 0.0 < self.cleanup_threshold <= 1.0:
             raise SettingsError("cleanup threshold must be in (0, 1], e.g. 0.8.")
+        for name in ("max_duration_s", "max_file_mb", "encode_chunk_s", "encode_span_s", "batch_audio_s",
+                     "min_chunk_s", "encode_kv_device_mib"):
+            if not math.isfinite(getattr(self, name)):  # nan passes every comparison below
+                raise SettingsError(f"{name} must be a finite number, not {getattr(self, name)!r}.")
         for name in ("max_duration_s", "max_file_mb", "encode_chunk_s", "encode_span_s", "batch_audio_s",
                      "min_chunk_s"):
             if getattr(self, name) <= 0:

@@ -242,6 +242,8 @@ def _check_container(path: Path) -> None:
         size = path.stat().st_size
     except OSError as e:
         raise _bad(path, f"cannot read the file ({e.strerror})") from e
+    if path.is_dir():
+        raise _bad(path, "it is a folder, not a token file")
     if size == 0:
         raise _bad(path, "the file is empty")
     if size > MAX_FILE_BYTES:

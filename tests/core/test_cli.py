@@ -86,3 +86,35 @@ def test_build_tiny_checkpoint_refuses_a_non_empty_directory(tmp_path):
     proc = run("build-checkpoint", "--tiny", tmp_path)
     assert proc.returncode == 1 and "not empty" in proc.stderr
     assert (tmp_path / "keep.txt").read_text() == "mine"
+
+
+@pytest.mark.parametrize("command", ["encode", "roundtrip"])
+def test_two_inputs_with_the_same_name_are_refused_before_any_work(tiny_checkpoint, tmp_path, speech, command):
+    for folder, seconds in (("b", 0.5), ("c", 0.7)):
+        (tmp_path / folder).mkdir()
+        sf.write(tmp_path / folder / "x.wav", speech(seconds), 24_000)
+    out = tmp_path / "out"
+    proc = run(command, tmp_path / "b" / "x.wav", tmp_path / "c" / "x.wav", "-o", out, "--model", tiny_checkpoint)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith("error:") and "x.npz" in last and "same name" in last
+    assert not out.exists() or not any(out.iterdir())  # nothing half-done
+
+
+def test_roundtrip_leaves_nothing_behind_when_one_output_exists(tiny_checkpoint, tmp_path, speech):
+    sf.write(tmp_path / "clip.wav", speech(0.5), 24_000)
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "clip.decoded.wav").write_bytes(b"precious")
+    proc = run("roundtrip", tmp_path / "clip.wav", "-o", out, "--model", tiny_checkpoint)
+    assert proc.returncode == 1 and "already exists" in proc.stderr
+    assert sorted(p.name for p in out.iterdir()) == ["clip.decoded.wav"]  # no orphan clip.npz
+    assert (out / "clip.decoded.wav").read_bytes() == b"precious"
+
+
+def test_decoding_a_folder_is_a_one_line_error(tiny_checkpoint, tmp_path):
+    folder = tmp_path / "codes.npz"
+    folder.mkdir()
+    proc = run("decode", folder, "-o", tmp_path / "out", "--model", tiny_checkpoint)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    assert "codes.npz" in proc.stderr.strip().splitlines()[-1]

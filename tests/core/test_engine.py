@@ -141,3 +141,25 @@ def test_info_labels_cpu_mode(tiny_engine):
     assert info["state"] == "ready"
     assert info["device_label"].startswith("CPU")
     assert info["resident_mib"] > 1
+
+
+def test_empty_batches_give_empty_results(tiny_engine):
+    # a batch page with no files must not crash with "max() arg is an empty sequence"
+    assert tiny_engine.encode_batch([]) == []
+    assert tiny_engine.decode_batch([]) == []
+
+
+def test_encoding_no_samples_is_refused_clearly(tiny_engine):
+    from core.errors import AudioInputError
+
+    with pytest.raises(AudioInputError, match="no audio samples"):
+        tiny_engine.encode_array(np.zeros(0, np.float32))
+
+
+@pytest.mark.parametrize("original", [-1, 0, 5 * FRAME + 1])
+def test_decode_refuses_an_original_length_that_does_not_fit_the_codes(tiny_engine, original):
+    # -1 used to drop the last sample silently; too large used to return fewer samples than asked
+    codes = np.zeros((5, 16), np.int64)
+    with pytest.raises(TokenFileError, match="original_samples"):
+        tiny_engine.decode(codes, original_samples=original)
+    assert tiny_engine.decode(codes, original_samples=4 * FRAME + 1).samples.shape == (4 * FRAME + 1,)

@@ -46,3 +46,17 @@ def test_bad_number_in_environment_names_the_variable():
 def test_settings_are_frozen():
     with pytest.raises(Exception):
         Settings().device = "cuda:0"
+
+
+@pytest.mark.parametrize("field", ["max_duration_s", "max_file_mb", "encode_chunk_s", "encode_span_s",
+                                   "batch_audio_s", "min_chunk_s", "encode_kv_device_mib"])
+@pytest.mark.parametrize("value", [float("nan"), float("inf")])
+def test_non_finite_numbers_are_refused(field, value):
+    # nan used to pass (nan <= 0 is False) and turned limits off or crashed later in int(nan)
+    with pytest.raises(SettingsError, match=field):
+        Settings(**{field: value}).validate()
+
+
+def test_non_finite_number_in_environment_is_refused():
+    with pytest.raises(SettingsError, match="max_file_mb"):
+        parse([], {"CODEC_MAX_FILE_MB": "nan"})

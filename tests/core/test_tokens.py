@@ -255,3 +255,20 @@ def test_zip_bomb_is_refused(tmp_path, monkeypatch):
 def test_missing_file_is_refused(tmp_path):
     with pytest.raises(TokenFileError, match="nothing-here.npz"):
         load_tokens(tmp_path / "nothing-here.npz")
+
+
+def test_a_folder_is_refused_clearly(tmp_path):
+    # used to escape as IsADirectoryError (a traceback in the CLI)
+    with pytest.raises(TokenFileError, match=tmp_path.name):
+        load_tokens(tmp_path)
+
+
+def test_extra_arrays_in_the_archive_are_ignored(tmp_path):
+    good = valid_file()
+    path = save_tokens(good, tmp_path / "codes.npz")
+    import zipfile
+
+    with zipfile.ZipFile(path, "a") as archive:
+        with archive.open("extra.npy", "w") as f:
+            np.lib.format.write_array(f, np.arange(3))
+    assert load_tokens(path) == good
