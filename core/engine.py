@@ -327,8 +327,10 @@ class Engine:
     def _smaller(self, plan: ChunkPlan) -> ChunkPlan | None:
         """The plan to retry with after an out-of-memory error: halved, not below the floor."""
         floor_samples, floor_frames = self._floors()
-        chunk = max(floor_samples, plan.encode_chunk_samples // 2 // SAMPLES_PER_FRAME * SAMPLES_PER_FRAME)
-        frames = max(floor_frames, plan.decode_chunk_frames // 2)
+        # halved, not below the floor, and never above the current plan (settings may start below the floor)
+        chunk = min(plan.encode_chunk_samples,
+                    max(floor_samples, plan.encode_chunk_samples // 2 // SAMPLES_PER_FRAME * SAMPLES_PER_FRAME))
+        frames = min(plan.decode_chunk_frames, max(floor_frames, plan.decode_chunk_frames // 2))
         kv = None if plan.kv_device_bytes is None else plan.kv_device_bytes // 2
         if chunk >= plan.encode_chunk_samples and frames >= plan.decode_chunk_frames:
             return None

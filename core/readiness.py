@@ -77,7 +77,7 @@ def check_cuda(device: str) -> Step:
             "capability": f"{props.major}.{props.minor}",
             "total_mib": round(total / MIB),
             "free_mib": round(free / MIB),
-            "bf16": bool(torch.cuda.is_bf16_supported()),
+            "bf16": bool(torch.cuda.is_bf16_supported(including_emulation=False)),  # as the engine decides
         }
         detail = (f"{props.name}, compute {data['capability']}, {data['free_mib']} of "
                   f"{data['total_mib']} MiB free, native bf16: {'yes' if data['bf16'] else 'no'}")

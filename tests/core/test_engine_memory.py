@@ -142,3 +142,17 @@ def test_batches_group_short_clips_and_chunk_long_ones(make_engine, speech):
     decoded = engine.decode_batch([r.codes for r in results])
     for r, d in zip(results, decoded):
         np.testing.assert_allclose(d.samples, engine.decode(r.codes).samples, atol=1e-5, rtol=0)
+
+
+@pytest.mark.parametrize("changes", [dict(encode_chunk_s=2.0, min_chunk_s=5.0, decode_chunk_frames=300),
+                                     dict(encode_chunk_s=20.0, min_chunk_s=5.0, decode_chunk_frames=10)])
+def test_oom_retries_never_grow_a_chunk_above_the_configured_one(changes):
+    # with a chunk setting below the min_chunk_s floor, a retry used to jump *up* to the floor
+    engine = Engine(Settings(model="unused", device="cpu", **changes))
+    plan = engine._base_plan()
+    while (smaller := engine._smaller(plan)) is not None:
+        assert smaller.encode_chunk_samples <= plan.encode_chunk_samples
+        assert smaller.decode_chunk_frames <= plan.decode_chunk_frames
+        assert (smaller.encode_chunk_samples, smaller.decode_chunk_frames) != (plan.encode_chunk_samples,
+                                                                              plan.decode_chunk_frames)
+        plan = smaller

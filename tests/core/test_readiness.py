@@ -46,3 +46,21 @@ def test_weights_check_fails_when_a_tensor_is_elsewhere(tiny_engine):
 def test_probe_signal_is_one_second_and_bounded():
     x = probe_signal()
     assert x.shape == (24_000,) and 0.4 < np.abs(x).max() <= 0.5
+
+
+def test_cuda_step_reports_native_bf16_as_the_engine_decides(monkeypatch):
+    # the engine refuses bf16 on GPUs that only emulate it; the CUDA step must not say "native bf16: yes"
+    import types
+
+    import torch
+
+    from core.readiness import check_cuda
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "get_device_properties",
+                        lambda dev: types.SimpleNamespace(name="Tesla T4", major=7, minor=5))
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda dev: (8 << 30, 16 << 30))
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda including_emulation=True: including_emulation)
+    step = check_cuda("cuda:0")
+    assert step.status == "pass", step.detail
+    assert step.data["bf16"] is False and "native bf16: no" in step.detail
