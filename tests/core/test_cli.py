@@ -118,3 +118,12 @@ def test_decoding_a_folder_is_a_one_line_error(tiny_checkpoint, tmp_path):
     proc = run("decode", folder, "-o", tmp_path / "out", "--model", tiny_checkpoint)
     assert proc.returncode == 1 and "Traceback" not in proc.stderr
     assert "codes.npz" in proc.stderr.strip().splitlines()[-1]
+
+
+def test_build_checkpoint_into_a_file_is_a_one_line_error(tmp_path):
+    target = tmp_path / "notes.txt"
+    target.write_text("keep me")
+    proc = run("build-checkpoint", "--tiny", target)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    assert "notes.txt" in proc.stderr.strip().splitlines()[-1]
+    assert target.read_text() == "keep me"
