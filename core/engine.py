@@ -151,6 +151,7 @@ class Engine:
         with self._lock:
             self._drop_model()
             self.state, self.error = EngineState.LOADING, None
+            self.model_path, self.load_seconds = None, None  # nothing from an earlier load survives a failed one
             start = time.perf_counter()
             logger.info("loading %s on %s (%s)", self.settings.model, self.device, self.settings.dtype)
             try:

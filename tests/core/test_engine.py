@@ -163,3 +163,12 @@ def test_decode_refuses_an_original_length_that_does_not_fit_the_codes(tiny_engi
     with pytest.raises(TokenFileError, match="original_samples"):
         tiny_engine.decode(codes, original_samples=original)
     assert tiny_engine.decode(codes, original_samples=4 * FRAME + 1).samples.shape == (4 * FRAME + 1,)
+
+
+def test_a_failed_reload_forgets_the_previous_model(tiny_checkpoint, tmp_path):
+    engine = Engine(Settings(model=str(tiny_checkpoint)))
+    assert engine.load() and engine.info()["random_weights"] is True
+    engine.settings = engine.settings.with_(model=str(tmp_path / "gone"))
+    assert not engine.load()
+    info = engine.info()
+    assert info["model_path"] is None and info["load_seconds"] is None and info["random_weights"] is False
