@@ -6,12 +6,15 @@ The rules, checked before any byte is sent:
 * the host is resolved here, and refused if *any* of its addresses is private, loopback,
   link-local, multicast, reserved or unspecified (so the server cannot be used to reach
   machines behind its firewall or a cloud metadata service);
-* the connection goes to the address that was checked (no second DNS lookup that could
-  answer differently); redirects are followed by hand, at most ``MAX_REDIRECTS``, each
-  target checked again;
+* the connection goes to the addresses that were checked, in the resolver's order of
+  preference, the next one tried when one cannot be reached (no second DNS lookup that
+  could answer differently); redirects are followed by hand, at most ``MAX_REDIRECTS``,
+  each target checked again;
 * the download is capped in size (Content-Length is checked first, then the bytes are
-  counted) and in time (per socket operation and overall), and lands in a temp file of
-  the request's own folder before the audio decoder ever sees it.
+  counted) and in time: per socket operation and overall, the overall limit enforced by a
+  watchdog that shuts the socket, so a server trickling bytes (or header lines) cannot hold
+  the request open; the file lands in the request's own folder before the audio decoder
+  ever sees it.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import logging
 import re
 import socket
 import ssl
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -54,7 +58,8 @@ class Target:
     host: str  # host name as written in the URL
     port: int  # explicit or the scheme's default
     path: str  # path and query, at least "/"
-    address: str  # the checked IP address to connect to
+    address: str  # the checked IP address to connect to first
+    addresses: tuple[str, ...] = ()  # every checked address, in the resolver's order (address first)
 
 
 def parse_url(url: str) -> tuple[str, str, int, str]:
@@ -105,13 +110,16 @@ def blocked_reason(address: str, policy: UrlPolicy = UrlPolicy()) -> str | None:
     return None
 
 
-def resolve(host: str, port: int, policy: UrlPolicy = UrlPolicy(), resolver=socket.getaddrinfo) -> str:
-    """The address to connect to; refuse when any address of ``host`` is not public."""
+def resolve_all(host: str, port: int, policy: UrlPolicy = UrlPolicy(),
+                resolver=socket.getaddrinfo) -> tuple[str, ...]:
+    """Every address of ``host``, in the resolver's order of preference (RFC 6724: not
+    sorted, which would put IPv6 first on machines without an IPv6 route); refuse when any
+    of them is not public."""
     try:
         infos = resolver(host, port, type=socket.SOCK_STREAM)
     except (socket.gaierror, UnicodeError) as e:
         raise AudioInputError(f"The host {host!r} could not be resolved ({e}); check the URL.") from e
-    addresses = sorted({info[4][0] for info in infos})
+    addresses = tuple(dict.fromkeys(info[4][0] for info in infos))
     if not addresses:
         raise AudioInputError(f"The host {host!r} has no addresses; check the URL.")
     for address in addresses:
@@ -121,13 +129,19 @@ def resolve(host: str, port: int, policy: UrlPolicy = UrlPolicy(), resolver=sock
                 f"Refused: {host} resolves to {address}, {reason}. Only audio on public internet "
                 "hosts is fetched; download the file yourself and upload it."
             )
-    return addresses[0]
+    return addresses
+
+
+def resolve(host: str, port: int, policy: UrlPolicy = UrlPolicy(), resolver=socket.getaddrinfo) -> str:
+    """The preferred address to connect to; refuse when any address of ``host`` is not public."""
+    return resolve_all(host, port, policy, resolver)[0]
 
 
 def check(url: str, policy: UrlPolicy = UrlPolicy(), resolver=socket.getaddrinfo) -> Target:
     """Every check that happens before a connection is opened."""
     scheme, host, port, path = parse_url(url)
-    return Target(scheme, host, port, path, resolve(host, port, policy, resolver))
+    addresses = resolve_all(host, port, policy, resolver)
+    return Target(scheme, host, port, path, addresses[0], addresses)
 
 
 def fetch(url: str, folder: Path, policy: UrlPolicy = UrlPolicy(), resolver=socket.getaddrinfo) -> Path:
@@ -135,9 +149,9 @@ def fetch(url: str, folder: Path, policy: UrlPolicy = UrlPolicy(), resolver=sock
     deadline = time.monotonic() + policy.timeout_s
     for _ in range(MAX_REDIRECTS + 1):
         target = check(url, policy, resolver)
-        connection = _connect(target, _remaining(deadline, url))
+        connection = _connect(target, deadline, _remaining(deadline, url))
         try:
-            response = _get(connection, target, url)
+            response = _get(connection, target, url, deadline)
             if response.status in (301, 302, 303, 307, 308) and response.getheader("Location"):
                 url = urljoin(url, response.getheader("Location"))
                 logger.info("following redirect to %s", url)
@@ -145,6 +159,11 @@ def fetch(url: str, folder: Path, policy: UrlPolicy = UrlPolicy(), resolver=sock
             if response.status != 200:
                 raise AudioInputError(f"The server answered {response.status} {response.reason} for {url}.")
             return _save(response, folder / _file_name(target.path), policy, deadline, url)
+        except AudioInputError:
+            raise
+        except (OSError, http.client.HTTPException) as e:  # the watchdog shut the socket mid-read
+            _remaining(deadline, url)
+            raise AudioInputError(f"Could not fetch {url}: {e}. Check the URL or upload the file instead.") from e
         finally:
             connection.close()
     raise AudioInputError(f"{url} redirected more than {MAX_REDIRECTS} times; give the final URL.")
@@ -157,37 +176,79 @@ def _remaining(deadline: float, url: str) -> float:
     return left
 
 
-class _PinnedHTTPSConnection(http.client.HTTPSConnection):
-    """HTTPS to a fixed, already checked address, with the certificate checked for the host."""
+class _Pinned:
+    """Connects to the checked addresses only (in order, the next one when one cannot be
+    reached), and shuts the socket when the whole download's deadline passes: the socket
+    timeout alone bounds each read, not a server that trickles a byte at a time."""
 
-    def __init__(self, host, port, address, timeout):
+    def _pin(self, addresses: tuple[str, ...], deadline: float) -> None:
+        self._addresses = addresses
+        self._deadline = deadline
+        self._watchdog: threading.Timer | None = None
+
+    def _open_socket(self) -> socket.socket:
+        error: OSError | None = None
+        for address in self._addresses:
+            left = self._deadline - time.monotonic()
+            if left <= 0:
+                break
+            try:
+                sock = socket.create_connection((address, self.port), min(self.timeout, left))
+            except OSError as e:
+                logger.info("cannot reach %s at %s (%s); trying the next address", self.host, address, e)
+                error = e
+                continue
+            self._watchdog = threading.Timer(max(self._deadline - time.monotonic(), 0.0), _shut, (sock,))
+            self._watchdog.daemon = True
+            self._watchdog.start()
+            return sock
+        raise error or TimeoutError("time limit reached before connecting")
+
+    def close(self):
+        if self._watchdog is not None:
+            self._watchdog.cancel()
+        super().close()
+
+
+def _shut(sock: socket.socket) -> None:
+    """Wake a read blocked on ``sock`` (the caller sees an error and checks the deadline)."""
+    try:
+        socket.socket.shutdown(sock, socket.SHUT_RDWR)  # the plain socket's, also under TLS
+    except OSError:
+        pass
+
+
+class _PinnedHTTPSConnection(_Pinned, http.client.HTTPSConnection):
+    """HTTPS to fixed, already checked addresses, with the certificate checked for the host."""
+
+    def __init__(self, host, port, addresses, deadline, timeout):
         super().__init__(host, port, timeout=timeout, context=ssl.create_default_context())
-        self._address = address
+        self._pin(addresses, deadline)
 
     def connect(self):
-        sock = socket.create_connection((self._address, self.port), self.timeout)
-        self.sock = self._context.wrap_socket(sock, server_hostname=self.host)
+        self.sock = self._context.wrap_socket(self._open_socket(), server_hostname=self.host)
 
 
-class _PinnedHTTPConnection(http.client.HTTPConnection):
-    def __init__(self, host, port, address, timeout):
+class _PinnedHTTPConnection(_Pinned, http.client.HTTPConnection):
+    def __init__(self, host, port, addresses, deadline, timeout):
         super().__init__(host, port, timeout=timeout)
-        self._address = address
+        self._pin(addresses, deadline)
 
     def connect(self):
-        self.sock = socket.create_connection((self._address, self.port), self.timeout)
+        self.sock = self._open_socket()
 
 
-def _connect(target: Target, timeout: float) -> http.client.HTTPConnection:
+def _connect(target: Target, deadline: float, timeout: float) -> http.client.HTTPConnection:
     cls = _PinnedHTTPSConnection if target.scheme == "https" else _PinnedHTTPConnection
-    return cls(target.host, target.port, target.address, timeout)
+    return cls(target.host, target.port, target.addresses or (target.address,), deadline, timeout)
 
 
-def _get(connection, target: Target, url: str) -> http.client.HTTPResponse:
+def _get(connection, target: Target, url: str, deadline: float) -> http.client.HTTPResponse:
     try:
         connection.request("GET", target.path, headers={"User-Agent": USER_AGENT, "Accept": "audio/*, */*"})
         return connection.getresponse()
     except (OSError, http.client.HTTPException) as e:
+        _remaining(deadline, url)  # past the deadline: say so, not "could not fetch"
         raise AudioInputError(f"Could not fetch {url}: {e}. Check the URL or upload the file instead.") from e
 
 
@@ -198,14 +259,18 @@ def _save(response, path: Path, policy: UrlPolicy, deadline: float, url: str) ->
         raise AudioInputError(_too_big(url, limit_mb))
     received = 0
     with open(path, "xb") as out:
-        while chunk := _read(response, url):
-            received += len(chunk)
-            if received > policy.max_bytes:
-                out.close()
-                path.unlink(missing_ok=True)
-                raise AudioInputError(_too_big(url, limit_mb))
-            out.write(chunk)
-            _remaining(deadline, url)
+        try:
+            while chunk := _read(response, url, deadline):
+                received += len(chunk)
+                if received > policy.max_bytes:
+                    raise AudioInputError(_too_big(url, limit_mb))
+                out.write(chunk)
+                _remaining(deadline, url)
+            _remaining(deadline, url)  # an end of file may be the watchdog's shutdown
+        except BaseException:
+            out.close()
+            path.unlink(missing_ok=True)  # no partial file left behind
+            raise
     if received == 0:
         path.unlink(missing_ok=True)
         raise AudioInputError(f"{url} returned an empty file.")
@@ -213,10 +278,11 @@ def _save(response, path: Path, policy: UrlPolicy, deadline: float, url: str) ->
     return path
 
 
-def _read(response, url: str) -> bytes:
+def _read(response, url: str, deadline: float) -> bytes:
     try:
         return response.read(CHUNK_BYTES)
     except (OSError, http.client.HTTPException) as e:
+        _remaining(deadline, url)  # the watchdog shut the socket: say it took too long
         raise AudioInputError(f"The download of {url} broke off: {e}. Try again or upload the file.") from e
 
 

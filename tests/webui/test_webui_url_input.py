@@ -192,3 +192,66 @@ def test_handler_turns_refusals_into_gr_errors(engine, tmp_path):
         h.fetch_url("http://localhost:7860/secret.wav")
     with pytest.raises(gr.Error, match="Only http"):
         h.fetch_url("file:///etc/passwd")
+
+
+def _trickle_server(delay_s: float, head: bytes):
+    """A raw loopback server: ``head`` at once, then one byte every ``delay_s`` seconds, forever."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(4)
+    stop = threading.Event()
+
+    def serve():
+        try:
+            conn, _ = listener.accept()
+        except OSError:
+            return
+        with conn:
+            try:
+                conn.recv(4096)
+                conn.sendall(head)
+                while not stop.wait(delay_s):
+                    conn.sendall(b"x")
+            except OSError:
+                pass
+
+    threading.Thread(target=serve, daemon=True).start()
+    return listener, stop
+
+
+@pytest.mark.parametrize("head", [
+    b"HTTP/1.1 200 OK\r\nContent-Length: 150000\r\n\r\n",  # body trickles in
+    b"HTTP/1.1 200 OK\r\nX-Slow: ",  # headers never end
+])
+def test_a_slow_trickle_cannot_outlast_the_overall_time_limit(tmp_path, head):
+    """Each byte arrives well within the socket timeout, but the whole download must still
+    end at the policy's time limit."""
+    import time
+
+    listener, stop = _trickle_server(0.05, head)
+    try:
+        policy = UrlPolicy(max_bytes=200_000, timeout_s=1.0, allow_loopback=True)
+        start = time.monotonic()
+        with pytest.raises(AudioInputError, match="too long"):
+            fetch(f"http://127.0.0.1:{listener.getsockname()[1]}/slow.wav", tmp_path, policy)
+        assert time.monotonic() - start < 4.0
+    finally:
+        stop.set()
+        listener.close()
+    assert list(tmp_path.iterdir()) == []  # no partial file left behind
+
+
+def test_addresses_keep_the_resolvers_order():
+    """getaddrinfo orders addresses by the system's preference (RFC 6724); sorting them as
+    strings would put IPv6 first on machines that cannot reach IPv6."""
+    target = check("https://audio.example/a.wav", resolver=fake_resolver("93.184.216.34", "2606:4700:4700::1111"))
+    assert target.addresses == ("93.184.216.34", "2606:4700:4700::1111")
+    assert target.address == "93.184.216.34"
+
+
+def test_an_unreachable_address_falls_back_to_the_next_checked_one(local_server, tmp_path):
+    """127.0.0.0 refuses the connection (nothing listens there): the next address is tried."""
+    port = int(local_server.rsplit(":", 1)[1])
+    path = fetch(f"http://audio.test:{port}/clip.wav", tmp_path, LOCAL,
+                 resolver=fake_resolver("127.0.0.0", "127.0.0.1"))
+    assert path.name == "clip.wav"
