@@ -17,8 +17,10 @@ PY := $(VENV)/bin/python
 CONF ?= supervisord.conf
 PYTEST_ARGS ?=
 
-RUNTIME_DEBS := ffmpeg
-TEST_DEBS := ffmpeg sox libsox-fmt-all espeak-ng chromium fonts-liberation
+# pesq ships no wheels: pip compiles it, which needs a C toolchain and Python's headers.
+BUILD_DEBS := build-essential python3-dev
+RUNTIME_DEBS := ffmpeg $(BUILD_DEBS)
+TEST_DEBS := $(RUNTIME_DEBS) sox libsox-fmt-all espeak-ng chromium fonts-liberation
 
 # Browser tests drive Debian's /usr/bin/chromium; Playwright never downloads a browser.
 export PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD := 1
@@ -35,6 +37,7 @@ help:
 
 # ---- virtual environment -------------------------------------------------------------------
 $(PY):
+	command -v $(PYTHON) >/dev/null 2>&1 || scripts/ensure-debian-packages.sh python3 python3-venv
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), f"Python 3.11+ needed, {sys.executable} is {sys.version.split()[0]}; set PYTHON=..."'
 	$(PYTHON) -m venv $(VENV) || { rm -rf $(VENV); scripts/ensure-debian-packages.sh python3-venv; $(PYTHON) -m venv $(VENV); }
 	$(PY) -m pip install -q --upgrade pip

@@ -101,6 +101,31 @@ def test_make_run_installs_then_runs_supervisord_in_the_foreground():
     assert re.search(r"supervisord -n -c supervisord.conf", plan), plan
 
 
+def test_make_run_installs_what_pip_needs_to_build_pesq():
+    """pesq ships no wheels: pip compiles it, so a fresh Debian machine needs a C compiler and
+    Python's headers before the requirements install."""
+    for target in ("run", "test"):
+        plan = _make_dry_run(target)
+        deps = plan.index("ensure-debian-packages.sh")
+        assert "build-essential" in plan[deps:] and "python3-dev" in plan[deps:], plan
+        assert deps < plan.index("pip install -q -r requirements"), plan
+
+
+def test_make_installs_python_when_a_fresh_machine_has_none():
+    plan = _make_dry_run("run")
+    assert re.search(r"command -v python3 .*\|\| scripts/ensure-debian-packages.sh python3 python3-venv", plan), plan
+
+
+def test_a_fresh_clone_has_the_logs_folder_supervisord_needs(tmp_path):
+    """supervisord refuses to start when logs/ is missing, and git keeps no empty folders."""
+    if not (REPO / ".git").exists() or shutil.which("git") is None:
+        pytest.skip("not a git checkout")
+    tracked = subprocess.run(["git", "ls-files", "logs"], cwd=REPO, capture_output=True, text=True).stdout
+    assert tracked.strip(), "logs/ holds no tracked file, so a fresh clone has no logs/ folder"
+    ignored = subprocess.run(["git", "check-ignore", "-q", "logs/webui.log"], cwd=REPO).returncode
+    assert ignored == 0, "the logs themselves must stay ignored"
+
+
 def test_make_test_installs_test_needs_and_runs_every_non_gpu_test():
     plan = _make_dry_run("test")
     for pkg in ("ffmpeg", "sox", "espeak-ng", "chromium"):
