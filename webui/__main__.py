@@ -50,7 +50,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--temp-dir", default=None, help="where per-request files go [env CODEC_TEMP_DIR]")
     parser.add_argument("--keep-files-s", type=float, default=DEFAULT_MAX_AGE_S,
                         help="request files older than this are deleted, seconds")
-    parser.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING, ...")
+    parser.add_argument("--log-level", default="INFO", type=str.upper,
+                        choices=["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"], help="how much to log")
     return parser
 
 

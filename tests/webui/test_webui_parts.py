@@ -172,3 +172,12 @@ def test_console_entry_point_resolves_to_main():
     module, _, attr = pyproject["project"]["scripts"]["codec-workbench"].partition(":")
     main = getattr(importlib.import_module(module), attr)
     assert callable(main) and main.__module__ == "webui.__main__"
+
+
+def test_a_bad_log_level_is_a_usage_error_not_a_traceback(capsys):
+    from webui.__main__ import build_parser
+
+    with pytest.raises(SystemExit) as exit_:
+        build_parser().parse_args(["--log-level", "loud"])
+    assert exit_.value.code == 2 and "--log-level" in capsys.readouterr().err
+    assert build_parser().parse_args(["--log-level", "debug"]).log_level == "DEBUG"
