@@ -535,9 +535,9 @@ class Engine:
 
     def info(self) -> dict:
         """What is loaded where: shown in the status bar and /health."""
-        resident = None
-        if self._tokenizer is not None:
-            resident = round(readiness.model_bytes(self._tokenizer.model) / memory.MIB, 1)
+        tokenizer, resident = self._tokenizer, None  # one read: a reload may swap it meanwhile (no lock here)
+        if tokenizer is not None:
+            resident = round(readiness.model_bytes(tokenizer.model) / memory.MIB, 1)
         return {
             "state": self.state.value,
             "error": self.error,
