@@ -90,6 +90,17 @@ def _span(progress: Progress, low: float, high: float, desc: str) -> Callable[[f
     return lambda fraction: progress(low + (high - low) * fraction, desc=f"{desc} ({fraction:.0%})")
 
 
+def _read_and_encode(engine, operation: str, source: Path, limits: AudioLimits, progress: Progress,
+                     low: float, high: float):
+    """Read the audio, show the memory estimate, encode with progress on [low, high]."""
+    progress(0.05, desc="Reading the audio")
+    audio = load_audio(source, limits)
+    estimate = _preflight(engine, operation, audio.samples.size, progress, low - 0.05)
+    progress(low, desc="Encoding")
+    encoded = engine.encode(audio, progress=_span(progress, low, high, "Encoding"))
+    return audio, estimate, encoded
+
+
 def _token_file(engine, codes, original_samples: int) -> tokens.TokenFile:
     return tokens.make_token_file(codes, original_samples, engine.info()["model"])
 
@@ -102,11 +113,7 @@ def roundtrip(engine, source: Path, folder: Path, limits: AudioLimits, progress:
     """Read, encode, decode; write both WAVs, the token file and the spectrogram comparison.
     The metrics are the follow-up :func:`measure` (PESQ alone would take half the budget)."""
     start = time.perf_counter()
-    progress(0.05, desc="Reading the audio")
-    audio = load_audio(source, limits)
-    estimate = _preflight(engine, "roundtrip", audio.samples.size, progress, 0.15)
-    progress(0.2, desc="Encoding")
-    encoded = engine.encode(audio, progress=_span(progress, 0.2, 0.6, "Encoding"))
+    audio, estimate, encoded = _read_and_encode(engine, "roundtrip", source, limits, progress, 0.2, 0.6)
     progress(0.6, desc="Decoding")
     decoded = engine.decode(encoded.codes, original_samples=encoded.original_samples,
                             progress=_span(progress, 0.6, 0.9, "Decoding"))
@@ -136,11 +143,7 @@ def measure(original_path: Path, reconstruction_path: Path, limits: AudioLimits,
 
 def encode(engine, source: Path, folder: Path, limits: AudioLimits, progress: Progress = _quiet) -> EncodeOutput:
     start = time.perf_counter()
-    progress(0.05, desc="Reading the audio")
-    audio = load_audio(source, limits)
-    estimate = _preflight(engine, "encode", audio.samples.size, progress, 0.2)
-    progress(0.3, desc="Encoding")
-    encoded = engine.encode(audio, progress=_span(progress, 0.3, 0.8, "Encoding"))
+    audio, estimate, encoded = _read_and_encode(engine, "encode", source, limits, progress, 0.3, 0.8)
     progress(0.8, desc="Plotting the codes")
     stem = stem_of(source)
     token_file = _token_file(engine, encoded.codes, encoded.original_samples)
