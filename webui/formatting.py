@@ -7,8 +7,9 @@ import html
 import math
 import re
 
-STATUS_ICONS = {"pass": "✓", "fail": "✗", "skipped": "–"}  # readiness status -> icon
-PCM_BITS = 16  # bits per sample of the PCM we compare the codes with
+from core.readiness import FAIL, PASS, SKIPPED, STEP_TITLES
+
+STATUS_ICONS = {PASS: "✓", FAIL: "✗", SKIPPED: "–"}  # readiness status -> icon
 _BACKTICKS = re.compile(r"`([^`]+)`")
 
 
@@ -59,9 +60,8 @@ def _verdict(report: dict | None, info: dict) -> tuple[str, str]:
 
 
 def _pending_steps() -> list[dict]:
-    titles = (("cuda", "CUDA present"), ("weights", "Weights resident"), ("roundtrip", "Test round trip"))
-    return [{"name": n, "title": t, "status": "skipped", "detail": "not checked yet", "seconds": 0.0}
-            for n, t in titles]
+    return [{"name": n, "title": t, "status": SKIPPED, "detail": "not checked yet", "seconds": 0.0}
+            for n, t in STEP_TITLES.items()]
 
 
 def _step_html(step: dict) -> str:
@@ -108,11 +108,6 @@ def facts_markdown(facts: dict) -> str:
     else:
         text += "\n\nNo warnings: the codec got the audio as it is."
     return text
-
-
-def pcm_bitrate(facts: dict) -> float:
-    """Bit/s of the input as 16-bit PCM at its own rate and channel count."""
-    return float(facts["sample_rate"] * facts["channels"] * PCM_BITS)
 
 
 def tokens_markdown(summary: dict) -> str:
