@@ -60,8 +60,7 @@ class Handlers:
 
     @property
     def limits(self) -> AudioLimits:
-        s = self.engine.settings
-        return AudioLimits(max_duration_s=s.max_duration_s, max_file_bytes=s.max_file_bytes)
+        return self.engine.settings.audio_limits()
 
     # ---- status -----------------------------------------------------------------------
     def status(self):

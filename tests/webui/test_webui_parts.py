@@ -181,3 +181,25 @@ def test_a_bad_log_level_is_a_usage_error_not_a_traceback(capsys):
         build_parser().parse_args(["--log-level", "loud"])
     assert exit_.value.code == 2 and "--log-level" in capsys.readouterr().err
     assert build_parser().parse_args(["--log-level", "debug"]).log_level == "DEBUG"
+
+
+def test_every_web_option_has_a_flag_and_a_variable():
+    from core.options import specs
+    from webui.options import WebOptions
+
+    for spec in specs(WebOptions):
+        assert spec.env.startswith("CODEC_") and spec.flag.startswith("--")
+    ui, server = options_from_args(_args([]), {"CODEC_URL_MAX_MB": "3", "CODEC_ENABLE_URL_INPUT": "yes",
+                                               "CODEC_URL_TIMEOUT_S": "4", "CODEC_KEEP_FILES_S": "60"})
+    assert ui.url_policy.max_bytes == 3 << 20 and ui.url_policy.timeout_s == 4.0 and ui.max_age_s == 60.0
+
+
+def test_bad_web_options_are_refused_with_the_variable_named():
+    from core.errors import SettingsError
+
+    with pytest.raises(SettingsError, match="CODEC_PORT"):
+        options_from_args(_args([]), {"CODEC_PORT": "eighty"})
+    with pytest.raises(SettingsError, match="port"):
+        options_from_args(_args(["--port", "70000"]), {})
+    with pytest.raises(SettingsError, match="CODEC_LOG_LEVEL"):
+        options_from_args(_args([]), {"CODEC_LOG_LEVEL": "loud"})
