@@ -14,6 +14,7 @@ to a whole-clip encode, audio equal to a whole-utterance decode; see docs/perfor
 from __future__ import annotations
 
 import contextlib
+import typing
 import enum
 import logging
 import threading
@@ -245,7 +246,7 @@ class Engine:
             tensors = [torch.from_numpy(arrays[i]) for i in group]
             for i, codes in zip(group, encoding.encode_batch(self.model, tensors)):
                 out[i] = codes.cpu().numpy()
-        return out
+        return typing.cast("list[np.ndarray]", out)  # every index was filled above
 
     def _decode_tensor(self, codes: np.ndarray, plan: ChunkPlan, progress=None) -> np.ndarray:
         wav = decoding.decode(self.model, torch.from_numpy(codes), plan.decode_chunk_frames, progress)
@@ -260,7 +261,7 @@ class Engine:
             wavs = decoding.decode_batch(self.model, [torch.from_numpy(codes_list[i]) for i in group], chunk)
             for i, w in zip(group, wavs):
                 out[i] = w.float().numpy()
-        return out
+        return typing.cast("list[np.ndarray]", out)  # every index was filled above
 
     # ---- planning, estimates, OOM retries -------------------------------------------------
     def _plan(self, operation: str, lengths: list[int]) -> tuple[ChunkPlan | None, MemoryEstimate]:
