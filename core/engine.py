@@ -36,6 +36,9 @@ from .weights import load_tokenizer
 logger = logging.getLogger(__name__)
 
 TORCH_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
+# share of a round trip's progress that is the encode: decoding a second of audio costs ≈12x
+# encoding it (62 against 5.3 GFLOP, docs/performance.md)
+ROUNDTRIP_ENCODE_SHARE = 0.1
 
 
 class EngineState(str, enum.Enum):
@@ -200,11 +203,15 @@ class Engine:
             wav = wav[:original_samples]
         return DecodeResult(wav, SAMPLE_RATE, seconds, peak)
 
-    def roundtrip(self, audio) -> RoundTripResult:
+    def roundtrip(self, audio, progress: Progress | None = None) -> RoundTripResult:
+        """Encode then decode under one lock. ``progress(fraction)`` covers the whole trip: the
+        encode up to ``ROUNDTRIP_ENCODE_SHARE``, the decode after it."""
+        report, share = progress or _no_progress, ROUNDTRIP_ENCODE_SHARE
         with self._lock:
             self._refuse_if_too_big("roundtrip", [int(np.asarray(audio.samples).size)])
-            encoded = self.encode(audio)
-            decoded = self.decode(encoded.codes, original_samples=encoded.original_samples)
+            encoded = self.encode(audio, lambda f: report(share * f))
+            decoded = self.decode(encoded.codes, original_samples=encoded.original_samples,
+                                  progress=lambda f: report(share + (1 - share) * f))
         return RoundTripResult(encoded, decoded)
 
     def encode_batch(self, clips) -> list[EncodeResult]:
@@ -404,6 +411,10 @@ class Engine:
             "load_seconds": self.load_seconds,
             "random_weights": is_random_checkpoint(self.model_path),  # a test checkpoint: no quality claims
         }
+
+
+def _no_progress(fraction: float) -> None:
+    return None
 
 
 def _check_not_empty(arrays) -> None:

@@ -144,6 +144,19 @@ def test_model_events_share_one_group_and_stats_stay_outside(engine, tmp_path):
     assert "fetch_url" not in events  # URL input is off by default
 
 
+def test_roundtrip_outputs_are_wired_in_the_order_the_handler_names_them(engine, tmp_path):
+    from webui.handlers import RoundTripView
+
+    demo = build_app(engine, UiOptions(temp_root=tmp_path))
+    event = next(fn for fn in demo.fns.values() if fn.api_name == "roundtrip")
+    ids = [getattr(block, "elem_id", None) for block in event.outputs]
+    expected = {"original": "roundtrip-original", "reconstruction": "roundtrip-reconstruction",
+                "timing": "roundtrip-timing", "facts": "roundtrip-facts", "tokens": "roundtrip-tokens",
+                "spectrogram": "roundtrip-spectrogram", "downloads": "roundtrip-downloads"}
+    assert ids[:-1] == [expected[name] for name in RoundTripView._fields[:-1]]
+    assert len(ids) == len(RoundTripView._fields)  # the last, "details", is the raw JSON
+
+
 def test_url_row_only_when_enabled(engine, tmp_path):
     from webui.url_input import UrlPolicy
 
