@@ -28,14 +28,13 @@ import torch
 from . import decoding, encoding, memory, planner, readiness
 from .checkpoints import is_random_checkpoint
 from .codec import MIB, SAMPLE_RATE, SAMPLES_PER_FRAME, Progress, check_codes
-from .errors import AudioInputError, CodecError, EngineNotReady, OutOfMemory, SettingsError
+from .errors import AudioInputError, CodecError, EngineNotReady, OutOfMemory
 from .planner import ChunkPlan, MemoryEstimate
 from .settings import Settings
-from .weights import load_tokenizer
+from .weights import TORCH_DTYPES, check_device, load_tokenizer
 
 logger = logging.getLogger(__name__)
 
-TORCH_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
 # share of a round trip's progress that is the encode: decoding a second of audio costs ≈12x
 # encoding it (62 against 5.3 GFLOP, docs/performance.md)
 ROUNDTRIP_ENCODE_SHARE = 0.1
@@ -115,7 +114,7 @@ class Engine:
             start = time.perf_counter()
             logger.info("loading %s on %s (%s)", self.settings.model, self.device, self.settings.dtype)
             try:
-                self._check_device()
+                check_device(self.device, self.settings.dtype)
                 tokenizer, path = load_tokenizer(self.settings.model, self.device, TORCH_DTYPES[self.settings.dtype])
                 dims = planner.ModelDims.of(tokenizer.model)
                 self._tokenizer, self.model_path, self._dims = tokenizer, path, dims
@@ -140,16 +139,6 @@ class Engine:
             if self.state != EngineState.READY:
                 self.load()
             return self.check()
-
-    def _check_device(self) -> None:
-        if self.settings.is_cuda:
-            if not torch.cuda.is_available():
-                raise SettingsError(f"{self.device} was requested but CUDA is not available; use --device cpu.")
-            index = torch.device(self.device).index or 0
-            if index >= torch.cuda.device_count():
-                raise SettingsError(f"{self.device} does not exist: this machine has {torch.cuda.device_count()} GPU(s).")
-            if self.settings.dtype == "bfloat16" and not torch.cuda.is_bf16_supported(including_emulation=False):
-                raise SettingsError(f"{torch.cuda.get_device_name(index)} has no native bfloat16; use --dtype float32.")
 
     def _fail(self, message: str) -> bool:
         self.state, self.error = EngineState.FAILED, message
