@@ -43,6 +43,8 @@ CHUNK_BYTES = 1 << 16  # bytes read at a time
 MIB = 1 << 20  # bytes in a MiB
 USER_AGENT = "codec-workbench/0.1 (audio fetch)"
 _SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
+_BROADCAST = ipaddress.IPv4Address("255.255.255.255")  # limited broadcast
+_THIS_NETWORK = ipaddress.IPv4Network("0.0.0.0/8")  # RFC 1122 "this network"
 
 
 @dataclass(frozen=True)
@@ -95,12 +97,19 @@ def blocked_reason(address: str, policy: UrlPolicy = UrlPolicy()) -> str | None:
         ip = ip.ipv4_mapped  # ::ffff:10.0.0.1 is 10.0.0.1
     if ip.is_loopback:
         return None if policy.allow_loopback else "a loopback address (this machine)"
+    # Before "private": Python counts 0.0.0.0/8 and 255.255.255.255 as private networks,
+    # which would name the wrong cause.
+    if ip.is_unspecified:
+        return "an unspecified address (it means this machine)"
+    if ip == _BROADCAST:
+        return "the broadcast address"
+    if ip in _THIS_NETWORK:
+        return "a 'this network' address (0.0.0.0/8)"
     checks = (
         ("is_link_local", "a link-local address"),
         ("is_private", "a private network address"),
         ("is_multicast", "a multicast address"),
         ("is_reserved", "a reserved address"),
-        ("is_unspecified", "an unspecified address"),
     )
     for attribute, reason in checks:
         if getattr(ip, attribute):
@@ -166,6 +175,7 @@ def fetch(url: str, folder: Path, policy: UrlPolicy = UrlPolicy(), resolver=sock
             raise AudioInputError(f"Could not fetch {url}: {e}. Check the URL or upload the file instead.") from e
         finally:
             connection.close()
+            connection.disarm()
     raise AudioInputError(f"{url} redirected more than {MAX_REDIRECTS} times; give the final URL.")
 
 
@@ -204,10 +214,12 @@ class _Pinned:
             return sock
         raise error or TimeoutError("time limit reached before connecting")
 
-    def close(self):
+    def disarm(self) -> None:
+        """Stop the watchdog; only once the download is over. Not in ``close()``: for a
+        response without a length (close-delimited, HTTP/1.0) ``getresponse()`` closes the
+        connection object while the response goes on reading the socket."""
         if self._watchdog is not None:
             self._watchdog.cancel()
-        super().close()
 
 
 def _shut(sock: socket.socket) -> None:
@@ -238,7 +250,7 @@ class _PinnedHTTPConnection(_Pinned, http.client.HTTPConnection):
         self.sock = self._open_socket()
 
 
-def _connect(target: Target, deadline: float, timeout: float) -> http.client.HTTPConnection:
+def _connect(target: Target, deadline: float, timeout: float) -> _PinnedHTTPConnection | _PinnedHTTPSConnection:
     cls = _PinnedHTTPSConnection if target.scheme == "https" else _PinnedHTTPConnection
     return cls(target.host, target.port, target.addresses or (target.address,), deadline, timeout)
 
