@@ -14,7 +14,7 @@ from core.audio import AudioLimits
 from core.errors import CodecError
 
 from . import formatting as fmt
-from . import jobs, url_input
+from . import i18n, jobs, storage, url_input
 from .workspace import Workspace
 
 logger = logging.getLogger(__name__)
@@ -24,8 +24,9 @@ GENERIC_ERROR = ("Something unexpected went wrong while {action} ({kind}). The s
 
 
 @contextmanager
-def user_errors(action: str):
-    """Turn any exception into a gr.Error the user can act on; log the unexpected ones."""
+def user_errors(action: str, temp_root: Path | None = None, lang: str = i18n.DEFAULT_LANGUAGE):
+    """Turn any exception into a gr.Error the user can act on; log the unexpected ones.
+    ``temp_root``: where the request writes, to name a full disk as the cause."""
     try:
         yield
     except gr.Error:
@@ -34,6 +35,9 @@ def user_errors(action: str):
         logger.warning("%s refused: %s", action, e)
         raise gr.Error(str(e), print_exception=False) from e
     except Exception as e:
+        if temp_root is not None and storage.is_disk_full(e, temp_root):
+            logger.error("%s failed: the disk under %s is full (%r)", action, temp_root, e)
+            raise gr.Error(i18n.text("hardening.disk_full", lang, action=action), print_exception=False) from e
         logger.exception("unexpected error while %s", action)
         raise gr.Error(GENERIC_ERROR.format(action=action, kind=type(e).__name__), print_exception=False) from e
 
@@ -45,6 +49,8 @@ def _need_file(value, what: str) -> Path:
     if not value:
         raise gr.Error(f"No {what} yet: {'upload a .npz token file' if 'token' in what else 'upload or record audio'} first.")
     path = Path(value)
+    if path.is_dir():  # an upload named "." or "/" ends up as its folder
+        raise gr.Error(f"The uploaded {what} has no file name; give the file a name and upload it again.")
     if not path.is_file():
         raise gr.Error(f"The uploaded {what} is no longer on the server; upload it again.")
     return path
@@ -80,7 +86,7 @@ class Handlers:
     def roundtrip(self, audio_path, progress=gr.Progress()):
         """Encode → decode: players, facts, token summary, spectrograms, downloads."""
         source = _need_file(audio_path, "audio")
-        with user_errors("running the round trip"):
+        with user_errors("running the round trip", self.workspace.root):
             out = jobs.roundtrip(self.engine, source, self.workspace.new_dir("roundtrip"), self.limits, progress)
         logger.info("round trip of %s: model %.2f s, ours %.3f s", source.name, out.timing["model_s"], out.timing["ui_s"])
         details = {"input": out.facts, "tokens": out.summary, "timing": out.timing}
@@ -106,7 +112,7 @@ class Handlers:
 
     def encode(self, audio_path, progress=gr.Progress()):
         source = _need_file(audio_path, "audio")
-        with user_errors("encoding"):
+        with user_errors("encoding", self.workspace.root):
             out = jobs.encode(self.engine, source, self.workspace.new_dir("encode"), self.limits, progress)
         details = {"input": out.facts, "tokens": out.summary, "timing": out.timing}
         return (str(out.token_file), fmt.facts_markdown(out.facts) + "\n\n" + fmt.tokens_markdown(out.summary),
@@ -114,7 +120,7 @@ class Handlers:
 
     def decode(self, token_path, progress=gr.Progress()):
         source = _need_file(token_path, "token file")
-        with user_errors("decoding"):
+        with user_errors("decoding", self.workspace.root):
             out = jobs.decode(self.engine, source, self.workspace.new_dir("decode"), progress)
         details = {"token_file": out.meta, "tokens": out.summary, "timing": out.timing}
         return str(out.wav), fmt.token_file_markdown(out.meta, out.summary), str(out.spectrogram_png), details
@@ -123,7 +129,7 @@ class Handlers:
         """Download audio from a URL into a request folder (only when enabled)."""
         if self.url_policy is None:
             raise gr.Error("Audio from a URL is switched off on this server; download the file and upload it.")
-        with user_errors("fetching the URL"):
+        with user_errors("fetching the URL", self.workspace.root):
             progress(0.1, desc="Downloading")
             path = url_input.fetch(url, self.workspace.new_dir("url"), self.url_policy)
         return str(path)
