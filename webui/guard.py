@@ -30,17 +30,11 @@ logger = logging.getLogger(__name__)
 
 UPLOAD_PATHS = frozenset({"/gradio_api/upload", "/gradio_api/upload/"})
 LOGIN_PATHS = frozenset({"/login", "/login/"})
-SIGNED_IN_PATHS = frozenset(
-    {"/gradio_api/cancel", "/gradio_api/reset", "/gradio_api/reset/"}
-)
+SIGNED_IN_PATHS = frozenset({"/gradio_api/cancel", "/gradio_api/reset", "/gradio_api/reset/"})
 UNUSED_PATHS = frozenset({"/gradio_api/process_recording"})
-MAX_JSON_BODY_BYTES = (
-    1 << 20
-)  # API request bodies are small JSON; file contents go through /upload
+MAX_JSON_BODY_BYTES = 1 << 20  # API request bodies are small JSON; file contents go through /upload
 MAX_JSON_DEPTH = 64  # nesting walked when looking for file paths
-_REMOTE = re.compile(
-    r"^\s*[A-Za-z][A-Za-z0-9+.-]*:/"
-)  # any scheme://..., http(s) and others
+_REMOTE = re.compile(r"^\s*[A-Za-z][A-Za-z0-9+.-]*:/")  # any scheme://..., http(s) and others
 _FORM_TYPES = (b"multipart/form-data", b"application/x-www-form-urlencoded")
 
 
@@ -52,10 +46,7 @@ def _header(scope, name: bytes) -> bytes:
 
 
 def login_required(app) -> bool:
-    return (
-        getattr(app, "auth", None) is not None
-        or getattr(app, "auth_dependency", None) is not None
-    )
+    return getattr(app, "auth", None) is not None or getattr(app, "auth_dependency", None) is not None
 
 
 def signed_in(scope) -> bool:
@@ -100,9 +91,7 @@ def remote_file_path(value, depth: int = 0) -> str | None:
     return None
 
 
-async def _respond(
-    send, status: int, text: str, headers: dict[str, str] | None = None
-) -> None:
+async def _respond(send, status: int, text: str, headers: dict[str, str] | None = None) -> None:
     body = json.dumps({"error": text, "detail": text}).encode()
     extra = [(k.lower().encode(), v.encode()) for k, v in (headers or {}).items()]
     await send(
@@ -195,9 +184,7 @@ class Guard:
         except (ValueError, RecursionError):
             remote = None  # not JSON: Gradio answers it (422)
         if remote:
-            logger.warning(
-                "refused a file input given as a URL (%s) on %s", remote[:200], path
-            )
+            logger.warning("refused a file input given as a URL (%s) on %s", remote[:200], path)
             return await _respond(
                 send,
                 400,
@@ -215,9 +202,7 @@ class Guard:
             await send(message)
 
         try:
-            await uploads.tracked(
-                self.app, scope, receive, watch, storage.tmp_dir(self.temp_root)
-            )
+            await uploads.tracked(self.app, scope, receive, watch, storage.tmp_dir(self.temp_root))
         except TypeError:  # Gradio's "File is not an instance of GradioUploadFile": a part without filename=
             if started:
                 raise
@@ -230,9 +215,7 @@ class Guard:
         except OSError as e:
             if started or not storage.is_disk_full(e, self.temp_root):
                 raise
-            logger.error(
-                "upload refused: the disk under %s is full (%s)", self.temp_root, e
-            )
+            logger.error("upload refused: the disk under %s is full (%s)", self.temp_root, e)
             await _respond(send, 507, "The server's disk is full; try again later.")
 
     async def _login(self, scope, receive, send):

@@ -26,9 +26,7 @@ logger = logging.getLogger(__name__)
 
 GRADIO_DIR = "gradio"  # Gradio's upload/output cache, under the root
 TMP_DIR = "tmp"  # tempfile.tempdir of the process, under the root
-MIN_FREE_MIB = (
-    64.0  # below this much free disk under the root the app reports itself not ready
-)
+MIN_FREE_MIB = 64.0  # below this much free disk under the root the app reports itself not ready
 _FULL_ERRNOS = {errno.ENOSPC, errno.EDQUOT}  # "no space left", "quota exceeded"
 MIB = 1 << 20  # bytes in a MiB
 
@@ -89,9 +87,7 @@ def problem(root: Path, min_free_mib: float = MIN_FREE_MIB) -> str | None:
     return None
 
 
-def is_disk_full(
-    error: BaseException, root: Path, min_free_mib: float = MIN_FREE_MIB
-) -> bool:
+def is_disk_full(error: BaseException, root: Path, min_free_mib: float = MIN_FREE_MIB) -> bool:
     """True when ``error`` (or what caused it) is a full disk, or the disk under ``root`` is
     nearly full (libraries that hit ENOSPC often raise something vaguer, e.g. soundfile's
     AssertionError on a short write)."""

@@ -57,9 +57,7 @@ class LoginThrottle:
             if now - client.last_failure > FORGET_AFTER_S:
                 del self._clients[key]
                 return 0.0
-            return max(
-                0.0, client.last_failure + self._wait_after(client.failures) - now
-            )
+            return max(0.0, client.last_failure + self._wait_after(client.failures) - now)
 
     def failed(self, key: str) -> None:
         with self._lock:

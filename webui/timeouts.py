@@ -24,9 +24,7 @@ logger = logging.getLogger(__name__)
 
 HEADER_TIMEOUT_S = 15.0  # seconds for the request line and all headers
 BODY_IDLE_S = 20.0  # seconds without a byte while a request body is coming in
-_TIMEOUT_408 = (
-    b"HTTP/1.1 408 Request Timeout\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
-)
+_TIMEOUT_408 = b"HTTP/1.1 408 Request Timeout\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
 
 
 class TimedH11Protocol(H11Protocol):
@@ -47,9 +45,7 @@ class TimedH11Protocol(H11Protocol):
 
     def _arm_header_timer(self) -> None:
         if self._header_timer is None:
-            self._header_timer = self.loop.call_later(
-                self.header_timeout_s, self._headers_too_slow
-            )
+            self._header_timer = self.loop.call_later(self.header_timeout_s, self._headers_too_slow)
 
     def _cancel_timers(self) -> None:
         for name in ("_header_timer", "_body_timer"):
@@ -64,24 +60,18 @@ class TimedH11Protocol(H11Protocol):
             self._arm_header_timer()  # a new request starts: its headers are on the clock
         cycle_before = self.cycle
         super().data_received(data)
-        if (
-            self.cycle is not cycle_before and self.cycle is not None
-        ):  # its headers are complete
+        if self.cycle is not cycle_before and self.cycle is not None:  # its headers are complete
             if self._header_timer is not None:
                 self._header_timer.cancel()
                 self._header_timer = None
             if self.cycle.more_body and self._body_timer is None:
-                self._body_timer = self.loop.call_later(
-                    self.body_idle_s, self._check_body
-                )
+                self._body_timer = self.loop.call_later(self.body_idle_s, self._check_body)
 
     def _headers_too_slow(self) -> None:
         self._header_timer = None
         if not self._idle_between_requests() or self.transport.is_closing():
             return
-        if (
-            self.transport.get_protocol() is not self
-        ):  # upgraded (WebSocket): not ours any more
+        if self.transport.get_protocol() is not self:  # upgraded (WebSocket): not ours any more
             return
         logger.info(
             "closed a connection from %s: headers not complete within %.0f s",
@@ -94,22 +84,13 @@ class TimedH11Protocol(H11Protocol):
     def _check_body(self) -> None:
         self._body_timer = None
         cycle = self.cycle
-        if (
-            cycle is None
-            or not cycle.more_body
-            or cycle.response_complete
-            or self.transport.is_closing()
-        ):
+        if cycle is None or not cycle.more_body or cycle.response_complete or self.transport.is_closing():
             return
-        if (
-            self.flow.read_paused
-        ):  # we stopped reading (the app is behind), not the client
+        if self.flow.read_paused:  # we stopped reading (the app is behind), not the client
             self._last_data = time.monotonic()
         idle = time.monotonic() - self._last_data
         if idle < self.body_idle_s:
-            self._body_timer = self.loop.call_later(
-                self.body_idle_s - idle + 0.1, self._check_body
-            )
+            self._body_timer = self.loop.call_later(self.body_idle_s - idle + 0.1, self._check_body)
             return
         logger.info(
             "closed a connection from %s: no request body bytes for %.0f s",

@@ -20,9 +20,7 @@ from pathlib import Path
 logger = logging.getLogger(__name__)
 
 # The files the current upload request has created: set by tracked(), read by _spool_file().
-_current: contextvars.ContextVar[tuple[Path, list[str]] | None] = (
-    contextvars.ContextVar("upload_files", default=None)
-)
+_current: contextvars.ContextVar[tuple[Path, list[str]] | None] = contextvars.ContextVar("upload_files", default=None)
 _installed = False
 
 
@@ -47,9 +45,7 @@ def install() -> bool:
     from gradio import route_utils
 
     if not hasattr(route_utils, "NamedTemporaryFile"):
-        logger.warning(
-            "this Gradio spools uploads differently; aborted uploads are only removed by the sweep"
-        )
+        logger.warning("this Gradio spools uploads differently; aborted uploads are only removed by the sweep")
         return False
     route_utils.NamedTemporaryFile = _spool_file  # type: ignore[attr-defined]
     _installed = True

@@ -119,9 +119,11 @@ def _abort_upload(port: int, sent_mib: float = 1.0) -> None:
     head = b'--XX\r\nContent-Disposition: form-data; name="files"; filename="big.wav"\r\n\r\n'
     total = len(head) + 2 * MIB + len(b"\r\n--XX--\r\n")
     with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
-        s.sendall(b"POST /gradio_api/upload HTTP/1.1\r\nHost: x\r\n"
-                  b"Content-Type: multipart/form-data; boundary=XX\r\n"
-                  b"Content-Length: " + str(total).encode() + b"\r\n\r\n" + head)
+        s.sendall(
+            b"POST /gradio_api/upload HTTP/1.1\r\nHost: x\r\n"
+            b"Content-Type: multipart/form-data; boundary=XX\r\n"
+            b"Content-Length: " + str(total).encode() + b"\r\n\r\n" + head
+        )
         s.sendall(b"\0" * int(sent_mib * MIB))
         time.sleep(0.3)  # let the server spool what it got
 
@@ -175,7 +177,9 @@ def small_disk(tmp_path):
     """A 2 MiB tmpfs (needs root; CI runs as root)."""
     mount = tmp_path / "small"
     mount.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(mount)], capture_output=True)
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(mount)], capture_output=True, check=False
+    )
     if done.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs here ({done.stderr.decode().strip()}); needs root")
     yield mount
@@ -192,9 +196,8 @@ def test_a_full_disk_is_named_as_the_cause(engine, small_disk, clip):
 
 
 def test_a_real_enospc_is_recognised_on_a_roomy_disk(tmp_path):
-    with pytest.raises(OSError) as caught:
-        with open("/dev/full", "wb") as full:
-            full.write(b"x" * 10)
+    with pytest.raises(OSError) as caught, open("/dev/full", "wb") as full:
+        full.write(b"x" * 10)
     assert storage.is_disk_full(caught.value, tmp_path)
     assert not storage.is_disk_full(ValueError("something else"), tmp_path)
 
@@ -235,8 +238,10 @@ def test_a_body_that_stops_coming_is_cut_off_and_its_upload_removed(hardened, mo
     before = set(spool.iterdir())
     head = b'--XX\r\nContent-Disposition: form-data; name="files"; filename="slow.wav"\r\n\r\n'
     with socket.create_connection(("127.0.0.1", _port(url)), timeout=5) as s:
-        s.sendall(b"POST /gradio_api/upload HTTP/1.1\r\nHost: x\r\nContent-Type: multipart/form-data; boundary=XX\r\n"
-                  b"Content-Length: 1000000\r\n\r\n" + head + b"\0" * 100_000)
+        s.sendall(
+            b"POST /gradio_api/upload HTTP/1.1\r\nHost: x\r\nContent-Type: multipart/form-data; boundary=XX\r\n"
+            b"Content-Length: 1000000\r\n\r\n" + head + b"\0" * 100_000
+        )
         closed, _ = _closed_within(s, 6.0)
     assert closed
     deadline = time.monotonic() + 5
@@ -274,8 +279,11 @@ def test_with_a_login_set_only_state_ready_and_reason_are_public(locked):
     status, _, text = _request(locked + "health")
     assert status == 200 and set(json.loads(text)) == {"status", "state", "ready", "reason"}
     assert _request(locked + "openapi.json")[0] in (401, 404)
-    status, _, _ = _request(locked + "gradio_api/cancel", json.dumps(
-        {"session_hash": "x", "fn_index": 0, "event_id": "y"}).encode(), {"Content-Type": "application/json"})
+    status, _, _ = _request(
+        locked + "gradio_api/cancel",
+        json.dumps({"session_hash": "x", "fn_index": 0, "event_id": "y"}).encode(),
+        {"Content-Type": "application/json"},
+    )
     assert status == 401
     status, headers, _ = _login(locked, "s3cret")
     assert status == 200
@@ -302,3 +310,64 @@ def test_wrong_passwords_back_off_per_client(locked):
         status = _login(locked, "s3cret")[0]
     assert status == 200  # then gets in, and the count starts afresh
     assert _login(locked, "wrong")[0] == 400
+
+
+# ------------------------------------------------------------------ item 2: one root, whole process
+
+
+@pytest.mark.slow
+def test_python_m_webui_writes_nothing_outside_its_temp_root(tiny_checkpoint, tmp_path, clip):
+    """The real entry point, with its own system temp folder: after a round trip and five
+    aborted uploads, that folder is still empty and no partial upload is left in the root."""
+    import os
+    import sys
+
+    system_tmp, root, port = tmp_path / "system-tmp", tmp_path / "root", _free_port()
+    system_tmp.mkdir()
+    env = {**os.environ, "TMPDIR": str(system_tmp), "GRADIO_ANALYTICS_ENABLED": "False"}
+    env.pop("GRADIO_TEMP_DIR", None)
+    log = open(tmp_path / "server.log", "w+")  # noqa: SIM115 - closed below
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "webui",
+            "--model",
+            str(tiny_checkpoint),
+            "--device",
+            "cpu",
+            "--port",
+            str(port),
+            "--temp-dir",
+            str(root),
+        ],
+        cwd=Path(__file__).resolve().parents[2],
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    url = f"http://127.0.0.1:{port}/"
+    try:
+        deadline = time.monotonic() + 180
+        while time.monotonic() < deadline:
+            assert proc.poll() is None, "the server exited early"
+            try:
+                if _request(url + "ready")[0] == 200:
+                    break
+            except OSError:
+                time.sleep(0.5)
+        out = Client(url, verbose=False).predict(handle_file(str(clip)), api_name="/roundtrip")
+        assert out[-1]["tokens"]["frames"] == 38
+        for _ in range(5):
+            _abort_upload(port)
+        spooled = lambda: [p for p in storage.tmp_dir(root).iterdir() if p.is_file() and p.name.startswith("tmp")]
+        deadline = time.monotonic() + 30
+        while spooled() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert spooled() == []
+        assert list(system_tmp.rglob("*")) == []
+        assert any(storage.gradio_dir(root).rglob("*.wav"))  # Gradio's cache is under the root
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+        log.close()
