@@ -186,6 +186,7 @@ def small_disk(tmp_path):
     subprocess.run(["umount", "-l", str(mount)], check=False)
 
 
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")  # soundfile's callback
 def test_a_full_disk_is_named_as_the_cause(engine, small_disk, clip):
     """The round trip writes two WAVs of 3 s (288 KB each) into a disk with ~100 KB left."""
     (small_disk / "filler").write_bytes(b"\0" * (2 * MIB - 100_000))
