@@ -12,6 +12,7 @@ import time
 import psutil
 import pytest
 import soundfile as sf
+import torch
 from gradio_client import Client, handle_file
 
 from webui.app import UiOptions, build_app
@@ -42,6 +43,8 @@ def test_memory_is_flat_over_200_round_trips(engine, tmp_path, speech):
     demo = build_app(engine, ui)
     _app, url = launch(demo, engine, ui, ServerOptions(port=port))
     levels: dict[int, float] = {}
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # the soak is about memory: spare a shared machine's cores from oversubscription
     try:
         client = Client(url, verbose=False)
         start = time.monotonic()
@@ -53,6 +56,7 @@ def test_memory_is_flat_over_200_round_trips(engine, tmp_path, speech):
                 levels[done] = _rss_mib()
         elapsed = time.monotonic() - start
     finally:
+        torch.set_num_threads(threads)
         demo.close()
     reference, end = levels[WARM_UP], levels[REQUESTS]
     print(f"soak: {REQUESTS} round trips in {elapsed:.0f} s; RSS MiB by request: {levels}")
