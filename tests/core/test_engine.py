@@ -193,3 +193,15 @@ def test_decode_and_the_token_reader_share_one_rule_for_lengths(tiny_engine):
     # 1920.0 used to pass the engine but not the token file reader
     with pytest.raises(TokenFileError, match="must be an integer"):
         tiny_engine.decode(np.zeros((1, 16), np.int64), original_samples=1920.0)
+
+
+def test_codes_longer_than_the_duration_limit_are_refused_before_any_model_work(tiny_checkpoint):
+    """Issue 8, item 1: the engine is not even loaded; the limit is checked first."""
+    engine = Engine(Settings(model=str(tiny_checkpoint), device="cpu", max_duration_s=1.0))
+    codes = np.zeros((25, 16), dtype=np.int64)  # 2 s of codes
+    with pytest.raises(TokenFileError, match="decode to 2.0 s of audio, over the 1.0 s limit"):
+        engine.decode(codes)
+    with pytest.raises(TokenFileError, match="over the 1.0 s limit"):
+        engine.decode_batch([codes[:5], codes])
+    with pytest.raises(EngineNotReady):
+        engine.decode(codes[:10])  # within the limit: on to the model, which is not loaded

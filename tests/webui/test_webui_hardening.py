@@ -14,6 +14,7 @@ import urllib.request
 from pathlib import Path
 
 import gradio as gr
+import numpy as np
 import pytest
 from gradio import processing_utils
 from gradio_client import Client, handle_file
@@ -372,3 +373,18 @@ def test_python_m_webui_writes_nothing_outside_its_temp_root(tiny_checkpoint, tm
         proc.terminate()
         proc.wait(timeout=30)
         log.close()
+
+
+# ------------------------------------------------------------------ item 1: token files obey the duration cap
+
+
+def test_a_token_file_longer_than_the_limit_is_refused_on_the_decode_tab(handlers, engine, tmp_path):
+    from core.tokens import make_token_file, save_tokens
+
+    frames = int(engine.settings.max_duration_s * 12.5) + 13  # one second over the limit
+    codes = np.random.default_rng(0).integers(0, 2048, size=(frames, 16))
+    path = save_tokens(make_token_file(codes, frames * 1920, "test"), tmp_path / "long_tokens.npz")
+    start = time.monotonic()
+    with pytest.raises(gr.Error, match="over the 30.0 min limit"):
+        handlers.decode(str(path))
+    assert time.monotonic() - start < 30  # refused, not decoded (30 min of audio takes minutes here)
