@@ -25,10 +25,9 @@ import numpy as np
 import torch
 
 from . import decoding, encoding, memory, planner, readiness
-from .audio_blocks import minutes
 from .checkpoints import is_random_checkpoint
-from .codec import MIB, SAMPLE_RATE, SAMPLES_PER_FRAME, Progress, check_codes
-from .errors import AudioInputError, CodecError, EngineNotReady, OutOfMemory, SettingsError, TokenFileError
+from .codec import MIB, SAMPLE_RATE, SAMPLES_PER_FRAME, Progress, check_codes, check_duration
+from .errors import AudioInputError, CodecError, EngineNotReady, OutOfMemory, SettingsError
 from .planner import ChunkPlan, MemoryEstimate
 from .settings import Settings
 from .weights import load_tokenizer
@@ -194,7 +193,7 @@ class Engine:
         """Decode codes (frames, 16); trim to ``original_samples`` when given. ``progress(fraction)``
         is called after each decoded chunk."""
         codes = check_codes(codes, original_samples)
-        self._refuse_if_too_long([codes.shape[0]])
+        check_duration([codes.shape[0]], self.settings.max_duration_s)  # before any model work
         wav, seconds, peak = self._job("decode", [codes.shape[0] * SAMPLES_PER_FRAME],
                                        lambda plan: self._decode_tensor(codes, plan, progress))
         if original_samples is not None:
@@ -223,7 +222,7 @@ class Engine:
         checked = [check_codes(c) for c in codes_list]
         if not checked:
             return []
-        self._refuse_if_too_long([c.shape[0] for c in checked])
+        check_duration([c.shape[0] for c in checked], self.settings.max_duration_s)
         wavs, seconds, peak = self._job("decode", [c.shape[0] * SAMPLES_PER_FRAME for c in checked],
                                         lambda plan: self._decode_batch_tensors(checked, plan))
         share = seconds / max(len(checked), 1)
@@ -298,18 +297,6 @@ class Engine:
         if self.state != EngineState.READY or self._dims is None:
             raise EngineNotReady(self.not_ready_message())
         return self._plan(operation, [int(samples)] * max(1, int(clips)))[1]
-
-    def _refuse_if_too_long(self, frames: list[int]) -> None:
-        """Codes obey the audio input's duration limit, whatever brought them (a small token file
-        can hold hours of codes): refused before any model work."""
-        limit_s = self.settings.max_duration_s
-        for n in frames:
-            seconds = n * SAMPLES_PER_FRAME / SAMPLE_RATE
-            if seconds > limit_s:
-                raise TokenFileError(
-                    f"These codes decode to {minutes(seconds)} of audio, over the {minutes(limit_s)} limit "
-                    "(--max-duration / CODEC_MAX_DURATION_S). Decode a shorter token file, or ask the "
-                    "operator to raise the limit.")
 
     def _refuse_if_too_big(self, operation: str, lengths: list[int]) -> ChunkPlan:
         plan, estimate = self._plan(operation, lengths)
