@@ -27,7 +27,7 @@ import torch
 
 from . import decoding, encoding, memory, planner, readiness
 from .checkpoints import is_random_checkpoint
-from .codec import MIB, SAMPLE_RATE, SAMPLES_PER_FRAME, Progress, check_codes
+from .codec import MIB, SAMPLE_RATE, SAMPLES_PER_FRAME, Progress, check_codes, check_duration
 from .errors import AudioInputError, CodecError, EngineNotReady, OutOfMemory
 from .planner import ChunkPlan, MemoryEstimate
 from .settings import Settings
@@ -186,6 +186,7 @@ class Engine:
         """Decode codes (frames, 16); trim to ``original_samples`` when given. ``progress(fraction)``
         is called after each decoded chunk."""
         codes = check_codes(codes, original_samples)
+        check_duration([codes.shape[0]], self.settings.max_duration_s)  # before any model work
         wav, seconds, peak = self._job("decode", [codes.shape[0] * SAMPLES_PER_FRAME],
                                        lambda plan: self._decode_tensor(codes, plan, progress))
         if original_samples is not None:
@@ -218,6 +219,7 @@ class Engine:
         checked = [check_codes(c) for c in codes_list]
         if not checked:
             return []
+        check_duration([c.shape[0] for c in checked], self.settings.max_duration_s)
         wavs, seconds, peak = self._job("decode", [c.shape[0] * SAMPLES_PER_FRAME for c in checked],
                                         lambda plan: self._decode_batch_tensors(checked, plan))
         share = seconds / max(len(checked), 1)

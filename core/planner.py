@@ -161,11 +161,21 @@ def peak_bytes(dims: ModelDims, operation: str, lengths: list[int], plan: ChunkP
         frames = min(plan.decode_chunk_frames, max(ceil_div(n, SAMPLES_PER_FRAME) for n in lengths))
         work = max(work, per_frame * frames)
     overhead = DEVICE_OVERHEAD_MIB * MIB if on_gpu else 0.0
-    return dims.weight_bytes + work + overhead
+    # On the CPU the device is the host: the decoded audio lives beside the activations.
+    output = 0.0 if on_gpu else output_bytes(operation, lengths)
+    return dims.weight_bytes + work + overhead + output
+
+
+def output_bytes(operation: str, lengths: list[int]) -> float:
+    """Host RAM of the decoded float32 audio (the decoder writes it into one buffer)."""
+    if operation not in ("decode", "roundtrip"):
+        return 0.0
+    return 4.0 * sum(ceil_div(n, SAMPLES_PER_FRAME) * SAMPLES_PER_FRAME for n in lengths)
 
 
 def host_bytes(dims: ModelDims, operation: str, lengths: list[int], plan: ChunkPlan, on_gpu: bool) -> float:
-    """Host RAM a GPU job adds: offloaded encoder keys/values and the decoded float32 audio."""
+    """Host RAM a GPU job adds: offloaded encoder keys/values and the decoded float32 audio (on the
+    CPU both are part of :func:`peak_bytes`)."""
     if not on_gpu:
         return 0.0
     total = 0.0
@@ -173,9 +183,7 @@ def host_bytes(dims: ModelDims, operation: str, lengths: list[int], plan: ChunkP
         steps = max(ceil_div(n, SAMPLES_PER_STEP) for n in lengths)
         if max(lengths) > plan.encode_chunk_samples:
             total += max(0, steps * dims.kv_bytes_per_step - plan.kv_device_bytes)
-    if operation in ("decode", "roundtrip"):
-        total += 4.0 * sum(ceil_div(n, SAMPLES_PER_FRAME) * SAMPLES_PER_FRAME for n in lengths)
-    return total
+    return total + output_bytes(operation, lengths)
 
 
 def describe(operation: str, lengths: list[int], peak: float, available: float, device: str) -> MemoryEstimate:

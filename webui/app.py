@@ -9,14 +9,13 @@ status read are outside it and answer while a job runs.
 from __future__ import annotations
 
 import logging
-import tempfile
 from typing import Any
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import gradio as gr
 
-from . import url_input
+from . import storage, url_input
 from .handlers import Handlers, RoundTripView
 from .i18n import label
 from .workspace import DEFAULT_MAX_AGE_S, Workspace
@@ -49,7 +48,7 @@ CSS = """
 
 
 def default_temp_root() -> Path:
-    return Path(tempfile.gettempdir()) / "codec-workbench"
+    return storage.default_root()
 
 
 @dataclass(frozen=True)

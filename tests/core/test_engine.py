@@ -208,3 +208,15 @@ def test_roundtrip_reports_progress_over_encode_then_decode(tiny_checkpoint, spe
     assert len(encode_steps) == 3 and encode_steps[-1] == ROUNDTRIP_ENCODE_SHARE  # 5 s in 2 s windows
     assert len(seen) - len(encode_steps) == 3  # 63 frames in 25-frame chunks
     assert result.decoded.samples.size == 5 * 24_000
+
+
+def test_codes_longer_than_the_duration_limit_are_refused_before_any_model_work(tiny_checkpoint):
+    """Issue 8, item 1: the engine is not even loaded; the limit is checked first."""
+    engine = Engine(Settings(model=str(tiny_checkpoint), device="cpu", max_duration_s=1.0))
+    codes = np.zeros((25, 16), dtype=np.int64)  # 2 s of codes
+    with pytest.raises(TokenFileError, match="decode to 2.0 s of audio, over the 1.0 s limit"):
+        engine.decode(codes)
+    with pytest.raises(TokenFileError, match="over the 1.0 s limit"):
+        engine.decode_batch([codes[:5], codes])
+    with pytest.raises(EngineNotReady):
+        engine.decode(codes[:10])  # within the limit: on to the model, which is not loaded
