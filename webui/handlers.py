@@ -11,10 +11,11 @@ from pathlib import Path
 import gradio as gr
 
 from core.audio import AudioLimits
+from core.doctor import run_doctor
 from core.errors import CodecError
 
+from . import doctor_panel, i18n, jobs, url_input
 from . import formatting as fmt
-from . import i18n, jobs, url_input
 from .workspace import Workspace
 
 logger = logging.getLogger(__name__)
@@ -162,6 +163,13 @@ class Handlers:
         with user_errors("action.clear_vram", lang):
             result = self.engine.clear_vram()
         return fmt.vram_markdown(result, lang), result
+
+    def doctor(self, request: gr.Request | None = None):
+        """Every doctor check (``python -m core doctor``) as a panel, plus its JSON report."""
+        lang = i18n.language_of(request)
+        with user_errors("action.doctor", lang):
+            report = run_doctor(self.engine, doctor_panel.options_for(request, self.workspace.root)).to_dict()
+        return doctor_panel.panel_html(report, lang), report
 
     def stats(self, request: gr.Request | None = None):
         lang = i18n.language_of(request)

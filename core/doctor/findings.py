@@ -21,7 +21,8 @@ class Finding:
     status: str  # one of STATUSES
     evidence: str  # what was seen: versions, numbers, the offending path or tensor
     fix: str = ""  # one line saying what to do; empty when status is pass
-    data: dict = field(default_factory=dict)  # the facts behind the evidence, for --json
+    data: dict = field(default_factory=dict)  # the facts behind the evidence, for --json (no "path" keys:
+    # Gradio's client takes any {"path": ...} object in a JSON output for a file to download)
 
 
 def finding(name: str, title: str, status: str, evidence: str, fix: str = "", **data) -> Finding:

@@ -22,7 +22,7 @@ def check_ffmpeg(path: str | None, version_line: str | None) -> Finding:
     if path is None:
         return finding(name, title, FAIL, "ffmpeg is not on PATH: M4A/AAC and WebM uploads cannot be read",
                        "apt-get install ffmpeg (or put its folder on the service's PATH)")
-    return finding(name, title, PASS, f"{path}: {version_line or 'version unknown'}", path=path)
+    return finding(name, title, PASS, f"{path}: {version_line or 'version unknown'}", executable=path)
 
 
 def parse_pins(requirements_text: str) -> dict[str, str]:
@@ -76,9 +76,9 @@ def check_folder(name: str, title: str, path: str, free_bytes: int | None, write
     if write_error is not None:
         return finding(name, title, FAIL, f"cannot write in {path}: {write_error}",
                        f"make it writable for the service's user (`mkdir -p {path} && chown $USER {path}`) "
-                       "or point the setting elsewhere", path=path)
+                       "or point the setting elsewhere", folder=path)
     free_mib = (free_bytes or 0) / MIB
-    data = {"path": path, "free_mib": round(free_mib, 1), "need_mib": need_mib}
+    data = {"folder": path, "free_mib": round(free_mib, 1), "need_mib": need_mib}
     if free_mib < need_mib:
         return finding(name, title, FAIL, f"{path}: only {free_mib:.0f} MiB free, {need_mib:.0f} MiB needed",
                        f"free space there (`du -sh {path}/*`), or point the setting to a larger disk", **data)

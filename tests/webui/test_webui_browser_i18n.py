@@ -40,3 +40,15 @@ def test_the_page_speaks_chinese(zh_page, tmp_path):
     toast = zh_page.get_by_test_id("toast-body").first
     expect(toast).to_be_visible(timeout=TIMEOUT_MS)
     expect(toast).to_contain_text("还没有音频：请先上传或录制音频。")
+
+
+def test_diagnose_on_the_system_tab(zh_page):
+    from playwright.sync_api import expect
+
+    zh_page.get_by_role("tab", name="系统").click()
+    zh_page.locator("#doctor-run").click()
+    panel = zh_page.locator("#doctor-panel")
+    expect(panel).to_contain_text("8 / 16 / 44.1 / 48 kHz 测试音往返", timeout=TIMEOUT_MS)
+    expect(panel).to_contain_text("端口空闲或由本程序占用")
+    expect(panel.locator('[data-check="tones"] .cw-word')).to_have_text("通过")
+    expect(panel.locator('[data-check="port"]')).to_contain_text("Codec Workbench")  # the server found itself
