@@ -11,9 +11,9 @@ import subprocess
 import sys
 import tempfile
 import urllib.request
-from importlib import metadata
 from pathlib import Path
 
+from ..codec import MIB
 from .gpu import SMI_QUERY
 
 COMMAND_TIMEOUT_S = 15.0  # per external command (nvidia-smi, supervisorctl, ffmpeg -version)
@@ -55,7 +55,7 @@ def torch_facts() -> dict:
         for i in range(facts["device_count"]):
             props = torch.cuda.get_device_properties(i)
             facts["devices"].append({"index": i, "name": props.name, "uuid": str(getattr(props, "uuid", "") or ""),
-                                     "total_mib": props.total_memory / (1 << 20),
+                                     "total_mib": props.total_memory / MIB,
                                      "capability": f"{props.major}.{props.minor}"})
     return facts
 
@@ -67,16 +67,6 @@ def ffmpeg() -> tuple[str | None, str | None]:
         return None, None
     out, _ = run_command([path, "-version"])
     return path, (out or "").splitlines()[0] if out else None
-
-
-def installed(names) -> dict[str, str | None]:
-    found: dict[str, str | None] = {}
-    for name in names:
-        try:
-            found[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            found[name] = None
-    return found
 
 
 def port(host: str, number: int) -> tuple[OSError | None, dict | None]:

@@ -7,9 +7,9 @@ from __future__ import annotations
 import errno
 import re
 
+from ..codec import MIB
 from .findings import FAIL, PASS, SKIPPED, WARN, Finding, finding
 
-MIB = 1 << 20  # bytes in a MiB
 PROGRAM = "webui"  # [program:webui] in supervisord.conf
 _PIN = re.compile(r"^\s*([A-Za-z0-9_.\-\[\]]+)\s*==\s*([^\s;#]+)")
 _EXITED = re.compile(r"(?P<when>^\S+ \S+) .*?exited: " + PROGRAM + r"\b(?P<why>.*)$")

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import CodecError
+from ..versions import installed_versions
 from . import gather, gpu, host, tones
 from .findings import Finding, Report
 
@@ -104,4 +105,4 @@ def _tones(engine):
 
 def _packages(requirements: Path):
     pins = host.parse_pins(requirements.read_text(encoding="utf-8")) if requirements.is_file() else {}
-    return host.check_packages(pins, gather.installed(pins))
+    return host.check_packages(pins, installed_versions(pins))

@@ -4,18 +4,17 @@ must be non-empty and of the length the codec's frame rate gives."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 
 import numpy as np
 
-from ..audio import SAMPLES_PER_FRAME, audio_from_array
+from ..audio import audio_from_array
+from ..codec import NUM_CODEBOOKS, num_frames
 from .findings import FAIL, PASS, SKIPPED, Finding, finding
 
 TONE_RATES_HZ = (8_000, 16_000, 44_100, 48_000)  # sample rates of the test tones
 TONE_S = 1.0  # seconds per tone
 TONE_HZ = 440.0  # pitch of the tone
-CODEBOOKS = 16  # codes per frame
 
 
 def tone(sample_rate: int, seconds: float = TONE_S) -> np.ndarray:
@@ -32,7 +31,7 @@ def check_tones(encode: Callable | None, decode: Callable | None, rates: tuple[i
     results, problems = {}, []
     for rate in rates:
         audio = audio_from_array(tone(rate), rate, name=f"tone_{rate}")
-        expected = math.ceil(audio.samples.size / SAMPLES_PER_FRAME)
+        expected = num_frames(audio.samples.size)
         try:
             codes = np.asarray(encode(audio.samples))
             decoded = np.asarray(decode(codes)) if codes.size else np.zeros(0)
@@ -43,8 +42,8 @@ def check_tones(encode: Callable | None, decode: Callable | None, rates: tuple[i
                               "decoded_samples": int(decoded.size)}
         if codes.size == 0:
             problems.append(f"{rate} Hz: empty codes")
-        elif codes.shape != (expected, CODEBOOKS):
-            problems.append(f"{rate} Hz: codes {tuple(codes.shape)}, expected ({expected}, {CODEBOOKS})")
+        elif codes.shape != (expected, NUM_CODEBOOKS):
+            problems.append(f"{rate} Hz: codes {tuple(codes.shape)}, expected ({expected}, {NUM_CODEBOOKS})")
         elif decoded.size < audio.samples.size or not np.isfinite(decoded).all():
             problems.append(f"{rate} Hz: decoded {decoded.size} samples for {audio.samples.size}, or non-finite")
     if problems:
@@ -53,4 +52,4 @@ def check_tones(encode: Callable | None, decode: Callable | None, rates: tuple[i
                        "reinstall requirements.txt (soxr), and report the output of `python -m core doctor --json`",
                        results=results)
     frames = ", ".join(f"{int(r) / 1000:g} kHz → {v['frames']}" for r, v in results.items())
-    return finding(name, title, PASS, f"{TONE_S:g} s tones, frames × {CODEBOOKS} codes: {frames}", results=results)
+    return finding(name, title, PASS, f"{TONE_S:g} s tones, frames × {NUM_CODEBOOKS} codes: {frames}", results=results)

@@ -16,6 +16,7 @@ import torch
 
 from core.doctor import FAIL, PASS, SKIPPED, WARN, DoctorOptions, gather, gpu, host, run_doctor, tones
 from core.doctor.findings import SCHEMA_VERSION
+from core.versions import installed_versions
 
 ROOT = Path(__file__).resolve().parents[2]
 CHECK_NAMES = ["gpu_driver", "gpu_torch", "gpu_same", "cuda_versions", "placement", "memory", "tones",
@@ -201,7 +202,7 @@ def test_packages_pinned_and_installed():
     bad = host.check_packages(pins, {"torch": "2.10.0", "qwen-tts": None})
     assert bad.status == FAIL and "qwen-tts" in bad.evidence and "torch 2.10.0 (pinned 2.11.0)" in bad.evidence
     real = host.parse_pins((ROOT / "requirements.txt").read_text())
-    assert host.check_packages(real, gather.installed(real)).status == PASS  # this checkout's own venv
+    assert host.check_packages(real, installed_versions(real)).status == PASS  # this checkout's own venv
 
 
 SUPERVISORD_LOG = """2026-11-30 01:00:00,001 INFO spawned: 'webui' with pid 4242

@@ -48,6 +48,6 @@ def test_panel_shows_fixes_and_escapes():
 
 
 def test_doctor_endpoint_finds_the_server_itself_on_its_port(client):
-    html, report = client.predict(api_name="/doctor")
+    _html, report = client.predict(api_name="/doctor")
     port = {c["name"]: c for c in report["checks"]}["port"]
     assert port["status"] == "pass" and port["data"]["state"] == "ours", port
