@@ -16,7 +16,6 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--host", default=None, help=f"where the UI listens [env CODEC_HOST, default {DEFAULT_HOST}]")
     p.add_argument("--port", type=int, default=None, help=f"the UI's port [env CODEC_PORT, default {DEFAULT_PORT}]")
     p.add_argument("--temp-dir", type=Path, default=None, help="the UI's request folders [default: system temp]")
-    p.add_argument("--data-dir", type=Path, default=None, help="stored results [env CODEC_DATA_DIR]")
     p.add_argument("--no-model", action="store_true", help="skip loading the model (placement, memory, tones skipped)")
     return p
 
@@ -28,8 +27,6 @@ def options_from_args(args, env=os.environ):
                "port": args.port if args.port is not None else int(env.get("CODEC_PORT") or DEFAULT_PORT)}
     if args.temp_dir:
         changes["temp_dir"] = args.temp_dir
-    if args.data_dir:
-        changes["data_dir"] = args.data_dir
     return DoctorOptions(**changes)
 
 

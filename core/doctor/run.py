@@ -26,8 +26,11 @@ TEMP_FOLDER = "codec-workbench"  # request folders go to <system temp>/TEMP_FOLD
 JOB_LENGTHS_S = (("30 s", 30.0), ("10 min", 600.0), ("30 min", 1800.0))  # (label, seconds) for the memory check
 
 
-def default_data_dir() -> Path:
-    """Stored results (CODEC_DATA_DIR; else the XDG data folder, outside the repository)."""
+def data_dir_of(settings) -> Path:
+    """The folder for stored results: ``Settings.data_dir`` (``--data-dir`` / CODEC_DATA_DIR) where the
+    settings have one; else what it defaults to (CODEC_DATA_DIR, or the XDG data folder)."""
+    if getattr(settings, "data_dir", None):
+        return Path(settings.data_dir)
     if os.environ.get("CODEC_DATA_DIR"):
         return Path(os.environ["CODEC_DATA_DIR"])
     base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
@@ -39,7 +42,7 @@ class DoctorOptions:
     host: str = DEFAULT_HOST  # where the UI listens (CODEC_HOST)
     port: int = DEFAULT_PORT  # its port (CODEC_PORT)
     temp_dir: Path = field(default_factory=lambda: Path(tempfile.gettempdir()) / TEMP_FOLDER)  # request folders
-    data_dir: Path = field(default_factory=default_data_dir)  # stored results
+    data_dir: Path | None = None  # stored results; None: the engine's settings (data_dir_of)
     repo: Path = REPO  # requirements.txt, supervisord.conf, logs/
     temp_need_mib: float = 1024.0  # free space the temp folder needs: uploads and outputs of a few jobs
     data_need_mib: float = 100.0  # free space the data folder needs: SQLite stores
@@ -51,6 +54,7 @@ def run_doctor(engine, options: DoctorOptions = DoctorOptions()) -> Report:
     start = time.perf_counter()
     settings = engine.settings
     device, dtype = settings.device, settings.dtype
+    data_dir = options.data_dir or data_dir_of(settings)
     smi_csv, smi_header, smi_error = gather.nvidia_smi()
     torch = gather.torch_facts()
     findings: list[Finding] = [
@@ -69,8 +73,8 @@ def run_doctor(engine, options: DoctorOptions = DoctorOptions()) -> Report:
         host.check_port(options.host, options.port, *gather.port(options.host, options.port)),
         host.check_folder("temp_dir", "Temp folder: space and write access", str(options.temp_dir),
                           *gather.folder(options.temp_dir), options.temp_need_mib),
-        host.check_folder("data_dir", "Data folder: space and write access", str(options.data_dir),
-                          *gather.folder(options.data_dir), options.data_need_mib),
+        host.check_folder("data_dir", "Data folder: space and write access", str(data_dir),
+                          *gather.folder(data_dir), options.data_need_mib),
     ]
     report = Report(tuple(findings), time.perf_counter() - start)
     logger.info("doctor: %s", report.counts())

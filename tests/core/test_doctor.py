@@ -5,6 +5,7 @@ checks judge the text nvidia-smi prints and the facts PyTorch gives, and --json 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import socket
 import subprocess
@@ -16,6 +17,7 @@ import torch
 
 from core.doctor import FAIL, PASS, SKIPPED, WARN, DoctorOptions, gather, gpu, host, run_doctor, tones
 from core.doctor.findings import SCHEMA_VERSION
+from core.doctor.run import data_dir_of
 from core.versions import installed_versions
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -259,14 +261,21 @@ def test_a_run_reports_every_check_with_stable_keys(tiny_engine, tmp_path):
     assert all(c["title"] in text for c in doc["checks"])
 
 
+def test_the_data_folder_comes_from_the_settings(monkeypatch, tmp_path):
+    monkeypatch.setenv("CODEC_DATA_DIR", str(tmp_path / "env"))
+    assert data_dir_of(object()) == tmp_path / "env"
+    settings = type("S", (), {"data_dir": str(tmp_path / "settings")})()
+    assert data_dir_of(settings) == tmp_path / "settings"
+
+
 def test_cli_json_and_exit_code(tiny_checkpoint, tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("x")
     options = _options(tmp_path)
+    env = {**os.environ, "CODEC_DATA_DIR": str(blocker / "data")}  # the data folder as the service sets it
     proc = subprocess.run([sys.executable, "-m", "core", "doctor", "--json", "--model", str(tiny_checkpoint),
-                           "--device", "cpu", "--port", str(options.port), "--temp-dir", str(tmp_path / "t"),
-                           "--data-dir", str(blocker / "data")], cwd=ROOT, capture_output=True, text=True,
-                          timeout=300, check=False)
+                           "--device", "cpu", "--port", str(options.port), "--temp-dir", str(tmp_path / "t")],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300, check=False, env=env)
     doc = json.loads(proc.stdout)
     by_name = {c["name"]: c for c in doc["checks"]}
     assert by_name["data_dir"]["status"] == FAIL and doc["ok"] is False and proc.returncode == 1
