@@ -39,7 +39,7 @@ def panel_html(report: dict, lang: str = DEFAULT_LANGUAGE) -> str:
     rows = "".join(_row(check, lang) for check in report["checks"])
     return (f'<div class="cw-status cw-{"ok" if report["ok"] else "bad"}" id="doctor-report">'
             f'<div class="cw-verdict">{_esc(verdict)}</div><div class="cw-hint">{_esc(summary)} · '
-            f'{_esc(text("doctor.english_note", lang))}</div>'
+            f'{_code(text("doctor.english_note", lang))}</div>'
             f'<table class="cw-doctor"><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table></div>')
 
 
@@ -47,7 +47,8 @@ def _row(check: dict, lang: str) -> str:
     status = check["status"]
     key = f"doctor.check.{check['name']}"
     title = text(key, lang) if key in catalogues()[DEFAULT_LANGUAGE] else check["title"]
-    fix = (f'<div class="cw-fix"><b>{_esc(text("doctor.col.fix", lang))}:</b> {_code(check["fix"])}</div>'
+    box = "cw-fix" if status in ("fail", "warn") else "cw-hint"  # a skipped check's fix is advice, not alarm
+    fix = (f'<div class="{box}"><b>{_esc(text("doctor.col.fix", lang))}:</b> {_code(check["fix"])}</div>'
            if check["fix"] else "")
     return (f'<tr class="cw-step-{_esc(status)}" data-check="{_esc(check["name"])}">'
             f'<td><b>{_esc(title)}</b></td>'
