@@ -31,16 +31,24 @@ def options_for(request, temp_root) -> DoctorOptions:
 def panel_html(report: dict, lang: str = DEFAULT_LANGUAGE) -> str:
     """``Report.to_dict()`` as the panel: verdict, summary, one row per check."""
     counts = report["counts"]
-    verdict = (text("doctor.ok", lang) if report["ok"]
-               else text("doctor.failed", lang, failed=counts["fail"]))
-    summary = text("doctor.summary", lang, passed=counts["pass"], warned=counts["warn"], failed=counts["fail"],
-                   skipped=counts["skipped"], seconds=f"{report['seconds']:.1f}")
+    verdict = text("doctor.ok", lang) if report["ok"] else text("doctor.failed", lang, failed=counts["fail"])
+    summary = text(
+        "doctor.summary",
+        lang,
+        passed=counts["pass"],
+        warned=counts["warn"],
+        failed=counts["fail"],
+        skipped=counts["skipped"],
+        seconds=f"{report['seconds']:.1f}",
+    )
     head = "".join(f"<th>{_esc(text(f'doctor.col.{c}', lang))}</th>" for c in ("check", "status", "evidence"))
     rows = "".join(_row(check, lang) for check in report["checks"])
-    return (f'<div class="cw-status cw-{"ok" if report["ok"] else "bad"}" id="doctor-report">'
-            f'<div class="cw-verdict">{_esc(verdict)}</div><div class="cw-hint">{_esc(summary)} · '
-            f'{_code(text("doctor.english_note", lang))}</div>'
-            f'<table class="cw-doctor"><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table></div>')
+    return (
+        f'<div class="cw-status cw-{"ok" if report["ok"] else "bad"}" id="doctor-report">'
+        f'<div class="cw-verdict">{_esc(verdict)}</div><div class="cw-hint">{_esc(summary)} · '
+        f"{_code(text('doctor.english_note', lang))}</div>"
+        f'<table class="cw-doctor"><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table></div>'
+    )
 
 
 def _row(check: dict, lang: str) -> str:
@@ -48,13 +56,18 @@ def _row(check: dict, lang: str) -> str:
     key = f"doctor.check.{check['name']}"
     title = text(key, lang) if key in catalogues()[DEFAULT_LANGUAGE] else check["title"]
     box = "cw-fix" if status in ("fail", "warn") else "cw-hint"  # a skipped check's fix is advice, not alarm
-    fix = (f'<div class="{box}"><b>{_esc(text("doctor.col.fix", lang))}:</b> {_code(check["fix"])}</div>'
-           if check["fix"] else "")
-    return (f'<tr class="cw-step-{_esc(status)}" data-check="{_esc(check["name"])}">'
-            f'<td><b>{_esc(title)}</b></td>'
-            f'<td><span class="cw-icon">{ICONS.get(status, "?")}</span> '
-            f'<span class="cw-word">{_esc(text("status.word." + status, lang))}</span></td>'
-            f'<td><span class="cw-detail">{_code(check["evidence"])}</span>{fix}</td></tr>')
+    fix = (
+        f'<div class="{box}"><b>{_esc(text("doctor.col.fix", lang))}:</b> {_code(check["fix"])}</div>'
+        if check["fix"]
+        else ""
+    )
+    return (
+        f'<tr class="cw-step-{_esc(status)}" data-check="{_esc(check["name"])}">'
+        f"<td><b>{_esc(title)}</b></td>"
+        f'<td><span class="cw-icon">{ICONS.get(status, "?")}</span> '
+        f'<span class="cw-word">{_esc(text("status.word." + status, lang))}</span></td>'
+        f'<td><span class="cw-detail">{_code(check["evidence"])}</span>{fix}</td></tr>'
+    )
 
 
 def _esc(value) -> str:

@@ -23,8 +23,10 @@ def add_parser(sub) -> argparse.ArgumentParser:
 def options_from_args(args, env=os.environ):
     from .run import DEFAULT_HOST, DEFAULT_PORT, DoctorOptions
 
-    changes = {"host": args.host or env.get("CODEC_HOST") or DEFAULT_HOST,
-               "port": args.port if args.port is not None else int(env.get("CODEC_PORT") or DEFAULT_PORT)}
+    changes = {
+        "host": args.host or env.get("CODEC_HOST") or DEFAULT_HOST,
+        "port": args.port if args.port is not None else int(env.get("CODEC_PORT") or DEFAULT_PORT),
+    }
     if args.temp_dir:
         changes["temp_dir"] = args.temp_dir
     return DoctorOptions(**changes)

@@ -68,6 +68,8 @@ class Report:
                 lines.append(f"{'':7}{'':<{width}}  fix: {f.fix}")
         c = self.counts()
         verdict = "nothing failed" if self.ok else f"{c[FAIL]} check(s) failed"
-        lines.append(f"\n{verdict}: {c[PASS]} passed, {c[WARN]} warnings, {c[FAIL]} failed, "
-                     f"{c[SKIPPED]} skipped ({self.seconds:.1f} s)")
+        lines.append(
+            f"\n{verdict}: {c[PASS]} passed, {c[WARN]} warnings, {c[FAIL]} failed, "
+            f"{c[SKIPPED]} skipped ({self.seconds:.1f} s)"
+        )
         return "\n".join(lines)

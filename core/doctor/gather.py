@@ -46,17 +46,29 @@ def torch_facts() -> dict:
     """What PyTorch sees: version, CUDA build, devices (name, UUID, memory, capability), kernels."""
     import torch
 
-    facts: dict = {"torch_version": torch.__version__, "torch_cuda": torch.version.cuda,
-                   "cuda_available": bool(torch.cuda.is_available()), "device_count": 0, "devices": [],
-                   "arch_list": [], "visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES")}
+    facts: dict = {
+        "torch_version": torch.__version__,
+        "torch_cuda": torch.version.cuda,
+        "cuda_available": bool(torch.cuda.is_available()),
+        "device_count": 0,
+        "devices": [],
+        "arch_list": [],
+        "visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
+    }
     if facts["cuda_available"]:
         facts["device_count"] = torch.cuda.device_count()
         facts["arch_list"] = list(torch.cuda.get_arch_list())
         for i in range(facts["device_count"]):
             props = torch.cuda.get_device_properties(i)
-            facts["devices"].append({"index": i, "name": props.name, "uuid": str(getattr(props, "uuid", "") or ""),
-                                     "total_mib": props.total_memory / MIB,
-                                     "capability": f"{props.major}.{props.minor}"})
+            facts["devices"].append(
+                {
+                    "index": i,
+                    "name": props.name,
+                    "uuid": str(getattr(props, "uuid", "") or ""),
+                    "total_mib": props.total_memory / MIB,
+                    "capability": f"{props.major}.{props.minor}",
+                }
+            )
     return facts
 
 

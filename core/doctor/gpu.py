@@ -24,8 +24,16 @@ def parse_smi_gpus(csv_text: str) -> list[dict]:
         cells = [c.strip() for c in line.split(",")]
         if len(cells) < 6 or not cells[0].isdigit():
             continue
-        gpus.append({"index": int(cells[0]), "uuid": cells[1], "name": cells[2],
-                     "total_mib": _number(cells[3]), "free_mib": _number(cells[4]), "driver": cells[5]})
+        gpus.append(
+            {
+                "index": int(cells[0]),
+                "uuid": cells[1],
+                "name": cells[2],
+                "total_mib": _number(cells[3]),
+                "free_mib": _number(cells[4]),
+                "driver": cells[5],
+            }
+        )
     return gpus
 
 
@@ -51,13 +59,23 @@ def check_driver(device: str, smi_csv: str | None, smi_error: str | None = None)
     name, title = "gpu_driver", "GPU visible to the driver (nvidia-smi)"
     gpus = parse_smi_gpus(smi_csv or "")
     if smi_csv is None and not _wants_cuda(device):
-        return finding(name, title, SKIPPED, f"no NVIDIA driver tools ({smi_error or 'nvidia-smi not found'}); "
-                       f"the engine runs on {device}")
+        return finding(
+            name,
+            title,
+            SKIPPED,
+            f"no NVIDIA driver tools ({smi_error or 'nvidia-smi not found'}); the engine runs on {device}",
+        )
     if not gpus:
         why = smi_error or "nvidia-smi listed no GPU"
-        return finding(name, title, FAIL, f"{why}; {device} was asked for",
-                       "install the NVIDIA driver (or check the container runs with --gpus all), then run "
-                       "`nvidia-smi`; or start with --device cpu", gpus=[])
+        return finding(
+            name,
+            title,
+            FAIL,
+            f"{why}; {device} was asked for",
+            "install the NVIDIA driver (or check the container runs with --gpus all), then run "
+            "`nvidia-smi`; or start with --device cpu",
+            gpus=[],
+        )
     listed = "; ".join(f"{g['index']}: {g['name']} ({g['uuid']})" for g in gpus)
     return finding(name, title, PASS, f"{len(gpus)} GPU(s): {listed}", gpus=gpus)
 
@@ -71,20 +89,39 @@ def check_torch(device: str, torch: dict) -> Finding:
         why = "CUDA is available but" if torch.get("cuda_available") else "no CUDA in PyTorch and"
         return finding(name, title, status, f"{why} the engine runs on {device}; {build}")
     if not torch.get("torch_cuda"):
-        return finding(name, title, FAIL, f"{build} cannot use a GPU",
-                       "install the CUDA build of the pinned torch (see requirements.txt), or use --device cpu")
+        return finding(
+            name,
+            title,
+            FAIL,
+            f"{build} cannot use a GPU",
+            "install the CUDA build of the pinned torch (see requirements.txt), or use --device cpu",
+        )
     if not torch.get("cuda_available"):
-        return finding(name, title, FAIL, f"torch.cuda.is_available() is False; {build}; "
-                       f"CUDA_VISIBLE_DEVICES={torch.get('visible_devices')!r}",
-                       "run `nvidia-smi`; check CUDA_VISIBLE_DEVICES and that the driver supports this CUDA build")
+        return finding(
+            name,
+            title,
+            FAIL,
+            f"torch.cuda.is_available() is False; {build}; CUDA_VISIBLE_DEVICES={torch.get('visible_devices')!r}",
+            "run `nvidia-smi`; check CUDA_VISIBLE_DEVICES and that the driver supports this CUDA build",
+        )
     index = _index(device)
     count = int(torch.get("device_count") or 0)
     if index >= count:
-        return finding(name, title, FAIL, f"{device} asked for but PyTorch sees {count} GPU(s)",
-                       f"use --device cuda:0..cuda:{max(count - 1, 0)}, or check CUDA_VISIBLE_DEVICES")
+        return finding(
+            name,
+            title,
+            FAIL,
+            f"{device} asked for but PyTorch sees {count} GPU(s)",
+            f"use --device cuda:0..cuda:{max(count - 1, 0)}, or check CUDA_VISIBLE_DEVICES",
+        )
     gpu = torch["devices"][index]
-    return finding(name, title, PASS, f"{device} = {gpu['name']}, compute {gpu['capability']}, "
-                   f"{gpu['total_mib']:.0f} MiB; {build}", device=gpu)
+    return finding(
+        name,
+        title,
+        PASS,
+        f"{device} = {gpu['name']}, compute {gpu['capability']}, {gpu['total_mib']:.0f} MiB; {build}",
+        device=gpu,
+    )
 
 
 def _index(device: str) -> int:
@@ -107,16 +144,31 @@ def check_same_gpu(device: str, smi_csv: str | None, torch: dict) -> Finding:
     match = [g for g in gpus if _uuid(ours.get("uuid")) and _uuid(g["uuid"]) == _uuid(ours.get("uuid"))]
     if match:
         g = match[0]
-        return finding(name, title, PASS, f"PyTorch {device} is nvidia-smi GPU {g['index']} ({g['name']}, {g['uuid']})",
-                       smi_index=g["index"])
+        return finding(
+            name,
+            title,
+            PASS,
+            f"PyTorch {device} is nvidia-smi GPU {g['index']} ({g['name']}, {g['uuid']})",
+            smi_index=g["index"],
+        )
     if not ours.get("uuid"):
         named = [g for g in gpus if g["name"] == ours["name"]]
         status = WARN if named else FAIL
-        return finding(name, title, status, f"PyTorch gives no UUID; {len(named)} nvidia-smi GPU(s) named {ours['name']}",
-                       "compare `nvidia-smi -L` with CUDA_VISIBLE_DEVICES")
-    return finding(name, title, FAIL, f"PyTorch {device} has UUID {ours['uuid']}, which nvidia-smi does not list",
-                   "the process sees another driver or container than the shell: check CUDA_VISIBLE_DEVICES "
-                   "and `nvidia-smi -L` inside the service's environment")
+        return finding(
+            name,
+            title,
+            status,
+            f"PyTorch gives no UUID; {len(named)} nvidia-smi GPU(s) named {ours['name']}",
+            "compare `nvidia-smi -L` with CUDA_VISIBLE_DEVICES",
+        )
+    return finding(
+        name,
+        title,
+        FAIL,
+        f"PyTorch {device} has UUID {ours['uuid']}, which nvidia-smi does not list",
+        "the process sees another driver or container than the shell: check CUDA_VISIBLE_DEVICES "
+        "and `nvidia-smi -L` inside the service's environment",
+    )
 
 
 def _version(text: str | None) -> tuple[int, ...]:
@@ -131,10 +183,14 @@ def check_versions(device: str, smi_header: str | None, torch: dict) -> Finding:
     driver, driver_cuda = parse_smi_header(smi_header or "")
     built = torch.get("torch_cuda")
     if not driver or not built:
-        return finding(name, title, SKIPPED, "needs nvidia-smi's header and a CUDA build of torch (see the checks above)")
+        return finding(
+            name, title, SKIPPED, "needs nvidia-smi's header and a CUDA build of torch (see the checks above)"
+        )
     facts = f"driver {driver} (supports CUDA up to {driver_cuda}), torch {torch.get('torch_version')} built for CUDA {built}"
-    fix = (f"update the NVIDIA driver to one that supports CUDA {built}, or install the torch wheel built for "
-           f"CUDA {driver_cuda} (same torch version)")
+    fix = (
+        f"update the NVIDIA driver to one that supports CUDA {built}, or install the torch wheel built for "
+        f"CUDA {driver_cuda} (same torch version)"
+    )
     have, need = _version(driver_cuda), _version(built)
     if have[:1] < need[:1]:
         return finding(name, title, FAIL, facts, fix)
@@ -145,8 +201,13 @@ def check_versions(device: str, smi_header: str | None, torch: dict) -> Finding:
         arch = torch.get("arch_list") or []
         sm = "sm_" + cap.replace(".", "")
         if arch and sm not in arch and not _ptx_covers(cap, arch):
-            return finding(name, title, FAIL, f"{facts}; the card is compute {cap} but this torch has kernels "
-                           f"for {', '.join(arch)}", "install a torch build that lists " + sm)
+            return finding(
+                name,
+                title,
+                FAIL,
+                f"{facts}; the card is compute {cap} but this torch has kernels for {', '.join(arch)}",
+                "install a torch build that lists " + sm,
+            )
     if have < need:
         problems.append(f"driver's CUDA {driver_cuda} is older than {built} (minor-version compatibility only)")
         return finding(name, title, WARN, f"{facts}; {problems[0]}", fix)
@@ -174,12 +235,18 @@ def check_placement(named_tensors: Iterable, device: str, dtype: str | None = No
     if total == 0:
         return finding(name, title, SKIPPED, "no model loaded")
     if strays:
-        shown = ", ".join(strays[:STRAY_SHOWN]) + (f" and {len(strays) - STRAY_SHOWN} more" if len(strays) > STRAY_SHOWN else "")
-        return finding(name, title, FAIL, f"{len(strays)} of {total} tensors are not on {device}"
-                       f"{' in ' + dtype if dtype else ''}: {shown}",
-                       "something moved part of the model after loading: restart the service (the engine loads "
-                       "every tensor onto the device) and look for code calling .to()/.cpu() on the model",
-                       strays=strays)
+        shown = ", ".join(strays[:STRAY_SHOWN]) + (
+            f" and {len(strays) - STRAY_SHOWN} more" if len(strays) > STRAY_SHOWN else ""
+        )
+        return finding(
+            name,
+            title,
+            FAIL,
+            f"{len(strays)} of {total} tensors are not on {device}{' in ' + dtype if dtype else ''}: {shown}",
+            "something moved part of the model after loading: restart the service (the engine loads "
+            "every tensor onto the device) and look for code calling .to()/.cpu() on the model",
+            strays=strays,
+        )
     return finding(name, title, PASS, f"all {total} tensors on {device}{' in ' + dtype if dtype else ''}")
 
 
@@ -201,9 +268,22 @@ def check_memory(estimates: list[tuple[str, dict]], max_duration_s: float | None
     evidence = "; ".join(parts)
     data = {"estimates": {label: e for label, e in estimates}}
     if not estimates[0][1]["fits"]:
-        return finding(name, title, FAIL, evidence, "free device memory (other processes: `nvidia-smi`), use "
-                       "--dtype bfloat16 on a GPU, or a larger GPU", **data)
+        return finding(
+            name,
+            title,
+            FAIL,
+            evidence,
+            "free device memory (other processes: `nvidia-smi`), use --dtype bfloat16 on a GPU, or a larger GPU",
+            **data,
+        )
     if refused:
-        return finding(name, title, WARN, evidence, f"jobs of {' and '.join(refused)} will be refused: free memory "
-                       "or lower CODEC_MAX_DURATION_S so users learn the limit up front", **data)
+        return finding(
+            name,
+            title,
+            WARN,
+            evidence,
+            f"jobs of {' and '.join(refused)} will be refused: free memory "
+            "or lower CODEC_MAX_DURATION_S so users learn the limit up front",
+            **data,
+        )
     return finding(name, title, PASS, evidence, **data)

@@ -65,16 +65,28 @@ def run_doctor(engine, options: DoctorOptions = DoctorOptions()) -> Report:
         gpu.check_placement(_named_tensors(engine), device, dtype),
         gpu.check_memory(_estimates(engine, options.job_lengths_s), settings.max_duration_s),
         _tones(engine),
-        host.check_supervisor(*gather.supervisor(options.repo / "supervisord.conf", host.PROGRAM),
-                              gather.log_tail(options.repo / "logs" / "supervisord.log"),
-                              gather.log_tail(options.repo / "logs" / f"{host.PROGRAM}.log")),
+        host.check_supervisor(
+            *gather.supervisor(options.repo / "supervisord.conf", host.PROGRAM),
+            gather.log_tail(options.repo / "logs" / "supervisord.log"),
+            gather.log_tail(options.repo / "logs" / f"{host.PROGRAM}.log"),
+        ),
         host.check_ffmpeg(*gather.ffmpeg()),
         _packages(options.repo / "requirements.txt"),
         host.check_port(options.host, options.port, *gather.port(options.host, options.port)),
-        host.check_folder("temp_dir", "Temp folder: space and write access", str(options.temp_dir),
-                          *gather.folder(options.temp_dir), options.temp_need_mib),
-        host.check_folder("data_dir", "Data folder: space and write access", str(data_dir),
-                          *gather.folder(data_dir), options.data_need_mib),
+        host.check_folder(
+            "temp_dir",
+            "Temp folder: space and write access",
+            str(options.temp_dir),
+            *gather.folder(options.temp_dir),
+            options.temp_need_mib,
+        ),
+        host.check_folder(
+            "data_dir",
+            "Data folder: space and write access",
+            str(data_dir),
+            *gather.folder(data_dir),
+            options.data_need_mib,
+        ),
     ]
     report = Report(tuple(findings), time.perf_counter() - start)
     logger.info("doctor: %s", report.counts())
@@ -96,8 +108,18 @@ def _estimates(engine, lengths: tuple[tuple[str, float], ...]) -> list[tuple[str
             e = engine.estimate("roundtrip", seconds=seconds)
         except CodecError:
             return []
-        out.append((label, {"seconds": e.seconds, "peak_mib": e.peak_mib, "available_mib": e.available_mib,
-                            "fits": e.fits, "message": e.message}))
+        out.append(
+            (
+                label,
+                {
+                    "seconds": e.seconds,
+                    "peak_mib": e.peak_mib,
+                    "available_mib": e.available_mib,
+                    "fits": e.fits,
+                    "message": e.message,
+                },
+            )
+        )
     return out
 
 

@@ -38,8 +38,11 @@ def check_tones(encode: Callable | None, decode: Callable | None, rates: tuple[i
         except Exception as e:  # noqa: BLE001 (a check reports, never raises)
             problems.append(f"{rate} Hz: {type(e).__name__}: {e}")
             continue
-        results[str(rate)] = {"frames": int(codes.shape[0]) if codes.ndim == 2 else 0, "expected_frames": expected,
-                              "decoded_samples": int(decoded.size)}
+        results[str(rate)] = {
+            "frames": int(codes.shape[0]) if codes.ndim == 2 else 0,
+            "expected_frames": expected,
+            "decoded_samples": int(decoded.size),
+        }
         if codes.size == 0:
             problems.append(f"{rate} Hz: empty codes")
         elif codes.shape != (expected, NUM_CODEBOOKS):
@@ -47,9 +50,14 @@ def check_tones(encode: Callable | None, decode: Callable | None, rates: tuple[i
         elif decoded.size < audio.samples.size or not np.isfinite(decoded).all():
             problems.append(f"{rate} Hz: decoded {decoded.size} samples for {audio.samples.size}, or non-finite")
     if problems:
-        return finding(name, title, FAIL, "; ".join(problems),
-                       "the model or the resampler is broken for these rates: run `python -m core check`, "
-                       "reinstall requirements.txt (soxr), and report the output of `python -m core doctor --json`",
-                       results=results)
+        return finding(
+            name,
+            title,
+            FAIL,
+            "; ".join(problems),
+            "the model or the resampler is broken for these rates: run `python -m core check`, "
+            "reinstall requirements.txt (soxr), and report the output of `python -m core doctor --json`",
+            results=results,
+        )
     frames = ", ".join(f"{int(r) / 1000:g} kHz → {v['frames']}" for r, v in results.items())
     return finding(name, title, PASS, f"{TONE_S:g} s tones, frames × {NUM_CODEBOOKS} codes: {frames}", results=results)

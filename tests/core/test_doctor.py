@@ -21,8 +21,21 @@ from core.doctor.run import data_dir_of
 from core.versions import installed_versions
 
 ROOT = Path(__file__).resolve().parents[2]
-CHECK_NAMES = ["gpu_driver", "gpu_torch", "gpu_same", "cuda_versions", "placement", "memory", "tones",
-               "supervisor", "ffmpeg", "packages", "port", "temp_dir", "data_dir"]  # the documented order
+CHECK_NAMES = [
+    "gpu_driver",
+    "gpu_torch",
+    "gpu_same",
+    "cuda_versions",
+    "placement",
+    "memory",
+    "tones",
+    "supervisor",
+    "ffmpeg",
+    "packages",
+    "port",
+    "temp_dir",
+    "data_dir",
+]  # the documented order
 CHECK_KEYS = {"name", "title", "status", "evidence", "fix", "data"}
 
 # nvidia-smi output as printed on an H200 host (query CSV and the plain table's header)
@@ -38,13 +51,18 @@ SMI_HEADER = """Mon Nov 30 02:00:00 2026
 TORCH_UUID = H200_UUID.removeprefix("GPU-")  # PyTorch prints the same UUID without the prefix
 
 
-def torch_facts(cuda="12.8", uuid=TORCH_UUID, capability="9.0", available=True,
-                arch=("sm_80", "sm_90", "sm_100")):
+def torch_facts(cuda="12.8", uuid=TORCH_UUID, capability="9.0", available=True, arch=("sm_80", "sm_90", "sm_100")):
     """PyTorch facts as gather.torch_facts() returns them on a CUDA machine."""
     devices = [{"index": 0, "name": "NVIDIA H200", "uuid": uuid, "total_mib": 143771.0, "capability": capability}]
-    return {"torch_version": "2.11.0+cu128", "torch_cuda": cuda, "cuda_available": available,
-            "device_count": len(devices) if available else 0, "devices": devices if available else [],
-            "arch_list": list(arch), "visible_devices": None}
+    return {
+        "torch_version": "2.11.0+cu128",
+        "torch_cuda": cuda,
+        "cuda_available": available,
+        "device_count": len(devices) if available else 0,
+        "devices": devices if available else [],
+        "arch_list": list(arch),
+        "visible_devices": None,
+    }
 
 
 # --------------------------------------------------------------------------- GPU (facts as text)
@@ -82,14 +100,17 @@ def test_same_gpu_is_matched_by_uuid():
     assert gpu.check_same_gpu("cpu", None, torch_facts(available=False)).status == SKIPPED
 
 
-@pytest.mark.parametrize(("driver_cuda", "torch_cuda", "arch", "status"), [
-    ("12.8", "12.8", ("sm_90",), PASS),
-    ("12.8", "12.6", ("sm_90",), PASS),
-    ("12.4", "12.8", ("sm_90",), WARN),  # minor-version compatibility only
-    ("12.8", "13.0", ("sm_90",), FAIL),  # the driver is a major version behind
-    ("12.8", "12.8", ("sm_80",), FAIL),  # no kernels for compute 9.0
-    ("12.8", "12.8", ("sm_80", "compute_80"), PASS),  # PTX that can be compiled for 9.0
-])
+@pytest.mark.parametrize(
+    ("driver_cuda", "torch_cuda", "arch", "status"),
+    [
+        ("12.8", "12.8", ("sm_90",), PASS),
+        ("12.8", "12.6", ("sm_90",), PASS),
+        ("12.4", "12.8", ("sm_90",), WARN),  # minor-version compatibility only
+        ("12.8", "13.0", ("sm_90",), FAIL),  # the driver is a major version behind
+        ("12.8", "12.8", ("sm_80",), FAIL),  # no kernels for compute 9.0
+        ("12.8", "12.8", ("sm_80", "compute_80"), PASS),  # PTX that can be compiled for 9.0
+    ],
+)
 def test_versions_check(driver_cuda, torch_cuda, arch, status):
     header = SMI_HEADER.replace("CUDA Version: 12.8", f"CUDA Version: {driver_cuda}")
     found = gpu.check_versions("cuda:0", header, torch_facts(cuda=torch_cuda, arch=arch))
@@ -105,7 +126,11 @@ def test_placement_names_a_tensor_moved_to_another_device(tiny_engine):
     name = tensors[3][0]
     moved = [(n, t.to("meta") if n == name else t) for n, t in tensors]  # a copy: the engine's model is untouched
     found = gpu.check_placement(moved, "cpu", "float32")
-    assert found.status == FAIL and f"{name} (meta" in found.evidence and found.data["strays"] == [f"{name} (meta, float32)"]
+    assert (
+        found.status == FAIL
+        and f"{name} (meta" in found.evidence
+        and found.data["strays"] == [f"{name} (meta, float32)"]
+    )
     cast = [(n, t.double() if n == name else t) for n, t in tensors]
     assert "float64" in gpu.check_placement(cast, "cpu", "float32").evidence
     assert gpu.check_placement(tensors, "cuda:0").status == FAIL  # everything is on the CPU
@@ -115,7 +140,9 @@ def test_placement_names_a_tensor_moved_to_another_device(tiny_engine):
 def test_placement_compares_the_device_index():
     t = torch.zeros(2)
     assert gpu.check_placement([("w", t)], "cpu").status == PASS
-    fake = type("T", (), {"device": torch.device("cuda", 1), "dtype": torch.float32, "is_floating_point": lambda s: True})
+    fake = type(
+        "T", (), {"device": torch.device("cuda", 1), "dtype": torch.float32, "is_floating_point": lambda s: True}
+    )
     assert "w (cuda:1" in gpu.check_placement([("w", fake())], "cuda:0").evidence
 
 
@@ -123,8 +150,18 @@ def test_memory_check_uses_the_engine_estimate(tiny_engine):
     estimates = []
     for label, seconds in (("30 s", 30.0), ("10 min", 600.0)):
         e = tiny_engine.estimate("roundtrip", seconds=seconds)
-        estimates.append((label, {"seconds": e.seconds, "peak_mib": e.peak_mib, "available_mib": e.available_mib,
-                                  "fits": e.fits, "message": e.message}))
+        estimates.append(
+            (
+                label,
+                {
+                    "seconds": e.seconds,
+                    "peak_mib": e.peak_mib,
+                    "available_mib": e.available_mib,
+                    "fits": e.fits,
+                    "message": e.message,
+                },
+            )
+        )
     assert gpu.check_memory(estimates).status == PASS
     short, long = estimates
     starved = [(label, {**e, "fits": False, "available_mib": e["peak_mib"] / 2}) for label, e in estimates]
@@ -217,8 +254,12 @@ WEBUI_LOG = """2026-11-30 01:00:02 INFO webui: loading Qwen/Qwen3-TTS-Tokenizer-
 
 
 def test_supervisor_state_and_last_exit_reason():
-    fatal = host.check_supervisor("webui                            FATAL     Exited too quickly (process log may "
-                                  "have details)\n", None, SUPERVISORD_LOG, WEBUI_LOG)
+    fatal = host.check_supervisor(
+        "webui                            FATAL     Exited too quickly (process log may have details)\n",
+        None,
+        SUPERVISORD_LOG,
+        WEBUI_LOG,
+    )
     assert fatal.status == FAIL and "FATAL" in fatal.evidence and "Address already in use" in fatal.evidence
     assert "exit status 1" in fatal.data["last_exit"] and "gave up" in fatal.data["last_exit"]
     assert "restart webui" in fatal.fix
@@ -242,8 +283,16 @@ def _options(tmp_path, **changes) -> DoctorOptions:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    return DoctorOptions(**{"port": port, "temp_dir": tmp_path / "temp", "data_dir": tmp_path / "data",
-                            "temp_need_mib": 1, "data_need_mib": 1, **changes})
+    return DoctorOptions(
+        **{
+            "port": port,
+            "temp_dir": tmp_path / "temp",
+            "data_dir": tmp_path / "data",
+            "temp_need_mib": 1,
+            "data_need_mib": 1,
+            **changes,
+        }
+    )
 
 
 def test_a_run_reports_every_check_with_stable_keys(tiny_engine, tmp_path):
@@ -273,9 +322,29 @@ def test_cli_json_and_exit_code(tiny_checkpoint, tmp_path):
     blocker.write_text("x")
     options = _options(tmp_path)
     env = {**os.environ, "CODEC_DATA_DIR": str(blocker / "data")}  # the data folder as the service sets it
-    proc = subprocess.run([sys.executable, "-m", "core", "doctor", "--json", "--model", str(tiny_checkpoint),
-                           "--device", "cpu", "--port", str(options.port), "--temp-dir", str(tmp_path / "t")],
-                          cwd=ROOT, capture_output=True, text=True, timeout=300, check=False, env=env)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "core",
+            "doctor",
+            "--json",
+            "--model",
+            str(tiny_checkpoint),
+            "--device",
+            "cpu",
+            "--port",
+            str(options.port),
+            "--temp-dir",
+            str(tmp_path / "t"),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+        env=env,
+    )
     doc = json.loads(proc.stdout)
     by_name = {c["name"]: c for c in doc["checks"]}
     assert by_name["data_dir"]["status"] == FAIL and doc["ok"] is False and proc.returncode == 1

@@ -14,9 +14,15 @@ from webui.i18n import catalogues
 
 def _request(port: int, language: str) -> gr.Request:
     """A real HTTP request as Gradio hands it to a handler, for a server on 127.0.0.1:port."""
-    scope = {"type": "http", "method": "POST", "scheme": "http", "server": ("127.0.0.1", port), "path": "/",
-             "query_string": b"", "headers": [(b"host", f"127.0.0.1:{port}".encode()),
-                                              (b"accept-language", language.encode())]}
+    scope = {
+        "type": "http",
+        "method": "POST",
+        "scheme": "http",
+        "server": ("127.0.0.1", port),
+        "path": "/",
+        "query_string": b"",
+        "headers": [(b"host", f"127.0.0.1:{port}".encode()), (b"accept-language", language.encode())],
+    }
     return gr.Request(request=Request(scope))
 
 
@@ -39,9 +45,21 @@ def test_diagnose_in_chinese(handlers):
 
 
 def test_panel_shows_fixes_and_escapes():
-    report = {"ok": False, "seconds": 1.0, "counts": {"pass": 0, "warn": 0, "fail": 1, "skipped": 0},
-              "checks": [{"name": "ffmpeg", "title": "ffmpeg on PATH", "status": "fail", "evidence": "<none>",
-                          "fix": "`apt-get install ffmpeg`", "data": {}}]}
+    report = {
+        "ok": False,
+        "seconds": 1.0,
+        "counts": {"pass": 0, "warn": 0, "fail": 1, "skipped": 0},
+        "checks": [
+            {
+                "name": "ffmpeg",
+                "title": "ffmpeg on PATH",
+                "status": "fail",
+                "evidence": "<none>",
+                "fix": "`apt-get install ffmpeg`",
+                "data": {},
+            }
+        ],
+    }
     html = doctor_panel.panel_html(report, "en")
     assert "1 check(s) failed" in html and "&lt;none&gt;" in html and "<code>apt-get install ffmpeg</code>" in html
     assert "找不到" not in html and "1 项检查失败" in doctor_panel.panel_html(report, "zh-CN")
