@@ -1,4 +1,4 @@
-"""Command line: ``python -m core {check,encode,decode,roundtrip,build-checkpoint}``.
+"""Command line: ``python -m core {check,encode,decode,roundtrip,build-checkpoint,doctor}``.
 
 Exit code 0 on success, 1 with a one-line ``error: ...`` message on bad input or a failed
 check, 2 for bad usage (argparse). Tracebacks are only logged with ``--verbose``.
@@ -32,6 +32,9 @@ def build_parser() -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=help_text)
         p.add_argument("files", nargs="+", type=Path)
         p.add_argument("-o", "--output-dir", type=Path, required=True, help="where to write results")
+    from .doctor.cli import add_parser as add_doctor_parser
+
+    add_doctor_parser(sub)
     for p in sub.choices.values():
         add_settings_arguments(p)
 
@@ -156,8 +159,14 @@ def cmd_build_checkpoint(args) -> int:
     return 0
 
 
+def cmd_doctor(args) -> int:
+    from .doctor.cli import cmd_doctor as run
+
+    return run(args)
+
+
 COMMANDS = {"check": cmd_check, "encode": cmd_encode, "decode": cmd_decode,
-            "roundtrip": cmd_roundtrip, "build-checkpoint": cmd_build_checkpoint}
+            "roundtrip": cmd_roundtrip, "build-checkpoint": cmd_build_checkpoint, "doctor": cmd_doctor}
 
 
 def main(argv: list[str] | None = None) -> int:

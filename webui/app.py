@@ -44,6 +44,9 @@ CSS = """
 .cw-meta span {margin-right: 4px;}
 .cw-hint {font-size: 0.8em; opacity: 0.8;}
 .cw-fix {margin-top: 8px; padding: 6px 8px; border-radius: 6px; background: #fdecea; color: #611a15;}
+.cw-doctor {width: 100%; margin-top: 6px; font-size: 0.9em;}
+.cw-doctor td {vertical-align: top; padding: 4px 6px;}
+.cw-step-warn .cw-icon, .cw-step-warn .cw-word {color: #d9a400; font-weight: 700;}
 """
 
 
@@ -196,6 +199,13 @@ def _system_tab(handlers: Handlers, options: UiOptions) -> None:
     with gr.Accordion(label("common.raw_json"), open=False):
         raw = gr.JSON(label=label("system.stats_json"))
         cleared_raw = gr.JSON(label=label("system.clear_vram_json"))
+    with gr.Row():
+        diagnose = gr.Button(label("doctor.run"), elem_id="doctor-run", scale=1)
+        gr.Markdown(label("doctor.hint"), elem_classes="cw-hint")
+    report = gr.HTML(elem_id="doctor-panel")
+    with gr.Accordion(label("doctor.json"), open=False):
+        report_raw = gr.JSON()
+    diagnose.click(handlers.doctor, outputs=[report, report_raw], api_name="doctor", **MODEL_GROUP)
     timer = gr.Timer(options.stats_every_s)
     timer.tick(handlers.stats, outputs=[stats, raw], api_name="stats", show_progress="hidden",
                concurrency_limit=None, concurrency_id="stats")

@@ -12,10 +12,11 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import gradio as gr
 
 from core.audio import AudioLimits
+from core.doctor import run_doctor
 from core.errors import CodecError
 
+from . import doctor_panel, i18n, jobs, storage, url_input
 from . import formatting as fmt
-from . import i18n, jobs, storage, url_input
 from .workspace import Workspace
 
 if TYPE_CHECKING:
@@ -187,6 +188,13 @@ class Handlers:
         with user_errors("action.clear_vram", lang):
             result = self.engine.clear_vram()
         return fmt.vram_markdown(result, lang), result
+
+    def doctor(self, request: gr.Request | None = None):
+        """Every doctor check (``python -m core doctor``) as a panel, plus its JSON report."""
+        lang = i18n.language_of(request)
+        with user_errors("action.doctor", lang):
+            report = run_doctor(self.engine, doctor_panel.options_for(request, self.workspace.root)).to_dict()
+        return doctor_panel.panel_html(report, lang), report
 
     def stats(self, request: gr.Request | None = None):
         lang = i18n.language_of(request)
