@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from . import memory, readiness, streaming
+from . import ladder, memory, readiness, streaming
 from .checkpoints import is_random_checkpoint
 from .errors import AudioInputError, CodecError, EngineNotReady, OutOfMemory, SettingsError, TokenFileError
 from .settings import Settings
@@ -236,14 +236,18 @@ class Engine:
         return EncodeResult(codes, int(samples.size), seconds, peak)
 
     def decode(self, codes, original_samples: int | None = None,
-               progress: streaming.Progress | None = None) -> DecodeResult:
+               progress: streaming.Progress | None = None, codebooks: int = NUM_CODEBOOKS) -> DecodeResult:
         """Decode codes (frames, 16); trim to ``original_samples`` when given. ``progress(fraction)``
-        is called after each decoded chunk."""
+        is called after each decoded chunk. ``codebooks`` < 16 decodes with the first k only (core.ladder)."""
         codes = validate_codes(codes)
         if original_samples is not None:
             original_samples = _check_original_samples(original_samples, codes.shape[0])
-        wav, seconds, peak = self._job("decode", [codes.shape[0] * SAMPLES_PER_FRAME],
-                                       lambda plan: self._decode_tensor(codes, plan, progress))
+
+        def work(plan):
+            with ladder.codebook_depth(self.model, codebooks):  # inside the job: under the lock
+                return self._decode_tensor(codes, plan, progress)
+
+        wav, seconds, peak = self._job("decode", [codes.shape[0] * SAMPLES_PER_FRAME], work)
         if original_samples is not None:
             wav = wav[:original_samples]
         return DecodeResult(wav, SAMPLE_RATE, seconds, peak)
