@@ -58,8 +58,10 @@ def parse_levels(levels: Iterable | str | None) -> tuple[int, ...]:
         try:
             value = int(str(item).strip())
         except ValueError:
-            raise SettingsError(f"Ladder level {item!r} is not a whole number; give numbers of codebooks "
-                                f"from 1 to {NUM_CODEBOOKS}, e.g. 1,2,4,8,16.") from None
+            raise SettingsError(
+                f"Ladder level {item!r} is not a whole number; give numbers of codebooks "
+                f"from 1 to {NUM_CODEBOOKS}, e.g. 1,2,4,8,16."
+            ) from None
         if not 1 <= value <= NUM_CODEBOOKS:
             raise SettingsError(f"Ladder level {value} is out of range; keep 1 to {NUM_CODEBOOKS} codebooks.")
         chosen.add(value)
@@ -72,8 +74,10 @@ def _acoustic_layers(model) -> list:
     """The acoustic codebooks' ``VectorQuantization`` modules, in code order (codebooks 2..16)."""
     quantizer = model.decoder.quantizer
     if quantizer.n_q_semantic != 1 or quantizer.max_n_q != NUM_CODEBOOKS:
-        raise SettingsError(f"The ladder expects 1 semantic + {NUM_CODEBOOKS - 1} acoustic codebooks; this model "
-                            f"has {quantizer.n_q_semantic} + {quantizer.n_q_acoustic}.")
+        raise SettingsError(
+            f"The ladder expects 1 semantic + {NUM_CODEBOOKS - 1} acoustic codebooks; this model "
+            f"has {quantizer.n_q_semantic} + {quantizer.n_q_acoustic}."
+        )
     return list(quantizer.rvq_rest.vq.layers)
 
 
@@ -97,7 +101,7 @@ def codebook_depth(model, codebooks: int):
 
     Caller holds the engine's lock: the change is visible to every user of the model."""
     codebooks = parse_levels([codebooks])[0]
-    dropped = _acoustic_layers(model)[codebooks - 1:]
+    dropped = _acoustic_layers(model)[codebooks - 1 :]
     for layer in dropped:
         layer.decode = _silent(layer)  # an instance attribute shadows the class's method
     try:
@@ -119,12 +123,19 @@ def check_duration(frames: int, max_duration_s: float) -> None:
     """The audio input's duration cap, applied to codes (a token file is another way in)."""
     seconds = frames / FRAME_RATE_HZ
     if seconds > max_duration_s + 1.0 / FRAME_RATE_HZ:  # the last frame is padded
-        raise AudioInputError(f"These codes hold {seconds:.0f} s of audio; this server decodes at most "
-                              f"{max_duration_s:.0f} s (max_duration_s). Cut the clip, or ask the operator.")
+        raise AudioInputError(
+            f"These codes hold {seconds:.0f} s of audio; this server decodes at most "
+            f"{max_duration_s:.0f} s (max_duration_s). Cut the clip, or ask the operator."
+        )
 
 
-def decode_ladder(engine, codes, original_samples: int | None = None, levels=DEFAULT_LEVELS,
-                  progress: Callable[[float], None] | None = None) -> list[Rung]:
+def decode_ladder(
+    engine,
+    codes,
+    original_samples: int | None = None,
+    levels=DEFAULT_LEVELS,
+    progress: Callable[[float], None] | None = None,
+) -> list[Rung]:
     """Decode ``codes`` once per level (first k codebooks), each an ordinary engine decode under
     its lock, memory checks and the server's duration cap. ``progress(fraction)`` over all levels."""
     levels = parse_levels(levels)

@@ -4,7 +4,7 @@ outlives its decode."""
 
 from __future__ import annotations
 
-import threading
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
@@ -57,31 +57,20 @@ def test_k16_is_the_full_decode_exactly_and_fewer_codebooks_change_it(tiny_engin
 
 
 def test_hook_is_removed_after_an_error(tiny_engine):
-    with pytest.raises(RuntimeError):
-        with ladder.codebook_depth(tiny_engine.model, 3):
-            assert _hooked(tiny_engine.model) == list(range(2, 15))
-            raise RuntimeError("boom")
+    with pytest.raises(RuntimeError), ladder.codebook_depth(tiny_engine.model, 3):
+        assert _hooked(tiny_engine.model) == list(range(2, 15))
+        raise RuntimeError("boom")
     assert _hooked(tiny_engine.model) == []
 
 
 def test_a_concurrent_plain_decode_never_sees_the_hook(tiny_engine, codes):
     """The hook changes the shared model; the engine's lock keeps other decodes out meanwhile."""
     full = tiny_engine.decode(codes).samples
-    results, errors = [], []
-
-    def plain():
-        try:
-            for _ in range(4):
-                results.append(tiny_engine.decode(codes).samples)
-        except Exception as e:  # pragma: no cover - reported below
-            errors.append(e)
-
-    thread = threading.Thread(target=plain)
-    thread.start()
-    for _ in range(4):
-        tiny_engine.decode(codes, codebooks=1)
-    thread.join()
-    assert not errors
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        plain = pool.submit(lambda: [tiny_engine.decode(codes).samples for _ in range(4)])
+        for _ in range(4):
+            tiny_engine.decode(codes, codebooks=1)
+        results = plain.result()
     assert all(np.array_equal(r, full) for r in results)
 
 
