@@ -199,9 +199,15 @@ def _si_sdr_metric(name, ref, deg) -> Metric:
 
 def _mel_distance_metric(name, ref, deg, sample_rate) -> Metric:
     a, b = log_mel(ref, sample_rate), log_mel(deg, sample_rate)
-    floor = a.max() - TOP_DB  # differences far below the loudest sound do not count
-    return _metric(name, np.abs(np.maximum(a, floor) - np.maximum(b, floor)).mean(),
+    return _metric(name, mel_difference_db(a, b).mean(),
                    f"over {TOP_DB:.0f} dB below the loudest part of the original")
+
+
+def mel_difference_db(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """|a - b| per cell of two log-mel spectrograms (dB), both floored TOP_DB below a's loudest
+    cell: differences far below the loudest sound do not count. Its mean is the log-mel distance."""
+    floor = a.max() - TOP_DB
+    return np.abs(np.maximum(a, floor) - np.maximum(b, floor))
 
 
 def _scope_note(window: int, n: int, sample_rate: int) -> str:
