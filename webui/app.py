@@ -15,7 +15,7 @@ from pathlib import Path
 
 import gradio as gr
 
-from . import url_input
+from . import lab, url_input
 from .handlers import Handlers
 from .workspace import DEFAULT_MAX_AGE_S, Workspace
 
@@ -135,13 +135,14 @@ def _roundtrip_tab(handlers: Handlers, options: UiOptions) -> None:
     with gr.Accordion("Raw numbers (JSON)", open=False):
         details = gr.JSON(label="Round trip")
         metrics_details = gr.JSON(label="Metrics")
-    (run.click(handlers.clear_metrics, outputs=[metrics, metrics_details], api_name="roundtrip_clear",
-               api_visibility="private", queue=False, show_progress="hidden")
-        .then(handlers.roundtrip, inputs=[audio_in],
-              outputs=[original, reconstruction, timing, facts, summary, spectrogram, downloads, details],
-              api_name="roundtrip", **MODEL_GROUP)
-        .success(handlers.metrics, inputs=[original, reconstruction], outputs=[metrics, metrics_details],
-                 api_name="metrics", **METRICS_GROUP))
+    done = (run.click(handlers.clear_metrics, outputs=[metrics, metrics_details], api_name="roundtrip_clear",
+                      api_visibility="private", queue=False, show_progress="hidden")
+            .then(handlers.roundtrip, inputs=[audio_in],
+                  outputs=[original, reconstruction, timing, facts, summary, spectrogram, downloads, details],
+                  api_name="roundtrip", **MODEL_GROUP))
+    done.success(handlers.metrics, inputs=[original, reconstruction], outputs=[metrics, metrics_details],
+                 api_name="metrics", **METRICS_GROUP)
+    lab.add_lab(handlers, done, original, reconstruction, downloads)
 
 
 def _url_row(handlers: Handlers, audio_in: gr.Audio, policy: url_input.UrlPolicy) -> None:
@@ -163,8 +164,8 @@ def _encode_tab(handlers: Handlers, options: UiOptions) -> None:
     with gr.Row():
         token_file = gr.File(label="Token file (.npz)", interactive=False, elem_id="encode-tokens")
         summary = gr.Markdown(elem_id="encode-summary")
-    heatmap = gr.Image(label="Codes: 16 codebooks × frames", type="filepath", interactive=False,
-                       elem_id="encode-heatmap")
+    heatmap = gr.Image(label="Token usage: entropy per codebook, histogram of codebook 1", type="filepath",
+                       interactive=False, elem_id="encode-heatmap")
     with gr.Accordion("Raw numbers (JSON)", open=False):
         details = gr.JSON()
     run.click(handlers.encode, inputs=[audio_in], outputs=[token_file, summary, heatmap, details],

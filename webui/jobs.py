@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable
 
-from core import analysis, tokens
+from core import analysis, token_usage, tokens
 from core.audio import Audio, AudioLimits, load_audio, write_wav
 
 Progress = Callable[..., None]  # progress(fraction, desc=...) as gr.Progress takes it
@@ -46,7 +46,7 @@ class MetricsOutput:
 @dataclass(frozen=True)
 class EncodeOutput:
     token_file: Path
-    heatmap_png: Path
+    heatmap_png: Path  # token usage figure (entropy per codebook, histogram of codebook 1)
     facts: dict
     summary: dict
     timing: dict
@@ -148,7 +148,7 @@ def encode(engine, source: Path, folder: Path, limits: AudioLimits, progress: Pr
     stem = stem_of(source)
     token_file = _token_file(engine, encoded.codes, encoded.original_samples)
     path = tokens.save_tokens(token_file, folder / f"{stem}_tokens.npz")
-    heatmap = analysis.figure_to_png(analysis.code_heatmap_figure(encoded.codes), folder / f"{stem}_codes.png")
+    heatmap = analysis.figure_to_png(token_usage.usage_figure(encoded.codes), folder / f"{stem}_usage.png")
     return EncodeOutput(path, heatmap, audio.facts.to_dict(), token_file.summary(_pcm_bps(audio)),
                         _timing(start, encoded) | {"estimate": estimate})
 

@@ -1,0 +1,199 @@
+"""The listening lab's work, without Gradio: the flip player's sources (original, reconstruction,
+residual, ladder levels) with their loudness-matching gains, the quality timeline, the codebook
+ladder and token usage. The Gradio handlers in ``webui.lab`` wrap these; bench/lab_overhead.py
+times them.
+
+The player never gets audio inside the page: it gets a manifest of file paths in the request's
+folder and fetches them itself (byte ranges of long files, on demand). Files are written with
+exclusive creation into a fresh request folder; nothing the user gave is overwritten.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+
+from core import analysis, ladder, loudness, timeline, token_usage, tokens
+from core.audio import AudioLimits, load_audio, write_wav
+from core.errors import TokenFileError
+
+from .jobs import Progress, _quiet, stem_of
+
+RESIDUAL_GAIN_DB = 0.0  # the residual plays at its own level: what was lost, as loud as it was lost
+LADDER_KEYS = "123456789"  # keyboard keys of the first nine ladder levels in the player
+
+
+@dataclass(frozen=True)
+class Source:
+    id: str  # "original", "reconstruction", "residual", "k4", ...
+    key: str  # keyboard key that selects it in the player
+    label: str  # shown on its button
+    path: str  # WAV in a request folder (served by Gradio's file route)
+    gain_db: float  # applied in the player so that it matches the original's integrated loudness
+    lufs: float | None  # its integrated loudness (None: too short or silent)
+
+
+@dataclass(frozen=True)
+class TimelineOutput:
+    manifest: dict  # the player's sources, timeline and waveform envelope (JSON)
+    timeline: dict  # core.timeline.Timeline.to_dict()
+    seconds: float  # our wall time
+
+
+@dataclass(frozen=True)
+class LadderOutput:
+    manifest: dict  # the player's sources with the ladder levels added
+    rows: list[dict]  # per level: codebooks, bitrate, metrics, gain, files
+    spectrograms: list[tuple[str, str]]  # (PNG path, caption) per level
+    timing: dict  # model_s (encode + decodes), ui_s (everything else), total_s
+
+
+def _load(path: Path, limits: AudioLimits) -> np.ndarray:
+    return load_audio(path, limits).samples
+
+
+def _source(
+    id_: str, key: str, label: str, path: Path, samples, reference_lufs: float | None, gain_db: float | None = None
+) -> Source:
+    lufs = loudness.integrated_lufs(samples)
+    gain = loudness.matching_gain_db(reference_lufs, lufs) if gain_db is None else gain_db
+    return Source(id_, key, label, str(path), round(gain, 2), None if lufs is None else round(lufs, 2))
+
+
+def base_manifest(
+    original_path: Path,
+    reconstruction_path: Path,
+    folder: Path,
+    limits: AudioLimits,
+    decode_chunk_frames: int | None,
+    progress: Progress = _quiet,
+) -> TimelineOutput:
+    """Original, reconstruction and residual (original - reconstruction, sample-aligned, written
+    here), their loudness gains, the quality timeline and the waveform envelope."""
+    start = time.perf_counter()
+    progress(0.1, desc="Reading both clips")
+    original, reconstruction = _load(original_path, limits), _load(reconstruction_path, limits)
+    n = min(original.size, reconstruction.size)
+    residual = original[:n] - reconstruction[:n]
+    stem = stem_of(original_path).removesuffix("_24k_mono")
+    residual_path = write_wav(folder / f"{stem}_residual.wav", residual)
+    progress(0.4, desc="Matching loudness (ITU-R BS.1770)")
+    ref_lufs = loudness.integrated_lufs(original)
+    sources = [
+        _source("original", "a", "A · original", original_path, original, ref_lufs, 0.0),
+        _source("reconstruction", "b", "B · reconstruction", reconstruction_path, reconstruction, ref_lufs),
+        _source("residual", "r", "R · residual", residual_path, residual, ref_lufs, RESIDUAL_GAIN_DB),
+    ]
+    progress(0.6, desc="Quality timeline")
+    tl = timeline.timeline(original[:n], reconstruction[:n], decode_chunk_frames).to_dict()
+    manifest = {
+        "duration_s": n / analysis.SAMPLE_RATE,
+        "sample_rate": analysis.SAMPLE_RATE,
+        "sources": [asdict(s) for s in sources],
+        "timeline": tl,
+        "envelope": timeline.waveform_envelope(original[:n]),
+        "reference_lufs": ref_lufs,
+    }
+    return TimelineOutput(manifest, tl, time.perf_counter() - start)
+
+
+def _codes_for(engine, audio: np.ndarray, token_path: Path | None):
+    """The clip's codes: from its token file when there is one (it must be this clip's), else
+    encoded now. Returns (codes, model seconds)."""
+    if token_path is None:
+        encoded = engine.encode_array(audio)
+        return encoded.codes, encoded.seconds
+    token_file = tokens.load_tokens(token_path)
+    if token_file.original_samples != audio.size:
+        raise TokenFileError(
+            f"{token_path.name} holds codes of a {token_file.duration_s:.2f} s clip, but the audio "
+            f"is {audio.size / analysis.SAMPLE_RATE:.2f} s: they belong to different clips. Give "
+            "the token file of this clip, or none (the clip is then encoded again)."
+        )
+    return token_file.codes, 0.0
+
+
+def run_ladder(
+    engine,
+    audio_path: Path,
+    token_path: Path | None,
+    levels,
+    folder: Path,
+    limits: AudioLimits,
+    manifest: dict | None = None,
+    progress: Progress = _quiet,
+) -> LadderOutput:
+    """Decode the clip with the first k codebooks for each level: a WAV, a spectrogram, fast
+    metrics and a loudness gain per level, added to ``manifest`` (or to one with the original only)."""
+    start = time.perf_counter()
+    levels = ladder.parse_levels(levels)
+    progress(0.02, desc="Reading the audio")
+    original = _load(audio_path, limits)
+    codes, model_s = _codes_for(engine, original, token_path)
+    ladder.check_duration(codes.shape[0], engine.settings.max_duration_s)
+    rungs = ladder.decode_ladder(
+        engine,
+        codes,
+        original.size,
+        levels,
+        progress=lambda f: progress(0.05 + 0.8 * f, desc=f"Decoding the ladder ({f:.0%})"),
+    )
+    model_s += sum(r.seconds for r in rungs)
+    progress(0.85, desc="Spectrograms, metrics, loudness")
+    stem = stem_of(audio_path).removesuffix("_24k_mono")
+    ref_mel = timeline.log_mel_blocks(original)
+    top = float(ref_mel.max())
+    ref_lufs = loudness.integrated_lufs(original)
+    sources = [s for s in (manifest or {}).get("sources", []) if not s["id"].startswith("k")]
+    if not sources:
+        sources = [asdict(_source("original", "a", "A · original", audio_path, original, ref_lufs, 0.0))]
+    rows, pictures = [], []
+    for index, rung in enumerate(rungs):
+        wav = write_wav(folder / f"{stem}_k{rung.codebooks:02d}.wav", rung.samples)
+        mel = timeline.log_mel_blocks(rung.samples)
+        metrics = {m.name: m.value for m in analysis.quick_compare(original, rung.samples, (ref_mel, mel))}
+        png = analysis.mel_png(mel, folder / f"{stem}_k{rung.codebooks:02d}.png", top - analysis.TOP_DB, top)
+        key = LADDER_KEYS[index] if index < len(LADDER_KEYS) else ""
+        label = f"{rung.codebooks} · {rung.bitrate_bps:g} bit/s"
+        source = _source(f"k{rung.codebooks}", key, label, wav, rung.samples, ref_lufs)
+        sources.append(asdict(source))
+        rows.append(
+            {
+                "codebooks": rung.codebooks,
+                "bitrate_bps": rung.bitrate_bps,
+                "si_sdr_db": metrics["SI-SDR"],
+                "mel_distance_db": metrics["Log-mel distance"],
+                "gain_db": source.gain_db,
+                "decode_s": rung.seconds,
+                "wav": str(wav),
+                "spectrogram": str(png),
+            }
+        )
+        pictures.append((str(png), f"k = {rung.codebooks} · {rung.bitrate_bps:g} bit/s"))
+    total = time.perf_counter() - start
+    manifest = dict(
+        manifest
+        or {
+            "duration_s": original.size / analysis.SAMPLE_RATE,
+            "sample_rate": analysis.SAMPLE_RATE,
+            "envelope": timeline.waveform_envelope(original),
+            "reference_lufs": ref_lufs,
+        }
+    )
+    manifest["sources"] = sources
+    return LadderOutput(manifest, rows, pictures, {"model_s": model_s, "ui_s": total - model_s, "total_s": total})
+
+
+def usage_of(token_path: Path, codebook, folder: Path) -> tuple[list[dict], Path]:
+    """Token usage of a token file: per-codebook rows and the figure for ``codebook``."""
+    codebook = token_usage.check_codebook(codebook)
+    token_file = tokens.load_tokens(token_path)
+    rows = [asdict(r) for r in token_usage.usage(token_file.codes)]
+    stem = stem_of(token_path).removesuffix("_tokens")
+    png = analysis.figure_to_png(
+        token_usage.usage_figure(token_file.codes, codebook), folder / f"{stem}_usage_cb{codebook}.png"
+    )
+    return rows, png
