@@ -311,7 +311,7 @@ function createPlayer() {
     }
     if (!P.background) P.background = [drawWave(root.querySelector(".cw-wave")), drawTimeline(root.querySelector(".cw-tl"))];
     for (const [i, canvas] of [...root.querySelectorAll("canvas")].entries()) {
-      const g = canvas.getContext("2d");
+      const g = canvas.getContext("2d", {willReadFrequently: true});
       g.putImageData(P.background[i], 0, 0);
       const x = (s) => s / M.duration_s * canvas.width;
       if (P.loop.b > P.loop.a) { g.fillStyle = "rgba(80,140,255,0.18)"; g.fillRect(x(P.loop.a), 0, x(P.loop.b) - x(P.loop.a), canvas.height); }
@@ -322,7 +322,7 @@ function createPlayer() {
   function axisX(canvas, M) { return (s) => s / M.duration_s * canvas.width; }
 
   function drawWave(canvas) {
-    const g = canvas.getContext("2d"), M = P.manifest, env = M.envelope, h = canvas.height;
+    const g = canvas.getContext("2d", {willReadFrequently: true}), M = P.manifest, env = M.envelope, h = canvas.height;
     g.fillStyle = "#f6f6f8"; g.fillRect(0, 0, canvas.width, h);
     g.strokeStyle = "#4c72b0"; g.beginPath();
     const x = axisX(canvas, M);
@@ -333,7 +333,7 @@ function createPlayer() {
   }
 
   function drawTimeline(canvas) {
-    const g = canvas.getContext("2d"), M = P.manifest, tl = M.timeline, h = canvas.height;
+    const g = canvas.getContext("2d", {willReadFrequently: true}), M = P.manifest, tl = M.timeline, h = canvas.height;
     g.fillStyle = "#fff"; g.fillRect(0, 0, canvas.width, h);
     if (!tl) return g.getImageData(0, 0, canvas.width, h);
     const x = axisX(canvas, M);
@@ -393,7 +393,8 @@ function createPlayer() {
     let audible = null;
     for (const [id, value] of Object.entries(lv)) if (value > 1e-4 && (audible === null || value > lv[audible])) audible = id;
     return {source: P.current, time: time(), playing: P.playing, loop: {...P.loop}, levels: lv, audible,
-      sources: P.manifest ? P.manifest.sources.map((s) => s.id) : []};
+      sources: P.manifest ? P.manifest.sources.map((s) => s.id) : [],
+      voices: P.voices.map((v) => ({id: v.id, from: v.from, when: v.when, stopped: v.stopped}))};
   };
   document.addEventListener("keydown", onKey);
   P.timer = setInterval(tick, TICK_MS);
