@@ -110,10 +110,19 @@ def _first_token_file(value) -> Path | None:
 
 
 def _with_ui_text(manifest: dict, lang: str) -> dict:
+    """The manifest with the player's words in ``lang``: its buttons and each source's label."""
     ui = {key: i18n.text(f"lab.player.{key}", lang) for key in JS_TEXT_KEYS}
     lufs = manifest.get("reference_lufs")
     ui["note"] = i18n.text("lab.player.note", lang, lufs="?" if lufs is None else f"{lufs:.1f}")
-    return manifest | {"ui": ui}
+    sources = []
+    for source in manifest["sources"]:
+        if source["id"].startswith("k"):
+            k = int(source["id"][1:])
+            label = i18n.text("lab.source.level", lang, k=k, bitrate=f"{ladder.bitrate_bps(k):g}")
+        else:
+            label = i18n.text(f"lab.source.{source['id']}", lang)
+        sources.append(source | {"label": label})
+    return manifest | {"ui": ui, "sources": sources}
 
 
 def _ladder_markdown(rows: list[dict], lang: str) -> str:

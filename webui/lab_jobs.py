@@ -30,7 +30,7 @@ LADDER_KEYS = "123456789"  # keyboard keys of the first nine ladder levels in th
 class Source:
     id: str  # "original", "reconstruction", "residual", "k4", ...
     key: str  # keyboard key that selects it in the player
-    label: str  # shown on its button
+    label: str  # what it is, in English ("original", "k4"); the page words it in the reader's language
     path: str  # WAV in a request folder (served by Gradio's file route)
     gain_db: float  # applied in the player so that it matches the original's integrated loudness
     lufs: float | None  # its integrated loudness (None: too short or silent)
@@ -55,10 +55,43 @@ def _load(path: Path, limits: AudioLimits) -> np.ndarray:
     return load_audio(path, limits).samples
 
 
+@dataclass(frozen=True)
+class _Analysed:
+    mel: np.ndarray  # timeline.log_mel_blocks of the file's samples
+    lufs: float | None  # integrated loudness
+
+
+_CACHE: dict[tuple, _Analysed] = {}  # (path, mtime_ns, size) -> analysis; the timeline's original, reused by the ladder
+CACHE_ENTRIES = 4  # files remembered (the last round trips' originals and reconstructions)
+CACHE_MAX_SAMPLES = 10 * 60 * analysis.SAMPLE_RATE  # longer clips are not cached (a 10-min mel is 18 MiB)
+
+
+def _analyse(path: Path, samples: np.ndarray) -> _Analysed:
+    """Log-mel and loudness of a file's samples, remembered by the file's identity: the ladder that
+    follows a timeline reads the same original again."""
+    stat = path.stat()
+    key = (str(path), stat.st_mtime_ns, stat.st_size)
+    found = _CACHE.get(key)
+    if found is None:
+        found = _Analysed(timeline.log_mel_blocks(samples), loudness.integrated_lufs(samples))
+        if samples.size <= CACHE_MAX_SAMPLES:
+            while len(_CACHE) >= CACHE_ENTRIES:
+                _CACHE.pop(next(iter(_CACHE)))
+            _CACHE[key] = found
+    return found
+
+
 def _source(
-    id_: str, key: str, label: str, path: Path, samples, reference_lufs: float | None, gain_db: float | None = None
+    id_: str,
+    key: str,
+    label: str,
+    path: Path,
+    samples,
+    reference_lufs: float | None,
+    gain_db: float | None = None,
+    lufs: float | None | str = "measure",
 ) -> Source:
-    lufs = loudness.integrated_lufs(samples)
+    lufs = loudness.integrated_lufs(samples) if lufs == "measure" else lufs
     gain = loudness.matching_gain_db(reference_lufs, lufs) if gain_db is None else gain_db
     return Source(id_, key, label, str(path), round(gain, 2), None if lufs is None else round(lufs, 2))
 
@@ -80,22 +113,23 @@ def base_manifest(
     residual = original[:n] - reconstruction[:n]
     stem = stem_of(original_path).removesuffix("_24k_mono")
     residual_path = write_wav(folder / f"{stem}_residual.wav", residual)
-    progress(0.4, desc="Matching loudness (ITU-R BS.1770)")
-    ref_lufs = loudness.integrated_lufs(original)
+    progress(0.4, desc="Matching loudness (ITU-R BS.1770), log-mel spectrograms")
+    ref, rec = _analyse(original_path, original), _analyse(reconstruction_path, reconstruction)
     sources = [
-        _source("original", "a", "A · original", original_path, original, ref_lufs, 0.0),
-        _source("reconstruction", "b", "B · reconstruction", reconstruction_path, reconstruction, ref_lufs),
-        _source("residual", "r", "R · residual", residual_path, residual, ref_lufs, RESIDUAL_GAIN_DB),
+        _source("original", "a", "original", original_path, original, ref.lufs, 0.0, ref.lufs),
+        _source("reconstruction", "b", "reconstruction", reconstruction_path, reconstruction, ref.lufs, lufs=rec.lufs),
+        _source("residual", "r", "residual", residual_path, residual, ref.lufs, RESIDUAL_GAIN_DB),
     ]
     progress(0.6, desc="Quality timeline")
-    tl = timeline.timeline(original[:n], reconstruction[:n], decode_chunk_frames).to_dict()
+    mels = (ref.mel, rec.mel) if original.size == reconstruction.size else None
+    tl = timeline.timeline(original[:n], reconstruction[:n], decode_chunk_frames, mels=mels).to_dict()
     manifest = {
         "duration_s": n / analysis.SAMPLE_RATE,
         "sample_rate": analysis.SAMPLE_RATE,
         "sources": [asdict(s) for s in sources],
         "timeline": tl,
         "envelope": timeline.waveform_envelope(original[:n]),
-        "reference_lufs": ref_lufs,
+        "reference_lufs": ref.lufs,
     }
     return TimelineOutput(manifest, tl, time.perf_counter() - start)
 
@@ -144,12 +178,11 @@ def run_ladder(
     model_s += sum(r.seconds for r in rungs)
     progress(0.85, desc="Spectrograms, metrics, loudness")
     stem = stem_of(audio_path).removesuffix("_24k_mono")
-    ref_mel = timeline.log_mel_blocks(original)
-    top = float(ref_mel.max())
-    ref_lufs = loudness.integrated_lufs(original)
+    ref = _analyse(audio_path, original)
+    ref_mel, ref_lufs, top = ref.mel, ref.lufs, float(ref.mel.max())
     sources = [s for s in (manifest or {}).get("sources", []) if not s["id"].startswith("k")]
     if not sources:
-        sources = [asdict(_source("original", "a", "A · original", audio_path, original, ref_lufs, 0.0))]
+        sources = [asdict(_source("original", "a", "original", audio_path, original, ref_lufs, 0.0, ref_lufs))]
     rows, pictures = [], []
     for index, rung in enumerate(rungs):
         wav = write_wav(folder / f"{stem}_k{rung.codebooks:02d}.wav", rung.samples)
@@ -157,7 +190,7 @@ def run_ladder(
         metrics = {m.name: m.value for m in analysis.quick_compare(original, rung.samples, (ref_mel, mel))}
         png = analysis.mel_png(mel, folder / f"{stem}_k{rung.codebooks:02d}.png", top - analysis.TOP_DB, top)
         key = LADDER_KEYS[index] if index < len(LADDER_KEYS) else ""
-        label = f"{rung.codebooks} · {rung.bitrate_bps:g} bit/s"
+        label = f"k{rung.codebooks}"  # the page shows it in the reader's language
         source = _source(f"k{rung.codebooks}", key, label, wav, rung.samples, ref_lufs)
         sources.append(asdict(source))
         rows.append(
