@@ -1,4 +1,4 @@
-"""Command line: ``python -m core {check,encode,decode,roundtrip,build-checkpoint}``.
+"""Command line: ``python -m core {check,encode,decode,roundtrip,ladder,build-checkpoint}``.
 
 Exit code 0 on success, 1 with a one-line ``error: ...`` message on bad input or a failed
 check, 2 for bad usage (argparse). Tracebacks are only logged with ``--verbose``.
@@ -32,6 +32,10 @@ def build_parser() -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=help_text)
         p.add_argument("files", nargs="+", type=Path)
         p.add_argument("-o", "--output-dir", type=Path, required=True, help="where to write results")
+    lad = sub.add_parser("ladder", help="audio or token file -> one WAV per codebook depth (first k of 16)")
+    lad.add_argument("file", type=Path, help="an audio file (encoded first) or a .npz token file")
+    lad.add_argument("-o", "--output-dir", type=Path, required=True, help="where to write results")
+    lad.add_argument("--levels", default="1,2,4,8,16", help="codebooks kept per level, 1..16 (default 1,2,4,8,16)")
     for p in sub.choices.values():
         add_settings_arguments(p)
 
@@ -147,6 +151,43 @@ def cmd_roundtrip(args) -> int:
     return 0
 
 
+def cmd_ladder(args) -> int:
+    """One WAV per level (``<stem>.k04.wav``: the first 4 codebooks) and ``<stem>.ladder.json`` with
+    the bitrates, and for audio input SI-SDR and log-mel distance against the input."""
+    from tqdm import tqdm
+
+    from . import analysis, ladder
+    from .audio import load_audio, write_wav
+    from .tokens import load_tokens
+
+    levels = ladder.parse_levels(args.levels)
+    suffixes = tuple(f".k{k:02d}.wav" for k in levels) + (".ladder.json",)
+    _check_outputs([args.file], args.output_dir, suffixes)
+    engine = _engine(args)
+    audio = None
+    if args.file.suffix.lower() == ".npz":
+        token_file = load_tokens(args.file)
+        codes, original_samples = token_file.codes, token_file.original_samples
+    else:
+        audio = load_audio(args.file, _limits(engine)).samples
+        codes, original_samples = engine.encode_array(audio).codes, audio.size
+    ladder.check_duration(codes.shape[0], engine.settings.max_duration_s)
+    rows = []
+    for k in tqdm(levels, desc="ladder levels", unit="level", disable=None):
+        rung = ladder.decode_ladder(engine, codes, original_samples, [k])[0]
+        path = write_wav(_out_path(args.output_dir, args.file, f".k{k:02d}.wav"), rung.samples)
+        row = {"codebooks": k, "bitrate_bps": rung.bitrate_bps, "wav": str(path), "decode_s": rung.seconds}
+        if audio is not None:
+            row |= {m.name: m.value for m in analysis.quick_compare(audio, rung.samples)}
+        rows.append(row)
+        print(f"k={k:2d} {rung.bitrate_bps:7.1f} bit/s -> {path}")
+    report = _out_path(args.output_dir, args.file, ".ladder.json")
+    with open(report, "x") as f:
+        json.dump({"source": str(args.file), "levels": rows}, f, indent=2)
+    print(f"wrote {report}")
+    return 0
+
+
 def cmd_build_checkpoint(args) -> int:
     from .checkpoints import REFERENCE_CONFIG, build_full_checkpoint, build_tiny_checkpoint
 
@@ -163,7 +204,7 @@ def cmd_build_checkpoint(args) -> int:
 
 
 COMMANDS = {"check": cmd_check, "encode": cmd_encode, "decode": cmd_decode,
-            "roundtrip": cmd_roundtrip, "build-checkpoint": cmd_build_checkpoint}
+            "roundtrip": cmd_roundtrip, "ladder": cmd_ladder, "build-checkpoint": cmd_build_checkpoint}
 
 
 def main(argv: list[str] | None = None) -> int:
