@@ -189,7 +189,11 @@ def cmd_ladder(args) -> int:
 
 
 def cmd_build_checkpoint(args) -> int:
-    from .checkpoints import REFERENCE_CONFIG, build_full_checkpoint, build_tiny_checkpoint
+    from .checkpoints import (
+        REFERENCE_CONFIG,
+        build_full_checkpoint,
+        build_tiny_checkpoint,
+    )
 
     if args.directory.exists() and not args.directory.is_dir():
         raise CodecError(f"{args.directory} is a file, not a directory; choose a new directory.")
