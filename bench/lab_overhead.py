@@ -66,9 +66,14 @@ def time_lab(lab: LabHandlers, original: str, reconstruction: str, downloads: li
     *_, details = lab.ladder(original, downloads, [str(k) for k in ladder.DEFAULT_LEVELS], manifest, None)
     ladder_wall = time.perf_counter() - start
     decodes = sum(row["decode_s"] for row in details["levels"])
-    return {"timeline_s": timeline_s, "ladder_wall_s": ladder_wall, "ladder_decodes_s": decodes,
-            "ladder_ui_s": ladder_wall - decodes, "total_ui_s": timeline_s + ladder_wall - decodes,
-            "manifest_bytes": len(value.encode())}
+    return {
+        "timeline_s": timeline_s,
+        "ladder_wall_s": ladder_wall,
+        "ladder_decodes_s": decodes,
+        "ladder_ui_s": ladder_wall - decodes,
+        "total_ui_s": timeline_s + ladder_wall - decodes,
+        "manifest_bytes": len(value.encode()),
+    }
 
 
 def official_decode_s(engine: Engine, token_file: str) -> float:
@@ -90,9 +95,14 @@ def long_clip(lab: LabHandlers, work: Path, minutes: float) -> dict:
     start = time.perf_counter()
     manifest, value, timeline = lab.timeline(str(paths[0]), str(paths[1]), None)
     seconds = time.perf_counter() - start
-    return {"minutes": minutes, "timeline_s": seconds, "manifest_bytes": len(value.encode()),
-            "plot_points": len(timeline["time_s"]), "envelope_columns": len(manifest["envelope"]["max"]),
-            "audio_file_bytes": os.path.getsize(paths[0])}
+    return {
+        "minutes": minutes,
+        "timeline_s": seconds,
+        "manifest_bytes": len(value.encode()),
+        "plot_points": len(timeline["time_s"]),
+        "envelope_columns": len(manifest["envelope"]["max"]),
+        "audio_file_bytes": os.path.getsize(paths[0]),
+    }
 
 
 def run(model: str | None, device: str, repeats: int, long_minutes: float, work: Path) -> dict:
@@ -114,7 +124,9 @@ def run(model: str | None, device: str, repeats: int, long_minutes: float, work:
     runs = [time_lab(lab, original, reconstruction, downloads) for _ in range(repeats)]
     official = [official_decode_s(engine, downloads[0]) for _ in range(max(1, repeats // 2))]
     results = {
-        "clip_s": CLIP_S, "budget_s": BUDGET_S, "levels": list(ladder.DEFAULT_LEVELS),
+        "clip_s": CLIP_S,
+        "budget_s": BUDGET_S,
+        "levels": list(ladder.DEFAULT_LEVELS),
         "timeline": summarize([r["timeline_s"] for r in runs]),
         "ladder_ui": summarize([r["ladder_ui_s"] for r in runs]),
         "ladder_decodes": summarize([r["ladder_decodes_s"] for r in runs]),
@@ -125,12 +137,21 @@ def run(model: str | None, device: str, repeats: int, long_minutes: float, work:
     results["within_budget"] = results["total_ui"]["median_s"] <= BUDGET_S
     if long_minutes > 0:
         results["long"] = long_clip(lab, work, long_minutes)
-    results.update({
-        "model": model, "device": device, "repeats": repeats,
-        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform(),
-                    "loadavg_before": load_before, "loadavg_after": os.getloadavg()},
-        "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-    })
+    results.update(
+        {
+            "model": model,
+            "device": device,
+            "repeats": repeats,
+            "machine": {
+                "cpus": os.cpu_count(),
+                "python": platform.python_version(),
+                "platform": platform.platform(),
+                "loadavg_before": load_before,
+                "loadavg_after": os.getloadavg(),
+            },
+            "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        }
+    )
     return results
 
 
@@ -139,31 +160,44 @@ def markdown(r: dict) -> str:
     lines = [
         "# Listening lab overhead (everything but the model decodes)",
         "",
-        f"{r['clip_s']:.0f} s clip, ladder levels {r['levels']}, {r['repeats']} runs after one warm-up, model "
-        f"`{r['model']}` on {r['device']}, {r['machine']['cpus']} CPUs, load average "
-        f"{r['machine']['loadavg_before'][0]:.2f} before / {r['machine']['loadavg_after'][0]:.2f} after.",
+        (
+            f"{r['clip_s']:.0f} s clip, ladder levels {r['levels']}, {r['repeats']} runs after one warm-up, model "
+            f"`{r['model']}` on {r['device']}, {r['machine']['cpus']} CPUs, load average "
+            f"{r['machine']['loadavg_before'][0]:.2f} before / {r['machine']['loadavg_after'][0]:.2f} after."
+        ),
         "",
-        f"**Ladder UI work + timeline, median: {tot['median_s']:.3f} s** "
-        f"({'within' if r['within_budget'] else 'OVER'} the {r['budget_s']} s budget).",
+        (
+            f"**Ladder UI work + timeline, median: {tot['median_s']:.3f} s** "
+            f"({'within' if r['within_budget'] else 'OVER'} the {r['budget_s']} s budget)."
+        ),
         "",
         "| part | median | min..max |",
         "|---|---|---|",
-        f"| `/timeline` (residual, loudness x3, timeline, envelope) | {t['median_s']:.3f} s | "
-        f"{t['min_s']:.3f}..{t['max_s']:.3f} s |",
-        f"| `/ladder` minus its decodes (5 WAVs, log-mels, metrics, spectrograms, loudness) | {lu['median_s']:.3f} s | "
-        f"{lu['min_s']:.3f}..{lu['max_s']:.3f} s |",
+        (
+            f"| `/timeline` (residual, loudness x3, timeline, envelope) | {t['median_s']:.3f} s | "
+            f"{t['min_s']:.3f}..{t['max_s']:.3f} s |"
+        ),
+        (
+            f"| `/ladder` minus its decodes (5 WAVs, log-mels, metrics, spectrograms, loudness) | {lu['median_s']:.3f} s | "
+            f"{lu['min_s']:.3f}..{lu['max_s']:.3f} s |"
+        ),
         f"| together | **{tot['median_s']:.3f} s** | {tot['min_s']:.3f}..{tot['max_s']:.3f} s |",
         f"| (the five decodes, model work) | {r['ladder_decodes']['median_s']:.3f} s | |",
         f"| (one official `Qwen3TTSTokenizer.decode` of the same codes) | {r['official_decode_s']:.3f} s | |",
         "",
-        f"The page receives a {r['manifest_bytes'] / 1024:.1f} KiB manifest (paths, gains, timeline, envelope); "
-        "audio comes from the request folder in byte ranges.",
+        (
+            f"The page receives a {r['manifest_bytes'] / 1024:.1f} KiB manifest (paths, gains, timeline, envelope); "
+            "audio comes from the request folder in byte ranges."
+        ),
     ]
     if "long" in r:
         g = r["long"]
-        lines += ["", f"A {g['minutes']:g}-minute clip: `/timeline` took {g['timeline_s']:.1f} s; the page receives "
-                  f"{g['manifest_bytes'] / 1024:.1f} KiB ({g['plot_points']} timeline points, {g['envelope_columns']} "
-                  f"waveform columns) instead of a {g['audio_file_bytes'] / 2**20:.0f} MiB WAV per version."]
+        long_line = (
+            f"A {g['minutes']:g}-minute clip: `/timeline` took {g['timeline_s']:.1f} s; the page receives "
+            f"{g['manifest_bytes'] / 1024:.1f} KiB ({g['plot_points']} timeline points, {g['envelope_columns']} "
+            f"waveform columns) instead of a {g['audio_file_bytes'] / 2**20:.0f} MiB WAV per version."
+        )
+        lines += ["", long_line]
     lines += ["", "Reproduce: `nice python -m bench.lab_overhead`.", ""]
     return "\n".join(lines)
 

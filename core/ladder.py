@@ -31,14 +31,13 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from .audio_blocks import too_long
+from .codec import BITS_PER_CODE, FRAME_RATE, NUM_CODEBOOKS
 from .errors import AudioInputError, SettingsError
 
 logger = logging.getLogger(__name__)
 
-NUM_CODEBOOKS = 16  # codebooks per frame: 1 semantic + 15 acoustic
-FRAME_RATE_HZ = 12.5  # code frames per second
-BITS_PER_CODE = 11  # log2(2048)
-BITRATE_PER_CODEBOOK_BPS = FRAME_RATE_HZ * BITS_PER_CODE  # 137.5 bit/s for each codebook kept
+BITRATE_PER_CODEBOOK_BPS = FRAME_RATE * BITS_PER_CODE  # 137.5 bit/s for each codebook kept
 DEFAULT_LEVELS = (1, 2, 4, 8, 16)  # the ladder's rungs unless asked otherwise
 
 
@@ -119,14 +118,12 @@ class Rung:
     seconds: float  # wall time of the model decode
 
 
-def check_duration(frames: int, max_duration_s: float) -> None:
-    """The audio input's duration cap, applied to codes (a token file is another way in)."""
-    seconds = frames / FRAME_RATE_HZ
-    if seconds > max_duration_s + 1.0 / FRAME_RATE_HZ:  # the last frame is padded
-        raise AudioInputError(
-            f"These codes hold {seconds:.0f} s of audio; this server decodes at most "
-            f"{max_duration_s:.0f} s (max_duration_s). Cut the clip, or ask the operator."
-        )
+def check_duration(frames: int, max_duration_s: float, name: str = "The codes") -> None:
+    """The audio input's duration cap (``max_duration_s``), applied to codes: a token file is
+    another way in, and every ladder level decodes the whole clip."""
+    seconds = frames / FRAME_RATE
+    if seconds > max_duration_s + 1.0 / FRAME_RATE:  # the last frame is padded
+        raise AudioInputError(too_long(name, seconds, max_duration_s))
 
 
 def decode_ladder(

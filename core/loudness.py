@@ -13,7 +13,8 @@ import math
 
 import numpy as np
 
-SAMPLE_RATE = 24_000  # Hz
+from .codec import SAMPLE_RATE
+
 MAX_GAIN_DB = 20.0  # largest boost or cut applied to match loudness
 MIN_SECONDS = 0.4  # BS.1770 gates 400 ms blocks: shorter clips have no integrated loudness
 

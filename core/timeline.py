@@ -26,9 +26,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import analysis
+from .codec import SAMPLE_RATE, SAMPLES_PER_FRAME
 
 RESOLUTION_S = 0.05  # s per timeline cell (the issue asks for <= 100 ms)
-SAMPLE_RATE = analysis.SAMPLE_RATE  # Hz
 SEG_SNR_RANGE_DB = (-10.0, 35.0)  # clamp of each cell's SNR (dB), the usual segmental-SNR convention
 SILENT_CELL_RMS = 10 ** (-60 / 20)  # original cells below -60 dBFS RMS have no SNR and cannot be "worst"
 WORST_COUNT = 3  # worst moments listed
@@ -36,7 +36,6 @@ WORST_WINDOW_S = 0.5  # s of smoothing before picking the worst moments (a momen
 WORST_SEPARATION_S = 1.0  # s between two listed worst moments
 BLOCK_S = 60.0  # s of audio per log-mel block (bounds memory on 30-minute clips)
 PLOT_POINTS = 2000  # default points per curve sent to the browser
-SAMPLES_PER_FRAME = 1920  # 24 kHz samples per code frame
 
 
 @dataclass(frozen=True)

@@ -13,11 +13,10 @@ from dataclasses import dataclass
 import numpy as np
 from matplotlib.figure import Figure
 
+from .codec import BITS_PER_CODE, CODEBOOK_SIZE, NUM_CODEBOOKS
 from .errors import SettingsError
 
-NUM_CODEBOOKS = 16  # codebooks per frame
-CODEBOOK_SIZE = 2048  # codes per codebook
-MAX_ENTROPY_BITS = 11.0  # log2(CODEBOOK_SIZE)
+MAX_ENTROPY_BITS = float(BITS_PER_CODE)  # a uniform use of all 2048 codes
 FIG_WIDTH_IN = 10.0  # inches, as core.analysis figures
 FIG_DPI = 100  # dots per inch
 

@@ -44,12 +44,12 @@ class LabHandlers:
 
     base: Handlers
 
-    def timeline(self, original_path, reconstruction_path, request: gr.Request):
+    def timeline(self, original_path, reconstruction_path, request: gr.Request | None = None):
         """Residual, loudness gains and the quality timeline of a reconstruction: the player's manifest."""
         lang = i18n.language_of(request)
-        original = _need_file(original_path, "original audio")
-        reconstruction = _need_file(reconstruction_path, "reconstruction audio")
-        with user_errors("building the quality timeline"):
+        original = _need_file(original_path, "what.original", lang)
+        reconstruction = _need_file(reconstruction_path, "what.reconstruction", lang)
+        with user_errors("action.lab_timeline", lang):
             out = lab_jobs.base_manifest(
                 original,
                 reconstruction,
@@ -61,12 +61,20 @@ class LabHandlers:
         logger.info("timeline of %s: %.3f s", original.name, out.seconds)
         return manifest, json.dumps(manifest), out.timeline
 
-    def ladder(self, audio_path, token_files, levels, manifest, request: gr.Request, progress=gr.Progress()):  # noqa: B008 - Gradio's way to ask for a progress bar
+    def ladder(
+        self,
+        audio_path,
+        token_files,
+        levels,
+        manifest,
+        request: gr.Request | None = None,
+        progress=gr.Progress(),  # noqa: B008 - Gradio's way to ask for a progress bar
+    ):
         """Decode with the first k codebooks for each chosen level; adds the levels to the player."""
         lang = i18n.language_of(request)
-        audio = _need_file(audio_path, "audio")
-        token_path = _first_token_file(token_files)
-        with user_errors("decoding the codebook ladder"):
+        audio = _need_file(audio_path, "what.audio", lang)
+        token_path = _first_token_file(token_files, lang)
+        with user_errors("action.lab_ladder", lang):
             out = lab_jobs.run_ladder(
                 self.base.engine,
                 audio,
@@ -75,36 +83,36 @@ class LabHandlers:
                 self.base.workspace.new_dir("ladder"),
                 self.base.limits,
                 manifest,
-                progress,
+                i18n.progress_in(lang, progress),
             )
         manifest = _with_ui_text(out.manifest, lang)
         logger.info("ladder of %s: model %.2f s, ours %.3f s", audio.name, out.timing["model_s"], out.timing["ui_s"])
         details = {"levels": out.rows, "timing": out.timing}
         return (manifest, json.dumps(manifest), out.spectrograms, _ladder_markdown(out.rows, lang), details)
 
-    def token_usage(self, token_files, codebook, request: gr.Request):
+    def token_usage(self, token_files, codebook, request: gr.Request | None = None):
         """Codes used, entropy and perplexity per codebook, and one codebook's histogram."""
         lang = i18n.language_of(request)
-        token_path = _first_token_file(token_files)
+        token_path = _first_token_file(token_files, lang)
         if token_path is None:
             raise gr.Error(i18n.text("lab.error.no_tokens", lang), print_exception=False)
-        with user_errors("reading the token usage"):
+        with user_errors("action.lab_usage", lang):
             rows, png = lab_jobs.usage_of(token_path, codebook, self.base.workspace.new_dir("usage"))
         return _usage_markdown(rows, lang), str(png), {"codebooks": rows}
 
-    def token_usage_of_either(self, uploaded, round_trip_files, codebook, request: gr.Request):
+    def token_usage_of_either(self, uploaded, round_trip_files, codebook, request: gr.Request | None = None):
         """Another codebook's histogram: of the uploaded token file if there is one, else the round trip's."""
         return self.token_usage(uploaded or round_trip_files, codebook, request)
 
 
-def _first_token_file(value) -> Path | None:
+def _first_token_file(value, lang: str) -> Path | None:
     """The first .npz among what Gradio handed over (a path, a FileData dict or a list of them)."""
     items = value if isinstance(value, list | tuple) else [value]
     for item in items:
         path = item.get("path") if isinstance(item, dict) else item
         if path and str(path).endswith(".npz"):
             if not Path(path).is_file():
-                raise gr.Error("The token file is no longer on the server; run the round trip or upload it again.")
+                raise gr.Error(i18n.text("error.file_gone", lang, what=i18n.text("what.token_file", lang)))
             return Path(path)
     return None
 

@@ -107,20 +107,20 @@ def base_manifest(
     """Original, reconstruction and residual (original - reconstruction, sample-aligned, written
     here), their loudness gains, the quality timeline and the waveform envelope."""
     start = time.perf_counter()
-    progress(0.1, desc="Reading both clips")
+    progress(0.1, "lab.job.reading")
     original, reconstruction = _load(original_path, limits), _load(reconstruction_path, limits)
     n = min(original.size, reconstruction.size)
     residual = original[:n] - reconstruction[:n]
     stem = stem_of(original_path).removesuffix("_24k_mono")
     residual_path = write_wav(folder / f"{stem}_residual.wav", residual)
-    progress(0.4, desc="Matching loudness (ITU-R BS.1770), log-mel spectrograms")
+    progress(0.4, "lab.job.loudness")
     ref, rec = _analyse(original_path, original), _analyse(reconstruction_path, reconstruction)
     sources = [
         _source("original", "a", "original", original_path, original, ref.lufs, 0.0, ref.lufs),
         _source("reconstruction", "b", "reconstruction", reconstruction_path, reconstruction, ref.lufs, lufs=rec.lufs),
         _source("residual", "r", "residual", residual_path, residual, ref.lufs, RESIDUAL_GAIN_DB),
     ]
-    progress(0.6, desc="Quality timeline")
+    progress(0.6, "lab.job.timeline")
     mels = (ref.mel, rec.mel) if original.size == reconstruction.size else None
     tl = timeline.timeline(original[:n], reconstruction[:n], decode_chunk_frames, mels=mels).to_dict()
     manifest = {
@@ -164,7 +164,7 @@ def run_ladder(
     metrics and a loudness gain per level, added to ``manifest`` (or to one with the original only)."""
     start = time.perf_counter()
     levels = ladder.parse_levels(levels)
-    progress(0.02, desc="Reading the audio")
+    progress(0.02, "job.reading")
     original = _load(audio_path, limits)
     codes, model_s = _codes_for(engine, original, token_path)
     ladder.check_duration(codes.shape[0], engine.settings.max_duration_s)
@@ -173,10 +173,10 @@ def run_ladder(
         codes,
         original.size,
         levels,
-        progress=lambda f: progress(0.05 + 0.8 * f, desc=f"Decoding the ladder ({f:.0%})"),
+        progress=lambda f: progress(0.05 + 0.8 * f, "lab.job.ladder", percent=f"{f:.0%}"),
     )
     model_s += sum(r.seconds for r in rungs)
-    progress(0.85, desc="Spectrograms, metrics, loudness")
+    progress(0.85, "lab.job.ladder_figures")
     stem = stem_of(audio_path).removesuffix("_24k_mono")
     ref = _analyse(audio_path, original)
     ref_mel, ref_lufs, top = ref.mel, ref.lufs, float(ref.mel.max())

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from core import ladder, streaming
+from core import decoding, ladder
 from core.errors import AudioInputError, SettingsError
 
 
@@ -44,9 +44,9 @@ def test_first_k_is_the_quantizer_given_k_codebooks(tiny_engine, codes, k):
 
 def test_k16_is_the_full_decode_exactly_and_fewer_codebooks_change_it(tiny_engine, codes):
     full = tiny_engine.decode(codes).samples
-    whole = streaming.decode_whole(tiny_engine.model, torch.from_numpy(codes))
+    whole = decoding.decode_whole(tiny_engine.model, torch.from_numpy(codes))
     with torch.inference_mode(), ladder.codebook_depth(tiny_engine.model, 16):
-        assert torch.equal(streaming.decode_whole(tiny_engine.model, torch.from_numpy(codes)), whole)
+        assert torch.equal(decoding.decode_whole(tiny_engine.model, torch.from_numpy(codes)), whole)
     np.testing.assert_array_equal(tiny_engine.decode(codes, codebooks=16).samples, full)
     outputs = {k: tiny_engine.decode(codes, codebooks=k).samples for k in (1, 4, 15)}
     for k, wav in outputs.items():
@@ -95,5 +95,5 @@ def test_ladder_obeys_the_duration_cap(tiny_checkpoint):
 
     engine = Engine(Settings(model=str(tiny_checkpoint), device="cpu", max_duration_s=1.0))
     codes = np.zeros((50, 16), dtype=np.int64)  # 4 s of codes
-    with pytest.raises(AudioInputError, match="max_duration_s"):
+    with pytest.raises(AudioInputError, match="over the 1.0 s limit"):
         ladder.decode_ladder(engine, codes)  # refused before any model work: the engine is not even loaded

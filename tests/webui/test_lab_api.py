@@ -38,7 +38,9 @@ def test_timeline_finds_the_dropout_and_a_bad_file_is_refused(client, two_clips,
 
 
 def test_ladder_levels_and_a_bad_file_is_refused(client, two_clips, bad_audio):
-    value, gallery, table, details = client.predict(handle_file(str(two_clips[0])), [], ["2", "16"], api_name="/ladder")
+    _value, gallery, table, details = client.predict(
+        handle_file(str(two_clips[0])), [], ["2", "16"], api_name="/ladder"
+    )
     assert [row["codebooks"] for row in details["levels"]] == [2, 16]
     assert [row["bitrate_bps"] for row in details["levels"]] == [275.0, 2200.0]
     assert len(gallery) == 2 and "| 2 | 275 |" in table
@@ -53,7 +55,7 @@ def test_ladder_levels_and_a_bad_file_is_refused(client, two_clips, bad_audio):
 
 def test_token_usage_of_an_uploaded_file_and_a_bad_one(client, handlers, clip, bad_tokens):
     token_path = handlers.encode(str(clip))[0]
-    table, png, details = client.predict([handle_file(token_path)], 2, api_name="/token_usage")
+    table, _png, details = client.predict([handle_file(token_path)], 2, api_name="/token_usage")
     assert len(details["codebooks"]) == 16 and "| 2 |" in table
     with pytest.raises(AppError, match="not a token file"):
         client.predict([handle_file(str(bad_tokens))], 1, api_name="/token_usage")
