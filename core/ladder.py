@@ -32,8 +32,8 @@ import numpy as np
 import torch
 
 from .audio_blocks import too_long
-from .codec import BITS_PER_CODE, FRAME_RATE, NUM_CODEBOOKS
-from .errors import AudioInputError, SettingsError
+from .codec import BITS_PER_CODE, FRAME_RATE, NUM_CODEBOOKS, SAMPLE_RATE
+from .errors import AudioInputError, SettingsError, TokenFileError
 
 logger = logging.getLogger(__name__)
 
@@ -124,6 +124,16 @@ def check_duration(frames: int, max_duration_s: float, name: str = "The codes") 
     seconds = frames / FRAME_RATE
     if seconds > max_duration_s + 1.0 / FRAME_RATE:  # the last frame is padded
         raise AudioInputError(too_long(name, seconds, max_duration_s))
+
+
+def check_same_clip(name: str, token_samples: int, audio_samples: int) -> None:
+    """A token file given with an audio clip must hold that clip's codes (same length at least)."""
+    if token_samples != audio_samples:
+        raise TokenFileError(
+            f"{name} holds codes of a {token_samples / SAMPLE_RATE:.2f} s clip, but the audio is "
+            f"{audio_samples / SAMPLE_RATE:.2f} s: they belong to different clips. Give the token file of "
+            "this clip, or none (the clip is then encoded again)."
+        )
 
 
 def decode_ladder(

@@ -24,17 +24,7 @@ logger = logging.getLogger(__name__)
 
 PLAYER_JS = Path(__file__).resolve().parent / "static" / "flip_player.js"
 LAB_GROUP = {"concurrency_limit": 1, "concurrency_id": "lab"}  # CPU work of the timeline and token usage
-PLAYER_CSS = """
-.cw-lab-root {font-size: 0.9em;}
-.cw-transport, .cw-sources, .cw-worst {display: flex; gap: 6px; flex-wrap: wrap; align-items: center; margin: 4px 0;}
-.cw-lab-root button {border: 1px solid var(--border-color-primary); border-radius: 6px; padding: 3px 10px;
-  background: var(--background-fill-secondary); cursor: pointer;}
-.cw-lab-root button.cw-active {background: #2e6fd9; color: #fff; border-color: #2e6fd9;}
-.cw-lab-root button.cw-play {min-width: 90px; font-weight: 700;}
-.cw-time {font-family: monospace; margin-left: 8px;}
-.cw-lab-root canvas {width: 100%; display: block; border: 1px solid var(--border-color-primary); cursor: crosshair;}
-.cw-note {opacity: 0.8; font-size: 0.9em;}
-"""
+PLAYER_CSS = Path(__file__).resolve().parent / "static" / "flip_player.css"
 JS_TEXT_KEYS = ("play", "pause", "loop", "worst", "legend_mel", "legend_snr")  # strings the player shows
 
 
@@ -164,7 +154,7 @@ def add_lab(
     player = gr.HTML(
         "",
         html_template='<div class="cw-lab-root"></div>',
-        css_template=PLAYER_CSS,
+        css_template=PLAYER_CSS.read_text(encoding="utf-8"),
         js_on_load=PLAYER_JS.read_text(encoding="utf-8"),
         elem_id="lab-player",
     )

@@ -18,7 +18,6 @@ import numpy as np
 
 from core import analysis, ladder, loudness, timeline, token_usage, tokens
 from core.audio import AudioLimits, load_audio, write_wav
-from core.errors import TokenFileError
 
 from .jobs import Progress, _quiet, stem_of
 
@@ -141,12 +140,7 @@ def _codes_for(engine, audio: np.ndarray, token_path: Path | None):
         encoded = engine.encode_array(audio)
         return encoded.codes, encoded.seconds
     token_file = tokens.load_tokens(token_path)
-    if token_file.original_samples != audio.size:
-        raise TokenFileError(
-            f"{token_path.name} holds codes of a {token_file.duration_s:.2f} s clip, but the audio "
-            f"is {audio.size / analysis.SAMPLE_RATE:.2f} s: they belong to different clips. Give "
-            "the token file of this clip, or none (the clip is then encoded again)."
-        )
+    ladder.check_same_clip(token_path.name, token_file.original_samples, audio.size)
     return token_file.codes, 0.0
 
 
@@ -198,6 +192,7 @@ def run_ladder(
                 "codebooks": rung.codebooks,
                 "bitrate_bps": rung.bitrate_bps,
                 "si_sdr_db": metrics["SI-SDR"],
+                # i18n-exempt: the metric's name is its key in core.analysis
                 "mel_distance_db": metrics["Log-mel distance"],
                 "gain_db": source.gain_db,
                 "decode_s": rung.seconds,
