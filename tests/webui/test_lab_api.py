@@ -59,3 +59,22 @@ def test_token_usage_of_an_uploaded_file_and_a_bad_one(client, handlers, clip, b
     assert len(details["codebooks"]) == 16 and "| 2 |" in table
     with pytest.raises(AppError, match="not a token file"):
         client.predict([handle_file(str(bad_tokens))], 1, api_name="/token_usage")
+
+
+def test_the_player_can_fetch_a_region_of_a_source_by_byte_range(client, server, two_clips):
+    """What the flip player does for long clips: the file route answers a Range request with only
+    those bytes (206), so a region is loaded without the rest of the file."""
+    import json
+    import urllib.request
+
+    value, _timeline = client.predict(
+        handle_file(str(two_clips[0])), handle_file(str(two_clips[1])), api_name="/timeline"
+    )
+    residual = next(s["path"] for s in json.loads(value)["sources"] if s["id"] == "residual")
+    request = urllib.request.Request(server[0] + "gradio_api/file=" + residual, headers={"Range": "bytes=1000-1999"})
+    with urllib.request.urlopen(request, timeout=30) as response:
+        body = response.read()
+        assert response.status == 206 and len(body) == 1000
+    with open(residual, "rb") as f:
+        f.seek(1000)
+        assert body == f.read(1000)
