@@ -10,6 +10,8 @@ exclusive creation into a fresh request folder; nothing the user gave is overwri
 
 from __future__ import annotations
 
+import hashlib
+import threading
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -60,23 +62,26 @@ class _Analysed:
     lufs: float | None  # integrated loudness
 
 
-_CACHE: dict[tuple, _Analysed] = {}  # (path, mtime_ns, size) -> analysis; the timeline's original, reused by the ladder
-CACHE_ENTRIES = 4  # files remembered (the last round trips' originals and reconstructions)
-CACHE_MAX_SAMPLES = 10 * 60 * analysis.SAMPLE_RATE  # longer clips are not cached (a 10-min mel is 18 MiB)
+_CACHE: dict[tuple, _Analysed] = {}  # (samples, digest) -> analysis: the timeline's original and reconstruction,
+# met again by the ladder (its original, and its k = 16 level, which is the reconstruction sample for sample)
+CACHE_ENTRIES = 8  # analyses remembered: a timeline's two and a default ladder's five fit
+CACHE_MAX_SAMPLES = 5 * 60 * analysis.SAMPLE_RATE  # longer clips are not cached (a 5-min mel is 9 MiB)
+_CACHE_LOCK = threading.Lock()  # the lab's CPU events and the ladder run in different workers
 
 
-def _analyse(path: Path, samples: np.ndarray) -> _Analysed:
-    """Log-mel and loudness of a file's samples, remembered by the file's identity: the ladder that
-    follows a timeline reads the same original again."""
-    stat = path.stat()
-    key = (str(path), stat.st_mtime_ns, stat.st_size)
-    found = _CACHE.get(key)
+def _analyse(samples: np.ndarray) -> _Analysed:
+    """Log-mel and loudness of ``samples``, remembered by their content (a digest costs ~5 ms for
+    30 s, an analysis ~20 times that)."""
+    key = (samples.size, hashlib.blake2b(np.ascontiguousarray(samples).tobytes(), digest_size=16).hexdigest())
+    with _CACHE_LOCK:
+        found = _CACHE.get(key)
     if found is None:
         found = _Analysed(timeline.log_mel_blocks(samples), loudness.integrated_lufs(samples))
         if samples.size <= CACHE_MAX_SAMPLES:
-            while len(_CACHE) >= CACHE_ENTRIES:
-                _CACHE.pop(next(iter(_CACHE)))
-            _CACHE[key] = found
+            with _CACHE_LOCK:
+                while len(_CACHE) >= CACHE_ENTRIES:
+                    _CACHE.pop(next(iter(_CACHE)))
+                _CACHE[key] = found
     return found
 
 
@@ -113,7 +118,7 @@ def base_manifest(
     stem = stem_of(original_path).removesuffix("_24k_mono")
     residual_path = write_wav(folder / f"{stem}_residual.wav", residual)
     progress(0.4, "lab.job.loudness")
-    ref, rec = _analyse(original_path, original), _analyse(reconstruction_path, reconstruction)
+    ref, rec = _analyse(original), _analyse(reconstruction)
     sources = [
         _source("original", "a", "original", original_path, original, ref.lufs, 0.0, ref.lufs),
         _source("reconstruction", "b", "reconstruction", reconstruction_path, reconstruction, ref.lufs, lufs=rec.lufs),
@@ -172,7 +177,7 @@ def run_ladder(
     model_s += sum(r.seconds for r in rungs)
     progress(0.85, "lab.job.ladder_figures")
     stem = stem_of(audio_path).removesuffix("_24k_mono")
-    ref = _analyse(audio_path, original)
+    ref = _analyse(original)
     ref_mel, ref_lufs, top = ref.mel, ref.lufs, float(ref.mel.max())
     sources = [s for s in (manifest or {}).get("sources", []) if not s["id"].startswith("k")]
     if not sources:
@@ -180,12 +185,13 @@ def run_ladder(
     rows, pictures = [], []
     for index, rung in enumerate(rungs):
         wav = write_wav(folder / f"{stem}_k{rung.codebooks:02d}.wav", rung.samples)
-        mel = timeline.log_mel_blocks(rung.samples)
+        level = _analyse(rung.samples)
+        mel = level.mel
         metrics = {m.name: m.value for m in analysis.quick_compare(original, rung.samples, (ref_mel, mel))}
         png = analysis.mel_png(mel, folder / f"{stem}_k{rung.codebooks:02d}.png", top - analysis.TOP_DB, top)
         key = LADDER_KEYS[index] if index < len(LADDER_KEYS) else ""
         label = f"k{rung.codebooks}"  # the page shows it in the reader's language
-        source = _source(f"k{rung.codebooks}", key, label, wav, rung.samples, ref_lufs)
+        source = _source(f"k{rung.codebooks}", key, label, wav, rung.samples, ref_lufs, lufs=level.lufs)
         sources.append(asdict(source))
         rows.append(
             {
