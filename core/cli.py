@@ -1,4 +1,4 @@
-"""Command line: ``python -m core {check,encode,decode,roundtrip,build-checkpoint,doctor}``.
+"""Command line: ``python -m core {check,encode,decode,roundtrip,ladder,build-checkpoint,doctor}``.
 
 Exit code 0 on success, 1 with a one-line ``error: ...`` message on bad input or a failed
 check, 2 for bad usage (argparse). Tracebacks are only logged with ``--verbose``.
@@ -32,6 +32,10 @@ def build_parser() -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=help_text)
         p.add_argument("files", nargs="+", type=Path)
         p.add_argument("-o", "--output-dir", type=Path, required=True, help="where to write results")
+    lad = sub.add_parser("ladder", help="audio or token file -> one WAV per codebook depth (first k of 16)")
+    lad.add_argument("file", type=Path, help="an audio file (encoded first) or a .npz token file")
+    lad.add_argument("-o", "--output-dir", type=Path, required=True, help="where to write results")
+    lad.add_argument("--levels", default="1,2,4,8,16", help="codebooks kept per level, 1..16 (default 1,2,4,8,16)")
     from .doctor.cli import add_parser as add_doctor_parser
 
     add_doctor_parser(sub)
@@ -144,8 +148,50 @@ def cmd_roundtrip(args) -> int:
     return 0
 
 
+def cmd_ladder(args) -> int:
+    """One WAV per level (``<stem>.k04.wav``: the first 4 codebooks) and ``<stem>.ladder.json`` with
+    the bitrates, and for audio input SI-SDR and log-mel distance against the input."""
+    from tqdm import tqdm
+
+    from . import analysis, ladder
+    from .audio import load_audio, write_wav
+    from .codec import check_duration
+    from .tokens import load_tokens
+
+    levels = ladder.parse_levels(args.levels)
+    suffixes = tuple(f".k{k:02d}.wav" for k in levels) + (".ladder.json",)
+    _check_outputs([args.file], args.output_dir, suffixes)
+    engine = _engine(args)
+    audio = None
+    if args.file.suffix.lower() == ".npz":
+        token_file = load_tokens(args.file)
+        codes, original_samples = token_file.codes, token_file.original_samples
+    else:
+        audio = load_audio(args.file, engine.settings.audio_limits()).samples
+        codes, original_samples = engine.encode_array(audio).codes, audio.size
+    check_duration([codes.shape[0]], engine.settings.max_duration_s)  # a token file is another way in
+    rows = []
+    for k in tqdm(levels, desc="ladder levels", unit="level", disable=None):
+        rung = ladder.decode_ladder(engine, codes, original_samples, [k])[0]
+        path = write_wav(_out_path(args.output_dir, args.file, f".k{k:02d}.wav"), rung.samples)
+        row = {"codebooks": k, "bitrate_bps": rung.bitrate_bps, "wav": str(path), "decode_s": rung.seconds}
+        if audio is not None:
+            row |= {m.name: m.value for m in analysis.quick_compare(audio, rung.samples)}
+        rows.append(row)
+        print(f"k={k:2d} {rung.bitrate_bps:7.1f} bit/s -> {path}")
+    report = _out_path(args.output_dir, args.file, ".ladder.json")
+    with open(report, "x") as f:
+        json.dump({"source": str(args.file), "levels": rows}, f, indent=2)
+    print(f"wrote {report}")
+    return 0
+
+
 def cmd_build_checkpoint(args) -> int:
-    from .checkpoints import REFERENCE_CONFIG, build_full_checkpoint, build_tiny_checkpoint
+    from .checkpoints import (
+        REFERENCE_CONFIG,
+        build_full_checkpoint,
+        build_tiny_checkpoint,
+    )
 
     if args.directory.exists() and not args.directory.is_dir():
         raise CodecError(f"{args.directory} is a file, not a directory; choose a new directory.")
@@ -166,7 +212,8 @@ def cmd_doctor(args) -> int:
 
 
 COMMANDS = {"check": cmd_check, "encode": cmd_encode, "decode": cmd_decode,
-            "roundtrip": cmd_roundtrip, "build-checkpoint": cmd_build_checkpoint, "doctor": cmd_doctor}
+            "roundtrip": cmd_roundtrip, "ladder": cmd_ladder, "build-checkpoint": cmd_build_checkpoint,
+            "doctor": cmd_doctor}
 
 
 def main(argv: list[str] | None = None) -> int:

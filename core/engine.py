@@ -25,9 +25,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from . import decoding, encoding, memory, planner, readiness
+from . import decoding, encoding, ladder, memory, planner, readiness
 from .checkpoints import is_random_checkpoint
-from .codec import MIB, SAMPLE_RATE, SAMPLES_PER_FRAME, Progress, check_codes, check_duration
+from .codec import MIB, NUM_CODEBOOKS, SAMPLE_RATE, SAMPLES_PER_FRAME, Progress, check_codes, check_duration
 from .errors import AudioInputError, CodecError, EngineNotReady, OutOfMemory
 from .planner import ChunkPlan, MemoryEstimate
 from .settings import Settings
@@ -182,13 +182,17 @@ class Engine:
         return EncodeResult(codes, int(samples.size), seconds, peak)
 
     def decode(self, codes, original_samples: int | None = None,
-               progress: Progress | None = None) -> DecodeResult:
+               progress: Progress | None = None, codebooks: int = NUM_CODEBOOKS) -> DecodeResult:
         """Decode codes (frames, 16); trim to ``original_samples`` when given. ``progress(fraction)``
-        is called after each decoded chunk."""
+        is called after each decoded chunk. ``codebooks`` < 16 decodes with the first k only (core.ladder)."""
         codes = check_codes(codes, original_samples)
         check_duration([codes.shape[0]], self.settings.max_duration_s)  # before any model work
-        wav, seconds, peak = self._job("decode", [codes.shape[0] * SAMPLES_PER_FRAME],
-                                       lambda plan: self._decode_tensor(codes, plan, progress))
+
+        def work(plan):
+            with ladder.codebook_depth(self.model, codebooks):  # inside the job: under the lock
+                return self._decode_tensor(codes, plan, progress)
+
+        wav, seconds, peak = self._job("decode", [codes.shape[0] * SAMPLES_PER_FRAME], work)
         if original_samples is not None:
             wav = wav[:original_samples]
         return DecodeResult(wav, SAMPLE_RATE, seconds, peak)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import gradio as gr
 
-from . import storage, url_input
+from . import lab, storage, url_input
 from .handlers import Handlers, RoundTripView
 from .i18n import label
 from .workspace import DEFAULT_MAX_AGE_S, Workspace
@@ -133,15 +133,16 @@ def _roundtrip_tab(handlers: Handlers, options: UiOptions) -> None:
     with gr.Accordion(label("common.raw_json"), open=False):
         details = gr.JSON(label=label("roundtrip.json"))
         metrics_details = gr.JSON(label=label("roundtrip.metrics_json"))
-    (run.click(handlers.clear_metrics, outputs=[metrics, metrics_details], api_name="roundtrip_clear",
-               api_visibility="private", queue=False, show_progress="hidden")
-        .then(handlers.roundtrip, inputs=[audio_in],
-              outputs=list(RoundTripView(original=original, reconstruction=reconstruction, timing=timing, facts=facts,
-                                         tokens=summary, spectrogram=spectrogram, downloads=downloads,
-                                         details=details)),
-              api_name="roundtrip", **MODEL_GROUP)
-        .success(handlers.metrics, inputs=[original, reconstruction], outputs=[metrics, metrics_details],
-                 api_name="metrics", **METRICS_GROUP))
+    done = (run.click(handlers.clear_metrics, outputs=[metrics, metrics_details], api_name="roundtrip_clear",
+                      api_visibility="private", queue=False, show_progress="hidden")
+            .then(handlers.roundtrip, inputs=[audio_in],
+                  outputs=list(RoundTripView(original=original, reconstruction=reconstruction, timing=timing,
+                                             facts=facts, tokens=summary, spectrogram=spectrogram,
+                                             downloads=downloads, details=details)),
+                  api_name="roundtrip", **MODEL_GROUP))
+    done.success(handlers.metrics, inputs=[original, reconstruction], outputs=[metrics, metrics_details],
+                 api_name="metrics", **METRICS_GROUP)
+    lab.add_lab(handlers, done, original, reconstruction, downloads)
 
 
 def _url_row(handlers: Handlers, audio_in: gr.Audio, policy: url_input.UrlPolicy) -> None:
