@@ -11,7 +11,8 @@ import argparse
 import math
 import os
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Mapping
 
 from .errors import SettingsError
@@ -20,6 +21,15 @@ DEFAULT_MODEL = "Qwen/Qwen3-TTS-Tokenizer-12Hz"  # hub id of the published check
 DTYPES = ("float32", "bfloat16")  # float32 is the published dtype
 MIB = 1 << 20  # bytes in a MiB
 _DEVICE_RE = re.compile(r"^(cpu|cuda:\d+)$")
+DATA_DIR_NAME = "codec-workbench"  # folder under $XDG_DATA_HOME (or ~/.local/share) for stored results
+
+
+def default_data_dir(env: Mapping[str, str] | None = None) -> str:
+    """Where stored results (blind-test answers) go unless CODEC_DATA_DIR says otherwise:
+    outside the repository, in the user's XDG data folder."""
+    env = os.environ if env is None else env
+    base = env.get("XDG_DATA_HOME") or str(Path(env.get("HOME") or Path.home()) / ".local" / "share")
+    return str(Path(base) / DATA_DIR_NAME)
 
 
 def cuda_available() -> bool:
@@ -50,6 +60,7 @@ class Settings:
     cudnn_benchmark: bool = False  # let cuDNN time conv algorithms per new shape (measured: no faster, more memory)
     strict_fp32_encode: bool = True  # fp32 encodes run convs in full fp32, not TF32, so chunked codes reproduce
     max_batch_memory_fraction: float = 0.9  # refuse jobs whose estimated peak exceeds this share of free memory
+    data_dir: str = field(default_factory=default_data_dir)  # SQLite stores (blind-test answers) live here
 
     @property
     def max_file_bytes(self) -> int:
@@ -105,6 +116,7 @@ _OPTIONS = (
     ("--max-file-mb", "max_file_mb", "CODEC_MAX_FILE_MB", float, "largest input file, MiB"),
     ("--cleanup-threshold", "cleanup_threshold", "CODEC_CLEANUP_THRESHOLD", float,
      "clear cached VRAM after a job when reserved memory passes this share of the card"),
+    ("--data-dir", "data_dir", "CODEC_DATA_DIR", str, "folder for stored results such as blind-test answers"),
 )
 
 
@@ -129,4 +141,5 @@ def settings_from_args(args: argparse.Namespace | None = None, env: Mapping[str,
         except ValueError as e:
             raise SettingsError(f"{var} / {_flag}: {raw!r} is not a valid {cast.__name__}.") from e
     values.setdefault("device", default_device())
+    values.setdefault("data_dir", default_data_dir(env))
     return Settings(**values).validate()

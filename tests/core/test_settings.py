@@ -60,3 +60,10 @@ def test_non_finite_numbers_are_refused(field, value):
 def test_non_finite_number_in_environment_is_refused():
     with pytest.raises(SettingsError, match="max_file_mb"):
         parse([], {"CODEC_MAX_FILE_MB": "nan"})
+
+
+def test_data_dir_defaults_outside_the_repo_and_follows_env_then_flag(tmp_path):
+    assert parse([], {"HOME": "/home/u"}).data_dir == "/home/u/.local/share/codec-workbench"
+    assert parse([], {"XDG_DATA_HOME": "/xdg"}).data_dir == "/xdg/codec-workbench"
+    assert parse([], {"CODEC_DATA_DIR": str(tmp_path)}).data_dir == str(tmp_path)
+    assert parse(["--data-dir", "/flag"], {"CODEC_DATA_DIR": str(tmp_path)}).data_dir == "/flag"
