@@ -1,4 +1,4 @@
-"""Command line: ``python -m core {check,encode,decode,roundtrip,build-checkpoint}``.
+"""Command line: ``python -m core {check,encode,decode,roundtrip,evaluate,build-checkpoint}``.
 
 Exit code 0 on success, 1 with a one-line ``error: ...`` message on bad input or a failed
 check, 2 for bad usage (argparse). Tracebacks are only logged with ``--verbose``.
@@ -32,6 +32,10 @@ def build_parser() -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=help_text)
         p.add_argument("files", nargs="+", type=Path)
         p.add_argument("-o", "--output-dir", type=Path, required=True, help="where to write results")
+    evaluate = sub.add_parser("evaluate", help="round-trip every audio file under a folder: metrics.csv + report.html")
+    evaluate.add_argument("directory", type=Path, help="folder of audio files (searched recursively)")
+    evaluate.add_argument("-o", "--output-dir", type=Path, required=True, help="new or empty folder for the results")
+    evaluate.add_argument("--worst", type=int, default=5, help="files in the report's listening queue")
     for p in sub.choices.values():
         add_settings_arguments(p)
 
@@ -147,6 +151,13 @@ def cmd_roundtrip(args) -> int:
     return 0
 
 
+def cmd_evaluate(args) -> int:
+    from .evaluate import cmd_evaluate as run, find_audio
+
+    find_audio(args.directory)  # a wrong folder fails before the model loads
+    return run(args, _engine(args))
+
+
 def cmd_build_checkpoint(args) -> int:
     from .checkpoints import REFERENCE_CONFIG, build_full_checkpoint, build_tiny_checkpoint
 
@@ -163,7 +174,7 @@ def cmd_build_checkpoint(args) -> int:
 
 
 COMMANDS = {"check": cmd_check, "encode": cmd_encode, "decode": cmd_decode,
-            "roundtrip": cmd_roundtrip, "build-checkpoint": cmd_build_checkpoint}
+            "roundtrip": cmd_roundtrip, "evaluate": cmd_evaluate, "build-checkpoint": cmd_build_checkpoint}
 
 
 def main(argv: list[str] | None = None) -> int:
