@@ -117,7 +117,7 @@ def evaluate_files(engine, files: Iterable[tuple[Path, str]], out_dir: Path, lim
         writer = csv.DictWriter(f, fieldnames=COLUMNS)
         writer.writeheader()
         writer.writerows(rows)
-    html_path = write_html(out_dir, rows, dict(files), limits, worst, bool(engine.info().get("random_weights")))
+    html_path = write_html(out_dir, rows, files, limits, worst, bool(engine.info().get("random_weights")))
     return Evaluation(rows, csv_path, html_path, time.perf_counter() - started)
 
 
@@ -158,7 +158,7 @@ def _histogram_png(rows: list[dict], path: Path) -> Path:
     return analysis.figure_to_png(fig, path)
 
 
-def write_html(out_dir: Path, rows: list[dict], sources: dict[Path, str], limits: AudioLimits, worst: int,
+def write_html(out_dir: Path, rows: list[dict], sources: list[tuple[Path, str]], limits: AudioLimits, worst: int,
                random_weights: bool) -> Path:
     """report.html: counts, statistics, distributions, and the listening queue."""
     failed = [r for r in rows if r["error"]]
@@ -172,7 +172,7 @@ def write_html(out_dir: Path, rows: list[dict], sources: dict[Path, str], limits
     if len(rows) > len(failed):
         png = _histogram_png(rows, out_dir / "distributions.png")
         body += ["<h2>Distributions</h2>", report.image_tag(png, "distributions")]
-    names = {name: path for path, name in sources.items()}
+    names = {name: path for path, name in sources}
     queue = worst_rows(rows, worst)
     if queue:
         (out_dir / "listen").mkdir()
