@@ -15,6 +15,7 @@ import gradio as gr
 from fastapi import FastAPI
 from fastapi.routing import APIRoute
 
+from . import i18n
 from .app import ASSETS, CSS, UiOptions
 from .health import add_health_routes
 
@@ -59,6 +60,7 @@ def launch(demo: gr.Blocks, engine, ui: UiOptions, server: ServerOptions, starte
         ssr_mode=False,
         css=CSS,
         theme=gr.themes.Soft(),
+        i18n=i18n.gradio_i18n(),
     )
     logger.info("serving at %s (health at %shealth)", url, url)
     return app, url
