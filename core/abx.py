@@ -144,8 +144,10 @@ class AbxStore:
             try:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
             except OSError as e:
-                raise AbxError(f"Cannot create the data folder {self.path.parent} ({e.strerror}); set "
-                               "CODEC_DATA_DIR or --data-dir to a writable folder.") from e
+                raise AbxError(
+                    f"Cannot create the data folder {self.path.parent} ({e.strerror}); set "
+                    "CODEC_DATA_DIR or --data-dir to a writable folder."
+                ) from e
         conn = sqlite3.connect(self.path, timeout=10.0)
         if not self._ready:
             conn.execute("PRAGMA journal_mode=WAL")
@@ -153,25 +155,31 @@ class AbxStore:
             self._ready = True
         return conn
 
-    def start(self, clip_sha256: str, level: str, trials: int = DEFAULT_TRIALS,
-              seed: int | None = None) -> tuple[str, Trial]:
+    def start(
+        self, clip_sha256: str, level: str, trials: int = DEFAULT_TRIALS, seed: int | None = None
+    ) -> tuple[str, Trial]:
         """A new session: (its secret token, the first trial)."""
         seed = secrets.randbits(63) if seed is None else int(seed)
         plan = plan_trials(trials, seed)
         token = secrets.token_urlsafe(TOKEN_BYTES)
         with self._lock, closing(self._connect()) as conn, conn:
-            conn.execute("INSERT INTO sessions VALUES (?, ?, ?, ?, ?, ?, ?)",
-                         (_session_id(token), self._clock(), clip_sha256, level, seed, plan, self._clock()))
+            conn.execute(
+                "INSERT INTO sessions VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (_session_id(token), self._clock(), clip_sha256, level, seed, plan, self._clock()),
+            )
         return token, Trial(0, len(plan), plan[0])
 
     def _session(self, conn: sqlite3.Connection, token: str) -> tuple:
         if not token:
             raise AbxError("No blind test is running: press Start first.")
-        row = conn.execute("SELECT session, clip_sha256, level, plan, presented_at FROM sessions WHERE session = ?",
-                           (_session_id(token),)).fetchone()
+        row = conn.execute(
+            "SELECT session, clip_sha256, level, plan, presented_at FROM sessions WHERE session = ?",
+            (_session_id(token),),
+        ).fetchone()
         if row is None:
-            raise AbxError("This blind test is unknown here (another server or a removed data folder); "
-                           "press Start for a new one.")
+            raise AbxError(
+                "This blind test is unknown here (another server or a removed data folder); press Start for a new one."
+            )
         return row
 
     def answer(self, token: str, trial: int, answer: str) -> Trial | None:
@@ -188,8 +196,10 @@ class AbxStore:
                 raise AbxError(f"Trial {trial + 1} is not the current one (trial {done + 1}); answer that one.")
             now = self._clock()
             x_is = plan[trial]
-            conn.execute("INSERT INTO trials VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                         (session, trial, sha, level, x_is, answer, int(answer == x_is), now - presented_at, now))
+            conn.execute(
+                "INSERT INTO trials VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (session, trial, sha, level, x_is, answer, int(answer == x_is), now - presented_at, now),
+            )
             conn.execute("UPDATE sessions SET presented_at = ? WHERE session = ?", (now, session))
         nxt = trial + 1
         return Trial(nxt, len(plan), plan[nxt]) if nxt < len(plan) else None
@@ -211,8 +221,9 @@ class AbxStore:
         """The score so far (the whole test once every trial is answered)."""
         with self._lock, closing(self._connect()) as conn:
             session, _sha, _level, plan, _at = self._session(conn, token)
-            correct, answered = conn.execute("SELECT COALESCE(SUM(correct), 0), COUNT(*) FROM trials "
-                                             "WHERE session = ?", (session,)).fetchone()
+            correct, answered = conn.execute(
+                "SELECT COALESCE(SUM(correct), 0), COUNT(*) FROM trials WHERE session = ?", (session,)
+            ).fetchone()
         return score(int(correct), int(answered), len(plan))
 
     def export_csv(self, path: str | Path, token: str | None = None) -> Path:

@@ -20,9 +20,9 @@ import os
 import re
 import statistics
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable
 
 from . import analysis, report, verdict
 from .audio import AudioLimits, load_audio, write_wav
@@ -32,8 +32,21 @@ logger = logging.getLogger(__name__)
 
 AUDIO_SUFFIXES = (".wav", ".flac", ".ogg", ".oga", ".opus", ".mp3", ".m4a", ".aac", ".webm", ".aif", ".aiff")
 METRICS = ("PESQ-WB", "PESQ-NB", "STOI", "SI-SDR", "Log-mel distance")  # analysis.compare's names
-COLUMNS = ("file", "duration_s", *METRICS, "mos_original", "mos_reconstruction", "mos_drop", "verdict",
-           "encode_s", "decode_s", "metrics_s", "mos_s", "total_s", "error")
+COLUMNS = (
+    "file",
+    "duration_s",
+    *METRICS,
+    "mos_original",
+    "mos_reconstruction",
+    "mos_drop",
+    "verdict",
+    "encode_s",
+    "decode_s",
+    "metrics_s",
+    "mos_s",
+    "total_s",
+    "error",
+)
 PLOTTED = ("PESQ-WB", "STOI", "SI-SDR", "mos_drop")  # distributions drawn in the report
 WORST_FILES = 5  # files in the report's listening queue
 _LEVEL_RANK = {"red": 0, "amber": 1, "unknown": 2, "green": 3}
@@ -82,22 +95,38 @@ def evaluate_one(engine, path: Path, name: str, out_dir: Path, limits: AudioLimi
         values = verdict.metric_values(analysis.compare(audio.samples, result.decoded.samples))
         row.update(values)
         row["metrics_s"] = time.perf_counter() - t
-        judged = verdict.judge(audio.samples, result.decoded.samples, values, analysis.SAMPLE_RATE,
-                               engine.device, bool(engine.info().get("random_weights")))
-        row.update(mos_original=judged.mos_original, mos_reconstruction=judged.mos_reconstruction,
-                   verdict=judged.level, mos_s=judged.seconds)
+        judged = verdict.judge(
+            audio.samples,
+            result.decoded.samples,
+            values,
+            analysis.SAMPLE_RATE,
+            engine.device,
+            bool(engine.info().get("random_weights")),
+        )
+        row.update(
+            mos_original=judged.mos_original,
+            mos_reconstruction=judged.mos_reconstruction,
+            verdict=judged.level,
+            mos_s=judged.seconds,
+        )
         if judged.mos_original is not None and judged.mos_reconstruction is not None:
             row["mos_drop"] = judged.mos_original - judged.mos_reconstruction
-    except Exception as e:  # one bad file is a row with its error, never the end of the run
+    except Exception as e:  # noqa: BLE001 - one bad file is a row with its error, never the end of the run
         logger.warning("evaluating %s failed: %s: %s", name, type(e).__name__, e)
         row["error"] = str(e) if isinstance(e, CodecError) else f"{type(e).__name__}: {e}"
     row["total_s"] = time.perf_counter() - started
     return row
 
 
-def evaluate_files(engine, files: Iterable[tuple[Path, str]], out_dir: Path, limits: AudioLimits,
-                   progress: Callable[[float, str], None] | None = None, worst: int = WORST_FILES,
-                   show_bar: bool = False) -> Evaluation:
+def evaluate_files(
+    engine,
+    files: Iterable[tuple[Path, str]],
+    out_dir: Path,
+    limits: AudioLimits,
+    progress: Callable[[float, str], None] | None = None,
+    worst: int = WORST_FILES,
+    show_bar: bool = False,
+) -> Evaluation:
     """Evaluate ``(path, display name)`` pairs into ``out_dir`` (which must not hold earlier results)."""
     from tqdm import tqdm
 
@@ -138,8 +167,9 @@ def summary(rows: list[dict]) -> list[list]:
     for column in (*METRICS, "mos_original", "mos_reconstruction", "mos_drop", "duration_s", "total_s"):
         values = [r[column] for r in rows if isinstance(r.get(column), (int, float))]
         if values:
-            out.append([column, len(values), statistics.fmean(values), statistics.median(values),
-                        min(values), max(values)])
+            out.append(
+                [column, len(values), statistics.fmean(values), statistics.median(values), min(values), max(values)]
+            )
     return out
 
 
@@ -158,14 +188,23 @@ def _histogram_png(rows: list[dict], path: Path) -> Path:
     return analysis.figure_to_png(fig, path)
 
 
-def write_html(out_dir: Path, rows: list[dict], sources: list[tuple[Path, str]], limits: AudioLimits, worst: int,
-               random_weights: bool) -> Path:
+def write_html(
+    out_dir: Path,
+    rows: list[dict],
+    sources: list[tuple[Path, str]],
+    limits: AudioLimits,
+    worst: int,
+    random_weights: bool,
+) -> Path:
     """report.html: counts, statistics, distributions, and the listening queue."""
     failed = [r for r in rows if r["error"]]
     levels = {level: sum(r["verdict"] == level for r in rows) for level in (*verdict.LEVELS, "unknown")}
-    body = [f"<h1>Codec Workbench: evaluation of {len(rows)} files</h1>",
-            f"<p>{len(rows) - len(failed)} evaluated, {len(failed)} could not be. Verdicts: "
-            + ", ".join(f"{n} {html.escape(verdict.WORDS.get(k, k))}" for k, n in levels.items() if n) + ".</p>"]
+    body = [
+        f"<h1>Codec Workbench: evaluation of {len(rows)} files</h1>",
+        f"<p>{len(rows) - len(failed)} evaluated, {len(failed)} could not be. Verdicts: "
+        + ", ".join(f"{n} {html.escape(verdict.WORDS.get(k, k))}" for k, n in levels.items() if n)
+        + ".</p>",
+    ]
     if random_weights:
         body.append(f'<div class="caveat">{html.escape(verdict.RANDOM_CAVEAT)}</div>')
     body += ["<h2>Summary</h2>", report.table(summary(rows), ["column", "files", "mean", "median", "min", "max"])]
@@ -179,20 +218,25 @@ def write_html(out_dir: Path, rows: list[dict], sources: list[tuple[Path, str]],
         body.append("<h2>Listen to these first (worst first)</h2>")
     for i, row in enumerate(queue, 1):
         safe = _safe_name(row["file"])
-        original = write_wav(out_dir / "listen" / f"{i:02d}_{safe}_original.wav",
-                             load_audio(names[row["file"]], limits).samples)
+        original = write_wav(
+            out_dir / "listen" / f"{i:02d}_{safe}_original.wav", load_audio(names[row["file"]], limits).samples
+        )
         rec = os.path.join("reconstructions", f"{safe}.wav")
-        body.append(f"<h3>{i}. {html.escape(row['file'])}: {html.escape(verdict.WORDS.get(row['verdict'], '?'))}</h3>"
-                    f"<p class='small'>PESQ-WB {report.cell(row['PESQ-WB'])}, STOI {report.cell(row['STOI'])}, "
-                    f"MOS {report.cell(row['mos_original'])} → {report.cell(row['mos_reconstruction'])}</p>"
-                    "<div class='players'>"
-                    f"<figure><figcaption>original</figcaption><audio controls preload='none' "
-                    f"src='{html.escape(os.path.relpath(original, out_dir))}'></audio></figure>"
-                    f"<figure><figcaption>reconstruction</figcaption><audio controls preload='none' "
-                    f"src='{html.escape(rec)}'></audio></figure></div>")
+        body.append(
+            f"<h3>{i}. {html.escape(row['file'])}: {html.escape(verdict.WORDS.get(row['verdict'], '?'))}</h3>"
+            f"<p class='small'>PESQ-WB {report.cell(row['PESQ-WB'])}, STOI {report.cell(row['STOI'])}, "
+            f"MOS {report.cell(row['mos_original'])} → {report.cell(row['mos_reconstruction'])}</p>"
+            "<div class='players'>"
+            f"<figure><figcaption>original</figcaption><audio controls preload='none' "
+            f"src='{html.escape(os.path.relpath(original, out_dir))}'></audio></figure>"
+            f"<figure><figcaption>reconstruction</figcaption><audio controls preload='none' "
+            f"src='{html.escape(rec)}'></audio></figure></div>"
+        )
     if failed:
-        body += ["<h2>Files that could not be evaluated</h2>",
-                 report.table([[r["file"], r["error"]] for r in failed], ["file", "error"])]
+        body += [
+            "<h2>Files that could not be evaluated</h2>",
+            report.table([[r["file"], r["error"]] for r in failed], ["file", "error"]),
+        ]
     path = out_dir / "report.html"
     with open(path, "x", encoding="utf-8") as f:
         f.write(report.page("Codec Workbench evaluation", "\n".join(body)))
@@ -208,6 +252,8 @@ def cmd_evaluate(args, engine) -> int:
     pairs = [(p, p.relative_to(args.directory).as_posix()) for p in files]
     result = evaluate_files(engine, pairs, args.output_dir, limits, worst=args.worst, show_bar=True)
     failed = sum(1 for r in result.rows if r["error"])
-    print(f"{len(result.rows)} files ({failed} could not be evaluated) in {result.seconds:.1f} s -> "
-          f"{result.csv_path}, {result.html_path}")
+    print(
+        f"{len(result.rows)} files ({failed} could not be evaluated) in {result.seconds:.1f} s -> "
+        f"{result.csv_path}, {result.html_path}"
+    )
     return 0

@@ -42,8 +42,10 @@ def data_url(path: str | Path) -> str:
 
 def audio_tag(path: str | Path, caption: str, element_id: str = "") -> str:
     ident = f' id="{html.escape(element_id)}"' if element_id else ""
-    return (f"<figure><figcaption>{html.escape(caption)}</figcaption>"
-            f'<audio controls preload="auto"{ident} src="{data_url(path)}"></audio></figure>')
+    return (
+        f"<figure><figcaption>{html.escape(caption)}</figcaption>"
+        f'<audio controls preload="auto"{ident} src="{data_url(path)}"></audio></figure>'
+    )
 
 
 def image_tag(path: str | Path, alt: str) -> str:
@@ -52,9 +54,11 @@ def image_tag(path: str | Path, alt: str) -> str:
 
 def page(title: str, body: str) -> str:
     """A whole HTML document with the report style; ``body`` is trusted HTML."""
-    return (f'<!doctype html>\n<html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>'
-            f'<meta name="viewport" content="width=device-width, initial-scale=1"><style>{STYLE}</style></head>'
-            f"<body>\n{body}\n</body></html>\n")
+    return (
+        f'<!doctype html>\n<html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>'
+        f'<meta name="viewport" content="width=device-width, initial-scale=1"><style>{STYLE}</style></head>'
+        f"<body>\n{body}\n</body></html>\n"
+    )
 
 
 def table(rows: list[list], header: list[str]) -> str:
@@ -76,8 +80,10 @@ def verdict_block(verdict: dict | None) -> str:
         return '<p class="verdict unknown">No verdict was computed.</p>'
     caveat = f'<div class="caveat">{html.escape(verdict["caveat"])}</div>' if verdict.get("caveat") else ""
     reasons = "; ".join(verdict.get("reasons", []))
-    return (f'<p class="verdict {html.escape(verdict["level"])}">{html.escape(verdict["words"].capitalize())}</p>'
-            f'<p class="small">{html.escape(reasons)}</p>{caveat}')
+    return (
+        f'<p class="verdict {html.escape(verdict["level"])}">{html.escape(verdict["words"].capitalize())}</p>'
+        f'<p class="small">{html.escape(reasons)}</p>{caveat}'
+    )
 
 
 def environment(engine_info: dict, timings: dict) -> dict:
@@ -87,8 +93,8 @@ def environment(engine_info: dict, timings: dict) -> dict:
         "random_weights": engine_info.get("random_weights"),
         "device": engine_info.get("device"),
         "dtype": engine_info.get("dtype"),
-        "versions": tokens.package_versions() | {"python": platform.python_version(),
-                                                 "distillmos": _version("distillmos")},
+        "versions": tokens.package_versions()
+        | {"python": platform.python_version(), "distillmos": _version("distillmos")},
         "timings_s": timings,
     }
 
@@ -102,13 +108,21 @@ def _version(name: str) -> str | None:
         return None
 
 
-def roundtrip_html(title: str, original_wav: Path, reconstruction_wav: Path, pngs: dict[str, Path],
-                   metrics: list[dict], verdict: dict | None, env: dict) -> str:
+def roundtrip_html(
+    title: str,
+    original_wav: Path,
+    reconstruction_wav: Path,
+    pngs: dict[str, Path],
+    metrics: list[dict],
+    verdict: dict | None,
+    env: dict,
+) -> str:
     """The one-clip report page."""
-    metric_rows = [[m["name"], m["value"], m.get("unit", ""), m.get("better", ""), m.get("note", "")]
-                   for m in metrics]
-    mos = [["DistillMOS, original", (verdict or {}).get("mos_original")],
-           ["DistillMOS, reconstruction", (verdict or {}).get("mos_reconstruction")]]
+    metric_rows = [[m["name"], m["value"], m.get("unit", ""), m.get("better", ""), m.get("note", "")] for m in metrics]
+    mos = [
+        ["DistillMOS, original", (verdict or {}).get("mos_original")],
+        ["DistillMOS, reconstruction", (verdict or {}).get("mos_reconstruction")],
+    ]
     env_rows = [[k, json.dumps(v) if isinstance(v, dict) else v] for k, v in env.items()]
     body = [
         f"<h1>{html.escape(title)}</h1>",
@@ -117,24 +131,36 @@ def roundtrip_html(title: str, original_wav: Path, reconstruction_wav: Path, png
         audio_tag(original_wav, "Original (24 kHz mono, as the codec heard it)", "original"),
         audio_tag(reconstruction_wav, "Reconstruction (decoded from the codes)", "reconstruction"),
         "</div><h2>Metrics</h2>",
-        table(metric_rows + [[name, value, "", "higher", "1..5, predicted"] for name, value in mos],
-              ["metric", "value", "unit", "better", "note"]),
+        table(
+            metric_rows + [[name, value, "", "higher", "1..5, predicted"] for name, value in mos],
+            ["metric", "value", "unit", "better", "note"],
+        ),
         "<h2>Pictures</h2>",
         *(image_tag(path, caption) for caption, path in pngs.items()),
-        "<h2>Environment</h2>", table(env_rows, ["what", "value"]),
+        "<h2>Environment</h2>",
+        table(env_rows, ["what", "value"]),
         '<p class="small">Made by Codec Workbench. This page needs no network: audio and pictures are inside it.</p>',
     ]
     return page(title, "\n".join(body))
 
 
-def write_roundtrip_report(folder: Path, stem: str, original_wav: Path, reconstruction_wav: Path, token_file: Path,
-                           pngs: dict[str, Path], metrics: list[dict], verdict: dict | None,
-                           env: dict) -> tuple[Path, Path]:
+def write_roundtrip_report(
+    folder: Path,
+    stem: str,
+    original_wav: Path,
+    reconstruction_wav: Path,
+    token_file: Path,
+    pngs: dict[str, Path],
+    metrics: list[dict],
+    verdict: dict | None,
+    env: dict,
+) -> tuple[Path, Path]:
     """Write ``{stem}_report.html`` and ``{stem}_report.zip`` (both new files) into ``folder``."""
     folder = Path(folder)
     html_path = folder / f"{stem}_report.html"
-    text = roundtrip_html(f"Codec Workbench report: {stem}", original_wav, reconstruction_wav, pngs, metrics,
-                          verdict, env)
+    text = roundtrip_html(
+        f"Codec Workbench report: {stem}", original_wav, reconstruction_wav, pngs, metrics, verdict, env
+    )
     with open(html_path, "x", encoding="utf-8") as f:
         f.write(text)
     zip_path = folder / f"{stem}_report.zip"
@@ -147,9 +173,18 @@ def write_roundtrip_report(folder: Path, stem: str, original_wav: Path, reconstr
     return zip_path, html_path
 
 
-def build_roundtrip_report(folder: Path, stem: str, original_wav: Path, reconstruction_wav: Path, token_file: Path,
-                           metrics: list[dict], verdict: dict | None, engine_info: dict, timings: dict,
-                           limits) -> tuple[Path, Path]:
+def build_roundtrip_report(
+    folder: Path,
+    stem: str,
+    original_wav: Path,
+    reconstruction_wav: Path,
+    token_file: Path,
+    metrics: list[dict],
+    verdict: dict | None,
+    engine_info: dict,
+    timings: dict,
+    limits,
+) -> tuple[Path, Path]:
     """Draw the pictures from the files (read within ``limits``, a core.audio.AudioLimits), then
     write the zip and the HTML (see write_roundtrip_report)."""
     from . import analysis
@@ -161,9 +196,20 @@ def build_roundtrip_report(folder: Path, stem: str, original_wav: Path, reconstr
     codes = tokens.load_tokens(token_file).codes
     pngs = {
         "Log-mel spectrograms: original, reconstruction, difference": analysis.figure_to_png(
-            analysis.spectrogram_figure(original, reconstruction), folder / f"{stem}_spectrograms.png"),
+            analysis.spectrogram_figure(original, reconstruction), folder / f"{stem}_spectrograms.png"
+        ),
         "Codes: codebooks over time": analysis.figure_to_png(
-            analysis.code_heatmap_figure(codes), folder / f"{stem}_codes.png"),
+            analysis.code_heatmap_figure(codes), folder / f"{stem}_codes.png"
+        ),
     }
-    return write_roundtrip_report(folder, stem, original_wav, reconstruction_wav, token_file, pngs, metrics,
-                                  verdict, environment(engine_info, timings))
+    return write_roundtrip_report(
+        folder,
+        stem,
+        original_wav,
+        reconstruction_wav,
+        token_file,
+        pngs,
+        metrics,
+        verdict,
+        environment(engine_info, timings),
+    )

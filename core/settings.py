@@ -11,7 +11,8 @@ import argparse
 import math
 import os
 import re
-from dataclasses import dataclass, field, replace
+import dataclasses
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Mapping
 
@@ -60,7 +61,7 @@ class Settings:
     cudnn_benchmark: bool = False  # let cuDNN time conv algorithms per new shape (measured: no faster, more memory)
     strict_fp32_encode: bool = True  # fp32 encodes run convs in full fp32, not TF32, so chunked codes reproduce
     max_batch_memory_fraction: float = 0.9  # refuse jobs whose estimated peak exceeds this share of free memory
-    data_dir: str = field(default_factory=default_data_dir)  # SQLite stores (blind-test answers) live here
+    data_dir: str = dataclasses.field(default_factory=default_data_dir)  # SQLite stores (blind-test answers) live here
 
     @property
     def max_file_bytes(self) -> int:

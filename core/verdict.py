@@ -38,8 +38,10 @@ MOS_DROP_RED = 1.2  # about half the drop of noise / a 2 kHz low-pass (clean 3.8
 
 LEVELS = ("green", "amber", "red")  # best to worst
 WORDS = {"green": "close to the original", "amber": "noticeably degraded", "red": "badly degraded"}
-RANDOM_CAVEAT = ("This checkpoint has random weights: its output is noise-like, so this verdict says nothing "
-                 "about the real codec's quality.")
+RANDOM_CAVEAT = (
+    "This checkpoint has random weights: its output is noise-like, so this verdict says nothing "
+    "about the real codec's quality."
+)
 
 
 @dataclass(frozen=True)
@@ -76,8 +78,13 @@ def light(name: str, value: float) -> str:
     return "green" if value <= green else "red" if value > red else "amber"
 
 
-def combine(metrics: dict[str, float | None], mos_original: float | None, mos_reconstruction: float | None,
-            random_weights: bool, seconds: float = 0.0) -> Verdict:
+def combine(
+    metrics: dict[str, float | None],
+    mos_original: float | None,
+    mos_reconstruction: float | None,
+    random_weights: bool,
+    seconds: float = 0.0,
+) -> Verdict:
     """The worst light among PESQ-WB, STOI and the MOS drop (those that could be computed)."""
     values = {"PESQ-WB": metrics.get("PESQ-WB"), "STOI": metrics.get("STOI"), "MOS drop": None}
     if mos_original is not None and mos_reconstruction is not None:
@@ -91,8 +98,9 @@ def combine(metrics: dict[str, float | None], mos_original: float | None, mos_re
         reasons.append(f"{name} {value:.2f}: {lights[-1]}")
     level = max(lights, key=LEVELS.index) if lights else "unknown"
     words = WORDS.get(level, "cannot judge (no metric could be computed; the clip may be silent or too short)")
-    return Verdict(level, words, reasons, mos_original, mos_reconstruction,
-                   RANDOM_CAVEAT if random_weights else "", seconds)
+    return Verdict(
+        level, words, reasons, mos_original, mos_reconstruction, RANDOM_CAVEAT if random_weights else "", seconds
+    )
 
 
 class MosPredictor:
@@ -142,8 +150,14 @@ def predictor(device: str = "cpu") -> MosPredictor:
         return _PREDICTORS.setdefault(device, MosPredictor(device))
 
 
-def judge(original, reconstruction, metrics: dict[str, float | None], sample_rate: int, device: str = "cpu",
-          random_weights: bool = False) -> Verdict:
+def judge(
+    original,
+    reconstruction,
+    metrics: dict[str, float | None],
+    sample_rate: int,
+    device: str = "cpu",
+    random_weights: bool = False,
+) -> Verdict:
     """MOS of both clips, then :func:`combine` with the given PESQ/STOI values."""
     started = time.perf_counter()
     mos = predictor(device)
@@ -155,7 +169,7 @@ def judge(original, reconstruction, metrics: dict[str, float | None], sample_rat
 def _guarded(mos: MosPredictor, samples, sample_rate: int) -> float | None:
     try:
         return mos.predict(samples, sample_rate)
-    except Exception as e:  # a MOS that cannot be had must not sink the verdict: the other signals remain
+    except Exception as e:  # noqa: BLE001 - a MOS that cannot be had must not sink the verdict: the other signals remain
         logger.warning("DistillMOS failed: %s: %s", type(e).__name__, e)
         return None
 

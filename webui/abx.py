@@ -34,7 +34,7 @@ logger = logging.getLogger(__name__)
 
 LEVEL = "full rate (16 codebooks, 2.2 kbit/s)"  # what B is; a bitrate ladder would add levels here
 MIN_REGION_S = 1.0  # s; shorter regions are too short to judge
-_ABX_GROUP = dict(concurrency_limit=4, concurrency_id="abx")  # answers touch SQLite only, never the model
+_ABX_GROUP = {"concurrency_limit": 4, "concurrency_id": "abx"}  # answers touch SQLite only, never the model
 TRIAL_CHOICES = (4, 6, 8, 10, 12, 16, 20)  # trials offered; 10 is the issue's default
 KEYS_JS = """
 () => {
@@ -63,8 +63,10 @@ def _player(path: Path | None, element_id: str, caption: str) -> str:
     if path is None:
         return ""
     src = html.escape(f"gradio_api/file={path}")
-    return (f'<div class="cw-abx-player"><div class="cw-abx-caption">{html.escape(caption)}</div>'
-            f'<audio controls preload="auto" id="{element_id}" src="{src}"></audio></div>')
+    return (
+        f'<div class="cw-abx-player"><div class="cw-abx-caption">{html.escape(caption)}</div>'
+        f'<audio controls preload="auto" id="{element_id}" src="{src}"></audio></div>'
+    )
 
 
 @dataclass
@@ -119,8 +121,9 @@ class AbxHandlers:
             write_wav(folder / "b.wav", result.decoded.samples)
             index, x_player, prompt = self._trial_outputs(token, trial, lang)
         logger.info("blind test started: %d trials on %.1f s", trial.total, samples.size / SAMPLE_RATE)
-        players = (_player(folder / "a.wav", "abx-a-audio", i18n.text("abx.a_caption", lang))
-                   + _player(folder / "b.wav", "abx-b-audio", i18n.text("abx.b_caption", lang)))
+        players = _player(folder / "a.wav", "abx-a-audio", i18n.text("abx.a_caption", lang)) + _player(
+            folder / "b.wav", "abx-b-audio", i18n.text("abx.b_caption", lang)
+        )
         return token, index, players, x_player, prompt, "", None
 
     def answer(self, token, trial, choice, request: gr.Request):
@@ -156,10 +159,17 @@ class AbxHandlers:
             csv_path = self._folder(token) / f"blind-test-{secrets.token_hex(4)}.csv"
             self.store.export_csv(csv_path, token)
             rows = self.store.rows(token)
-        lines = [f"### {html.escape(score.sentence)}", i18n.text(f"abx.meaning_{score.verdict}", lang), "",
-                 "| # | X | " + i18n.text("abx.your_answer", lang) + " | ✓ | s |", "|---|---|---|---|---|"]
-        lines += [f"| {r['trial'] + 1} | {r['x_is']} | {r['answer']} | {'✓' if r['correct'] else '✗'} "
-                  f"| {r['seconds']:.1f} |" for r in rows]
+        lines = [
+            f"### {html.escape(score.sentence)}",
+            i18n.text(f"abx.meaning_{score.verdict}", lang),
+            "",
+            "| # | X | " + i18n.text("abx.your_answer", lang) + " | ✓ | s |",
+            "|---|---|---|---|---|",
+        ]
+        lines += [
+            f"| {r['trial'] + 1} | {r['x_is']} | {r['answer']} | {'✓' if r['correct'] else '✗'} | {r['seconds']:.1f} |"
+            for r in rows
+        ]
         return "\n".join(lines), str(csv_path), score.to_dict() | {"trials_detail": rows}
 
 
@@ -171,7 +181,7 @@ def _region(samples, start_s, end_s, lang: str):
     end = duration if end <= 0 else min(end, duration)
     if end - start < MIN_REGION_S:
         raise abx.AbxError(i18n.text("abx.region_too_short", lang, min=MIN_REGION_S, duration=duration))
-    return samples[int(start * SAMPLE_RATE):int(end * SAMPLE_RATE)]
+    return samples[int(start * SAMPLE_RATE) : int(end * SAMPLE_RATE)]
 
 
 def abx_tab(demo: gr.Blocks, handlers: AbxHandlers, model_group: dict) -> None:
@@ -180,13 +190,18 @@ def abx_tab(demo: gr.Blocks, handlers: AbxHandlers, model_group: dict) -> None:
         gr.Markdown(i18n.label("abx.intro"))
         with gr.Row():
             with gr.Column(scale=3):
-                audio_in = gr.Audio(sources=["upload", "microphone"], type="filepath",
-                                    label=i18n.label("abx.input"), elem_id="abx-input")
+                audio_in = gr.Audio(
+                    sources=["upload", "microphone"],
+                    type="filepath",
+                    label=i18n.label("abx.input"),
+                    elem_id="abx-input",
+                )
             with gr.Column(scale=1, min_width=220):
                 start_s = gr.Number(0.0, label=i18n.label("abx.start_s"), minimum=0, elem_id="abx-start-s")
                 end_s = gr.Number(0.0, label=i18n.label("abx.end_s"), minimum=0, elem_id="abx-end-s")
-                trials = gr.Radio(list(TRIAL_CHOICES), value=abx.DEFAULT_TRIALS, label=i18n.label("abx.trials"),
-                                  elem_id="abx-trials")
+                trials = gr.Radio(
+                    list(TRIAL_CHOICES), value=abx.DEFAULT_TRIALS, label=i18n.label("abx.trials"), elem_id="abx-trials"
+                )
                 start = gr.Button(i18n.label("abx.start"), variant="primary", elem_id="abx-start")
         token = gr.Textbox(visible=False, elem_id="abx-token")
         trial = gr.Number(0, visible=False, precision=0, elem_id="abx-trial")
@@ -202,18 +217,41 @@ def abx_tab(demo: gr.Blocks, handlers: AbxHandlers, model_group: dict) -> None:
         csv_file = gr.File(label=i18n.label("abx.csv"), interactive=False, elem_id="abx-csv")
         with gr.Accordion(i18n.label("abx.raw"), open=False):
             raw = gr.JSON()
-    start.click(handlers.start, inputs=[audio_in, start_s, end_s, trials],
-                outputs=[token, trial, references, x_player, prompt, results, csv_file], api_name="abx_start",
-                **model_group)
+    start.click(
+        handlers.start,
+        inputs=[audio_in, start_s, end_s, trials],
+        outputs=[token, trial, references, x_player, prompt, results, csv_file],
+        api_name="abx_start",
+        **model_group,
+    )
     for button, fn, letter in ((answer_a, handlers.answer_a, "a"), (answer_b, handlers.answer_b, "b")):
-        (button.click(fn, inputs=[token, trial], outputs=[trial, x_player, prompt], api_name=f"abx_answer_{letter}",
-                      api_visibility="private", **_ABX_GROUP)
-         .then(handlers.results, inputs=[token], outputs=[results, csv_file, raw], api_visibility="private",
-               api_name=f"abx_results_after_{letter}", **_ABX_GROUP))
+        (
+            button.click(
+                fn,
+                inputs=[token, trial],
+                outputs=[trial, x_player, prompt],
+                api_name=f"abx_answer_{letter}",
+                api_visibility="private",
+                **_ABX_GROUP,
+            ).then(
+                handlers.results,
+                inputs=[token],
+                outputs=[results, csv_file, raw],
+                api_visibility="private",
+                api_name=f"abx_results_after_{letter}",
+                **_ABX_GROUP,
+            )
+        )
     # the documented API: one answer endpoint taking "A" or "B", and the results on demand
     choice = gr.Textbox(visible=False)
-    choice.submit(handlers.answer, inputs=[token, trial, choice], outputs=[trial, x_player, prompt],
-                  api_name="abx_answer", **_ABX_GROUP)
-    token.submit(handlers.results, inputs=[token], outputs=[results, csv_file, raw], api_name="abx_results",
-                 **_ABX_GROUP)
+    choice.submit(
+        handlers.answer,
+        inputs=[token, trial, choice],
+        outputs=[trial, x_player, prompt],
+        api_name="abx_answer",
+        **_ABX_GROUP,
+    )
+    token.submit(
+        handlers.results, inputs=[token], outputs=[results, csv_file, raw], api_name="abx_results", **_ABX_GROUP
+    )
     demo.load(None, js=KEYS_JS, api_name="abx_keys", api_visibility="private")

@@ -56,8 +56,7 @@ class ReviewHandlers:
     def _random(self) -> bool:
         return bool(self.engine.info().get("random_weights"))
 
-    def verdict(self, original_path, reconstruction_path, metrics_details, request: gr.Request,
-                progress=gr.Progress()):
+    def verdict(self, original_path, reconstruction_path, metrics_details, request: gr.Request, progress=gr.Progress()):
         """DistillMOS on both clips + the metrics' PESQ-WB and STOI -> one line."""
         lang = i18n.language_of(request)
         original = _need_file(original_path, "original audio")
@@ -88,11 +87,22 @@ class ReviewHandlers:
             folder = self.workspace.new_dir("report")
             stem = stem_of(original).removesuffix("_24k_mono")
             timings = (details or {}).get("timing") or {}
-            timings = timings | {"metrics_s": (metrics_details or {}).get("seconds"),
-                                 "verdict_s": (verdict_details or {}).get("seconds")}
+            timings = timings | {
+                "metrics_s": (metrics_details or {}).get("seconds"),
+                "verdict_s": (verdict_details or {}).get("seconds"),
+            }
             zip_path, html_path = report.build_roundtrip_report(
-                folder, stem, original, reconstruction, token_file, (metrics_details or {}).get("metrics") or [],
-                verdict_details, self.engine.info(), timings, self.limits)
+                folder,
+                stem,
+                original,
+                reconstruction,
+                token_file,
+                (metrics_details or {}).get("metrics") or [],
+                verdict_details,
+                self.engine.info(),
+                timings,
+                self.limits,
+            )
         return [str(zip_path), str(html_path)]
 
     def evaluate(self, files, request: gr.Request, progress=gr.Progress()):
@@ -110,15 +120,19 @@ class ReviewHandlers:
             for path in paths:  # two uploads with one name get distinct rows
                 names[path.name] = names.get(path.name, 0) + 1
                 pairs.append((path, path.name if names[path.name] == 1 else f"{path.name} ({names[path.name]})"))
-            result = evaluate.evaluate_files(self.engine, pairs, folder / "evaluation", self.limits,
-                                             progress=lambda f, d: progress(f, desc=d))
+            result = evaluate.evaluate_files(
+                self.engine, pairs, folder / "evaluation", self.limits, progress=lambda f, d: progress(f, desc=d)
+            )
             archive = shutil.make_archive(str(folder / "evaluation"), "zip", folder / "evaluation")
         header = ["file", "verdict", "PESQ-WB", "STOI", "mos_original", "mos_reconstruction", "error"]
         table = [[r[c] if not isinstance(r[c], float) else round(r[c], 2) for c in header] for r in result.rows]
         failed = sum(1 for r in result.rows if r["error"])
         summary = i18n.text("evaluate.summary", lang, n=len(result.rows), failed=failed, seconds=result.seconds)
-        return summary, gr.Dataframe(value=table, headers=header), [str(result.csv_path), str(result.html_path),
-                                                                     archive]
+        return (
+            summary,
+            gr.Dataframe(value=table, headers=header),
+            [str(result.csv_path), str(result.html_path), archive],
+        )
 
 
 def _path_of(value):
@@ -132,8 +146,13 @@ def verdict_components() -> tuple[gr.Markdown, gr.Button, gr.File]:
     verdict_line = gr.Markdown(elem_id="roundtrip-verdict")
     with gr.Row():
         make = gr.Button(i18n.label("report.button"), elem_id="roundtrip-report", scale=1)
-        files = gr.File(label=i18n.label("report.files"), file_count="multiple", interactive=False,
-                        elem_id="roundtrip-report-files", scale=4)
+        files = gr.File(
+            label=i18n.label("report.files"),
+            file_count="multiple",
+            interactive=False,
+            elem_id="roundtrip-report-files",
+            scale=4,
+        )
     return verdict_line, make, files
 
 
@@ -141,25 +160,52 @@ def wire_verdict_and_report(handlers: ReviewHandlers, run: gr.Button, after_metr
     """The verdict after the metrics, and the Report button. ``parts``: the round-trip tab's
     components (original, reconstruction, downloads, details, metrics_details) and ours."""
     verdict_json = gr.JSON(visible=False)
-    run.click(handlers.clear, outputs=[parts["verdict"], verdict_json, parts["report_files"]],
-              api_name="verdict_clear", api_visibility="private", queue=False, show_progress="hidden")
-    after_metrics.success(handlers.verdict, inputs=[parts["original"], parts["reconstruction"], parts["metrics_details"]],
-                          outputs=[parts["verdict"], verdict_json], api_name="verdict", **group)
-    parts["report"].click(handlers.report, inputs=[parts["original"], parts["reconstruction"], parts["downloads"],
-                                                   parts["details"], parts["metrics_details"], verdict_json],
-                          outputs=[parts["report_files"]], api_name="report", **group)
+    run.click(
+        handlers.clear,
+        outputs=[parts["verdict"], verdict_json, parts["report_files"]],
+        api_name="verdict_clear",
+        api_visibility="private",
+        queue=False,
+        show_progress="hidden",
+    )
+    after_metrics.success(
+        handlers.verdict,
+        inputs=[parts["original"], parts["reconstruction"], parts["metrics_details"]],
+        outputs=[parts["verdict"], verdict_json],
+        api_name="verdict",
+        **group,
+    )
+    parts["report"].click(
+        handlers.report,
+        inputs=[
+            parts["original"],
+            parts["reconstruction"],
+            parts["downloads"],
+            parts["details"],
+            parts["metrics_details"],
+            verdict_json,
+        ],
+        outputs=[parts["report_files"]],
+        api_name="report",
+        **group,
+    )
 
 
 def evaluate_tab(handlers: ReviewHandlers, model_group: dict) -> None:
     """Several files at once (call inside a ``gr.Tab``)."""
     gr.Markdown(i18n.label("evaluate.intro"))
     with gr.Row():
-        files = gr.File(label=i18n.label("evaluate.input"), file_count="multiple", file_types=["audio"],
-                        elem_id="evaluate-input", scale=3)
+        files = gr.File(
+            label=i18n.label("evaluate.input"),
+            file_count="multiple",
+            file_types=["audio"],
+            elem_id="evaluate-input",
+            scale=3,
+        )
         run = gr.Button(i18n.label("evaluate.run"), variant="primary", elem_id="evaluate-run", scale=1)
     summary = gr.Markdown(elem_id="evaluate-summary")
     table = gr.Dataframe(interactive=False, elem_id="evaluate-table")
-    outputs = gr.File(label=i18n.label("evaluate.outputs"), file_count="multiple", interactive=False,
-                      elem_id="evaluate-outputs")
-    run.click(handlers.evaluate, inputs=[files], outputs=[summary, table, outputs], api_name="evaluate",
-              **model_group)
+    outputs = gr.File(
+        label=i18n.label("evaluate.outputs"), file_count="multiple", interactive=False, elem_id="evaluate-outputs"
+    )
+    run.click(handlers.evaluate, inputs=[files], outputs=[summary, table, outputs], api_name="evaluate", **model_group)

@@ -27,12 +27,15 @@ def test_p_value_matches_scipys_one_sided_binomial_test(n):
         assert abx.binomial_p(k, n) == pytest.approx(expected, rel=1e-12, abs=1e-15)
 
 
-@pytest.mark.parametrize(("correct", "trials", "sentence"), [
-    (8, 10, "8 of 10: you can probably tell them apart, p = 0.055"),
-    (9, 10, "9 of 10: you can tell them apart, p = 0.011"),
-    (5, 10, "5 of 10: you could not reliably tell them apart (no better than guessing), p = 0.623"),
-    (4, 4, "4 of 4: you can probably tell them apart, p = 0.062"),
-])
+@pytest.mark.parametrize(
+    ("correct", "trials", "sentence"),
+    [
+        (8, 10, "8 of 10: you can probably tell them apart, p = 0.055"),
+        (9, 10, "9 of 10: you can tell them apart, p = 0.011"),
+        (5, 10, "5 of 10: you could not reliably tell them apart (no better than guessing), p = 0.623"),
+        (4, 4, "4 of 4: you can probably tell them apart, p = 0.062"),
+    ],
+)
 def test_the_sentence_says_what_the_score_means(correct, trials, sentence):
     assert abx.score(correct, trials).sentence == sentence
 
@@ -77,7 +80,7 @@ def test_one_session_cannot_read_or_answer_another(tmp_path):
 def test_answers_are_checked_and_timed(tmp_path):
     clock = iter([100.0, 100.0, 103.5, 110.0]).__next__
     store = abx.AbxStore(tmp_path, clock=clock)
-    token, first = store.start("d" * 64, "16 codebooks", trials=2, seed=0)
+    token, _first = store.start("d" * 64, "16 codebooks", trials=2, seed=0)
     with pytest.raises(abx.AbxError, match="A or B"):
         store.answer(token, 0, "C")
     with pytest.raises(abx.AbxError, match="not the current one"):

@@ -23,25 +23,45 @@ def made(tiny_engine, tmp_path_factory):
     result = tiny_engine.roundtrip(audio_from_array(samples, 24_000))
     original = write_wav(folder / "clip_24k_mono.wav", samples)
     reconstruction = write_wav(folder / "clip_reconstruction.wav", result.decoded.samples)
-    token_file = tokens.save_tokens(tokens.make_token_file(result.encoded.codes, samples.size, "tiny"),
-                                    folder / "clip_tokens.npz")
-    metrics = [{"name": "PESQ-WB", "value": 1.2, "unit": "", "better": "higher", "note": ""},
-               {"name": "STOI", "value": None, "unit": "", "better": "higher", "note": "could not be computed"}]
+    token_file = tokens.save_tokens(
+        tokens.make_token_file(result.encoded.codes, samples.size, "tiny"), folder / "clip_tokens.npz"
+    )
+    metrics = [
+        {"name": "PESQ-WB", "value": 1.2, "unit": "", "better": "higher", "note": ""},
+        {"name": "STOI", "value": None, "unit": "", "better": "higher", "note": "could not be computed"},
+    ]
     judged = verdict.combine({"PESQ-WB": 1.2}, 3.9, 1.4, random_weights=True).to_dict()
     timings = {"encode_s": result.encoded.seconds, "decode_s": result.decoded.seconds}
-    zip_path, html_path = report.build_roundtrip_report(folder, "clip", original, reconstruction, token_file,
-                                                        metrics, judged, tiny_engine.info(), timings, AudioLimits())
+    zip_path, html_path = report.build_roundtrip_report(
+        folder,
+        "clip",
+        original,
+        reconstruction,
+        token_file,
+        metrics,
+        judged,
+        tiny_engine.info(),
+        timings,
+        AudioLimits(),
+    )
     return zip_path, html_path, judged
 
 
 def test_zip_holds_audio_tokens_pictures_metrics_and_environment(made):
-    zip_path, html_path, judged = made
+    zip_path, _html, _verdict = made
     with zipfile.ZipFile(zip_path) as z:
         names = set(z.namelist())
         summary = json.loads(z.read("metrics.json"))
         z.extract("clip_tokens.npz", zip_path.parent / "unzipped")
-    assert {"clip_24k_mono.wav", "clip_reconstruction.wav", "clip_tokens.npz", "clip_spectrograms.png",
-            "clip_codes.png", "metrics.json", "report.html"} <= names
+    assert {
+        "clip_24k_mono.wav",
+        "clip_reconstruction.wav",
+        "clip_tokens.npz",
+        "clip_spectrograms.png",
+        "clip_codes.png",
+        "metrics.json",
+        "report.html",
+    } <= names
     assert tokens.load_tokens(zip_path.parent / "unzipped" / "clip_tokens.npz").frames == 19
     assert summary["verdict"]["level"] == "red" and summary["verdict"]["caveat"] == verdict.RANDOM_CAVEAT
     env = summary["environment"]
@@ -52,12 +72,21 @@ def test_zip_holds_audio_tokens_pictures_metrics_and_environment(made):
 
 
 def test_report_files_are_never_overwritten(made, tiny_engine):
-    zip_path, html_path, _ = made
+    zip_path, _html, _ = made
     folder = zip_path.parent
     with pytest.raises(FileExistsError):
-        report.build_roundtrip_report(folder, "clip", folder / "clip_24k_mono.wav",
-                                      folder / "clip_reconstruction.wav", folder / "clip_tokens.npz",
-                                      [], None, tiny_engine.info(), {}, AudioLimits())
+        report.build_roundtrip_report(
+            folder,
+            "clip",
+            folder / "clip_24k_mono.wav",
+            folder / "clip_reconstruction.wav",
+            folder / "clip_tokens.npz",
+            [],
+            None,
+            tiny_engine.info(),
+            {},
+            AudioLimits(),
+        )
 
 
 @pytest.mark.browser
@@ -72,8 +101,9 @@ def test_html_report_opens_offline_and_its_players_play(made, tmp_path):
     copy.write_bytes(html_path.read_bytes())
     requests = []
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True,
-                                    args=["--no-sandbox", "--autoplay-policy=no-user-gesture-required"])
+        browser = p.chromium.launch(
+            executable_path=CHROMIUM, headless=True, args=["--no-sandbox", "--autoplay-policy=no-user-gesture-required"]
+        )
         context = browser.new_context(offline=True)
         page = context.new_page()
         page.on("request", lambda r: requests.append(r.url))

@@ -73,20 +73,26 @@ def test_silence_and_tiny_clips_give_no_mos(mos):
 
 def test_thresholds_are_pinned():
     # docs/verdict.md justifies these against the published LibriSpeech figures; change both together
-    assert verdict.THRESHOLDS == {"PESQ-WB": (3.0, 2.0, True), "STOI": (0.93, 0.85, True),
-                                  "MOS drop": (0.5, 1.2, False)}
+    assert verdict.THRESHOLDS == {
+        "PESQ-WB": (3.0, 2.0, True),
+        "STOI": (0.93, 0.85, True),
+        "MOS drop": (0.5, 1.2, False),
+    }
 
 
-@pytest.mark.parametrize(("pesq", "stoi", "drop", "level"), [
-    (3.21, 0.96, 0.0, "green"),  # the codec's published means: close to the original
-    (3.0, 0.93, 0.5, "green"),
-    (2.99, 0.96, 0.0, "amber"),
-    (3.5, 0.92, 0.0, "amber"),
-    (3.5, 0.96, 0.6, "amber"),
-    (1.99, 0.99, 0.0, "red"),
-    (3.5, 0.84, 0.0, "red"),
-    (3.5, 0.96, 1.3, "red"),
-])
+@pytest.mark.parametrize(
+    ("pesq", "stoi", "drop", "level"),
+    [
+        (3.21, 0.96, 0.0, "green"),  # the codec's published means: close to the original
+        (3.0, 0.93, 0.5, "green"),
+        (2.99, 0.96, 0.0, "amber"),
+        (3.5, 0.92, 0.0, "amber"),
+        (3.5, 0.96, 0.6, "amber"),
+        (1.99, 0.99, 0.0, "red"),
+        (3.5, 0.84, 0.0, "red"),
+        (3.5, 0.96, 1.3, "red"),
+    ],
+)
 def test_the_worst_signal_sets_the_light(pesq, stoi, drop, level):
     v = verdict.combine({"PESQ-WB": pesq, "STOI": stoi}, 4.0, 4.0 - drop, random_weights=False)
     assert v.level == level

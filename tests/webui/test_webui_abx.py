@@ -98,8 +98,10 @@ def test_a_four_trial_blind_test_with_the_keyboard_shows_the_score(abx_server, t
             expect(page.locator("#abx-prompt")).to_contain_text(f"Trial {n} of 4", timeout=TIMEOUT_MS)
             x = page.locator("#abx-x-audio")
             expect(x).to_be_attached()
-            duration = x.evaluate("a => new Promise(r => a.readyState >= 1 ? r(a.duration) : "
-                                  "a.addEventListener('loadedmetadata', () => r(a.duration)))")
+            duration = x.evaluate(
+                "a => new Promise(r => a.readyState >= 1 ? r(a.duration) : "
+                "a.addEventListener('loadedmetadata', () => r(a.duration)))"
+            )
             assert duration == pytest.approx(7.2, abs=0.1)  # X is the whole clip, served and playable
             assert "p =" not in results.inner_text()  # no feedback until the end
             page.locator("body").click(position={"x": 5, "y": 5})  # focus off any input

@@ -30,8 +30,9 @@ def test_verdict_follows_the_metrics_and_the_report_packs_the_round_trip(handler
     assert "random weights" in text  # the tiny checkpoint is random: the caveat is always there
     assert "DistillMOS" in text and any(w in text for w in ("Close to", "Noticeably", "Badly"))
 
-    zip_path, html_path = map(Path, reviewer.report(original, reconstruction, downloads, details,
-                                                   metrics_details, verdict))
+    zip_path, html_path = map(
+        Path, reviewer.report(original, reconstruction, downloads, details, metrics_details, verdict)
+    )
     with zipfile.ZipFile(zip_path) as z:
         names = z.namelist()
     assert any(n.endswith("_tokens.npz") for n in names) and "metrics.json" in names
