@@ -135,7 +135,12 @@ def evaluate_files(
     files = list(files)
     _prepare(out_dir)
     rows = []
-    with tqdm(files, unit="file", desc="evaluating", disable=not show_bar, dynamic_ncols=True) as bar:
+    from tqdm.contrib.logging import logging_redirect_tqdm
+
+    with (
+        logging_redirect_tqdm(),  # warnings about bad files print above the bar, not through it
+        tqdm(files, unit="file", desc="evaluating", disable=not show_bar, dynamic_ncols=True) as bar,
+    ):
         for i, (path, name) in enumerate(bar):
             bar.set_postfix_str(name[-40:])
             if progress:
