@@ -12,15 +12,15 @@ import math
 import os
 import re
 import dataclasses
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
 
+from .codec import MIB
 from .errors import SettingsError
 
 DEFAULT_MODEL = "Qwen/Qwen3-TTS-Tokenizer-12Hz"  # hub id of the published checkpoint
 DTYPES = ("float32", "bfloat16")  # float32 is the published dtype
-MIB = 1 << 20  # bytes in a MiB
 _DEVICE_RE = re.compile(r"^(cpu|cuda:\d+)$")
 DATA_DIR_NAME = "codec-workbench"  # folder under $XDG_DATA_HOME (or ~/.local/share) for stored results
 
@@ -100,9 +100,6 @@ class Settings:
         if not 0.0 < self.max_batch_memory_fraction <= 1.0:
             raise SettingsError("max_batch_memory_fraction must be in (0, 1], e.g. 0.9.")
         return self
-
-    def with_(self, **changes) -> "Settings":
-        return replace(self, **changes)
 
     def to_dict(self) -> dict:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}

@@ -32,10 +32,12 @@ from .workspace import PREFIX, Workspace
 
 logger = logging.getLogger(__name__)
 
+# i18n-exempt: stored with every answer in the database, not page text
 LEVEL = "full rate (16 codebooks, 2.2 kbit/s)"  # what B is; a bitrate ladder would add levels here
 MIN_REGION_S = 1.0  # s; shorter regions are too short to judge
 _ABX_GROUP = {"concurrency_limit": 4, "concurrency_id": "abx"}  # answers touch SQLite only, never the model
 TRIAL_CHOICES = (4, 6, 8, 10, 12, 16, 20)  # trials offered; 10 is the issue's default
+# i18n-exempt: JavaScript
 KEYS_JS = """
 () => {
   if (window.__cwAbxKeys) return;
@@ -109,8 +111,8 @@ class AbxHandlers:
     def start(self, audio_path, start_s, end_s, trials, request: gr.Request, progress=gr.Progress()):
         """Round-trip the clip (or its region), then show A, B and the first X."""
         lang = i18n.language_of(request)
-        source = _need_file(audio_path, "audio")
-        with user_errors("starting the blind test"):
+        source = _need_file(audio_path, "what.audio", lang)
+        with user_errors("action.abx_start", lang):
             progress(0.1, desc=i18n.text("abx.preparing", lang))
             samples = _region(load_audio(source, self.limits).samples, start_s, end_s, lang)
             result = self.engine.roundtrip(audio_from_array(samples, SAMPLE_RATE, limits=self.limits))
@@ -129,7 +131,7 @@ class AbxHandlers:
     def answer(self, token, trial, choice, request: gr.Request):
         """Record one answer; show the next X, or nothing more once the last one is in."""
         lang = i18n.language_of(request)
-        with user_errors("recording the answer"):
+        with user_errors("action.abx_answer", lang):
             current = self.store.current(token or "")
             if current is None:
                 return trial, "", i18n.text("abx.finished", lang)
@@ -152,7 +154,7 @@ class AbxHandlers:
         """The score, p-value and sentence, each trial revealed, and this session's CSV; before
         the last answer only how many are left."""
         lang = i18n.language_of(request)
-        with user_errors("reading the results"):
+        with user_errors("action.abx_results", lang):
             score = self.store.results(token or "")
             if score.trials < score.planned:
                 return i18n.text("abx.progress", lang, done=score.trials, total=score.planned), None, score.to_dict()
@@ -180,7 +182,7 @@ def _region(samples, start_s, end_s, lang: str):
     duration = samples.size / SAMPLE_RATE
     end = duration if end <= 0 else min(end, duration)
     if end - start < MIN_REGION_S:
-        raise abx.AbxError(i18n.text("abx.region_too_short", lang, min=MIN_REGION_S, duration=duration))
+        raise i18n.TranslatedError("abx.region_too_short", min=MIN_REGION_S, duration=duration)
     return samples[int(start * SAMPLE_RATE) : int(end * SAMPLE_RATE)]
 
 

@@ -59,9 +59,9 @@ class ReviewHandlers:
     def verdict(self, original_path, reconstruction_path, metrics_details, request: gr.Request, progress=gr.Progress()):
         """DistillMOS on both clips + the metrics' PESQ-WB and STOI -> one line."""
         lang = i18n.language_of(request)
-        original = _need_file(original_path, "original audio")
-        reconstruction = _need_file(reconstruction_path, "reconstruction audio")
-        with user_errors("judging the reconstruction"):
+        original = _need_file(original_path, "what.original", lang)
+        reconstruction = _need_file(reconstruction_path, "what.reconstruction", lang)
+        with user_errors("action.verdict", lang):
             progress(0.2, desc=i18n.text("verdict.running", lang))
             a = load_audio(original, self.limits).samples
             b = load_audio(reconstruction, self.limits).samples
@@ -77,13 +77,23 @@ class ReviewHandlers:
     def clear():
         return "", None, None
 
-    def report(self, original_path, reconstruction_path, downloads, details, metrics_details, verdict_details):
+    def report(
+        self,
+        original_path,
+        reconstruction_path,
+        downloads,
+        details,
+        metrics_details,
+        verdict_details,
+        request: gr.Request,
+    ):
         """The zip and the offline HTML page of the round trip on screen."""
-        original = _need_file(original_path, "original audio")
-        reconstruction = _need_file(reconstruction_path, "reconstruction audio")
+        lang = i18n.language_of(request)
+        original = _need_file(original_path, "what.original", lang)
+        reconstruction = _need_file(reconstruction_path, "what.reconstruction", lang)
         token_files = [f for f in (downloads or []) if str(_path_of(f)).endswith(".npz")]
-        token_file = _need_file(_path_of(token_files[0]) if token_files else None, "token file")
-        with user_errors("making the report"):
+        token_file = _need_file(_path_of(token_files[0]) if token_files else None, "what.token_file", lang)
+        with user_errors("action.report", lang):
             folder = self.workspace.new_dir("report")
             stem = stem_of(original).removesuffix("_24k_mono")
             timings = (details or {}).get("timing") or {}
@@ -113,7 +123,7 @@ class ReviewHandlers:
             raise gr.Error(i18n.text("evaluate.no_files", lang))
         if len(paths) > MAX_EVALUATE_FILES:
             raise gr.Error(i18n.text("evaluate.too_many", lang, n=len(paths), max=MAX_EVALUATE_FILES))
-        with user_errors("evaluating the files"):
+        with user_errors("action.evaluate", lang):
             folder = self.workspace.new_dir("evaluate")
             names: dict[str, int] = {}
             pairs = []

@@ -32,7 +32,7 @@ def test_verdict_follows_the_metrics_and_the_report_packs_the_round_trip(handler
     assert "DistillMOS" in text and any(w in text for w in ("Close to", "Noticeably", "Badly"))
 
     zip_path, html_path = map(
-        Path, reviewer.report(original, reconstruction, downloads, details, metrics_details, verdict)
+        Path, reviewer.report(original, reconstruction, downloads, details, metrics_details, verdict, None)
     )
     with zipfile.ZipFile(zip_path) as z:
         names = z.namelist()
@@ -44,7 +44,7 @@ def test_verdict_follows_the_metrics_and_the_report_packs_the_round_trip(handler
 
 def test_report_without_a_round_trip_asks_for_one(reviewer):
     with pytest.raises(gr.Error, match="No original audio yet"):
-        reviewer.report(None, None, None, None, None, None)
+        reviewer.report(None, None, None, None, None, None, None)
 
 
 @pytest.mark.slow
@@ -84,5 +84,7 @@ def test_round_trip_in_the_browser_shows_the_verdict_then_gives_the_report(serve
         page.locator("#roundtrip-report").click()
         files = page.locator("#roundtrip-report-files")
         expect(files).to_contain_text(".html", timeout=timeout_ms)
-        assert re.search(r"speech_male_24k_report\s*\.zip.*speech_male_24k_report\s*\.html", files.inner_text(), re.DOTALL)
+        assert re.search(
+            r"speech_male_24k_report\s*\.zip.*speech_male_24k_report\s*\.html", files.inner_text(), re.DOTALL
+        )
         browser.close()
