@@ -35,6 +35,7 @@ logger = logging.getLogger(__name__)
 # i18n-exempt: stored with every answer in the database, not page text
 LEVEL = "full rate (16 codebooks, 2.2 kbit/s)"  # what B is; a bitrate ladder would add levels here
 MIN_REGION_S = 1.0  # s; shorter regions are too short to judge
+_MEANINGS = {"can": "abx.meaning_can", "probably": "abx.meaning_probably", "cannot": "abx.meaning_cannot"}
 _ABX_GROUP = {"concurrency_limit": 4, "concurrency_id": "abx"}  # answers touch SQLite only, never the model
 TRIAL_CHOICES = (4, 6, 8, 10, 12, 16, 20)  # trials offered; 10 is the default
 # i18n-exempt: JavaScript
@@ -98,7 +99,7 @@ class AbxHandlers:
             old.unlink(missing_ok=True)
         source = folder / ("a.wav" if trial.x_is == "A" else "b.wav")
         if not source.is_file():
-            raise abx.AbxError("This blind test's audio has been cleaned up; press Start for a new one.")
+            raise i18n.TranslatedError("abx.audio_gone")
         target = folder / f"x-{secrets.token_hex(12)}.wav"
         shutil.copyfile(source, target)
         return target
@@ -163,7 +164,7 @@ class AbxHandlers:
             rows = self.store.rows(token)
         lines = [
             f"### {html.escape(score.sentence)}",
-            i18n.text(f"abx.meaning_{score.verdict}", lang),
+            i18n.text(_MEANINGS[score.verdict], lang),
             "",
             "| # | X | " + i18n.text("abx.your_answer", lang) + " | ✓ | s |",
             "|---|---|---|---|---|",

@@ -27,12 +27,13 @@ from .workspace import Workspace
 logger = logging.getLogger(__name__)
 
 MAX_EVALUATE_FILES = 50  # uploads per evaluation run in the UI (the CLI has no limit)
+_WORDS = {"green": "verdict.green", "amber": "verdict.amber", "red": "verdict.red", "unknown": "verdict.unknown"}
 _LIGHTS = {"green": "🟢", "amber": "🟠", "red": "🔴"}
 
 
 def verdict_markdown(v: dict, lang: str) -> str:
     """The traffic-light line, the reasons, and the random-weights caveat."""
-    words = i18n.text(f"verdict.{v['level']}", lang)
+    words = i18n.text(_WORDS[v["level"]], lang)
     lines = [f"### {_LIGHTS.get(v['level'], '⚪')} {words}"]
     mos = [x for x in (v["mos_original"], v["mos_reconstruction"]) if x is not None]
     if len(mos) == 2:
