@@ -1,4 +1,4 @@
-"""Command line: ``python -m core {check,encode,decode,roundtrip,evaluate,build-checkpoint}``.
+"""Command line: ``python -m core {check,encode,decode,roundtrip,evaluate,abx-export,build-checkpoint}``.
 
 Exit code 0 on success, 1 with a one-line ``error: ...`` message on bad input or a failed
 check, 2 for bad usage (argparse). Tracebacks are only logged with ``--verbose``.
@@ -36,6 +36,8 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("directory", type=Path, help="folder of audio files (searched recursively)")
     evaluate.add_argument("-o", "--output-dir", type=Path, required=True, help="new or empty folder for the results")
     evaluate.add_argument("--worst", type=int, default=5, help="files in the report's listening queue")
+    export = sub.add_parser("abx-export", help="every stored blind-test answer as one CSV file (for the operator)")
+    export.add_argument("-o", "--output", type=Path, required=True, help="a new CSV file")
     for p in sub.choices.values():
         add_settings_arguments(p)
 
@@ -158,6 +160,15 @@ def cmd_evaluate(args) -> int:
     return run(args, _engine(args))
 
 
+def cmd_abx_export(args) -> int:
+    from .abx import AbxStore
+    from .settings import settings_from_args
+
+    path = AbxStore(settings_from_args(args).data_dir).export_csv(args.output)
+    print(f"wrote {path}")
+    return 0
+
+
 def cmd_build_checkpoint(args) -> int:
     from .checkpoints import REFERENCE_CONFIG, build_full_checkpoint, build_tiny_checkpoint
 
@@ -174,7 +185,8 @@ def cmd_build_checkpoint(args) -> int:
 
 
 COMMANDS = {"check": cmd_check, "encode": cmd_encode, "decode": cmd_decode,
-            "roundtrip": cmd_roundtrip, "evaluate": cmd_evaluate, "build-checkpoint": cmd_build_checkpoint}
+            "roundtrip": cmd_roundtrip, "evaluate": cmd_evaluate, "abx-export": cmd_abx_export,
+            "build-checkpoint": cmd_build_checkpoint}
 
 
 def main(argv: list[str] | None = None) -> int:
