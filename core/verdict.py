@@ -20,6 +20,7 @@ import logging
 import threading
 import time
 from dataclasses import asdict, dataclass
+from typing import Any
 
 import numpy as np
 
@@ -108,7 +109,7 @@ class MosPredictor:
 
     def __init__(self, device: str = "cpu"):
         self.device = device
-        self._model = None
+        self._model: Any = None  # the DistillMOS module, once loaded
         self._lock = threading.Lock()
 
     def _load(self):

@@ -20,6 +20,7 @@ import secrets
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import gradio as gr
 
@@ -30,13 +31,19 @@ from . import i18n
 from .handlers import _need_file, user_errors
 from .workspace import PREFIX, Workspace
 
+if TYPE_CHECKING:
+    from core.engine import Engine
+
 logger = logging.getLogger(__name__)
 
 # i18n-exempt: stored with every answer in the database, not page text
 LEVEL = "full rate (16 codebooks, 2.2 kbit/s)"  # what B is; a bitrate ladder would add levels here
 MIN_REGION_S = 1.0  # s; shorter regions are too short to judge
 _MEANINGS = {"can": "abx.meaning_can", "probably": "abx.meaning_probably", "cannot": "abx.meaning_cannot"}
-_ABX_GROUP = {"concurrency_limit": 4, "concurrency_id": "abx"}  # answers touch SQLite only, never the model
+_ABX_GROUP: dict[str, Any] = {
+    "concurrency_limit": 4,
+    "concurrency_id": "abx",
+}  # answers touch SQLite only, never the model
 TRIAL_CHOICES = (4, 6, 8, 10, 12, 16, 20)  # trials offered; 10 is the issue's default
 # i18n-exempt: JavaScript
 KEYS_JS = """
@@ -76,7 +83,7 @@ def _player(path: Path | None, element_id: str, caption: str) -> str:
 class AbxHandlers:
     """The tab's handlers: the engine for the round trip, request folders, the answer store."""
 
-    engine: object  # core.engine.Engine
+    engine: Engine  # owns the model
     workspace: Workspace
     store: abx.AbxStore = field(init=False)
 

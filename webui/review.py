@@ -13,6 +13,7 @@ import logging
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import gradio as gr
 
@@ -23,6 +24,9 @@ from . import i18n
 from .handlers import _need_file, user_errors
 from .jobs import stem_of
 from .workspace import Workspace
+
+if TYPE_CHECKING:
+    from core.engine import Engine
 
 logger = logging.getLogger(__name__)
 
@@ -46,7 +50,7 @@ def verdict_markdown(v: dict, lang: str) -> str:
 
 @dataclass
 class ReviewHandlers:
-    engine: object  # core.engine.Engine
+    engine: Engine  # owns the model
     workspace: Workspace
 
     @property
