@@ -108,21 +108,16 @@ def test_csv_export_has_one_row_per_trial_and_never_overwrites(tmp_path):
         store.export_csv(mine, token)
 
 
-def test_operator_exports_every_session_from_the_command_line(tmp_path):
-    import subprocess
-    import sys
-    from pathlib import Path
+def test_operator_exports_every_session_from_the_command_line(tmp_path, capsys):
+    from core.cli import main
 
     store = abx.AbxStore(tmp_path / "data")
     for seed in (1, 2):
         token, trial = store.start("f" * 64, "16 codebooks", trials=2, seed=seed)
         _take(store, token, trial, [lambda t: "A"] * 2)
     out = tmp_path / "all.csv"
-    cmd = [sys.executable, "-m", "core", "abx-export", "-o", out, "--data-dir", tmp_path / "data"]
-    root = Path(__file__).resolve().parents[2]
-    proc = subprocess.run(cmd, cwd=root, capture_output=True, text=True, timeout=120, check=False)
-    assert proc.returncode == 0, proc.stderr
+    argv = ["abx-export", "-o", str(out), "--data-dir", str(tmp_path / "data")]
+    assert main(argv) == 0
     rows = list(csv.DictReader(out.open()))
     assert len(rows) == 4 and len({r["session"] for r in rows}) == 2
-    again = subprocess.run(cmd, cwd=root, capture_output=True, text=True, timeout=120, check=False)
-    assert again.returncode == 1 and "exists" in again.stderr  # never overwrites
+    assert main(argv) == 1 and "exists" in capsys.readouterr().err  # never overwrites

@@ -73,13 +73,9 @@ def test_folder_with_good_and_bad_files_gives_one_row_each_and_exits_0(tiny_chec
     assert again.returncode == 1 and "already exists" in again.stderr  # earlier results are never overwritten
 
 
-def test_a_folder_that_is_not_there_is_one_line_error(tmp_path):
-    proc = subprocess.run(
-        [sys.executable, "-m", "core", "evaluate", tmp_path / "nope", "-o", tmp_path / "out"],
-        check=False,
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert proc.returncode == 1 and "is not a folder" in proc.stderr and "Traceback" not in proc.stderr
+def test_a_folder_that_is_not_there_is_one_line_error(tmp_path, capsys):
+    from core.cli import main
+
+    assert main(["evaluate", str(tmp_path / "nope"), "-o", str(tmp_path / "out")]) == 1
+    err = capsys.readouterr().err
+    assert "is not a folder" in err and "Traceback" not in err
