@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import html
+import io
 import json
 import mimetypes
 import platform
@@ -40,11 +41,23 @@ def data_url(path: str | Path) -> str:
     return f"data:{mime};base64,{base64.b64encode(path.read_bytes()).decode('ascii')}"
 
 
+def pcm16_wav_data_url(path: str | Path) -> str:
+    """A WAV as a ``data:`` URL in 16-bit PCM, which every browser plays (our WAVs are 32-bit
+    float, which some do not), at half the size."""
+    import numpy as np
+    import soundfile as sf
+
+    samples, rate = sf.read(path, dtype="float32")
+    buffer = io.BytesIO()  # the zip keeps the exact float WAVs; this copy is for listening, so peaks clip at full scale
+    sf.write(buffer, np.clip(samples, -1.0, 1.0), rate, format="WAV", subtype="PCM_16")
+    return f"data:audio/wav;base64,{base64.b64encode(buffer.getvalue()).decode('ascii')}"
+
+
 def audio_tag(path: str | Path, caption: str, element_id: str = "") -> str:
     ident = f' id="{html.escape(element_id)}"' if element_id else ""
     return (
         f"<figure><figcaption>{html.escape(caption)}</figcaption>"
-        f'<audio controls preload="auto"{ident} src="{data_url(path)}"></audio></figure>'
+        f'<audio controls preload="auto"{ident} src="{pcm16_wav_data_url(path)}"></audio></figure>'
     )
 
 
