@@ -1,4 +1,5 @@
-"""Command line: ``python -m core {check,encode,decode,roundtrip,ladder,build-checkpoint,doctor}``.
+"""Command line: ``python -m core {check,encode,decode,roundtrip,ladder,evaluate,abx-export,doctor,
+build-checkpoint}``.
 
 Exit code 0 on success, 1 with a one-line ``error: ...`` message on bad input or a failed
 check, 2 for bad usage (argparse). Tracebacks are only logged with ``--verbose``.
@@ -32,6 +33,12 @@ def build_parser() -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=help_text)
         p.add_argument("files", nargs="+", type=Path)
         p.add_argument("-o", "--output-dir", type=Path, required=True, help="where to write results")
+    evaluate = sub.add_parser("evaluate", help="round-trip every audio file under a folder: metrics.csv + report.html")
+    evaluate.add_argument("directory", type=Path, help="folder of audio files (searched recursively)")
+    evaluate.add_argument("-o", "--output-dir", type=Path, required=True, help="new or empty folder for the results")
+    evaluate.add_argument("--worst", type=int, default=5, help="files in the report's listening queue")
+    export = sub.add_parser("abx-export", help="every stored blind-test answer as one CSV file (for the operator)")
+    export.add_argument("-o", "--output", type=Path, required=True, help="a new CSV file")
     lad = sub.add_parser("ladder", help="audio or token file -> one WAV per codebook depth (first k of 16)")
     lad.add_argument("file", type=Path, help="an audio file (encoded first) or a .npz token file")
     lad.add_argument("-o", "--output-dir", type=Path, required=True, help="where to write results")
@@ -183,6 +190,21 @@ def cmd_ladder(args) -> int:
     with open(report, "x") as f:
         json.dump({"source": str(args.file), "levels": rows}, f, indent=2)
     print(f"wrote {report}")
+
+
+def cmd_evaluate(args) -> int:
+    from .evaluate import cmd_evaluate as run, find_audio
+
+    find_audio(args.directory)  # a wrong folder fails before the model loads
+    return run(args, _engine(args))
+
+
+def cmd_abx_export(args) -> int:
+    from .abx import AbxStore
+    from .settings import settings_from_args
+
+    path = AbxStore(settings_from_args(args).data_dir).export_csv(args.output)
+    print(f"wrote {path}")
     return 0
 
 
@@ -212,8 +234,8 @@ def cmd_doctor(args) -> int:
 
 
 COMMANDS = {"check": cmd_check, "encode": cmd_encode, "decode": cmd_decode,
-            "roundtrip": cmd_roundtrip, "ladder": cmd_ladder, "build-checkpoint": cmd_build_checkpoint,
-            "doctor": cmd_doctor}
+            "roundtrip": cmd_roundtrip, "ladder": cmd_ladder, "evaluate": cmd_evaluate, "abx-export": cmd_abx_export,
+            "build-checkpoint": cmd_build_checkpoint, "doctor": cmd_doctor}
 
 
 def main(argv: list[str] | None = None) -> int:
