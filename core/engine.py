@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from . import memory, readiness, streaming
+from . import batching, memory, readiness, streaming
 from .checkpoints import is_random_checkpoint
 from .errors import AudioInputError, CodecError, EngineNotReady, OutOfMemory, SettingsError, TokenFileError
 from .settings import Settings
@@ -292,7 +292,7 @@ class Engine:
                 short.append(i)
         for group in _groups(short, [arrays[i].size for i in short], plan.batch_samples):
             tensors = [torch.from_numpy(arrays[i]) for i in group]
-            for i, codes in zip(group, streaming.encode_batch(self.model, tensors)):
+            for i, codes in zip(group, batching.encode_batch(self.model, tensors)):
                 out[i] = codes.cpu().numpy()
         return out
 
