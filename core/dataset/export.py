@@ -78,8 +78,7 @@ def export_jsonl(out: Path, path: Path) -> Path:
     """Write the fine-tuning JSONL through a temporary file and an atomic rename."""
     tmp = path.with_name(f".{path.name}.tmp")
     with open(tmp, "w", encoding="utf-8") as f:
-        for row in finetune_rows(out):
-            f.write(json.dumps(row, ensure_ascii=False) + "\n")
+        f.writelines(json.dumps(row, ensure_ascii=False) + "\n" for row in finetune_rows(out))
     tmp.replace(path)
     return path
 
@@ -87,7 +86,9 @@ def export_jsonl(out: Path, path: Path) -> Path:
 def run_record(result) -> dict:
     """One run's entry in manifest.json's timings."""
     record = asdict(result)
-    record.update(files_per_s=result.files / max(result.wall_s, 1e-9),
-                  audio_hours_per_s=result.audio_s / SECONDS_PER_HOUR / max(result.wall_s, 1e-9))
+    record.update(
+        files_per_s=result.files / max(result.wall_s, 1e-9),
+        audio_hours_per_s=result.audio_s / SECONDS_PER_HOUR / max(result.wall_s, 1e-9),
+    )
     record["finished"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     return record

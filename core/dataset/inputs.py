@@ -69,8 +69,10 @@ def read_inputs(source: Path, audio_column: str = AUDIO_FIELD) -> Inputs:
         return _jsonl(source, audio_column)
     if suffix == ".parquet":
         return _parquet(source, audio_column)
-    raise CodecError(f"{source} is neither a folder, a .jsonl manifest nor a .parquet table; "
-                     "give one of those (one audio path per row).")
+    raise CodecError(
+        f"{source} is neither a folder, a .jsonl manifest nor a .parquet table; "
+        "give one of those (one audio path per row)."
+    )
 
 
 def _folder(root: Path) -> Inputs:
@@ -92,8 +94,11 @@ def _row(index: int, row, base: Path, audio_column: str) -> Item | InputError:
         return InputError(index, f"row {index + 1}", "the row is not a JSON object; write one object per line.")
     value = row.get(audio_column)
     if not isinstance(value, str) or not value.strip():
-        return InputError(index, f"row {index + 1}",
-                          f"no {audio_column!r} field with a file path; add it (the fine-tuning format's audio path).")
+        return InputError(
+            index,
+            f"row {index + 1}",
+            f"no {audio_column!r} field with a file path; add it (the fine-tuning format's audio path).",
+        )
     if "://" in value or value.startswith("data:"):
         return InputError(index, value, "URLs are not read by batch jobs; download the file and give its path.")
     extra = {k: v for k, v in row.items() if k != audio_column}
@@ -128,8 +133,10 @@ def _parquet(path: Path, audio_column: str) -> Inputs:
 
     table = pq.read_table(path)
     if audio_column not in table.column_names:
-        raise CodecError(f"{path} has no {audio_column!r} column (it has {', '.join(table.column_names)}); "
-                         "name the audio path column with --audio-column.")
+        raise CodecError(
+            f"{path} has no {audio_column!r} column (it has {', '.join(table.column_names)}); "
+            "name the audio path column with --audio-column."
+        )
     rows = [_row(i, row, path.parent, audio_column) for i, row in enumerate(table.to_pylist())]
     items, errors = _split(rows)
     if not items:

@@ -33,6 +33,7 @@ logger = logging.getLogger(__name__)
 
 HASH_BLOCK_BYTES = 1 << 20  # bytes read at a time for the source checksum
 MIB = 1 << 20  # bytes in a MiB
+LOCAL_START_ATTEMPTS = 3  # tries to start the local Ray (its start times out under heavy CPU load)
 
 
 @dataclass(frozen=True)
@@ -64,13 +65,29 @@ OnResult = Callable[[Done | Failed], None]
 
 def job_record(inputs: Inputs, settings: Settings, options: TokenizeOptions, source: str) -> dict:
     """What a rerun must match to resume (not the Ray layout: a resume may use other machines)."""
-    return {"input": source, "input_kind": inputs.kind, "input_sha256": inputs.fingerprint(),
-            "items": inputs.count, "shard_size": options.shard_size, "model": settings.model, "dtype": settings.dtype,
-            "max_duration_s": settings.max_duration_s, "max_file_mb": settings.max_file_mb}
+    return {
+        "input": source,
+        "input_kind": inputs.kind,
+        "input_sha256": inputs.fingerprint(),
+        "items": inputs.count,
+        "shard_size": options.shard_size,
+        "model": settings.model,
+        "dtype": settings.dtype,
+        "max_duration_s": settings.max_duration_s,
+        "max_file_mb": settings.max_file_mb,
+    }
 
 
-def run(inputs: Inputs, out, settings: Settings, options: TokenizeOptions, job: dict, versions: dict,
-        on_result: OnResult | None = None, on_start: Callable[[int, int], None] | None = None) -> RunResult:
+def run(
+    inputs: Inputs,
+    out,
+    settings: Settings,
+    options: TokenizeOptions,
+    job: dict,
+    versions: dict,
+    on_result: OnResult | None = None,
+    on_start: Callable[[int, int], None] | None = None,
+) -> RunResult:
     """Tokenize every item of ``inputs`` not already in a finished shard of ``out``.
 
     ``on_start(files_to_do, files_already_done)`` is called once before encoding starts and
@@ -110,8 +127,16 @@ def run(inputs: Inputs, out, settings: Settings, options: TokenizeOptions, job: 
                     on_result(result)
     if not writer.complete:
         raise CodecError(f"the pipeline ended with {len(writer.pending)} shard(s) incomplete; rerun to resume.")
-    return RunResult(resumed, len(finished), len(writer.written), len(todo) + len(inputs.errors), audio_s,
-                     time.perf_counter() - start, actors, gpus)
+    return RunResult(
+        resumed,
+        len(finished),
+        len(writer.written),
+        len(todo) + len(inputs.errors),
+        audio_s,
+        time.perf_counter() - start,
+        actors,
+        gpus,
+    )
 
 
 @contextlib.contextmanager
@@ -125,10 +150,26 @@ def ray_session(options: TokenizeOptions) -> Iterator[types.ModuleType]:
         return
     address = options.address or os.environ.get("RAY_ADDRESS") or None
     if address:
-        ray.init(address=address, logging_level=logging.WARNING, log_to_driver=True)
+        ray.init(address=address, logging_level=logging.WARNING)
     else:
-        ray.init(address="local", num_cpus=options.num_cpus, object_store_memory=options.object_store_mib * MIB,
-                 include_dashboard=False, logging_level=logging.WARNING, log_to_driver=True)
+        for attempt in range(1, LOCAL_START_ATTEMPTS + 1):
+            try:
+                ray.init(
+                    address="local",
+                    num_cpus=options.num_cpus,
+                    include_dashboard=False,
+                    object_store_memory=options.object_store_mib * MIB,
+                    logging_level=logging.WARNING,
+                )
+                break
+            except Exception as e:
+                ray.shutdown()
+                if attempt == LOCAL_START_ATTEMPTS:
+                    raise CodecError(
+                        f"the local Ray did not start ({e}); try again on a less busy machine, "
+                        "or start one with `ray start --head` and pass --address auto."
+                    ) from e
+                logger.warning("the local Ray did not start (%s); trying again", e)
     try:
         yield ray
     finally:
@@ -140,15 +181,18 @@ def _layout(ray, settings: Settings, options: TokenizeOptions) -> tuple[int, int
     if settings.is_cuda:
         gpus = int(ray.cluster_resources().get("GPU", 0))
         if gpus < 1:
-            raise CodecError("the engine is set to a GPU but the Ray cluster has none; use --device cpu "
-                             "or join a cluster with GPUs (--address).")
+            raise CodecError(
+                "the engine is set to a GPU but the Ray cluster has none; use --device cpu "
+                "or join a cluster with GPUs (--address)."
+            )
         # Ray makes each actor's GPU its cuda:0 (CUDA_VISIBLE_DEVICES)
         return min(options.actors or gpus, gpus), 1, replace(settings, device="cuda:0")
     return max(1, options.actors or 1), 0, settings
 
 
-def _results(todo: list[Item], settings: Settings, encode_settings: Settings, options: TokenizeOptions,
-             actors: int, gpus: int) -> Iterator[Done | Failed]:
+def _results(
+    todo: list[Item], settings: Settings, encode_settings: Settings, options: TokenizeOptions, actors: int, gpus: int
+) -> Iterator[Done | Failed]:
     import ray.data
 
     context = ray.data.DataContext.get_current()
@@ -159,12 +203,22 @@ def _results(todo: list[Item], settings: Settings, encode_settings: Settings, op
     ds = ray.data.from_items(rows, override_num_blocks=blocks)
     with warnings.catch_warnings():  # deprecated in 2.60 with no replacement that keeps the stages apart yet
         warnings.simplefilter("ignore", DeprecationWarning)
-        ds = ds.map_batches(decode_files, batch_size=options.decode_files, batch_format="numpy",
-                            ray_remote_args_fn=_decode_task_args,
-                            fn_kwargs={"max_duration_s": settings.max_duration_s, "max_file_mb": settings.max_file_mb})
-    ds = ds.map_batches(EncodeActor, batch_size=options.batch_files, batch_format="numpy",
-                        compute=ray.data.ActorPoolStrategy(size=actors), num_gpus=gpus, num_cpus=options.cpus_per_actor,
-                        fn_constructor_kwargs={"settings": encode_settings})
+        ds = ds.map_batches(
+            decode_files,
+            batch_size=options.decode_files,
+            batch_format="numpy",
+            ray_remote_args_fn=_decode_task_args,
+            fn_kwargs={"max_duration_s": settings.max_duration_s, "max_file_mb": settings.max_file_mb},
+        )
+    ds = ds.map_batches(
+        EncodeActor,
+        batch_size=options.batch_files,
+        batch_format="numpy",
+        compute=ray.data.ActorPoolStrategy(size=actors),
+        num_gpus=gpus,
+        num_cpus=options.cpus_per_actor,
+        fn_constructor_kwargs={"settings": encode_settings},
+    )
     for batch in ds.iter_batches(batch_size=None, batch_format="numpy"):
         for row in range(len(batch["index"])):
             index, key = int(batch["index"][row]), str(batch["key"][row])
@@ -172,8 +226,15 @@ def _results(todo: list[Item], settings: Settings, encode_settings: Settings, op
                 yield Failed(index, key, str(batch["error"][row]))
                 continue
             codes = np.frombuffer(batch["codes"][row], dtype=np.int16).reshape(-1, 16)
-            yield Done(index, key, str(batch["path"][row]), str(batch["sha256"][row]), codes,
-                       int(batch["original_samples"][row]), str(batch["extra"][row]))
+            yield Done(
+                index,
+                key,
+                str(batch["path"][row]),
+                str(batch["sha256"][row]),
+                codes,
+                int(batch["original_samples"][row]),
+                str(batch["extra"][row]),
+            )
 
 
 def _decode_task_args() -> dict:
@@ -210,7 +271,7 @@ def decode_files(batch: dict, max_duration_s: float, max_file_mb: float) -> dict
             samples.append(audio.samples.astype(np.float32).tobytes())
             sha.append(_sha256(str(path)))
             errors.append("")
-        except Exception as e:  # a bad file never stops the job: its reason goes to errors.jsonl
+        except Exception as e:  # noqa: BLE001 - a bad file never stops the job: its reason goes to errors.jsonl
             samples.append(b"")
             sha.append("")
             errors.append(_reason(e))
@@ -241,13 +302,13 @@ class EncodeActor:
         clips = [np.frombuffer(batch["samples"][i], dtype=np.float32).copy() for i in todo]  # torch wants writable
         try:
             results = self.engine.encode_batch([types.SimpleNamespace(samples=c) for c in clips])
-        except Exception as e:  # one bad clip or an out-of-memory batch: retry one by one to isolate it
+        except Exception as e:  # noqa: BLE001 - one bad clip or an out-of-memory batch: retry one by one to isolate it
             logger.warning("batch of %d failed (%s); encoding one by one", len(clips), _reason(e))
             results = []
             for i, clip in zip(todo, clips):
                 try:
                     results.append(self.engine.encode_array(clip))
-                except Exception as e1:
+                except Exception as e1:  # noqa: BLE001 - its reason goes to errors.jsonl
                     errors[i] = _reason(e1)
                     results.append(None)
         for i, result in zip(todo, results):

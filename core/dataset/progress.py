@@ -55,14 +55,19 @@ class Progress:
         files_per_s = self.files / elapsed
         left = max(0, self.total - self.files)
         eta = left / files_per_s if files_per_s > 0 else None
-        return {"files_per_s": files_per_s, "audio_hours_per_s": self.audio_s / SECONDS_PER_HOUR / elapsed,
-                "eta_s": eta}
+        return {
+            "files_per_s": files_per_s,
+            "audio_hours_per_s": self.audio_s / SECONDS_PER_HOUR / elapsed,
+            "eta_s": eta,
+        }
 
     def rate_text(self) -> str:
         r = self.rates()
         eta = "?" if r["eta_s"] is None else f"{r['eta_s']:.0f} s"
-        return (f"{r['files_per_s']:.2f} files/s, {r['audio_hours_per_s'] * SECONDS_PER_HOUR:.0f} audio s/s "
-                f"({r['audio_hours_per_s']:.4f} h/s), {self.errors} errors, ETA {eta}")
+        return (
+            f"{r['files_per_s']:.2f} files/s, {r['audio_hours_per_s'] * SECONDS_PER_HOUR:.0f} audio s/s "
+            f"({r['audio_hours_per_s']:.4f} h/s), {self.errors} errors, ETA {eta}"
+        )
 
     def close(self) -> None:
         if self._bar is not None:
@@ -74,9 +79,11 @@ def summary_lines(manifest: dict) -> list[str]:
     """The end-of-job summary the CLI prints, from the manifest (whole job, all runs)."""
     run = manifest["timings"]["runs"][-1]
     lines = [
-        f"{manifest['files']['encoded']} of {manifest['files']['total']} files encoded, "
-        f"{manifest['files']['errors']} errors (errors.jsonl); {manifest['audio']['hours']:.4f} h of audio, "
-        f"{manifest['codes']['frames']} frames in {manifest['shards']} shard(s)",
+        (
+            f"{manifest['files']['encoded']} of {manifest['files']['total']} files encoded, "
+            f"{manifest['files']['errors']} errors (errors.jsonl); {manifest['audio']['hours']:.4f} h of audio, "
+            f"{manifest['codes']['frames']} frames in {manifest['shards']} shard(s)"
+        ),
         f"this run: {run['files']} files, {run['audio_s'] / SECONDS_PER_HOUR:.4f} h of audio in {run['wall_s']:.1f} s "
         f"({run['files_per_s']:.2f} files/s, {run['audio_hours_per_s']:.4f} audio h/s) on {run['actors']} actor(s), "
         f"{run['gpus']} GPU(s)" + (f"; resumed, {run['skipped_shards']} shard(s) skipped" if run["resumed"] else ""),

@@ -71,8 +71,10 @@ def check_job(out: Path, job: dict) -> bool:
         previous = json.loads(path.read_text())
         changed = sorted(k for k in job if previous.get(k) != job[k])
         if changed:
-            raise CodecError(f"{out} holds a tokenize job made with other {', '.join(changed)}; "
-                             "resume needs the same input and options: choose another -o or remove that folder.")
+            raise CodecError(
+                f"{out} holds a tokenize job made with other {', '.join(changed)}; "
+                "resume needs the same input and options: choose another -o or remove that folder."
+            )
         return True
     if out.exists() and any(out.iterdir()):
         raise CodecError(f"{out} is not empty and holds no tokenize job; choose a new or empty -o folder.")
@@ -93,19 +95,21 @@ def atomic_write_text(path: Path, text: str) -> None:
 def _schema():
     import pyarrow as pa
 
-    return pa.schema([
-        ("index", pa.int64()),  # position in the input
-        ("audio", pa.string()),  # the audio field as given
-        ("path", pa.string()),  # absolute path that was read
-        ("source_sha256", pa.string()),  # checksum of the audio file's bytes
-        ("codes", pa.list_(pa.list_(pa.int16(), NUM_CODEBOOKS))),  # frames x 16, values 0..2047
-        ("frames", pa.int32()),  # code frames (12.5 per second)
-        ("original_samples", pa.int64()),  # 24 kHz samples before padding to whole frames
-        ("duration_s", pa.float64()),  # seconds of audio
-        ("model", pa.string()),  # checkpoint or hub id that made the codes
-        ("versions", pa.string()),  # JSON: package versions that shape the codes
-        ("extra", pa.string()),  # JSON: the manifest row's other fields
-    ])
+    return pa.schema(
+        [
+            ("index", pa.int64()),  # position in the input
+            ("audio", pa.string()),  # the audio field as given
+            ("path", pa.string()),  # absolute path that was read
+            ("source_sha256", pa.string()),  # checksum of the audio file's bytes
+            ("codes", pa.list_(pa.list_(pa.int16(), NUM_CODEBOOKS))),  # frames x 16, values 0..2047
+            ("frames", pa.int32()),  # code frames (12.5 per second)
+            ("original_samples", pa.int64()),  # 24 kHz samples before padding to whole frames
+            ("duration_s", pa.float64()),  # seconds of audio
+            ("model", pa.string()),  # checkpoint or hub id that made the codes
+            ("versions", pa.string()),  # JSON: package versions that shape the codes
+            ("extra", pa.string()),  # JSON: the manifest row's other fields
+        ]
+    )
 
 
 def write_shard(out: Path, shard: int, done: list[Done], failed: list[Failed], model: str, versions: dict) -> Path:
@@ -113,28 +117,35 @@ def write_shard(out: Path, shard: int, done: list[Done], failed: list[Failed], m
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    errors = "".join(json.dumps({"index": f.index, "audio": f.key, "reason": f.reason}, ensure_ascii=False) + "\n"
-                     for f in sorted(failed, key=lambda f: f.index))
+    errors = "".join(
+        json.dumps({"index": f.index, "audio": f.key, "reason": f.reason}, ensure_ascii=False) + "\n"
+        for f in sorted(failed, key=lambda f: f.index)
+    )
     atomic_write_text(shard_path(out, shard, ".errors.jsonl"), errors)
     done = sorted(done, key=lambda d: d.index)
     flat = np.concatenate([d.codes.reshape(-1) for d in done]).astype(np.int16) if done else np.zeros(0, np.int16)
     frames = np.array([d.codes.shape[0] for d in done], dtype=np.int64)
     offsets = np.concatenate([[0], np.cumsum(frames)]).astype(np.int32)
-    codes = pa.ListArray.from_arrays(pa.array(offsets), pa.FixedSizeListArray.from_arrays(pa.array(flat), NUM_CODEBOOKS))
+    codes = pa.ListArray.from_arrays(
+        pa.array(offsets), pa.FixedSizeListArray.from_arrays(pa.array(flat), NUM_CODEBOOKS)
+    )
     versions_json = json.dumps(versions, sort_keys=True)
-    table = pa.table({
-        "index": [d.index for d in done],
-        "audio": [d.key for d in done],
-        "path": [d.path for d in done],
-        "source_sha256": [d.source_sha256 for d in done],
-        "codes": codes,
-        "frames": frames.astype(np.int32),
-        "original_samples": [d.original_samples for d in done],
-        "duration_s": [d.original_samples / 24_000 for d in done],
-        "model": [model] * len(done),
-        "versions": [versions_json] * len(done),
-        "extra": [d.extra for d in done],
-    }, schema=_schema())
+    table = pa.table(
+        {
+            "index": [d.index for d in done],
+            "audio": [d.key for d in done],
+            "path": [d.path for d in done],
+            "source_sha256": [d.source_sha256 for d in done],
+            "codes": codes,
+            "frames": frames.astype(np.int32),
+            "original_samples": [d.original_samples for d in done],
+            "duration_s": [d.original_samples / 24_000 for d in done],
+            "model": [model] * len(done),
+            "versions": [versions_json] * len(done),
+            "extra": [d.extra for d in done],
+        },
+        schema=_schema(),
+    )
     path = shard_path(out, shard)
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
     pq.write_table(table, tmp)

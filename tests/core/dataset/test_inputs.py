@@ -22,10 +22,14 @@ def test_folder_is_recursive_sorted_and_audio_only(tmp_path):
 
 
 def test_jsonl_keeps_every_field_resolves_paths_and_reports_bad_lines(tmp_path):
-    lines = [json.dumps({"audio": "wav/a.wav", "text": "你好", "ref_audio": "ref.wav", "language": "Chinese"}),
-             "{not json", json.dumps({"text": "no audio"}), "",
-             json.dumps({"audio": "https://example.com/x.wav", "text": "remote"}),
-             json.dumps({"audio": "/abs/b.wav", "text": "b"})]
+    lines = [
+        json.dumps({"audio": "wav/a.wav", "text": "你好", "ref_audio": "ref.wav", "language": "Chinese"}),
+        "{not json",
+        json.dumps({"text": "no audio"}),
+        "",
+        json.dumps({"audio": "https://example.com/x.wav", "text": "remote"}),
+        json.dumps({"audio": "/abs/b.wav", "text": "b"}),
+    ]
     manifest = tmp_path / "train.jsonl"
     manifest.write_text("\n".join(lines) + "\n", encoding="utf-8")
     inputs = read_inputs(manifest)

@@ -28,13 +28,11 @@ OPTIONS = TokenizeOptions(shard_size=2, batch_files=4, decode_files=2)
 
 @pytest.fixture(scope="module")
 def local_ray():
-    """One small local Ray for this module (the pipeline reuses a Ray the process already runs)."""
-    import ray
+    """One small local Ray for this module: the pipeline reuses a Ray the process already runs."""
+    from core.dataset.pipeline import ray_session
 
-    ray.init(address="local", num_cpus=2, object_store_memory=100 * 2**20, include_dashboard=False,
-             logging_level="WARNING")
-    yield ray
-    ray.shutdown()
+    with ray_session(TokenizeOptions(num_cpus=2, object_store_mib=100)) as ray:
+        yield ray
 
 
 def _codes_by_audio(out: Path) -> dict:
@@ -68,8 +66,25 @@ def test_folder_codes_equal_cli_encodes_and_bad_files_are_listed(local_ray, tiny
     assert sorted(found) == ["a.wav", "sub/b.flac", "sub/c.wav"]
     for key, codes in found.items():
         encoded = tmp_path / "single" / key.replace("/", "_")
-        assert cli.main(["encode", str(data / key), "-o", str(encoded), "--model", str(tiny_checkpoint),
-                         "--device", "cpu", "--max-duration", "4", "--max-file-mb", "0.12"]) == 0
+        assert (
+            cli.main(
+                [
+                    "encode",
+                    str(data / key),
+                    "-o",
+                    str(encoded),
+                    "--model",
+                    str(tiny_checkpoint),
+                    "--device",
+                    "cpu",
+                    "--max-duration",
+                    "4",
+                    "--max-file-mb",
+                    "0.12",
+                ]
+            )
+            == 0
+        )
         np.testing.assert_array_equal(codes, load_tokens(next(encoded.glob("*.npz"))).codes)
     table = pq.read_table(next((out / "shards").glob("*.parquet")))
     row = table.slice(0, 1).to_pylist()[0]
@@ -82,8 +97,11 @@ def test_folder_codes_equal_cli_encodes_and_bad_files_are_listed(local_ray, tiny
 def test_jsonl_and_parquet_manifests_keep_their_fields(local_ray, tiny_checkpoint, tiny_engine, tmp_path, speech):
     sf.write(tmp_path / "x.wav", speech(1.0, seed=7), 24_000)
     sf.write(tmp_path / "y.wav", speech(1.6, seed=8), 24_000)
-    lines = [{"audio": "x.wav", "text": "第一句", "ref_audio": "y.wav", "language": "Chinese"},
-             {"audio": "missing.wav", "text": "gone"}, {"audio": "y.wav", "text": "second"}]
+    lines = [
+        {"audio": "x.wav", "text": "第一句", "ref_audio": "y.wav", "language": "Chinese"},
+        {"audio": "missing.wav", "text": "gone"},
+        {"audio": "y.wav", "text": "second"},
+    ]
     manifest_path = tmp_path / "train.jsonl"
     manifest_path.write_text("".join(json.dumps(x, ensure_ascii=False) + "\n" for x in lines) + "{broken\n")
     settings = Settings(model=str(tiny_checkpoint), device="cpu")
@@ -99,8 +117,9 @@ def test_jsonl_and_parquet_manifests_keep_their_fields(local_ray, tiny_checkpoin
     assert "JSON" in reasons[1]
 
     pq.write_table(pa.table({"path": [str(tmp_path / "y.wav")], "speaker": ["s9"]}), tmp_path / "d.parquet")
-    manifest = tokenize(tmp_path / "d.parquet", tmp_path / "pq", settings, OPTIONS, audio_column="path",
-                        jsonl=True, show_progress=False)
+    manifest = tokenize(
+        tmp_path / "d.parquet", tmp_path / "pq", settings, OPTIONS, audio_column="path", jsonl=True, show_progress=False
+    )
     assert manifest["files"]["encoded"] == 1
     row = json.loads((tmp_path / "pq" / "finetune.jsonl").read_text())
     assert row["speaker"] == "s9"
@@ -109,8 +128,15 @@ def test_jsonl_and_parquet_manifests_keep_their_fields(local_ray, tiny_checkpoin
 
 def _cli(args, **kwargs):
     env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
-    return subprocess.Popen([sys.executable, "-m", "core", *map(str, args)], cwd=ROOT, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, **kwargs)
+    return subprocess.Popen(
+        [sys.executable, "-m", "core", *map(str, args)],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        **kwargs,
+    )
 
 
 @pytest.mark.slow
@@ -121,8 +147,25 @@ def test_a_killed_run_resumes_to_every_file_exactly_once(tiny_checkpoint, tmp_pa
         sf.write(data / f"clip{i:02d}.wav", speech(2.0, seed=i), 24_000)
     (data / "clip99.wav").write_bytes(b"not audio")
     out = tmp_path / "out"
-    args = ["tokenize", data, "-o", out, "--model", tiny_checkpoint, "--device", "cpu", "--shard-size", "2",
-            "--batch-files", "1", "--num-cpus", "2", "--object-store-mb", "100", "--no-progress"]
+    args = [
+        "tokenize",
+        data,
+        "-o",
+        out,
+        "--model",
+        tiny_checkpoint,
+        "--device",
+        "cpu",
+        "--shard-size",
+        "2",
+        "--batch-files",
+        "1",
+        "--num-cpus",
+        "2",
+        "--object-store-mb",
+        "100",
+        "--no-progress",
+    ]
     first = _cli(args, start_new_session=True)  # its own process group: the kill takes Ray's processes too
     deadline = time.monotonic() + 240
     while not shards.finished_shards(out) and first.poll() is None and time.monotonic() < deadline:

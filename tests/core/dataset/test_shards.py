@@ -15,8 +15,15 @@ from core.tokens import load_tokens, make_token_file, save_tokens
 
 def _done(index, frames, seed=0, extra=None):
     codes = np.random.default_rng(seed).integers(0, 2048, (frames, 16)).astype(np.int16)
-    return Done(index, f"a{index}.wav", f"/data/a{index}.wav", "ab" * 32, codes, frames * 1920 - 7,
-                json.dumps(extra or {"text": f"t{index}"}))
+    return Done(
+        index,
+        f"a{index}.wav",
+        f"/data/a{index}.wav",
+        "ab" * 32,
+        codes,
+        frames * 1920 - 7,
+        json.dumps(extra or {"text": f"t{index}"}),
+    )
 
 
 def test_a_shard_is_written_only_when_every_item_has_a_result(tmp_path):
@@ -61,8 +68,10 @@ def test_resume_only_onto_the_same_job_and_never_into_someone_elses_folder(tmp_p
 
 def test_finetune_jsonl_is_what_the_official_dataset_reads_and_round_trips_through_token_files(tmp_path):
     shards.check_job(tmp_path, {"items": 2})
-    rows = [_done(0, 5, seed=1, extra={"text": "你好", "ref_audio": "r.wav", "language": "Chinese"}),
-            _done(1, 2, seed=2)]
+    rows = [
+        _done(0, 5, seed=1, extra={"text": "你好", "ref_audio": "r.wav", "language": "Chinese"}),
+        _done(1, 2, seed=2),
+    ]
     shards.write_shard(tmp_path, 0, rows, [], "model", {})
     path = export_jsonl(tmp_path, tmp_path / "ft.jsonl")
     lines = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]

@@ -1,0 +1,279 @@
+"""Dataset tokenization throughput: ours (``python -m core tokenize`` on Ray Data, 1 and 2 GPUs) against
+the official ``finetuning/prepare_data.py`` loop (``Qwen3TTSTokenizer.encode`` on batches of 32 paths, one
+device), on the same files; plus the batched encode alone (32 clips at a time, as each side's model sees
+them): wall time and peak GPU memory. Writes ``tokenize_bench.json`` and ``tokenize_bench.md`` to --out.
+
+On the GPU machine (builds the full-size random checkpoint when it is missing; Ray must be importable):
+
+    python -m bench.tokenize_bench --checkpoint /tmp/full --out bench/results
+
+CPU smoke run: ``python -m bench.tokenize_bench --tiny --device cpu --files 12 --gpus 0 --out /tmp/tb``.
+The official loop runs with PyTorch's default TF32 flags, as prepare_data does; ours runs with its own
+(strict fp32 encodes: see Settings.strict_fp32_encode) and, for a like-for-like row, with TF32 allowed too.
+Random weights: nothing here is about quality.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import platform
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import soundfile as sf
+import torch
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench.codec_bench import signal, timed
+from core.dataset.inputs import read_inputs
+from core.dataset.pipeline import TokenizeOptions, job_record, run
+from core.engine import Engine
+from core.settings import Settings
+
+SR = 24_000  # Hz, the codec's rate
+FILE_SR = 16_000  # Hz, the bench files' rate: both paths resample, as with most speech datasets
+OFFICIAL_BATCH = 32  # BATCH_INFER_NUM of finetuning/prepare_data.py
+HOUR_S = 3600.0  # seconds in an hour
+
+log = logging.getLogger("bench")
+
+
+def make_files(folder: Path, count: int, seed: int, device: str, min_s: float, max_s: float) -> tuple[Path, float]:
+    """``count`` 16 kHz speech-like WAVs of random lengths and a fine-tuning JSONL naming them."""
+    folder.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(seed)
+    lengths = rng.uniform(min_s, max_s, count)
+    lines = []
+    for i, seconds in enumerate(lengths):
+        path = folder / f"utt{i:05d}.wav"
+        x = signal(float(seconds), seed + i, device)
+        sf.write(path, _to_16k(x), FILE_SR, subtype="PCM_16")
+        lines.append(json.dumps({"audio": str(path), "text": f"utterance {i}", "language": "English"}))
+    manifest = folder / "train.jsonl"
+    manifest.write_text("\n".join(lines) + "\n")
+    return manifest, float(lengths.sum())
+
+
+def _to_16k(x: np.ndarray) -> np.ndarray:
+    import soxr
+
+    return soxr.resample(x, SR, FILE_SR)
+
+
+def official_loop(checkpoint: str, manifest: Path, device: str) -> dict:
+    """finetuning/prepare_data.py's loop as it runs (paths in, codes as lists out), timed whole."""
+    from qwen_tts import Qwen3TTSTokenizer
+
+    tok = Qwen3TTSTokenizer.from_pretrained(checkpoint, device_map=device)
+    rows = [json.loads(line) for line in manifest.read_text().splitlines()]
+    tok.encode([r["audio"] for r in rows[:OFFICIAL_BATCH]])  # warm-up: cuDNN picks its kernels
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+    start = time.perf_counter()
+    frames = 0
+    for i in range(0, len(rows), OFFICIAL_BATCH):
+        enc = tok.encode([r["audio"] for r in rows[i : i + OFFICIAL_BATCH]])
+        for code, row in zip(enc.audio_codes, rows[i : i + OFFICIAL_BATCH]):
+            row["audio_codes"] = code.cpu().tolist()
+            frames += len(row["audio_codes"])
+    wall = time.perf_counter() - start
+    peak = torch.cuda.max_memory_allocated() / 2**20 if device.startswith("cuda") else None
+    return {"wall_s": wall, "peak_mib": peak, "frames": frames, "files": len(rows), "tok": tok}
+
+
+def batch_encodes(tok, checkpoint: str, variants, clips: list[np.ndarray], device: str) -> list[dict]:
+    """The model work alone, 32 clips at a time: the official encode and ours (engine variants)."""
+    rows = []
+
+    def loop(fn):
+        fn(clips[:OFFICIAL_BATCH])  # warm-up for this path's shapes
+        total, peak = 0.0, 0.0
+        for i in range(0, len(clips), OFFICIAL_BATCH):
+            batch = clips[i : i + OFFICIAL_BATCH]
+            _, seconds, p = timed(lambda batch=batch: fn(batch), device)
+            total += seconds
+            peak = max(peak, p or 0.0)
+        return total, (peak if device.startswith("cuda") else None)
+
+    seconds, peak = loop(lambda b: tok.encode(b, sr=SR))
+    rows.append(
+        {
+            "path": "official Qwen3TTSTokenizer.encode (PyTorch defaults: TF32 convs)",
+            "wall_s": seconds,
+            "peak_mib": peak,
+        }
+    )
+    from types import SimpleNamespace
+
+    for label, changes in variants:
+        engine = Engine(Settings(model=checkpoint, device=device, **changes))
+        assert engine.load(), engine.error
+        seconds, peak = loop(lambda b, e=engine: e.encode_batch([SimpleNamespace(samples=c) for c in b]))
+        rows.append({"path": label, "settings": changes, "wall_s": seconds, "peak_mib": peak})
+        del engine
+        if device.startswith("cuda"):
+            torch.cuda.empty_cache()
+    return rows
+
+
+def pipeline_run(manifest: Path, out: Path, settings: Settings, actors: int, object_store_mib: int) -> dict:
+    """One tokenize job (a fresh local Ray each time), timed end to end and from its first result."""
+    inputs = read_inputs(manifest)
+    options = TokenizeOptions(actors=actors, object_store_mib=object_store_mib)
+    marks: list[float] = []
+    start = time.perf_counter()
+    result = run(
+        inputs,
+        out,
+        settings,
+        options,
+        job_record(inputs, settings, options, str(manifest)),
+        {},
+        on_result=lambda r: marks.append(time.perf_counter()),
+    )
+    wall = time.perf_counter() - start
+    steady = marks[-1] - marks[0] if len(marks) > 1 else wall
+    return {
+        "actors": result.actors,
+        "gpus": max(result.actors, 1) if settings.is_cuda else 0,
+        "files": result.files,
+        "audio_s": result.audio_s,
+        "wall_s": wall,
+        "first_result_s": marks[0] - start if marks else None,
+        "steady_s": steady,
+    }
+
+
+def per_gpu_hour(audio_s: float, wall_s: float, gpus: int) -> float:
+    return (audio_s / HOUR_S) / (wall_s / HOUR_S) / max(gpus, 1)
+
+
+def markdown(result: dict) -> str:
+    m = result["machine"]
+    lines = [
+        "# Dataset tokenization: ours on Ray Data vs the official prepare_data loop",
+        "",
+        (
+            f"{result['files']} files, {result['audio_s'] / HOUR_S:.3f} h of 16 kHz speech-like audio "
+            f"({result['min_s']:g}-{result['max_s']:g} s each); {m['gpu']}; torch {m['torch']}, ray {m['ray']}. "
+            "Random weights: throughput and memory only."
+        ),
+        "",
+        "## Whole jobs (files in, codes out)",
+        "",
+        "| path | GPUs | wall s | audio h per GPU-hour (end to end) | audio h per GPU-hour (steady) |",
+        "|---|---|---|---|---|",
+    ]
+    o = result["official"]
+    lines.append(
+        f"| official prepare_data loop (batch {OFFICIAL_BATCH}, model loaded, warm) | 1 | {o['wall_s']:.1f} | "
+        f"{per_gpu_hour(result['audio_s'], o['wall_s'], 1):.0f} | - |"
+    )
+    for p in result["pipeline"]:
+        lines.append(
+            f"| ours: `python -m core tokenize`, {p['actors']} actor(s), Ray start and model load included "
+            f"| {p['gpus']} | {p['wall_s']:.1f} | {per_gpu_hour(p['audio_s'], p['wall_s'], p['gpus']):.0f} | "
+            f"{per_gpu_hour(p['audio_s'], p['steady_s'], p['gpus']):.0f} |"
+        )
+    if result.get("scaling") is not None:
+        lines += ["", f"Second GPU: {result['scaling']:.2f}x the one-GPU steady throughput (aim >= 1.8x)."]
+    lines += [
+        "",
+        f"## Batched encode alone ({OFFICIAL_BATCH} clips per call, same clips, 24 kHz arrays in)",
+        "",
+        "| path | wall s | peak GPU memory MiB | vs official memory |",
+        "|---|---|---|---|",
+    ]
+    base = result["batches"][0]["peak_mib"]
+    for b in result["batches"]:
+        share = f"{b['peak_mib'] / base:.2f}x" if b["peak_mib"] and base else "-"
+        peak = f"{b['peak_mib']:.0f}" if b["peak_mib"] else "-"
+        lines.append(f"| {b['path']} | {b['wall_s']:.2f} | {peak} | {share} |")
+    lines += ["", f"Official whole-loop peak GPU memory: {o['peak_mib'] or 0:.0f} MiB.", ""]
+    return "\n".join(lines)
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--checkpoint", default="/tmp/full", help="full-size checkpoint (built here when missing)")
+    p.add_argument("--tiny", action="store_true", help="tiny checkpoint (CPU smoke run)")
+    p.add_argument("--device", default="cuda:0")
+    p.add_argument("--files", type=int, default=1024)
+    p.add_argument("--min-s", type=float, default=3.0)
+    p.add_argument("--max-s", type=float, default=17.0)
+    p.add_argument("--gpus", default="1,2", help="pipeline runs: encode actors (one GPU each); 0 = CPU actor")
+    p.add_argument("--object-store-mb", type=int, default=8192)
+    p.add_argument("--work", type=Path, default=Path("/tmp/tokenize-bench"))
+    p.add_argument("--out", type=Path, required=True)
+    return p.parse_args(argv)
+
+
+def main(argv=None) -> dict:
+    args = parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
+    checkpoint = Path(args.checkpoint)
+    if not (checkpoint / "config.json").exists():
+        from core.checkpoints import build_full_checkpoint, build_tiny_checkpoint
+
+        build_tiny_checkpoint(checkpoint) if args.tiny else build_full_checkpoint(
+            checkpoint, reference=ROOT / "bench" / "reference-config.json"
+        )
+    manifest, audio_s = make_files(args.work / "data", args.files, 0, args.device, args.min_s, args.max_s)
+    log.info("%d files, %.3f h", args.files, audio_s / HOUR_S)
+    official = official_loop(str(checkpoint), manifest, args.device)
+    tok = official.pop("tok")
+    from core.audio import load_audio
+
+    clips = [load_audio(json.loads(line)["audio"]).samples for line in manifest.read_text().splitlines()]
+    variants = [
+        ("ours: Engine.encode_batch (defaults: strict fp32)", {}),
+        ("ours: Engine.encode_batch, TF32 allowed (same flags as official)", {"strict_fp32_encode": False}),
+    ]
+    batches = batch_encodes(tok, str(checkpoint), variants, clips, args.device)
+    del tok
+    if args.device.startswith("cuda"):
+        torch.cuda.empty_cache()
+    import ray
+
+    pipeline = []
+    for n in [int(x) for x in args.gpus.split(",")]:
+        device = "cpu" if n == 0 else "cuda:0"
+        settings = Settings(model=str(checkpoint), device=device)
+        pipeline.append(pipeline_run(manifest, args.work / f"out-{n}", settings, max(n, 1), args.object_store_mb))
+        log.info("pipeline %s", pipeline[-1])
+    ones = [p for p in pipeline if p["gpus"] == 1]
+    twos = [p for p in pipeline if p["gpus"] == 2]
+    scaling = (ones[0]["steady_s"] / twos[0]["steady_s"]) if ones and twos else None
+    gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else platform.processor() or "CPU"
+    result = {
+        "files": args.files,
+        "audio_s": audio_s,
+        "min_s": args.min_s,
+        "max_s": args.max_s,
+        "machine": {
+            "gpu": f"{torch.cuda.device_count()} x {gpu}" if torch.cuda.is_available() else gpu,
+            "torch": torch.__version__,
+            "ray": ray.__version__,
+            "python": platform.python_version(),
+        },
+        "official": official,
+        "batches": batches,
+        "pipeline": pipeline,
+        "scaling": scaling,
+    }
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "tokenize_bench.json").write_text(json.dumps(result, indent=2) + "\n")
+    (args.out / "tokenize_bench.md").write_text(markdown(result))
+    print(markdown(result))
+    return result
+
+
+if __name__ == "__main__":
+    main()
