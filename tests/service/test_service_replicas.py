@@ -64,8 +64,10 @@ class Replicas(Service):
             ('CODEC_DEVICE="cuda:%(process_num)d"', 'CODEC_DEVICE="cpu"'),
             ('CODEC_PORT="78%(process_num)02d"', f'CODEC_PORT="{prefix}%(process_num)02d"'),
             ("%(here)s/.venv/bin/python -m webui.replicas", f"{sys.executable} -m webui.replicas"),
-            ("--base-port 7800", f"--base-port {self.base}"),
-            ("--listen 0.0.0.0:7860", f"--listen {HOST}:{self.listen} --runtime-dir {self.logs}"),
+            (
+                "--replicas 2 --base-port 7800 --listen 0.0.0.0:7860",
+                f"--replicas 2 --base-port {self.base} --listen {HOST}:{self.listen} --runtime-dir {self.logs}",
+            ),
             ("directory = %(here)s\n", f"directory = {REPO}\n"),
         ]:
             text = _replace_once(text, old, new)
