@@ -20,7 +20,7 @@ PYTEST_ARGS ?=
 # pesq ships no wheels: pip compiles it, which needs a C toolchain and Python's headers.
 BUILD_DEBS := build-essential python3-dev
 RUNTIME_DEBS := ffmpeg $(BUILD_DEBS)
-TEST_DEBS := $(RUNTIME_DEBS) sox libsox-fmt-all espeak-ng chromium fonts-liberation
+TEST_DEBS := $(RUNTIME_DEBS) sox libsox-fmt-all espeak-ng chromium fonts-liberation nginx
 
 # Browser tests drive Debian's /usr/bin/chromium; Playwright never downloads a browser.
 export PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD := 1
