@@ -81,7 +81,7 @@ def encode_batch(model, wavs: list[torch.Tensor], window_samples: int | None = N
     del steps
     at_steps = lengths_t
     for conv in _seanet_convs(mimi):
-        at_steps = conv._get_output_length(at_steps)
+        at_steps = conv._get_output_length(at_steps)  # type: ignore[operator]
     with padded_like_lone_clips([mimi.downsample], at_steps):
         down = mimi.downsample(hidden)
     num_q = int(getattr(model, "encoder_valid_num_quantizers", NUM_CODEBOOKS))

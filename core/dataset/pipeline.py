@@ -110,10 +110,10 @@ def run(
         on_start(len(todo), inputs.count - sum(len(v) for v in by_shard.values()))
     for error in inputs.errors:  # rows that name no audio file: known before any work
         if shard_of(error.index, options.shard_size) not in finished:
-            result = Failed(error.index, error.key, error.reason)
-            writer.add(result)
+            failed = Failed(error.index, error.key, error.reason)
+            writer.add(failed)
             if on_result:
-                on_result(result)
+                on_result(failed)
     audio_s, actors, gpus = 0.0, 0, 0
     if todo:
         with ray_session(options) as ray:
@@ -200,11 +200,11 @@ def _results(
     context.print_on_execution_start = False
     rows = [{"index": i.index, "key": i.key, "path": i.path, "extra": i.extra} for i in todo]
     blocks = max(1, -(-len(rows) // options.decode_files))
-    ds = ray.data.from_items(rows, override_num_blocks=blocks)
+    ds: ray.data.Dataset = ray.data.from_items(rows, override_num_blocks=blocks)
     with warnings.catch_warnings():  # deprecated in 2.60 with no replacement that keeps the stages apart yet
         warnings.simplefilter("ignore", DeprecationWarning)
         ds = ds.map_batches(
-            decode_files,
+            decode_files,  # type: ignore[arg-type]  # extra arguments come through fn_kwargs
             batch_size=options.decode_files,
             batch_format="numpy",
             ray_remote_args_fn=_decode_task_args,
@@ -301,7 +301,7 @@ class EncodeActor:
         todo = [i for i in range(n) if not errors[i]]
         clips = [np.frombuffer(batch["samples"][i], dtype=np.float32).copy() for i in todo]  # torch wants writable
         try:
-            results = self.engine.encode_batch([types.SimpleNamespace(samples=c) for c in clips])
+            results: list = self.engine.encode_batch([types.SimpleNamespace(samples=c) for c in clips])
         except Exception as e:  # noqa: BLE001 - one bad clip or an out-of-memory batch: retry one by one to isolate it
             logger.warning("batch of %d failed (%s); encoding one by one", len(clips), _reason(e))
             results = []

@@ -166,7 +166,7 @@ def read_shards(out: Path, columns: list[str] | None = None) -> Iterator:
 
 def read_errors(out: Path) -> list[dict]:
     """Error lines of the finished shards, in input order."""
-    lines = []
+    lines: list[dict] = []
     for shard in sorted(finished_shards(out)):
         text = shard_path(out, shard, ".errors.jsonl").read_text(encoding="utf-8")
         lines.extend(json.loads(line) for line in text.splitlines() if line)
