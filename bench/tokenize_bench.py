@@ -44,7 +44,7 @@ HOUR_S = 3600.0  # seconds in an hour
 log = logging.getLogger("bench")
 
 
-def make_files(folder: Path, count: int, seed: int, device: str, min_s: float, max_s: float) -> tuple[Path, float]:
+def make_files(folder: Path, count: int, seed: int, device: str, min_s: float, max_s: float) -> Path:
     """``count`` 16 kHz speech-like WAVs of random lengths and a fine-tuning JSONL naming them."""
     folder.mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(seed)
@@ -57,7 +57,7 @@ def make_files(folder: Path, count: int, seed: int, device: str, min_s: float, m
         lines.append(json.dumps({"audio": str(path), "text": f"utterance {i}", "language": "English"}))
     manifest = folder / "train.jsonl"
     manifest.write_text("\n".join(lines) + "\n")
-    return manifest, float(lengths.sum())
+    return manifest
 
 
 def _to_16k(x: np.ndarray) -> np.ndarray:
@@ -162,7 +162,7 @@ def markdown(result: dict) -> str:
         "",
         (
             f"{result['files']} files, {result['audio_s'] / HOUR_S:.3f} h of 16 kHz speech-like audio "
-            f"({result['min_s']:g}-{result['max_s']:g} s each); {m['gpu']}; torch {m['torch']}, ray {m['ray']}. "
+            f"({result['min_s']:g}-{result['max_s']:g} s each); {m['gpu']}; torch {m['torch']}, ray {result['ray']}. "
             "Random weights: throughput and memory only."
         ),
         "",
@@ -196,7 +196,15 @@ def markdown(result: dict) -> str:
         share = f"{b['peak_mib'] / base:.2f}x" if b["peak_mib"] and base else "-"
         peak = f"{b['peak_mib']:.0f}" if b["peak_mib"] else "-"
         lines.append(f"| {b['path']} | {b['wall_s']:.2f} | {peak} | {share} |")
-    lines += ["", f"Official whole-loop peak GPU memory: {o['peak_mib'] or 0:.0f} MiB.", ""]
+    agree = result["batch_vs_lone"]
+    lines += [
+        "",
+        (
+            f"Official whole-loop peak GPU memory: {o['peak_mib'] or 0:.0f} MiB. Our batched codes equal lone encodes "
+            f"(`python -m core encode`) on {100 * agree['codes_equal_share']:.4f}% of codes ({agree['clips']} clips)."
+        ),
+        "",
+    ]
     return "\n".join(lines)
 
 
@@ -212,7 +220,51 @@ def parse_args(argv=None):
     p.add_argument("--object-store-mb", type=int, default=8192)
     p.add_argument("--work", type=Path, default=Path("/tmp/tokenize-bench"))
     p.add_argument("--out", type=Path, required=True)
+    p.add_argument("--parts", default="batch,pipeline", help="batch (official + encodes), pipeline (Ray jobs)")
     return p.parse_args(argv)
+
+
+def batch_part(args, checkpoint: Path, manifest: Path) -> dict:
+    """The official loop, the batched encodes and the agreement of our batched codes with lone encodes."""
+    official = official_loop(str(checkpoint), manifest, args.device)
+    tok = official.pop("tok")
+    from core.audio import load_audio
+
+    clips = [load_audio(json.loads(line)["audio"]).samples for line in manifest.read_text().splitlines()]
+    variants = [
+        ("ours: Engine.encode_batch (defaults: strict fp32)", {}),
+        ("ours: Engine.encode_batch, TF32 allowed (same flags as official)", {"strict_fp32_encode": False}),
+    ]
+    batches = batch_encodes(tok, str(checkpoint), variants, clips, args.device)
+    del tok
+    engine = Engine(Settings(model=str(checkpoint), device=args.device))
+    assert engine.load(), engine.error
+    from types import SimpleNamespace
+
+    sample = clips[: 2 * OFFICIAL_BATCH]
+    batched = [r.codes for r in engine.encode_batch([SimpleNamespace(samples=c) for c in sample])]
+    lone = [engine.encode_array(c).codes for c in sample]
+    equal = sum(int((a == b).sum()) for a, b in zip(batched, lone))
+    agreement = {"clips": len(sample), "codes_equal_share": equal / sum(a.size for a in lone)}
+    del engine
+    if args.device.startswith("cuda"):
+        torch.cuda.empty_cache()
+    return {"official": official, "batches": batches, "batch_vs_lone": agreement}
+
+
+def pipeline_part(args, checkpoint: Path, manifest: Path) -> dict:
+    pipeline = []
+    for n in [int(x) for x in args.gpus.split(",")]:
+        device = "cpu" if n == 0 else "cuda:0"
+        settings = Settings(model=str(checkpoint), device=device)
+        pipeline.append(pipeline_run(manifest, args.work / f"out-{n}", settings, max(n, 1), args.object_store_mb))
+        log.info("pipeline %s", pipeline[-1])
+    ones = [p for p in pipeline if p["gpus"] == 1]
+    twos = [p for p in pipeline if p["gpus"] == 2]
+    scaling = (ones[0]["steady_s"] / twos[0]["steady_s"]) if ones and twos else None
+    import ray
+
+    return {"pipeline": pipeline, "scaling": scaling, "ray": ray.__version__}
 
 
 def main(argv=None) -> dict:
@@ -225,53 +277,35 @@ def main(argv=None) -> dict:
         build_tiny_checkpoint(checkpoint) if args.tiny else build_full_checkpoint(
             checkpoint, reference=ROOT / "bench" / "reference-config.json"
         )
-    manifest, audio_s = make_files(args.work / "data", args.files, 0, args.device, args.min_s, args.max_s)
+    manifest = args.work / "data" / "train.jsonl"
+    if not manifest.exists():
+        make_files(args.work / "data", args.files, 0, args.device, args.min_s, args.max_s)
+    audio_s = sum(sf.info(json.loads(line)["audio"]).duration for line in manifest.read_text().splitlines())
     log.info("%d files, %.3f h", args.files, audio_s / HOUR_S)
-    official = official_loop(str(checkpoint), manifest, args.device)
-    tok = official.pop("tok")
-    from core.audio import load_audio
-
-    clips = [load_audio(json.loads(line)["audio"]).samples for line in manifest.read_text().splitlines()]
-    variants = [
-        ("ours: Engine.encode_batch (defaults: strict fp32)", {}),
-        ("ours: Engine.encode_batch, TF32 allowed (same flags as official)", {"strict_fp32_encode": False}),
-    ]
-    batches = batch_encodes(tok, str(checkpoint), variants, clips, args.device)
-    del tok
-    if args.device.startswith("cuda"):
-        torch.cuda.empty_cache()
-    import ray
-
-    pipeline = []
-    for n in [int(x) for x in args.gpus.split(",")]:
-        device = "cpu" if n == 0 else "cuda:0"
-        settings = Settings(model=str(checkpoint), device=device)
-        pipeline.append(pipeline_run(manifest, args.work / f"out-{n}", settings, max(n, 1), args.object_store_mb))
-        log.info("pipeline %s", pipeline[-1])
-    ones = [p for p in pipeline if p["gpus"] == 1]
-    twos = [p for p in pipeline if p["gpus"] == 2]
-    scaling = (ones[0]["steady_s"] / twos[0]["steady_s"]) if ones and twos else None
+    saved = args.work / "tokenize_bench.json"  # parts run in separate calls add to one result
+    result = json.loads(saved.read_text()) if saved.exists() else {}
     gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else platform.processor() or "CPU"
-    result = {
-        "files": args.files,
-        "audio_s": audio_s,
-        "min_s": args.min_s,
-        "max_s": args.max_s,
-        "machine": {
+    result.update(
+        files=args.files,
+        audio_s=audio_s,
+        min_s=args.min_s,
+        max_s=args.max_s,
+        machine={
             "gpu": f"{torch.cuda.device_count()} x {gpu}" if torch.cuda.is_available() else gpu,
             "torch": torch.__version__,
-            "ray": ray.__version__,
             "python": platform.python_version(),
         },
-        "official": official,
-        "batches": batches,
-        "pipeline": pipeline,
-        "scaling": scaling,
-    }
+    )
+    if "batch" in args.parts:
+        result.update(batch_part(args, checkpoint, manifest))
+    if "pipeline" in args.parts:
+        result.update(pipeline_part(args, checkpoint, manifest))
+    saved.write_text(json.dumps(result, indent=2) + "\n")
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "tokenize_bench.json").write_text(json.dumps(result, indent=2) + "\n")
-    (args.out / "tokenize_bench.md").write_text(markdown(result))
-    print(markdown(result))
+    if "official" in result and "pipeline" in result:
+        (args.out / "tokenize_bench.md").write_text(markdown(result))
+        print(markdown(result))
     return result
 
 
