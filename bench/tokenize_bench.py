@@ -117,10 +117,38 @@ def batch_encodes(tok, checkpoint: str, variants, clips: list[np.ndarray], devic
         assert engine.load(), engine.error
         seconds, peak = loop(lambda b, e=engine: e.encode_batch([SimpleNamespace(samples=c) for c in b]))
         rows.append({"path": label, "settings": changes, "wall_s": seconds, "peak_mib": peak})
+        if not changes:  # the batched encode itself, without the engine's grouping: one pass, then time windows
+            for budget_s in (None, 60.0, 30.0):
+                rows.append(direct_batches(engine, loop, budget_s))
         del engine
         if device.startswith("cuda"):
             torch.cuda.empty_cache()
     return rows
+
+
+def direct_batches(engine, loop, budget_s: float | None) -> dict:
+    """core.batching.encode_batch on whole 32-clip batches (strict fp32, as the engine's encodes):
+    one pass, or front-end time windows sized so 32 x (window + context) ~ ``budget_s`` of audio."""
+    from bench.codec_bench import full_fp32
+    from core import batching
+
+    context = batching.conv_context_samples_of(engine.model.encoder)
+    window = None if budget_s is None else max(1920, int(budget_s * SR) // OFFICIAL_BATCH - context)
+
+    def run(batch):
+        with torch.inference_mode(), full_fp32():
+            return batching.encode_batch(engine.model, [torch.from_numpy(c) for c in batch], window)
+
+    seconds, peak = loop(run)
+    label = (
+        "one pass" if window is None else f"front-end windows of {window / SR:.2f} s (+{context / SR:.2f} s context)"
+    )
+    return {
+        "path": f"ours: core.batching.encode_batch, 32 clips, {label}",
+        "window_samples": window,
+        "wall_s": seconds,
+        "peak_mib": peak,
+    }
 
 
 def pipeline_run(manifest: Path, out: Path, settings: Settings, actors: int, object_store_mib: int) -> dict:
