@@ -131,8 +131,9 @@ def direct_batches(engine, loop, budget_s: float | None) -> dict:
     one pass, or front-end time windows sized so 32 x (window + context) ~ ``budget_s`` of audio."""
     from bench.codec_bench import full_fp32
     from core import batching
+    from core.encoding import conv_context_samples
 
-    context = batching.conv_context_samples_of(engine.model.encoder)
+    context = conv_context_samples(engine.model)
     window = None if budget_s is None else max(1920, int(budget_s * SR) // OFFICIAL_BATCH - context)
 
     def run(batch):

@@ -11,7 +11,7 @@ with. Attention is causal: nothing past a clip's end reaches its frames anywhere
 
 **Bounded memory.** The full-rate SEANet front-end holds most of an encode's activations. Given
 ``window_samples``, it runs over time windows of the whole batch, each with the SEANet's
-receptive field as left context (exact, as in ``core.streaming``); the transformer, the
+receptive field as left context (exact, as in ``core.encoding``); the transformer, the
 downsample and the quantizer then run once on the 25 Hz steps, which are small. Peak memory
 follows batch size x window instead of batch size x longest clip, and the batch stays whole, so
 the GPU sees as much work per call as the official one-call batch.
@@ -24,7 +24,8 @@ import logging
 
 import torch
 
-from .streaming import NUM_CODEBOOKS, SAMPLES_PER_FRAME, SAMPLES_PER_STEP, conv_context_samples, num_frames
+from .codec import NUM_CODEBOOKS, SAMPLES_PER_FRAME, SAMPLES_PER_STEP, num_frames
+from .encoding import conv_context_samples
 
 logger = logging.getLogger(__name__)
 
@@ -76,7 +77,7 @@ def encode_batch(model, wavs: list[torch.Tensor], window_samples: int | None = N
         batch[i, : lengths[i]] = w.to(device=device, dtype=dtype)
     lengths_t = torch.tensor(lengths, device=device)
     mimi = model.encoder
-    steps = _front_end(mimi, batch, lengths_t, window_samples)
+    steps = _front_end(model, batch, lengths_t, window_samples)
     hidden = mimi.encoder_transformer(steps.transpose(1, 2), return_dict=True)[0].transpose(1, 2)
     del steps
     at_steps = lengths_t
@@ -89,15 +90,16 @@ def encode_batch(model, wavs: list[torch.Tensor], window_samples: int | None = N
     return [codes[:, i, : num_frames(n)].T.to(torch.long) for i, n in enumerate(lengths)]
 
 
-def _front_end(mimi, batch: torch.Tensor, lengths: torch.Tensor, window_samples: int | None) -> torch.Tensor:
+def _front_end(model, batch: torch.Tensor, lengths: torch.Tensor, window_samples: int | None) -> torch.Tensor:
     """SEANet features (batch, channels, 25 Hz steps) of the padded batch, window by window."""
+    mimi = model.encoder
     convs = _seanet_convs(mimi)
     total = batch.shape[-1]
     if window_samples is None or total <= window_samples:
         with padded_like_lone_clips(convs, lengths):
             return mimi.encoder(batch[:, None])
     window = max(SAMPLES_PER_FRAME, window_samples // SAMPLES_PER_FRAME * SAMPLES_PER_FRAME)
-    context = conv_context_samples_of(mimi)
+    context = conv_context_samples(model)
     pieces = []
     for start in range(0, total, window):
         low = max(0, start - context)
@@ -106,15 +108,3 @@ def _front_end(mimi, batch: torch.Tensor, lengths: torch.Tensor, window_samples:
         pieces.append(embedded[..., (start - low) // SAMPLES_PER_STEP :])
         del embedded
     return torch.cat(pieces, dim=-1)
-
-
-def conv_context_samples_of(mimi) -> int:
-    """core.streaming's exact left context, for the encoder module itself."""
-    return conv_context_samples(_ModelView(mimi))
-
-
-class _ModelView:
-    """The attribute path ``conv_context_samples`` reads (model.encoder.encoder) around a Mimi encoder."""
-
-    def __init__(self, mimi):
-        self.encoder = mimi

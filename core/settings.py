@@ -11,14 +11,14 @@ import argparse
 import math
 import os
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Mapping
 
+from .codec import MIB
 from .errors import SettingsError
 
 DEFAULT_MODEL = "Qwen/Qwen3-TTS-Tokenizer-12Hz"  # hub id of the published checkpoint
 DTYPES = ("float32", "bfloat16")  # float32 is the published dtype
-MIB = 1 << 20  # bytes in a MiB
 _DEVICE_RE = re.compile(r"^(cpu|cuda:\d+)$")
 
 
@@ -88,9 +88,6 @@ class Settings:
         if not 0.0 < self.max_batch_memory_fraction <= 1.0:
             raise SettingsError("max_batch_memory_fraction must be in (0, 1], e.g. 0.9.")
         return self
-
-    def with_(self, **changes) -> "Settings":
-        return replace(self, **changes)
 
     def to_dict(self) -> dict:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
