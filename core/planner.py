@@ -140,7 +140,7 @@ def batch_groups(indices: list[int], sizes: list[int], budget: int, context: int
     time window (``core.batching``) that keeps members x (window + context) within ``budget``
     samples; None when the group's padded size fits whole. A group has as many members as 1 s
     windows allow: the GPU gets one large call instead of several small ones, in the same memory."""
-    cap = max(1, budget // (MIN_BATCH_WINDOW_SAMPLES + context))
+    cap = max(1, budget // (MIN_BATCH_WINDOW_SAMPLES + SAMPLES_PER_FRAME + context))  # a frame for the rounding
     order = sorted(range(len(indices)), key=lambda j: -sizes[j])
     out: list[tuple[list[int], int | None]] = []
     for start in range(0, len(order), cap):
