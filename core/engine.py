@@ -243,7 +243,7 @@ class Engine:
                 short.append(i)
         context = self._dims.conv_context_samples if self._dims else 0
         sizes = [arrays[i].size for i in short]
-        for group, window in planner.batch_groups(short, sizes, plan.batch_samples, context):
+        for group, window in planner.batch_groups(short, sizes, plan.batch_samples, context, plan.batch_windows):
             tensors = [torch.from_numpy(arrays[i]) for i in group]
             for i, codes in zip(group, batching.encode_batch(self.model, tensors, window)):
                 out[i] = codes.cpu().numpy()

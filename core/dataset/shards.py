@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..engine import NUM_CODEBOOKS
+from ..codec import NUM_CODEBOOKS
 from ..errors import CodecError
 
 logger = logging.getLogger(__name__)
