@@ -57,7 +57,7 @@ class RunResult:
     audio_s: float  # seconds of audio this run encoded
     wall_s: float  # seconds this run took, Ray start included
     actors: int  # encode actors used
-    gpus: int  # GPUs used by the actors
+    gpus: int  # GPUs used by the actors, all together
 
 
 OnResult = Callable[[Done | Failed], None]
@@ -118,7 +118,7 @@ def run(
     if todo:
         with ray_session(options) as ray:
             actors, gpus, encode_settings = _layout(ray, settings, options)
-            logger.info("encoding %d files with %d actor(s) on %d GPU(s)", len(todo), actors, gpus)
+            logger.info("encoding %d files with %d actor(s), %d GPU(s) each", len(todo), actors, gpus)
             for result in _results(todo, settings, encode_settings, options, actors, gpus):
                 writer.add(result)
                 if isinstance(result, Done):
@@ -135,7 +135,7 @@ def run(
         audio_s,
         time.perf_counter() - start,
         actors,
-        gpus,
+        actors * gpus,
     )
 
 
