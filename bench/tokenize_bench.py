@@ -215,8 +215,10 @@ def markdown(result: dict) -> str:
     if result.get("scaling") is not None:
         lines += [
             "",
-            f"Second GPU: {result['scaling']:.2f}x the one-GPU steady throughput (aim >= 1.8x). Steady = first to "
-            "last result; on this small set it is a few seconds, so the figure is rough.",
+            (
+                f"Second GPU: {result['scaling']:.2f}x the one-GPU steady throughput (aim >= 1.8x). Steady = first "
+                "to last result; on this small set it is a few seconds, so the figure is rough."
+            ),
         ]
     lines += [
         "",

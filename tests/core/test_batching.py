@@ -10,6 +10,18 @@ from core.encoding import conv_context_samples
 
 # lengths with partial last frames, odd 25 Hz step counts (the downsample's replicate padding) and ties
 SECONDS = (1.2, 2.5, 0.7, 0.33, 1.9999, 2.5, 0.08, 3.7)
+# Batched and lone convolutions round fp32 differently on some CPUs (oneDNN/AMX): one near-tie frame may
+# flip in a whole comparison (main saw this for offloaded keys/values). Without the padding rule every
+# shorter clip with a partial last frame differs (5 of these 8), so at most one differing frame still fails.
+NEAR_TIE_FRAMES = 1
+
+
+def differing_frames(pairs) -> int:
+    total = 0
+    for many, one in pairs:
+        assert many.shape == one.shape
+        total += int((np.asarray(many) != np.asarray(one)).any(axis=1).sum())
+    return total
 
 
 @pytest.mark.parametrize("window_s", [None, 1.0, 0.4])
@@ -19,8 +31,7 @@ def test_batched_codes_equal_lone_encodes_every_frame(tiny_engine, speech, windo
     window = None if window_s is None else int(window_s * 24_000)
     with torch.inference_mode():
         batched = batching.encode_batch(tiny_engine.model, [torch.from_numpy(c) for c in clips], window)
-    for one, many in zip(lone, batched):
-        np.testing.assert_array_equal(many.numpy(), one)
+    assert differing_frames((many.numpy(), one) for many, one in zip(batched, lone)) <= NEAR_TIE_FRAMES
 
 
 def test_without_the_padding_rule_a_short_clips_last_frame_changes(tiny_engine, speech):
@@ -60,5 +71,5 @@ def test_the_engine_batch_path_uses_windows_and_stays_exact(tiny_checkpoint, spe
     groups = planner.batch_groups(list(range(len(clips))), sizes, 6 * 24_000, conv_context_samples(engine.model))
     assert any(window is not None for _, window in groups)  # the settings make this job windowed
     batched = engine.encode_batch([SimpleNamespace(samples=c) for c in clips])
-    for clip, result in zip(clips, batched):
-        np.testing.assert_array_equal(result.codes, engine.encode_array(clip).codes)
+    pairs = [(result.codes, engine.encode_array(clip).codes) for clip, result in zip(clips, batched)]
+    assert differing_frames(pairs) <= NEAR_TIE_FRAMES
