@@ -106,8 +106,9 @@ def run(
             by_shard.setdefault(shard, set()).add(index)
     for shard, indices in by_shard.items():
         writer.expect(shard, indices)
+    pending = sum(len(v) for v in by_shard.values())  # items and rows without audio, not yet in a shard
     if on_start:
-        on_start(len(todo), inputs.count - sum(len(v) for v in by_shard.values()))
+        on_start(pending, inputs.count - pending)
     for error in inputs.errors:  # rows that name no audio file: known before any work
         if shard_of(error.index, options.shard_size) not in finished:
             failed = Failed(error.index, error.key, error.reason)
@@ -131,7 +132,7 @@ def run(
         resumed,
         len(finished),
         len(writer.written),
-        len(todo) + len(inputs.errors),
+        pending,
         audio_s,
         time.perf_counter() - start,
         actors,
