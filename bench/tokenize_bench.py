@@ -30,11 +30,11 @@ import torch
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.codec_bench import signal, timed
-from core.dataset.inputs import read_inputs
-from core.dataset.pipeline import TokenizeOptions, job_record, run
-from core.engine import Engine
-from core.settings import Settings
+from bench.codec_bench import signal, timed  # noqa: E402
+from core.dataset.inputs import read_inputs  # noqa: E402
+from core.dataset.pipeline import TokenizeOptions, job_record, run  # noqa: E402
+from core.engine import Engine  # noqa: E402
+from core.settings import Settings  # noqa: E402
 
 SR = 24_000  # Hz, the codec's rate
 FILE_SR = 16_000  # Hz, the bench files' rate: both paths resample, as with most speech datasets
@@ -207,7 +207,7 @@ def markdown(result: dict) -> str:
     ]
     for p in result["pipeline"]:
         lines.append(
-            f"| ours: `python -m core tokenize --tf32`, {p['actors']} actor(s); whole run includes Ray start and "
+            f"| ours: `python -m core tokenize --no-strict-fp32-encode`, {p['actors']} actor(s); whole run includes Ray start and "
             f"model load ({p['first_result_s']:.0f} s to the first result) | {p['files']} | {p['audio_s'] / HOUR_S:.2f} "
             f"| {p['gpus']} | {p['wall_s']:.1f} | {per_gpu_hour(p['audio_s'], p['wall_s'], p['gpus']):.0f} | "
             f"{per_gpu_hour(p['audio_s'], p['steady_s'], p['gpus']):.0f} |"
@@ -300,7 +300,7 @@ def pipeline_part(args, checkpoint: Path, manifest: Path) -> dict:
     pipeline = []
     for n in [int(x) for x in args.gpus.split(",")]:
         device = "cpu" if n == 0 else "cuda:0"
-        # TF32 allowed (--tf32): the fast, windowed batch path (strict fp32 windows measured slow on the H200)
+        # TF32 allowed (--no-strict-fp32-encode): the fast, windowed batch path (strict fp32 windows measured slow on the H200)
         settings = Settings(model=str(checkpoint), device=device, strict_fp32_encode=False)
         pipeline.append(pipeline_run(manifest, args.work / f"out-{n}", settings, max(n, 1), args.object_store_mb))
         log.info("pipeline %s", pipeline[-1])

@@ -58,8 +58,6 @@ def _add_tokenize_parser(sub) -> None:
     p.add_argument("--batch-files", type=int, default=32, help="clips per encode call (bucketed by length)")
     p.add_argument("--num-cpus", type=int, default=None, help="local Ray: CPUs to use (default: all)")
     p.add_argument("--object-store-mb", type=int, default=1024, help="local Ray: object store size, MiB")
-    p.add_argument("--tf32", action="store_true", help="GPU: TF32 convolutions, as PyTorch's default (faster "
-                   "batches in less memory; codes then equal TF32 encodes, not strict-fp32 `encode`)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar (logs only)")
 
 
@@ -74,10 +72,7 @@ def cmd_tokenize(args) -> int:
             raise CodecError(f"--{name.replace('_', '-')} must be at least 1.")
     options = TokenizeOptions(shard_size=args.shard_size, address=args.address, num_cpus=args.num_cpus,
                               object_store_mib=args.object_store_mb, actors=args.actors, batch_files=args.batch_files)
-    settings = settings_from_args(args)
-    if args.tf32:
-        settings = settings.with_(strict_fp32_encode=False)
-    manifest = tokenize(args.input, args.output_dir, settings, options, jsonl=args.jsonl,
+    manifest = tokenize(args.input, args.output_dir, settings_from_args(args), options, jsonl=args.jsonl,
                         audio_column=args.audio_column, show_progress=not args.no_progress)
     for line in summary_lines(manifest):
         print(line)

@@ -24,6 +24,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from ..codec import MIB
 from ..errors import CodecError
 from ..settings import Settings
 from .inputs import Inputs, Item
@@ -32,7 +33,7 @@ from .shards import Done, Failed, ShardWriter, check_job, finished_shards, shard
 logger = logging.getLogger(__name__)
 
 HASH_BLOCK_BYTES = 1 << 20  # bytes read at a time for the source checksum
-MIB = 1 << 20  # bytes in a MiB
+
 LOCAL_START_ATTEMPTS = 3  # tries to start the local Ray (its start times out under heavy CPU load)
 
 
@@ -209,7 +210,7 @@ def _results(
             batch_size=options.decode_files,
             batch_format="numpy",
             ray_remote_args_fn=_decode_task_args,
-            fn_kwargs={"max_duration_s": settings.max_duration_s, "max_file_mb": settings.max_file_mb},
+            fn_kwargs={"limits": settings.audio_limits()},
         )
     ds = ds.map_batches(
         EncodeActor,
@@ -259,12 +260,11 @@ def _reason(e: Exception) -> str:
     return str(e) if isinstance(e, (CodecError, OSError)) else f"{type(e).__name__}: {e}"
 
 
-def decode_files(batch: dict, max_duration_s: float, max_file_mb: float) -> dict:
-    """Ray task: read, downmix and resample each file to 24 kHz float32 (with the engine's input
-    limits); a file that fails gets its reason instead of samples."""
-    from ..audio import AudioLimits, load_audio
+def decode_files(batch: dict, limits) -> dict:
+    """Ray task: read, downmix and resample each file to 24 kHz float32 under the engine's input
+    ``limits`` (Settings.audio_limits); a file that fails gets its reason instead of samples."""
+    from ..audio import load_audio
 
-    limits = AudioLimits(max_duration_s=max_duration_s, max_file_bytes=int(max_file_mb * MIB))
     samples, sha, errors = [], [], []
     for path in batch["path"]:
         try:
