@@ -194,13 +194,13 @@ def peak_bytes(dims: ModelDims, operation: str, lengths: list[int], plan: ChunkP
         short = [n for n in lengths if n <= plan.encode_chunk_samples]
         if short:  # padded batches of short clips: the front-end's windows, then the transformer on all steps
             context = dims.conv_context_samples
-            for group, window in batch_groups(
+            for group, batch_window in batch_groups(
                 list(range(len(short))), short, plan.batch_samples, context, plan.batch_windows
             ):
                 sizes = [short[i] for i in group]
                 steps = len(sizes) * ceil_div(max(sizes), SAMPLES_PER_STEP)
                 transformer = SPAN_FLOATS_PER_STEP_PER_HIDDEN * steps * dims.encoder_hidden * item
-                work = max(work, per_sample * batch_footprint(sizes, window, context), transformer)
+                work = max(work, per_sample * batch_footprint(sizes, batch_window, context), transformer)
     if operation in ("decode", "roundtrip"):
         per_frame = DECODE_FLOATS_PER_SAMPLE_PER_CHANNEL * dims.decoder_channels * item * SAMPLES_PER_FRAME
         frames = min(plan.decode_chunk_frames, max(ceil_div(n, SAMPLES_PER_FRAME) for n in lengths))
