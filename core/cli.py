@@ -1,4 +1,4 @@
-"""Command line: ``python -m core {check,encode,decode,roundtrip,ladder,evaluate,abx-export,doctor,
+"""Command line: ``python -m core {check,encode,decode,roundtrip,ladder,tokenize,evaluate,abx-export,doctor,
 build-checkpoint}``.
 
 Exit code 0 on success, 1 with a one-line ``error: ...`` message on bad input or a failed
@@ -43,6 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
     lad.add_argument("file", type=Path, help="an audio file (encoded first) or a .npz token file")
     lad.add_argument("-o", "--output-dir", type=Path, required=True, help="where to write results")
     lad.add_argument("--levels", default="1,2,4,8,16", help="codebooks kept per level, 1..16 (default 1,2,4,8,16)")
+    _add_tokenize_parser(sub)
     from .doctor.cli import add_parser as add_doctor_parser
 
     add_doctor_parser(sub)
@@ -57,6 +58,40 @@ def build_parser() -> argparse.ArgumentParser:
     build.add_argument("--reference", type=Path, default=None, help="reference config.json for --full")
     build.add_argument("--seed", type=int, default=0)
     return parser
+
+
+def _add_tokenize_parser(sub) -> None:
+    p = sub.add_parser("tokenize", help="a dataset (folder, JSONL manifest, Parquet) -> Parquet shards of codes, on Ray")
+    p.add_argument("input", type=Path, help="folder of audio (recursive), .jsonl manifest or .parquet table")
+    p.add_argument("-o", "--output-dir", type=Path, required=True, help="new folder, or one to resume")
+    p.add_argument("--jsonl", action="store_true", help="also write finetune.jsonl (Qwen3-TTS fine-tuning format)")
+    p.add_argument("--address", default=None, help="Ray cluster to join [env RAY_ADDRESS]; default: a local Ray")
+    p.add_argument("--audio-column", default="audio", help="manifest field / Parquet column with the audio path")
+    p.add_argument("--shard-size", type=int, default=256, help="files per Parquet shard (the unit of resume)")
+    p.add_argument("--actors", type=int, default=None, help="encode actors (default: one per GPU, or 1 on CPU)")
+    p.add_argument("--batch-files", type=int, default=32, help="clips per encode call (bucketed by length)")
+    p.add_argument("--num-cpus", type=int, default=None, help="local Ray: CPUs to use (default: all)")
+    p.add_argument("--object-store-mb", type=int, default=1024, help="local Ray: object store size, MiB")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar (logs only)")
+
+
+def cmd_tokenize(args) -> int:
+    from .dataset.job import tokenize
+    from .dataset.pipeline import TokenizeOptions
+    from .dataset.progress import summary_lines
+    from .settings import settings_from_args
+
+    for name in ("shard_size", "batch_files", "object_store_mb"):
+        if getattr(args, name) < 1:
+            raise CodecError(f"--{name.replace('_', '-')} must be at least 1.")
+    options = TokenizeOptions(shard_size=args.shard_size, address=args.address, num_cpus=args.num_cpus,
+                              object_store_mib=args.object_store_mb, actors=args.actors, batch_files=args.batch_files)
+    manifest = tokenize(args.input, args.output_dir, settings_from_args(args), options, jsonl=args.jsonl,
+                        audio_column=args.audio_column, show_progress=not args.no_progress)
+    for line in summary_lines(manifest):
+        print(line)
+    print(f"-> {args.output_dir}/manifest.json")
+    return 0
 
 
 def _engine(args):
@@ -234,7 +269,8 @@ def cmd_doctor(args) -> int:
 
 
 COMMANDS = {"check": cmd_check, "encode": cmd_encode, "decode": cmd_decode,
-            "roundtrip": cmd_roundtrip, "ladder": cmd_ladder, "evaluate": cmd_evaluate, "abx-export": cmd_abx_export,
+            "roundtrip": cmd_roundtrip, "ladder": cmd_ladder, "tokenize": cmd_tokenize,
+            "evaluate": cmd_evaluate, "abx-export": cmd_abx_export,
             "build-checkpoint": cmd_build_checkpoint, "doctor": cmd_doctor}
 
 

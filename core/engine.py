@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from . import decoding, encoding, ladder, memory, planner, readiness
+from . import batching, decoding, encoding, ladder, memory, planner, readiness
 from .checkpoints import is_random_checkpoint
 from .codec import MIB, NUM_CODEBOOKS, SAMPLE_RATE, SAMPLES_PER_FRAME, Progress, check_codes, check_duration
 from .errors import AudioInputError, CodecError, EngineNotReady, OutOfMemory
@@ -244,9 +244,11 @@ class Engine:
                 out[i] = self._encode_tensor(a, plan)
             else:
                 short.append(i)
-        for group in planner.groups(short, [arrays[i].size for i in short], plan.batch_samples):
+        context = self._dims.conv_context_samples if self._dims else 0
+        sizes = [arrays[i].size for i in short]
+        for group, window in planner.batch_groups(short, sizes, plan.batch_samples, context, plan.batch_windows):
             tensors = [torch.from_numpy(arrays[i]) for i in group]
-            for i, codes in zip(group, encoding.encode_batch(self.model, tensors)):
+            for i, codes in zip(group, batching.encode_batch(self.model, tensors, window)):
                 out[i] = codes.cpu().numpy()
         return typing.cast("list[np.ndarray]", out)  # every index was filled above
 

@@ -44,19 +44,22 @@ def test_encode_is_deterministic(tiny_engine, speech):
 
 
 def test_batch_gives_the_same_codes_as_one_by_one(tiny_engine, speech):
-    """Padding a clip inside a batch can change only its last, partial frame (the model pads
-    a lone clip's tail with zeros inside every conv, a batched one with computed features)."""
+    """Every frame, the last partial one included (core.batching pads each clip at every strided
+    conv as a lone clip's conv does); lengths with odd 25 Hz steps exercise the downsample. One
+    near-tie frame may flip where batched and lone fp32 rounding differ (AMX CPUs)."""
     from core.audio import audio_from_array
 
-    clips = [audio_from_array(speech(s, seed=i), 24_000) for i, s in enumerate((1.0, 2.5, 0.5))]
+    clips = [audio_from_array(speech(s, seed=i), 24_000) for i, s in enumerate((1.0, 2.5, 0.5, 0.33, 1.9999))]
     batch = tiny_engine.encode_batch(clips)
+    differing = 0
     for clip, result in zip(clips, batch):
         single = tiny_engine.encode(clip).codes
         assert result.codes.shape == single.shape
-        np.testing.assert_array_equal(result.codes[:-1], single[:-1])
+        differing += int((result.codes != single).any(axis=1).sum())
+    assert differing <= 1
     decoded = tiny_engine.decode_batch([r.codes for r in batch])
     for result, dec in zip(batch, decoded):
-        np.testing.assert_allclose(dec.samples, tiny_engine.decode(result.codes).samples, atol=1e-5)
+        np.testing.assert_allclose(dec.samples, tiny_engine.decode(result.codes).samples, atol=1e-4)
 
 
 @pytest.mark.parametrize(
