@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from . import memory, readiness, streaming
+from . import fast_decode, memory, readiness, streaming
 from .checkpoints import is_random_checkpoint
 from .errors import AudioInputError, CodecError, EngineNotReady, OutOfMemory, SettingsError, TokenFileError
 from .settings import Settings
@@ -71,6 +71,7 @@ class DecodeResult:
     sample_rate: int  # always 24000
     seconds: float  # wall time of the model work
     peak_mib: float | None  # peak GPU memory during the job (None on CPU)
+    warnings: tuple[str, ...] = ()  # for the user, e.g. bf16 chunks that were redone in fp32
 
 
 @dataclass(frozen=True)
@@ -122,6 +123,7 @@ class Engine:
         self.last_report: readiness.ReadinessReport | None = None
         self.load_seconds: float | None = None
         self._tokenizer = None
+        self._fast: fast_decode.FastDecoder | None = None  # decodes: precision, compiled graphs, bf16 guard
         self._lock = threading.RLock()
 
     # ---- lifecycle -------------------------------------------------------------------
@@ -159,6 +161,7 @@ class Engine:
                 self._tokenizer, self.model_path = load_tokenizer(
                     self.settings.model, self.device, TORCH_DTYPES[self.settings.dtype]
                 )
+                self._fast = self._fast_decoder()
             except CodecError as e:
                 return self._fail(str(e))
             except Exception as e:  # anything else still must not kill the server
@@ -168,6 +171,16 @@ class Engine:
             self.state = EngineState.READY
             logger.info("model loaded from %s in %.2f s", self.model_path, self.load_seconds)
             return True
+
+    def _fast_decoder(self) -> fast_decode.FastDecoder:
+        """The decoder jobs run: in ``decode_dtype`` (guarded when bf16), compiled in the background
+        when ``compile_decoder`` is set (decodes stay eager until that is done)."""
+        s = self.settings
+        options = fast_decode.DecodeOptions(s.decode_dtype or s.dtype, s.compile_decoder)
+        fast = fast_decode.FastDecoder(self._tokenizer.model.decoder, options)
+        if s.compile_decoder:
+            fast.warm_in_background([(1, int(s.decode_chunk_frames))])
+        return fast
 
     def unload(self) -> None:
         with self._lock:
@@ -200,7 +213,7 @@ class Engine:
         return False
 
     def _drop_model(self) -> None:
-        self._tokenizer = None
+        self._tokenizer = self._fast = None
         memory.release_cached(self.device)
 
     # ---- readiness ---------------------------------------------------------------------
@@ -242,11 +255,11 @@ class Engine:
         codes = validate_codes(codes)
         if original_samples is not None:
             original_samples = _check_original_samples(original_samples, codes.shape[0])
-        wav, seconds, peak = self._job("decode", [codes.shape[0] * SAMPLES_PER_FRAME],
-                                       lambda plan: self._decode_tensor(codes, plan, progress))
+        (wav, warnings), seconds, peak = self._job("decode", [codes.shape[0] * SAMPLES_PER_FRAME],
+                                                   lambda plan: self._decode_tensor(codes, plan, progress))
         if original_samples is not None:
             wav = wav[:original_samples]
-        return DecodeResult(wav, SAMPLE_RATE, seconds, peak)
+        return DecodeResult(wav, SAMPLE_RATE, seconds, peak, warnings)
 
     def roundtrip(self, audio) -> RoundTripResult:
         with self._lock:
@@ -270,10 +283,10 @@ class Engine:
         checked = [validate_codes(c) for c in codes_list]
         if not checked:
             return []
-        wavs, seconds, peak = self._job("decode", [c.shape[0] * SAMPLES_PER_FRAME for c in checked],
-                                        lambda plan: self._decode_batch_tensors(checked, plan))
+        (wavs, warnings), seconds, peak = self._job("decode", [c.shape[0] * SAMPLES_PER_FRAME for c in checked],
+                                                    lambda plan: self._decode_batch_tensors(checked, plan))
         share = seconds / max(len(checked), 1)
-        return [DecodeResult(w, SAMPLE_RATE, share, peak) for w in wavs]
+        return [DecodeResult(w, SAMPLE_RATE, share, peak, warnings) for w in wavs]
 
     # ---- model calls (run inside _job, with a chunk plan) ------------------------------
     def _encode_tensor(self, samples: np.ndarray, plan: ChunkPlan, progress=None) -> np.ndarray:
@@ -296,20 +309,35 @@ class Engine:
                 out[i] = codes.cpu().numpy()
         return out
 
-    def _decode_tensor(self, codes: np.ndarray, plan: ChunkPlan, progress=None) -> np.ndarray:
-        wav = streaming.decode(self.model, torch.from_numpy(codes), plan.decode_chunk_frames, progress)
-        return wav.float().numpy()
+    def _decode_tensor(self, codes: np.ndarray, plan: ChunkPlan, progress=None) -> tuple[np.ndarray, tuple]:
+        self._fast.take_redone()  # a failed attempt's count does not belong to this one
+        wav = streaming.decode(self.model, torch.from_numpy(codes), plan.decode_chunk_frames, progress, self._fast)
+        return wav.float().numpy(), self._decode_warnings(-(-codes.shape[0] // plan.decode_chunk_frames))
 
-    def _decode_batch_tensors(self, codes_list, plan: ChunkPlan) -> list[np.ndarray]:
+    def _decode_warnings(self, chunks: int) -> tuple[str, ...]:
+        redone = self._fast.take_redone()
+        if not redone:
+            return ()
+        message = (f"{redone} of {chunks} decode chunk(s) came out broken in {self._fast.options.dtype} (non-finite "
+                   "or full-scale samples) and were decoded again in float32. If this repeats, run with "
+                   "--decode-dtype float32.")
+        logger.warning(message)
+        return (message,)
+
+    def _decode_batch_tensors(self, codes_list, plan: ChunkPlan) -> tuple[list[np.ndarray], tuple]:
         out: list[np.ndarray | None] = [None] * len(codes_list)
         order = list(range(len(codes_list)))
         frames = [c.shape[0] for c in codes_list]
+        self._fast.take_redone()
+        chunks = 0
         for group in _groups(order, frames, plan.decode_chunk_frames):
             chunk = max(1, plan.decode_chunk_frames // len(group))  # a chunk call holds ≈ one clip's chunk
-            wavs = streaming.decode_batch(self.model, [torch.from_numpy(codes_list[i]) for i in group], chunk)
+            wavs = streaming.decode_batch(self.model, [torch.from_numpy(codes_list[i]) for i in group], chunk,
+                                          runner=self._fast)
+            chunks += -(-max(frames[i] for i in group) // chunk)
             for i, w in zip(group, wavs):
                 out[i] = w.float().numpy()
-        return out
+        return out, self._decode_warnings(chunks)
 
     # ---- planning, estimates, OOM retries -------------------------------------------------
     def _base_plan(self) -> ChunkPlan:
@@ -546,6 +574,8 @@ class Engine:
             "device": self.device,
             "device_label": "GPU " + self.device if self.settings.is_cuda else "CPU (no GPU in use)",
             "dtype": self.settings.dtype,
+            "decode_dtype": self.settings.decode_dtype or self.settings.dtype,
+            "decoder_compiled": bool(self._fast and self._fast.warm_shapes),  # False until the background compile ends
             "resident_mib": resident,
             "load_seconds": self.load_seconds,
             "random_weights": is_random_checkpoint(self.model_path),  # a test checkpoint: no quality claims

@@ -50,6 +50,8 @@ class Settings:
     cudnn_benchmark: bool = False  # let cuDNN time conv algorithms per new shape (measured: no faster, more memory)
     strict_fp32_encode: bool = True  # fp32 encodes run convs in full fp32, not TF32, so chunked codes reproduce
     max_batch_memory_fraction: float = 0.9  # refuse jobs whose estimated peak exceeds this share of free memory
+    decode_dtype: str | None = None  # decoder precision; None: as ``dtype``. "bfloat16" is guarded (broken chunks redone in fp32) and also runs on CPU (encodes stay fp32)
+    compile_decoder: bool = False  # torch.compile the decoder's convolution stack in the background after loading
 
     @property
     def max_file_bytes(self) -> int:
@@ -71,6 +73,8 @@ class Settings:
             raise SettingsError(
                 "bfloat16 runs only on a GPU with native bf16 support; on CPU use --dtype float32."
             )
+        if self.decode_dtype is not None and self.decode_dtype not in DTYPES:
+            raise SettingsError(f"decode dtype {self.decode_dtype!r} is not supported: use one of {', '.join(DTYPES)}.")
         if not 0.0 < self.cleanup_threshold <= 1.0:
             raise SettingsError("cleanup threshold must be in (0, 1], e.g. 0.8.")
         for name in ("max_duration_s", "max_file_mb", "encode_chunk_s", "encode_span_s", "batch_audio_s",
@@ -96,6 +100,16 @@ class Settings:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
 
 
+def boolean(value: str) -> bool:
+    """A boolean flag's text: 1/true/yes/on or 0/false/no/off."""
+    lowered = str(value).strip().lower()
+    if lowered in ("1", "true", "yes", "on"):
+        return True
+    if lowered in ("0", "false", "no", "off"):
+        return False
+    raise ValueError(value)
+
+
 # (flag, field, env var, type, help)
 _OPTIONS = (
     ("--model", "model", "CODEC_MODEL", str, "checkpoint directory or hub id"),
@@ -105,6 +119,10 @@ _OPTIONS = (
     ("--max-file-mb", "max_file_mb", "CODEC_MAX_FILE_MB", float, "largest input file, MiB"),
     ("--cleanup-threshold", "cleanup_threshold", "CODEC_CLEANUP_THRESHOLD", float,
      "clear cached VRAM after a job when reserved memory passes this share of the card"),
+    ("--decode-dtype", "decode_dtype", "CODEC_DECODE_DTYPE", str,
+     "decoder precision (float32 or bfloat16, default: as --dtype); bf16 chunks that break are redone in fp32"),
+    ("--compile-decoder", "compile_decoder", "CODEC_COMPILE_DECODER", boolean,
+     "1 to torch.compile the decoder in the background after loading (decodes stay eager until done)"),
 )
 
 
