@@ -87,8 +87,17 @@ class _CompiledStream(DecoderStream):
 
     def tail(self, hidden: torch.Tensor) -> torch.Tensor:
         if (hidden.shape[0], hidden.shape[-1]) in self.owner.warm_shapes:
-            return self.owner.compiled_tail(self, hidden)
+            return self.compiled(hidden)
         return super().tail(hidden)
+
+    def compiled(self, hidden: torch.Tensor) -> torch.Tensor:
+        if self.owner.options.compile_mode != "reduce-overhead":
+            return self.owner.compiled_tail(self, hidden)
+        # CUDA graphs: the next replay overwrites this one's outputs, and the state is its input
+        torch.compiler.cudagraph_mark_step_begin()
+        out = self.owner.compiled_tail(self, hidden)
+        self.state = {key: value.clone() for key, value in self.state.items()}
+        return out.clone()
 
 
 class FastDecoder:
@@ -124,7 +133,7 @@ class FastDecoder:
             with torch.inference_mode():
                 hidden = stream.head(codes)
                 for _ in range(2):  # the second call checks the graph is reused
-                    self.compiled_tail(stream, hidden)
+                    stream.compiled(hidden)
             self.warm_shapes = self.warm_shapes | {(batch, frames)}
         if device.type == "cuda":
             torch.cuda.synchronize(device)

@@ -164,7 +164,10 @@ def timing_markdown(timing: dict) -> str:
         text += f" · peak GPU memory {timing['peak_gpu_mib']:.0f} MiB"
     if timing.get("estimate"):
         text += f" · before the job: {timing['estimate']}"
-    return text + ". The metrics follow below."
+    text += ". The metrics follow below."
+    for warning in timing.get("warnings") or ():  # from the engine, e.g. bf16 chunks redone in fp32
+        text += f"\n\n⚠️ {_esc(warning)}"
+    return text
 
 
 # --------------------------------------------------------------------------- system
