@@ -17,6 +17,7 @@ import gradio as gr
 
 from . import url_input
 from .handlers import Handlers
+from .i18n import label
 from .workspace import DEFAULT_MAX_AGE_S, Workspace
 
 logger = logging.getLogger(__name__)
@@ -26,13 +27,7 @@ MODEL_GROUP = dict(concurrency_limit=1, concurrency_id="model")  # one device jo
 METRICS_GROUP = dict(concurrency_limit=1, concurrency_id="metrics")  # CPU only: PESQ, STOI, ...
 GRADIO_CACHE_CLEANUP = (3600, 3600)  # (every, older than) seconds: Gradio's own upload/output cache
 STATS_EVERY_S = 2.0  # seconds between system stats refreshes
-TITLE = "Codec Workbench"
-INTRO = (
-    "# Codec Workbench\n"
-    "Qwen3-TTS-Tokenizer-12Hz: 24 kHz mono speech ↔ 16 codebooks × 12.5 frames/s "
-    "(codes 0..2047, 200 tokens/s, 2.2 kbit/s). Drop a clip, press **Encode → Decode**, "
-    "listen to both, read the numbers."
-)
+TITLE = "Codec Workbench"  # i18n-exempt: the product's name, in the browser tab (not a component prop)
 CSS = """
 .cw-status {border: 1px solid var(--border-color-primary); border-radius: 8px; padding: 8px 12px;}
 .cw-status.cw-ok {border-left: 6px solid #2e9d4f;}
@@ -70,16 +65,16 @@ def build_app(engine, options: UiOptions | None = None) -> gr.Blocks:
     options = options or UiOptions()
     handlers = Handlers(engine, Workspace(options.temp_root, options.max_age_s), options.url_policy)
     with gr.Blocks(title=TITLE, analytics_enabled=False, delete_cache=GRADIO_CACHE_CLEANUP) as demo:
-        gr.Markdown(INTRO)
+        gr.Markdown(label("app.intro"))
         _status_bar(demo, handlers)
         with gr.Tabs():
-            with gr.Tab("Round trip", id="roundtrip"):
+            with gr.Tab(label("tab.roundtrip"), id="roundtrip"):
                 _roundtrip_tab(handlers, options)
-            with gr.Tab("Encode", id="encode"):
+            with gr.Tab(label("tab.encode"), id="encode"):
                 _encode_tab(handlers, options)
-            with gr.Tab("Decode", id="decode"):
+            with gr.Tab(label("tab.decode"), id="decode"):
                 _decode_tab(handlers)
-            with gr.Tab("System", id="system"):
+            with gr.Tab(label("tab.system"), id="system"):
                 _system_tab(handlers, options)
     return demo
 
@@ -89,8 +84,8 @@ def _status_bar(demo: gr.Blocks, handlers: Handlers) -> None:
         with gr.Column(scale=6):
             status = gr.HTML(elem_id="status-bar")
         with gr.Column(scale=1, min_width=160):
-            rerun = gr.Button("Re-run checks", elem_id="rerun-checks", size="sm")
-            gr.Markdown("Loads the model if needed, then runs the three checks again.", elem_classes="cw-hint")
+            rerun = gr.Button(label("status.rerun"), elem_id="rerun-checks", size="sm")
+            gr.Markdown(label("status.rerun_hint"), elem_classes="cw-hint")
     raw = gr.JSON(visible=False)
     demo.load(handlers.status, outputs=[status, raw], api_name="status", show_progress="hidden",
               concurrency_limit=None, concurrency_id="status")
@@ -98,13 +93,13 @@ def _status_bar(demo: gr.Blocks, handlers: Handlers) -> None:
 
 
 def _audio_input(elem_id: str) -> gr.Audio:
-    return gr.Audio(sources=["upload", "microphone"], type="filepath", label="Input audio: drop a file or record",
+    return gr.Audio(sources=["upload", "microphone"], type="filepath", label=label("input.audio"),
                     elem_id=elem_id)
 
 
 def _examples(inputs: gr.Audio, options: UiOptions, api_name: str) -> None:
     if options.examples:
-        gr.Examples([[str(p)] for p in options.examples], inputs=[inputs], label="Example clips (one click)",
+        gr.Examples([[str(p)] for p in options.examples], inputs=[inputs], label=label("input.examples"),
                     api_name=api_name, api_visibility="private")
 
 
@@ -114,27 +109,27 @@ def _roundtrip_tab(handlers: Handlers, options: UiOptions) -> None:
             audio_in = _audio_input("roundtrip-input")
             _examples(audio_in, options, "roundtrip_example")
         with gr.Column(scale=1, min_width=200):
-            run = gr.Button("Encode → Decode", variant="primary", size="lg", elem_id="roundtrip-run")
-            gr.Markdown("Encodes the clip to codes and decodes them back. Long clips take a while on a CPU.")
+            run = gr.Button(label("roundtrip.run"), variant="primary", size="lg", elem_id="roundtrip-run")
+            gr.Markdown(label("roundtrip.hint"))
     if options.url_policy is not None:
         _url_row(handlers, audio_in, options.url_policy)
     timing = gr.Markdown(elem_id="roundtrip-timing")
     with gr.Row():
-        original = gr.Audio(label="Original (24 kHz mono, as the codec heard it)", type="filepath",
+        original = gr.Audio(label=label("roundtrip.original"), type="filepath",
                             interactive=False, elem_id="roundtrip-original", buttons=["download"])
-        reconstruction = gr.Audio(label="Reconstruction (decoded from the codes)", type="filepath",
+        reconstruction = gr.Audio(label=label("roundtrip.reconstruction"), type="filepath",
                                   interactive=False, elem_id="roundtrip-reconstruction", buttons=["download"])
     with gr.Row():
         facts = gr.Markdown(elem_id="roundtrip-facts")
         summary = gr.Markdown(elem_id="roundtrip-tokens")
-    spectrogram = gr.Image(label="Log-mel spectrograms: original, reconstruction, difference", type="filepath",
+    spectrogram = gr.Image(label=label("roundtrip.spectrogram"), type="filepath",
                            interactive=False, elem_id="roundtrip-spectrogram", buttons=["download", "fullscreen"])
     metrics = gr.Markdown(elem_id="roundtrip-metrics")
-    downloads = gr.File(label="Downloads: token file and reconstruction WAV", file_count="multiple",
+    downloads = gr.File(label=label("roundtrip.downloads"), file_count="multiple",
                         interactive=False, elem_id="roundtrip-downloads")
-    with gr.Accordion("Raw numbers (JSON)", open=False):
-        details = gr.JSON(label="Round trip")
-        metrics_details = gr.JSON(label="Metrics")
+    with gr.Accordion(label("common.raw_json"), open=False):
+        details = gr.JSON(label=label("roundtrip.json"))
+        metrics_details = gr.JSON(label=label("roundtrip.metrics_json"))
     (run.click(handlers.clear_metrics, outputs=[metrics, metrics_details], api_name="roundtrip_clear",
                api_visibility="private", queue=False, show_progress="hidden")
         .then(handlers.roundtrip, inputs=[audio_in],
@@ -146,9 +141,9 @@ def _roundtrip_tab(handlers: Handlers, options: UiOptions) -> None:
 
 def _url_row(handlers: Handlers, audio_in: gr.Audio, policy: url_input.UrlPolicy) -> None:
     with gr.Row(equal_height=True):
-        url = gr.Textbox(label="…or audio from a URL (http/https, public hosts only, "
-                         f"up to {policy.max_bytes / url_input.MIB:g} MiB)", scale=4, elem_id="url-input")
-        fetch = gr.Button("Fetch", scale=1, elem_id="url-fetch")
+        url = gr.Textbox(label=label("url.label", mib=f"{policy.max_bytes / url_input.MIB:g}"), scale=4,
+                         elem_id="url-input")
+        fetch = gr.Button(label("url.fetch"), scale=1, elem_id="url-fetch")
     fetch.click(handlers.fetch_url, inputs=[url], outputs=[audio_in], api_name="fetch_url",
                 concurrency_limit=2, concurrency_id="fetch")
 
@@ -159,13 +154,13 @@ def _encode_tab(handlers: Handlers, options: UiOptions) -> None:
             audio_in = _audio_input("encode-input")
             _examples(audio_in, options, "encode_example")
         with gr.Column(scale=1, min_width=200):
-            run = gr.Button("Encode", variant="primary", size="lg", elem_id="encode-run")
+            run = gr.Button(label("encode.run"), variant="primary", size="lg", elem_id="encode-run")
     with gr.Row():
-        token_file = gr.File(label="Token file (.npz)", interactive=False, elem_id="encode-tokens")
+        token_file = gr.File(label=label("encode.token_file"), interactive=False, elem_id="encode-tokens")
         summary = gr.Markdown(elem_id="encode-summary")
-    heatmap = gr.Image(label="Codes: 16 codebooks × frames", type="filepath", interactive=False,
+    heatmap = gr.Image(label=label("encode.heatmap"), type="filepath", interactive=False,
                        elem_id="encode-heatmap")
-    with gr.Accordion("Raw numbers (JSON)", open=False):
+    with gr.Accordion(label("common.raw_json"), open=False):
         details = gr.JSON()
     run.click(handlers.encode, inputs=[audio_in], outputs=[token_file, summary, heatmap, details],
               api_name="encode", **MODEL_GROUP)
@@ -174,31 +169,31 @@ def _encode_tab(handlers: Handlers, options: UiOptions) -> None:
 def _decode_tab(handlers: Handlers) -> None:
     with gr.Row():
         with gr.Column(scale=3):
-            token_in = gr.File(label="Token file (.npz from Encode or Round trip)", file_types=[".npz"],
+            token_in = gr.File(label=label("decode.token_file"), file_types=[".npz"],
                                elem_id="decode-input")
         with gr.Column(scale=1, min_width=200):
-            run = gr.Button("Decode", variant="primary", size="lg", elem_id="decode-run")
+            run = gr.Button(label("decode.run"), variant="primary", size="lg", elem_id="decode-run")
     with gr.Row():
-        audio_out = gr.Audio(label="Decoded audio (24 kHz mono)", type="filepath", interactive=False,
+        audio_out = gr.Audio(label=label("decode.audio"), type="filepath", interactive=False,
                              elem_id="decode-audio", buttons=["download"])
         summary = gr.Markdown(elem_id="decode-summary")
-    spectrogram = gr.Image(label="Log-mel spectrogram of the decoded audio", type="filepath", interactive=False,
+    spectrogram = gr.Image(label=label("decode.spectrogram"), type="filepath", interactive=False,
                            elem_id="decode-spectrogram")
-    with gr.Accordion("Raw numbers (JSON)", open=False):
+    with gr.Accordion(label("common.raw_json"), open=False):
         details = gr.JSON()
     run.click(handlers.decode, inputs=[token_in], outputs=[audio_out, summary, spectrogram, details],
               api_name="decode", **MODEL_GROUP)
 
 
 def _system_tab(handlers: Handlers, options: UiOptions) -> None:
-    gr.Markdown(f"Refreshed every {options.stats_every_s:g} s.")
+    gr.Markdown(label("system.refreshed", seconds=f"{options.stats_every_s:g}"))
     stats = gr.Markdown(elem_id="system-stats")
     with gr.Row():
-        clear = gr.Button("Clear VRAM", elem_id="clear-vram", scale=1)
+        clear = gr.Button(label("system.clear_vram"), elem_id="clear-vram", scale=1)
         cleared = gr.Markdown(elem_id="clear-vram-result")
-    with gr.Accordion("Raw numbers (JSON)", open=False):
-        raw = gr.JSON(label="System stats")
-        cleared_raw = gr.JSON(label="Clear VRAM: before and after")
+    with gr.Accordion(label("common.raw_json"), open=False):
+        raw = gr.JSON(label=label("system.stats_json"))
+        cleared_raw = gr.JSON(label=label("system.clear_vram_json"))
     timer = gr.Timer(options.stats_every_s)
     timer.tick(handlers.stats, outputs=[stats, raw], api_name="stats", show_progress="hidden",
                concurrency_limit=None, concurrency_id="stats")

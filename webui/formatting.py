@@ -7,7 +7,10 @@ import html
 import math
 import re
 
+from .i18n import DEFAULT_LANGUAGE, catalogues, text
+
 STATUS_ICONS = {"pass": "✓", "fail": "✗", "skipped": "–"}  # readiness status -> icon
+READINESS_STEPS = ("cuda", "weights", "roundtrip")  # core.readiness step names, in order
 PCM_BITS = 16  # bits per sample of the PCM we compare the codes with
 _BACKTICKS = re.compile(r"`([^`]+)`")
 
@@ -24,90 +27,102 @@ def _esc_code(value) -> str:
 # --------------------------------------------------------------------------- status bar
 
 
-def status_html(report: dict | None, info: dict) -> str:
-    """The status bar: three readiness steps, then what is loaded where."""
+def status_html(report: dict | None, info: dict, lang: str = DEFAULT_LANGUAGE) -> str:
+    """The status bar: three readiness steps, then what is loaded where. Step titles, verdicts and
+    labels are translated; each step's detail is core's evidence (English, as in the log)."""
     steps = report["steps"] if report else []
-    verdict = _verdict(report, info)
+    verdict = _verdict(report, info, lang)
     parts = [f'<div class="cw-status cw-{verdict[0]}" id="cw-status">',
              f'<div class="cw-verdict">{_esc(verdict[1])}</div>',
              '<div class="cw-steps">']
-    for step in steps or _pending_steps():
+    for step in steps or _pending_steps(lang):
         if info.get("error") and step["detail"] == info["error"]:
-            step = {**step, "detail": "the model is not loaded: see below"}  # said once, in the box
-        parts.append(_step_html(step))
+            step = {**step, "detail": text("status.see_below", lang)}  # said once, in the box
+        parts.append(_step_html(step, lang))
     parts.append("</div>")
-    parts.append(f'<div class="cw-meta">{_meta_line(info)}</div>')
+    parts.append(f'<div class="cw-meta">{_meta_line(info, lang)}</div>')
     if info.get("random_weights"):
-        parts.append('<div class="cw-fix" id="cw-random">This checkpoint has <b>random weights</b> (built for '
-                     "tests): the reconstruction is not speech and the scores say nothing about the codec. "
-                     "Load the published weights to judge quality.</div>")
+        parts.append(f'<div class="cw-fix" id="cw-random">{text("status.random_weights_html", lang)}</div>')
     if info.get("state") == "failed" and info.get("error"):
-        parts.append(f'<div class="cw-fix"><b>The model is not loaded.</b> {_esc_code(info["error"])} '
-                     "Then press <b>Re-run checks</b> (or restart the server).</div>")
+        parts.append('<div class="cw-fix">'
+                     + text("status.not_loaded_html", lang, error=_esc_code(info["error"])) + "</div>")
     parts.append("</div>")
     return "".join(parts)
 
 
-def _verdict(report: dict | None, info: dict) -> tuple[str, str]:
+def _verdict(report: dict | None, info: dict, lang: str) -> tuple[str, str]:
     if info.get("state") == "loading":
-        return "wait", "Loading the model…"
+        return "wait", text("status.loading", lang)
     if report is None:
-        return "wait", "Readiness not checked yet"
+        return "wait", text("status.not_checked", lang)
     if report["ok"]:
-        return "ok", "Ready"
-    return "bad", "Not ready"
+        return "ok", text("status.ready", lang)
+    return "bad", text("status.not_ready", lang)
 
 
-def _pending_steps() -> list[dict]:
-    titles = (("cuda", "CUDA present"), ("weights", "Weights resident"), ("roundtrip", "Test round trip"))
-    return [{"name": n, "title": t, "status": "skipped", "detail": "not checked yet", "seconds": 0.0}
-            for n, t in titles]
+def _pending_steps(lang: str) -> list[dict]:
+    return [{"name": n, "title": n, "status": "skipped", "detail": text("status.step_pending", lang), "seconds": 0.0}
+            for n in READINESS_STEPS]
 
 
-def _step_html(step: dict) -> str:
+def _translated(prefix: str, name: str, fallback: str, lang: str) -> str:
+    """``prefix + name`` from the catalogue, or ``fallback`` (core's English) for a name we do not know."""
+    key = prefix + name
+    return text(key, lang) if key in catalogues()[DEFAULT_LANGUAGE] else fallback
+
+
+def _step_html(step: dict, lang: str) -> str:
     status = step["status"]
+    title = _translated("status.step.", step["name"], step["title"], lang)
+    word = _translated("status.word.", status, status, lang)
     return (f'<div class="cw-step cw-step-{_esc(status)}" data-step="{_esc(step["name"])}">'
             f'<span class="cw-icon">{STATUS_ICONS.get(status, "?")}</span> '
-            f'<b>{_esc(step["title"])}</b> <span class="cw-word">{_esc(status)}</span>'
+            f'<b>{_esc(title)}</b> <span class="cw-word">{_esc(word)}</span>'
             f'<div class="cw-detail">{_esc(step["detail"])}</div></div>')
 
 
-def _meta_line(info: dict) -> str:
+def _device_label(info: dict, lang: str) -> str:
+    if info.get("device") == "cpu":
+        return text("status.device_cpu", lang)
+    return info.get("device_label") or info.get("device")
+
+
+def _meta_line(info: dict, lang: str) -> str:
     resident = info.get("resident_mib")
     items = [
-        ("Model", info.get("model_path") or info.get("model")),
-        ("Device", info.get("device_label") or info.get("device")),
-        ("dtype", info.get("dtype")),
-        ("Resident weights", f"{resident:.1f} MiB" if resident is not None else "none"),
+        (text("status.model", lang), info.get("model_path") or info.get("model")),
+        (text("status.device", lang), _device_label(info, lang)),
+        (text("status.dtype", lang), info.get("dtype")),
+        (text("status.resident", lang), f"{resident:.1f} MiB" if resident is not None else text("status.none", lang)),
     ]
     if info.get("load_seconds") is not None:
-        items.append(("Loaded in", f"{info['load_seconds']:.1f} s"))
+        items.append((text("status.loaded_in", lang), f"{info['load_seconds']:.1f} s"))
     return " · ".join(f"<span><b>{_esc(k)}:</b> {_esc(v)}</span>" for k, v in items)
 
 
 # --------------------------------------------------------------------------- audio and tokens
 
 
-def facts_markdown(facts: dict) -> str:
-    """What we read: format, rate, channels, length, level; then any warnings."""
+def facts_markdown(facts: dict, lang: str = DEFAULT_LANGUAGE) -> str:
+    """What we read: format, rate, channels, length, level; then any warnings (core's, English)."""
     peak = facts["peak"]
-    peak_db = f"{20 * math.log10(peak):.1f} dBFS" if peak > 0 else "silent"
+    peak_db = f"{20 * math.log10(peak):.1f} dBFS" if peak > 0 else text("facts.silent", lang)
     rows = [
-        ("File", f"`{facts['name']}`"),
-        ("Format", facts["format"]),
-        ("Sample rate", f"{facts['sample_rate']} Hz"),
-        ("Channels", facts["channels"]),
-        ("Duration", f"{facts['duration_s']:.2f} s"),
-        ("Peak / RMS", f"{peak_db} / {facts['rms_dbfs']:.1f} dBFS"),
-        ("Clipped samples", facts["clipped_samples"]),
+        (text("facts.file", lang), f"`{facts['name']}`"),
+        (text("facts.format", lang), facts["format"]),
+        (text("facts.sample_rate", lang), f"{facts['sample_rate']} Hz"),
+        (text("facts.channels", lang), facts["channels"]),
+        (text("facts.duration", lang), f"{facts['duration_s']:.2f} s"),
+        (text("facts.peak_rms", lang), f"{peak_db} / {facts['rms_dbfs']:.1f} dBFS"),
+        (text("facts.clipped", lang), facts["clipped_samples"]),
     ]
-    text = _table(("Input", ""), rows)
+    out = _table((text("facts.title", lang), ""), rows)
     warnings = list(facts.get("warnings") or [])
     if warnings:
-        text += "\n\n" + "\n".join(f"- ⚠ {w}" for w in warnings)
+        out += "\n\n" + "\n".join(f"- ⚠ {w}" for w in warnings)
     else:
-        text += "\n\nNo warnings: the codec got the audio as it is."
-    return text
+        out += "\n\n" + text("facts.no_warnings", lang)
+    return out
 
 
 def pcm_bitrate(facts: dict) -> float:
@@ -115,93 +130,99 @@ def pcm_bitrate(facts: dict) -> float:
     return float(facts["sample_rate"] * facts["channels"] * PCM_BITS)
 
 
-def tokens_markdown(summary: dict) -> str:
+def tokens_markdown(summary: dict, lang: str = DEFAULT_LANGUAGE) -> str:
     """Frames, codebooks, rates and compression of a token file's summary()."""
+    rate = text("tokens.bitrate_value", lang, kbps=f"{summary['bitrate_bps'] / 1000:.2f}",
+                nominal=f"{summary['nominal_bitrate_bps'] / 1000:.1f}")
     rows = [
-        ("Frames × codebooks", f"{summary['frames']} × {summary['codebooks']}"),
-        ("Frame rate", f"{summary['frame_rate']:g} frames/s"),
-        ("Tokens per second", f"{summary['tokens_per_second']:g}"),
-        ("Bitrate", f"{summary['bitrate_bps'] / 1000:.2f} kbit/s (nominal {summary['nominal_bitrate_bps'] / 1000:.1f})"),
-        ("Duration", f"{summary['duration_s']:.2f} s"),
+        (text("tokens.frames_codebooks", lang), f"{summary['frames']} × {summary['codebooks']}"),
+        (text("tokens.frame_rate", lang), text("tokens.frame_rate_value", lang, rate=f"{summary['frame_rate']:g}")),
+        (text("tokens.per_second", lang), f"{summary['tokens_per_second']:g}"),
+        (text("tokens.bitrate", lang), rate),
+        (text("facts.duration", lang), f"{summary['duration_s']:.2f} s"),
     ]
     if "compression_vs_original" in summary:
-        rows.append(("Compression vs 16-bit PCM of the input", f"{summary['compression_vs_original']:.0f} : 1"))
-    rows.append(("Compression vs 16-bit PCM at 24 kHz mono", f"{summary['compression_vs_pcm24k']:.0f} : 1"))
-    return _table(("Tokens", ""), rows)
+        rows.append((text("tokens.compression_input", lang), f"{summary['compression_vs_original']:.0f} : 1"))
+    rows.append((text("tokens.compression_pcm24k", lang), f"{summary['compression_vs_pcm24k']:.0f} : 1"))
+    return _table((text("tokens.title", lang), ""), rows)
 
 
-def token_file_markdown(meta: dict, summary: dict) -> str:
+def token_file_markdown(meta: dict, summary: dict, lang: str = DEFAULT_LANGUAGE) -> str:
     """Decode tab: where the token file came from, plus its summary."""
     versions = ", ".join(f"{k} {v}" for k, v in (meta.get("versions") or {}).items() if v)
+    unknown = text("tokens.unknown", lang)
     rows = [
-        ("Made by model", f"`{meta['model_source']}`"),
-        ("Created", meta.get("created") or "unknown"),
-        ("Versions", versions or "unknown"),
+        (text("tokens.made_by", lang), f"`{meta['model_source']}`"),
+        (text("tokens.created", lang), meta.get("created") or unknown),
+        (text("tokens.versions", lang), versions or unknown),
     ]
-    return _table(("Token file", ""), rows) + "\n\n" + tokens_markdown(summary)
+    return _table((text("tokens.file_title", lang), ""), rows) + "\n\n" + tokens_markdown(summary, lang)
 
 
-def metrics_markdown(metrics: list[dict], seconds: float | None = None) -> str:
-    """One row per metric: value, which way is better, what it means (and any note)."""
+def metrics_markdown(metrics: list[dict], seconds: float | None = None, lang: str = DEFAULT_LANGUAGE) -> str:
+    """One row per metric: value, which way is better, what it means (and any note, core's English)."""
     rows = []
     for m in metrics:
         value = "n/a" if m["value"] is None else f"{m['value']:.3f}{(' ' + m['unit']) if m['unit'] else ''}"
-        arrow = "↑ higher is better" if m["better"] == "higher" else "↓ lower is better"
-        meaning = m["meaning"] + (f" *({m['note']})*" if m.get("note") else "")
+        arrow = text("metrics.higher" if m["better"] == "higher" else "metrics.lower", lang)
+        meaning = _translated("metrics.meaning.", m["name"], m["meaning"], lang)
+        meaning += f" *({m['note']})*" if m.get("note") else ""
         rows.append((f"**{m['name']}**", value, arrow, meaning))
-    text = "### Objective metrics\n" + _table(("Metric", "Value", "", "Meaning"), rows)
+    headers = (text("metrics.metric", lang), text("metrics.value", lang), "", text("metrics.meaning", lang))
+    out = "### " + text("metrics.title", lang) + "\n" + _table(headers, rows)
     if seconds is not None:
-        text += f"\n\nComputed in {seconds:.2f} s."
-    return text
+        out += "\n\n" + text("metrics.computed_in", lang, seconds=f"{seconds:.2f}")
+    return out
 
 
-def timing_markdown(timing: dict) -> str:
-    model = timing["model_s"]
-    text = (f"Model time **{model:.2f} s** (encode {timing['encode_s']:.2f} s + decode "
-            f"{timing['decode_s']:.2f} s) · workbench time {timing['ui_s']:.2f} s "
-            f"(reading, resampling, plotting, writing files)")
+def timing_markdown(timing: dict, lang: str = DEFAULT_LANGUAGE) -> str:
+    out = text("timing.line", lang, model=f"{timing['model_s']:.2f}", encode=f"{timing['encode_s']:.2f}",
+               decode=f"{timing['decode_s']:.2f}", ui=f"{timing['ui_s']:.2f}")
     if timing.get("peak_gpu_mib") is not None:
-        text += f" · peak GPU memory {timing['peak_gpu_mib']:.0f} MiB"
+        out += text("timing.peak_gpu", lang, mib=f"{timing['peak_gpu_mib']:.0f}")
     if timing.get("estimate"):
-        text += f" · before the job: {timing['estimate']}"
-    text += ". The metrics follow below."
-    for warning in timing.get("warnings") or ():  # from the engine, e.g. bf16 chunks redone in fp32
-        text += f"\n\n⚠️ {_esc(warning)}"
-    return text
+        out += text("timing.estimate", lang, estimate=timing["estimate"])  # the engine's English estimate
+    out += text("timing.metrics_follow", lang)
+    for warning in timing.get("warnings") or ():  # the engine's English warning, e.g. bf16 chunks redone in fp32
+        out += text("timing.warning", lang, warning=_esc(warning))
+    return out
 
 
 # --------------------------------------------------------------------------- system
 
 
-def stats_markdown(stats: dict) -> str:
+def stats_markdown(stats: dict, lang: str = DEFAULT_LANGUAGE) -> str:
     rows = []
     gpu = stats.get("gpu")
     if gpu:
         rows += [
-            ("GPU", stats.get("gpu_name", stats.get("device", "GPU"))),
-            ("GPU memory allocated", f"{gpu['allocated_mib']:.0f} MiB"),
-            ("GPU memory reserved", f"{gpu['reserved_mib']:.0f} MiB"),
-            ("GPU memory free", f"{gpu['free_mib']:.0f} of {gpu['total_mib']:.0f} MiB"),
+            (text("stats.gpu", lang), stats.get("gpu_name", stats.get("device", "GPU"))),
+            (text("stats.gpu_allocated", lang), f"{gpu['allocated_mib']:.0f} MiB"),
+            (text("stats.gpu_reserved", lang), f"{gpu['reserved_mib']:.0f} MiB"),
+            (text("stats.gpu_free", lang),
+             text("stats.of_mib", lang, used=f"{gpu['free_mib']:.0f}", total=f"{gpu['total_mib']:.0f}")),
         ]
     else:
-        rows.append(("GPU", "none in use (the model runs on the CPU)"))
+        rows.append((text("stats.gpu", lang), text("stats.no_gpu", lang)))
+    ram = text("stats.of_mib", lang, used=f"{stats['system_ram_used_mib']:.0f}",
+               total=f"{stats['system_ram_total_mib']:.0f}")
     rows += [
-        ("Process RAM (RSS)", f"{stats['process_rss_mib']:.0f} MiB"),
-        ("System RAM", f"{stats['system_ram_used_mib']:.0f} of {stats['system_ram_total_mib']:.0f} MiB "
-                       f"({stats['system_ram_percent']:.0f}%)"),
-        ("CPU", f"{stats['cpu_percent']:.0f}% of {stats.get('cpu_count', '?')} cores"),
+        (text("stats.rss", lang), f"{stats['process_rss_mib']:.0f} MiB"),
+        (text("stats.ram", lang), f"{ram} ({stats['system_ram_percent']:.0f}%)"),
+        (text("stats.cpu", lang),
+         text("stats.cpu_value", lang, percent=f"{stats['cpu_percent']:.0f}", cores=stats.get("cpu_count", "?"))),
     ]
-    return _table(("System", ""), rows)
+    return _table((text("stats.title", lang), ""), rows)
 
 
-def vram_markdown(result: dict) -> str:
+def vram_markdown(result: dict, lang: str = DEFAULT_LANGUAGE) -> str:
     """Clear VRAM: each figure before → after."""
     before, after = result["before"], result["after"]
     if before.get("device", "cpu") == "cpu":
-        return "No GPU in use: there is no GPU memory to clear (Python garbage was collected)."
-    rows = [(name, f"{before[key]:.0f} MiB", f"{after[key]:.0f} MiB")
-            for name, key in (("Allocated", "allocated_mib"), ("Reserved", "reserved_mib"), ("Free", "free_mib"))]
-    return "### Cleared VRAM\n" + _table(("", "Before", "After"), rows)
+        return text("vram.no_gpu", lang)
+    rows = [(text(f"vram.{key}", lang), f"{before[key]:.0f} MiB", f"{after[key]:.0f} MiB")
+            for key in ("allocated_mib", "reserved_mib", "free_mib")]
+    return "### " + text("vram.title", lang) + "\n" + _table(("", text("vram.before", lang), text("vram.after", lang)), rows)
 
 
 # --------------------------------------------------------------------------- helpers

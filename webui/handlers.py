@@ -14,39 +14,57 @@ from core.audio import AudioLimits
 from core.errors import CodecError
 
 from . import formatting as fmt
-from . import jobs, url_input
+from . import i18n, jobs, url_input
 from .workspace import Workspace
 
 logger = logging.getLogger(__name__)
 
-GENERIC_ERROR = ("Something unexpected went wrong while {action} ({kind}). The server is still "
-                 "running: try again, try another file, or ask the operator to check the server log.")
 
 
 @contextmanager
-def user_errors(action: str):
-    """Turn any exception into a gr.Error the user can act on; log the unexpected ones."""
+def user_errors(action: str, lang: str = i18n.DEFAULT_LANGUAGE):
+    """Turn any exception into a gr.Error the user can act on, in ``lang``; log the unexpected ones.
+
+    ``action`` is a catalogue key (``action.*``). Errors made in webui/ carry their own key
+    (``i18n.TranslatedError``). Errors from core/ are English by design (the CLI shows them too):
+    they get a translated lead sentence chosen by their class (``error.lead.<Class>``), followed
+    by the English detail, which names the file or setting and the fix."""
     try:
         yield
     except gr.Error:
         raise
+    except i18n.TranslatedError as e:
+        logger.warning("%s refused: %s", i18n.text(action), e)
+        raise gr.Error(e.in_language(lang), print_exception=False) from e
     except CodecError as e:
-        logger.warning("%s refused: %s", action, e)
-        raise gr.Error(str(e), print_exception=False) from e
+        logger.warning("%s refused: %s", i18n.text(action), e)
+        raise gr.Error(codec_error_text(e, lang), print_exception=False) from e
     except Exception as e:
-        logger.exception("unexpected error while %s", action)
-        raise gr.Error(GENERIC_ERROR.format(action=action, kind=type(e).__name__), print_exception=False) from e
+        logger.exception("unexpected error while %s", i18n.text(action))
+        message = i18n.text("error.generic", lang, action=i18n.text(action, lang), kind=type(e).__name__)
+        raise gr.Error(message, print_exception=False) from e
 
 
-def _need_file(value, what: str) -> Path:
-    """The path Gradio handed us, or a gr.Error asking for the input."""
+def codec_error_text(error: CodecError, lang: str) -> str:
+    """A core error for the page: the lead sentence of its class (or the nearest base class that
+    has one) in ``lang``, then core's English detail."""
+    for cls in type(error).__mro__:
+        key = f"error.lead.{cls.__name__}"
+        if key in i18n.catalogues()[i18n.DEFAULT_LANGUAGE]:
+            return i18n.text(key, lang, detail=str(error))
+    return str(error)  # not reached: error.lead.CodecError exists
+
+
+def _need_file(value, what: str, lang: str) -> Path:
+    """The path Gradio handed us, or a gr.Error asking for the input (``what``: a ``what.*`` key)."""
     if isinstance(value, dict):  # gradio_client may send a FileData dict
         value = value.get("path")
     if not value:
-        raise gr.Error(f"No {what} yet: {'upload a .npz token file' if 'token' in what else 'upload or record audio'} first.")
+        key = "error.no_token_file" if what == "what.token_file" else "error.no_audio"
+        raise gr.Error(i18n.text(key, lang, what=i18n.text(what, lang)))
     path = Path(value)
     if not path.is_file():
-        raise gr.Error(f"The uploaded {what} is no longer on the server; upload it again.")
+        raise gr.Error(i18n.text("error.file_gone", lang, what=i18n.text(what, lang)))
     return path
 
 
@@ -64,77 +82,89 @@ class Handlers:
         return AudioLimits(max_duration_s=s.max_duration_s, max_file_bytes=s.max_file_bytes)
 
     # ---- status -----------------------------------------------------------------------
-    def status(self):
-        """The status bar as it stands (no new check)."""
+    def status(self, request: gr.Request | None = None):
+        """The status bar as it stands (no new check), in the browser's language."""
         report = self.engine.last_report.to_dict() if self.engine.last_report else None
-        return fmt.status_html(report, self.engine.info()), {"readiness": report, "engine": self.engine.info()}
+        html = fmt.status_html(report, self.engine.info(), i18n.language_of(request))
+        return html, {"readiness": report, "engine": self.engine.info()}
 
-    def readiness(self, progress=gr.Progress()):
+    def readiness(self, request: gr.Request | None = None, progress=gr.Progress()):
         """Re-run the three checks; loads the model first if it is not loaded."""
-        with user_errors("running the readiness checks"):
-            progress(0.1, desc="Loading the model and running a test round trip")
+        lang = i18n.language_of(request)
+        with user_errors("action.readiness", lang):
+            progress(0.1, desc=i18n.text("progress.readiness", lang))
             self.engine.warm_up()
-        return self.status()
+        return self.status(request)
 
     # ---- jobs -------------------------------------------------------------------------
-    def roundtrip(self, audio_path, progress=gr.Progress()):
+    def roundtrip(self, audio_path, request: gr.Request | None = None, progress=gr.Progress()):
         """Encode → decode: players, facts, token summary, spectrograms, downloads."""
-        source = _need_file(audio_path, "audio")
-        with user_errors("running the round trip"):
-            out = jobs.roundtrip(self.engine, source, self.workspace.new_dir("roundtrip"), self.limits, progress)
+        lang = i18n.language_of(request)
+        source = _need_file(audio_path, "what.audio", lang)
+        with user_errors("action.roundtrip", lang):
+            out = jobs.roundtrip(self.engine, source, self.workspace.new_dir("roundtrip"), self.limits,
+                                 i18n.progress_in(lang, progress))
         logger.info("round trip of %s: model %.2f s, ours %.3f s", source.name, out.timing["model_s"], out.timing["ui_s"])
         details = {"input": out.facts, "tokens": out.summary, "timing": out.timing}
         return (
-            str(out.original_wav), str(out.reconstruction_wav), fmt.timing_markdown(out.timing),
-            fmt.facts_markdown(out.facts), fmt.tokens_markdown(out.summary), str(out.spectrogram_png),
+            str(out.original_wav), str(out.reconstruction_wav), fmt.timing_markdown(out.timing, lang),
+            fmt.facts_markdown(out.facts, lang), fmt.tokens_markdown(out.summary, lang), str(out.spectrogram_png),
             [str(out.token_file), str(out.reconstruction_wav)], details,
         )
 
-    def metrics(self, original_path, reconstruction_path, progress=gr.Progress()):
+    def metrics(self, original_path, reconstruction_path, request: gr.Request | None = None,
+                progress=gr.Progress()):
         """Objective metrics of a reconstruction against its original (the round trip's
         follow-up; the API accepts any two clips)."""
-        original = _need_file(original_path, "original audio")
-        reconstruction = _need_file(reconstruction_path, "reconstruction audio")
-        with user_errors("computing the metrics"):
-            out = jobs.measure(original, reconstruction, self.limits, progress)
-        return fmt.metrics_markdown(out.metrics, out.seconds), {"metrics": out.metrics, "seconds": out.seconds}
+        lang = i18n.language_of(request)
+        original = _need_file(original_path, "what.original", lang)
+        reconstruction = _need_file(reconstruction_path, "what.reconstruction", lang)
+        with user_errors("action.metrics", lang):
+            out = jobs.measure(original, reconstruction, self.limits, i18n.progress_in(lang, progress))
+        return fmt.metrics_markdown(out.metrics, out.seconds, lang), {"metrics": out.metrics, "seconds": out.seconds}
 
     @staticmethod
     def clear_metrics():
         """Blank the previous clip's metrics while a new round trip runs."""
         return "", None
 
-    def encode(self, audio_path, progress=gr.Progress()):
-        source = _need_file(audio_path, "audio")
-        with user_errors("encoding"):
-            out = jobs.encode(self.engine, source, self.workspace.new_dir("encode"), self.limits, progress)
+    def encode(self, audio_path, request: gr.Request | None = None, progress=gr.Progress()):
+        lang = i18n.language_of(request)
+        source = _need_file(audio_path, "what.audio", lang)
+        with user_errors("action.encode", lang):
+            out = jobs.encode(self.engine, source, self.workspace.new_dir("encode"), self.limits,
+                              i18n.progress_in(lang, progress))
         details = {"input": out.facts, "tokens": out.summary, "timing": out.timing}
-        return (str(out.token_file), fmt.facts_markdown(out.facts) + "\n\n" + fmt.tokens_markdown(out.summary),
-                str(out.heatmap_png), details)
+        text = fmt.facts_markdown(out.facts, lang) + "\n\n" + fmt.tokens_markdown(out.summary, lang)
+        return str(out.token_file), text, str(out.heatmap_png), details
 
-    def decode(self, token_path, progress=gr.Progress()):
-        source = _need_file(token_path, "token file")
-        with user_errors("decoding"):
-            out = jobs.decode(self.engine, source, self.workspace.new_dir("decode"), progress)
+    def decode(self, token_path, request: gr.Request | None = None, progress=gr.Progress()):
+        lang = i18n.language_of(request)
+        source = _need_file(token_path, "what.token_file", lang)
+        with user_errors("action.decode", lang):
+            out = jobs.decode(self.engine, source, self.workspace.new_dir("decode"), i18n.progress_in(lang, progress))
         details = {"token_file": out.meta, "tokens": out.summary, "timing": out.timing}
-        return str(out.wav), fmt.token_file_markdown(out.meta, out.summary), str(out.spectrogram_png), details
+        return str(out.wav), fmt.token_file_markdown(out.meta, out.summary, lang), str(out.spectrogram_png), details
 
-    def fetch_url(self, url: str, progress=gr.Progress()):
+    def fetch_url(self, url: str, request: gr.Request | None = None, progress=gr.Progress()):
         """Download audio from a URL into a request folder (only when enabled)."""
+        lang = i18n.language_of(request)
         if self.url_policy is None:
-            raise gr.Error("Audio from a URL is switched off on this server; download the file and upload it.")
-        with user_errors("fetching the URL"):
-            progress(0.1, desc="Downloading")
+            raise gr.Error(i18n.text("error.url_off", lang))
+        with user_errors("action.fetch", lang):
+            progress(0.1, desc=i18n.text("progress.downloading", lang))
             path = url_input.fetch(url, self.workspace.new_dir("url"), self.url_policy)
         return str(path)
 
     # ---- system -----------------------------------------------------------------------
-    def clear_vram(self):
-        with user_errors("clearing VRAM"):
+    def clear_vram(self, request: gr.Request | None = None):
+        lang = i18n.language_of(request)
+        with user_errors("action.clear_vram", lang):
             result = self.engine.clear_vram()
-        return fmt.vram_markdown(result), result
+        return fmt.vram_markdown(result, lang), result
 
-    def stats(self):
-        with user_errors("reading system stats"):
+    def stats(self, request: gr.Request | None = None):
+        lang = i18n.language_of(request)
+        with user_errors("action.stats", lang):
             stats = self.engine.stats()
-        return fmt.stats_markdown(stats), stats
+        return fmt.stats_markdown(stats, lang), stats

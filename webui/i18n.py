@@ -1,22 +1,33 @@
 """The page's languages: one JSON catalogue per language under ``webui/locales``.
 
-Component labels use Gradio's own i18n (``label("key")`` returns an ``I18nData`` that the browser
-translates by its language). Text made on the server (status bar, messages, errors) uses
-``text("key", lang, **fields)`` with the language taken from the request's ``Accept-Language``
-(``language_of(request)``). The CLI and logs stay English and never come through here.
+How Gradio 6 does it (gradio/i18n.py and the page's i18n bundle, 6.17): ``gr.I18n(en={...},
+**{"zh-CN": {...}})`` is passed to ``Blocks.launch(i18n=...)`` (or ``gr.mount_gradio_app``); the
+page receives every catalogue in its config and translates, in the browser, component props
+``label``, ``info``, ``placeholder``, ``description``, ``title`` and ``value`` that carry an
+``I18nData`` key. The language is the browser's (``navigator.language``); a key missing from it
+falls back to English. That only covers text fixed when the page is built.
+
+Text made on the server (status bar, Markdown results, progress, ``gr.Error``) is translated
+here, with the language of the request: a handler declares ``request: gr.Request`` and calls
+``text("key", language_of(request), **fields)``. Browsers send their language as
+``Accept-Language`` (Chromium with a ``zh-CN`` locale sends ``zh-CN,zh;q=0.9``), so both halves
+of the page agree. The CLI and logs stay English and never come through here.
 """
 
 from __future__ import annotations
 
 import functools
 import json
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import gradio as gr
 
 LOCALES_DIR = Path(__file__).resolve().parent / "locales"  # en.json, zh-CN.json
 DEFAULT_LANGUAGE = "en"  # used when the browser asks for a language we do not have
 LANGUAGES = ("en", "zh-CN")  # every key must exist in each of these catalogues
+_PREFIXES = {"zh": "zh-CN", "en": "en"}  # primary language subtag -> the catalogue that serves it
 
 
 @functools.lru_cache(maxsize=1)
@@ -27,35 +38,84 @@ def catalogues() -> dict[str, dict[str, str]]:
 
 @functools.lru_cache(maxsize=1)
 def gradio_i18n() -> gr.I18n:
-    """The object passed to ``Blocks.launch(i18n=...)`` / ``gr.mount_gradio_app(i18n=...)``."""
-    return gr.I18n(**catalogues())
+    """The object passed to ``Blocks.launch(i18n=...)`` / ``gr.mount_gradio_app(i18n=...)``.
+
+    Its tables are copies: ``label(key, **fields)`` adds the filled-in variants of a key to them
+    while the page is built (Gradio reads the tables when it serves the page's config)."""
+    return gr.I18n(**{lang: dict(table) for lang, table in catalogues().items()})
 
 
-def label(key: str):
-    """A translatable component string (label, button text, Markdown value) for ``key``."""
+def label(key: str, **fields: Any) -> Any:
+    """A translatable component string (label, button text, Markdown value) for ``key``.
+
+    With ``fields``, the browser has no way to fill placeholders, so every language's filled-in
+    text is registered under a derived key (``key{name=value}``) when the page is built."""
     if key not in catalogues()[DEFAULT_LANGUAGE]:
         raise KeyError(f"i18n key {key!r} is missing from {LOCALES_DIR / 'en.json'}")
-    return gradio_i18n()(key)
+    if not fields:
+        return gradio_i18n()(key)
+    derived = key + "{" + ",".join(f"{name}={value}" for name, value in sorted(fields.items())) + "}"
+    for lang, table in gradio_i18n().translations_dict.items():
+        table[derived] = text(key, lang, **fields)
+    return gradio_i18n()(derived)
 
 
 def language_of(request: gr.Request | None) -> str:
-    """The best of LANGUAGES for the request's Accept-Language header (default English)."""
+    """The best of LANGUAGES for the request's Accept-Language header (default English).
+
+    Tags are taken in the browser's order of preference (q-values, highest first); the first
+    whose primary subtag we serve wins (zh, zh-CN, zh-Hans, zh-TW all get Simplified Chinese)."""
     header = ""
     if request is not None:
         header = (getattr(request, "headers", None) or {}).get("accept-language", "") or ""
-    for part in header.split(","):
-        tag = part.split(";")[0].strip().lower()
-        if tag.startswith("zh"):
-            return "zh-CN"
-        if tag.startswith("en"):
-            return "en"
+    ranked = []
+    for position, part in enumerate(header.split(",")):
+        tag, _, params = part.strip().partition(";")
+        q = 1.0
+        if params.strip().startswith("q="):
+            try:
+                q = float(params.strip()[2:])
+            except ValueError:
+                q = 0.0
+        ranked.append((-q, position, tag.strip().lower()))
+    for _q, _position, tag in sorted(ranked):
+        lang = _PREFIXES.get(tag.split("-")[0])
+        if lang:
+            return lang
     return DEFAULT_LANGUAGE
 
 
-def text(key: str, lang: str = DEFAULT_LANGUAGE, **fields) -> str:
+def text(key: str, lang: str = DEFAULT_LANGUAGE, **fields: Any) -> str:
     """Server-made text in ``lang``; ``fields`` fill its ``{placeholders}``."""
     table = catalogues().get(lang) or catalogues()[DEFAULT_LANGUAGE]
     template = table.get(key)
     if template is None:
         template = catalogues()[DEFAULT_LANGUAGE][key]  # KeyError for an unknown key: a bug, caught by tests
     return template.format(**fields) if fields else template
+
+
+def progress_in(lang: str, progress: Callable[..., Any]) -> Callable[..., None]:
+    """Adapt a ``gr.Progress`` (``progress(fraction, desc=...)``) to the jobs' keyed progress
+    (``progress(fraction, key, **fields)``), translating each step into ``lang``."""
+
+    def say(fraction: float, key: str, **fields: Any) -> None:
+        progress(fraction, desc=text(key, lang, **fields))
+
+    return say
+
+
+class TranslatedError(Exception):
+    """Mixin for errors made in webui/ whose message is a catalogue key: ``str()`` is the English
+    text (logs, CLI), and ``handlers.user_errors`` shows it in the request's language."""
+
+    def __init__(self, key: str, **fields: Any):
+        self.key = key
+        self.fields = fields  # a field named ``<name>_key`` is itself a key, filled in as ``{<name>}``
+        super().__init__(self.in_language(DEFAULT_LANGUAGE))
+
+    def in_language(self, lang: str) -> str:
+        filled = {
+            name.removesuffix("_key"): text(value, lang) if name.endswith("_key") else value
+            for name, value in self.fields.items()
+        }
+        return text(self.key, lang, **filled)

@@ -17,7 +17,7 @@ from typing import Callable
 from core import analysis, tokens
 from core.audio import Audio, AudioLimits, load_audio, write_wav
 
-Progress = Callable[..., None]  # progress(fraction, desc=...) as gr.Progress takes it
+Progress = Callable[..., None]  # progress(fraction, key, **fields): a catalogue key (webui.i18n.progress_in)
 _SAFE = re.compile(r"[^A-Za-z0-9_-]+")
 STEM_CHARS = 60  # longest name stem we keep from the input's file name
 
@@ -82,23 +82,23 @@ def _preflight(engine, operation: str, samples: int, progress: Progress, at: flo
     """The engine's memory estimate for the job, shown before it starts (the engine refuses
     jobs that cannot fit with the same message)."""
     message = engine.estimate(operation, samples=samples).message
-    progress(at, desc=f"{operation.capitalize()}: {message}")
+    progress(at, f"job.estimate.{operation}", message=message)
     return message
 
 
-def _span(progress: Progress, low: float, high: float, desc: str) -> Callable[[float], None]:
+def _span(progress: Progress, low: float, high: float, key: str) -> Callable[[float], None]:
     """Map the engine's per-chunk progress (0..1) onto [low, high] of the page's progress bar."""
-    return lambda fraction: progress(low + (high - low) * fraction, desc=f"{desc} ({fraction:.0%})")
+    return lambda fraction: progress(low + (high - low) * fraction, key, percent=f"{fraction:.0%}")
 
 
 def _read_and_encode(engine, operation: str, source: Path, limits: AudioLimits, progress: Progress,
                      low: float, high: float):
     """Read the audio, show the memory estimate, encode with progress on [low, high]."""
-    progress(0.05, desc="Reading the audio")
+    progress(0.05, "job.reading")
     audio = load_audio(source, limits)
     estimate = _preflight(engine, operation, audio.samples.size, progress, low - 0.05)
-    progress(low, desc="Encoding")
-    encoded = engine.encode(audio, progress=_span(progress, low, high, "Encoding"))
+    progress(low, "job.encoding")
+    encoded = engine.encode(audio, progress=_span(progress, low, high, "job.encoding_part"))
     return audio, estimate, encoded
 
 
@@ -115,10 +115,10 @@ def roundtrip(engine, source: Path, folder: Path, limits: AudioLimits, progress:
     The metrics are the follow-up :func:`measure` (PESQ alone would take half the budget)."""
     start = time.perf_counter()
     audio, estimate, encoded = _read_and_encode(engine, "roundtrip", source, limits, progress, 0.2, 0.6)
-    progress(0.6, desc="Decoding")
+    progress(0.6, "job.decoding")
     decoded = engine.decode(encoded.codes, original_samples=encoded.original_samples,
-                            progress=_span(progress, 0.6, 0.9, "Decoding"))
-    progress(0.9, desc="Plotting and writing the files")
+                            progress=_span(progress, 0.6, 0.9, "job.decoding_part"))
+    progress(0.9, "job.writing")
     stem = stem_of(source)
     token_file = _token_file(engine, encoded.codes, encoded.original_samples)
     original = write_wav(folder / f"{stem}_24k_mono.wav", audio.samples)
@@ -135,7 +135,7 @@ def measure(original_path: Path, reconstruction_path: Path, limits: AudioLimits,
     """Objective metrics of a reconstruction against its original (any two files: both are
     read as 24 kHz mono and trimmed to the shorter)."""
     start = time.perf_counter()
-    progress(0.1, desc="Computing PESQ, STOI, SI-SDR, log-mel distance")
+    progress(0.1, "job.metrics")
     original = load_audio(original_path, limits).samples
     reconstruction = load_audio(reconstruction_path, limits).samples
     metrics = [asdict(m) for m in analysis.compare(original, reconstruction)]
@@ -145,7 +145,7 @@ def measure(original_path: Path, reconstruction_path: Path, limits: AudioLimits,
 def encode(engine, source: Path, folder: Path, limits: AudioLimits, progress: Progress = _quiet) -> EncodeOutput:
     start = time.perf_counter()
     audio, estimate, encoded = _read_and_encode(engine, "encode", source, limits, progress, 0.3, 0.8)
-    progress(0.8, desc="Plotting the codes")
+    progress(0.8, "job.plotting_codes")
     stem = stem_of(source)
     token_file = _token_file(engine, encoded.codes, encoded.original_samples)
     path = tokens.save_tokens(token_file, folder / f"{stem}_tokens.npz")
@@ -156,16 +156,17 @@ def encode(engine, source: Path, folder: Path, limits: AudioLimits, progress: Pr
 
 def decode(engine, source: Path, folder: Path, progress: Progress = _quiet) -> DecodeOutput:
     start = time.perf_counter()
-    progress(0.05, desc="Reading the token file")
+    progress(0.05, "job.reading_tokens")
     token_file = tokens.load_tokens(source)
     estimate = _preflight(engine, "decode", token_file.frames * 1920, progress, 0.15)
-    progress(0.2, desc="Decoding")
+    progress(0.2, "job.decoding")
     decoded = engine.decode(token_file.codes, original_samples=token_file.original_samples,
-                            progress=_span(progress, 0.2, 0.8, "Decoding"))
-    progress(0.8, desc="Plotting")
+                            progress=_span(progress, 0.2, 0.8, "job.decoding_part"))
+    progress(0.8, "job.plotting")
     stem = stem_of(source).removesuffix("_tokens")
     wav = write_wav(folder / f"{stem}_decoded.wav", decoded.samples)
-    figure = analysis.single_spectrogram_figure(decoded.samples, title="Decoded audio: log-mel spectrogram")
+    title = "Decoded audio: log-mel spectrogram"  # i18n-exempt: drawn into the PNG (no CJK font assumed)
+    figure = analysis.single_spectrogram_figure(decoded.samples, title=title)
     png = analysis.figure_to_png(figure, folder / f"{stem}_spectrogram.png")
     meta = {"model_source": token_file.model_source, "created": token_file.created,
             "versions": dict(token_file.versions)}

@@ -17,6 +17,7 @@ from fastapi.routing import APIRoute
 
 from .app import ASSETS, CSS, UiOptions
 from .health import add_health_routes
+from .i18n import gradio_i18n
 
 logger = logging.getLogger(__name__)
 
@@ -48,6 +49,7 @@ def launch(demo: gr.Blocks, engine, ui: UiOptions, server: ServerOptions, starte
         server_name=server.host,
         server_port=server.port or None,
         auth=server.auth,
+        # i18n-exempt: Gradio shows it on its own login page, before any of our catalogues apply
         auth_message="Codec Workbench: sign in with the user name and password the operator gave you.",
         prevent_thread_lock=True,
         quiet=server.quiet,
@@ -58,6 +60,7 @@ def launch(demo: gr.Blocks, engine, ui: UiOptions, server: ServerOptions, starte
         footer_links=["api", "settings"],
         ssr_mode=False,
         css=CSS,
+        i18n=gradio_i18n(),  # the catalogues the page translates its labels with (webui/i18n.py)
         theme=gr.themes.Soft(),
     )
     logger.info("serving at %s (health at %shealth)", url, url)

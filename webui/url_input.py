@@ -33,6 +33,8 @@ from urllib.parse import urljoin, urlsplit
 
 from core.errors import AudioInputError
 
+from .i18n import TranslatedError, text
+
 logger = logging.getLogger(__name__)
 
 SCHEMES = {"http": 80, "https": 443}  # scheme -> default port
@@ -41,8 +43,13 @@ DEFAULT_TIMEOUT_S = 20.0  # seconds for the whole download
 MAX_REDIRECTS = 3  # redirects followed, each re-checked
 CHUNK_BYTES = 1 << 16  # bytes read at a time
 MIB = 1 << 20  # bytes in a MiB
-USER_AGENT = "codec-workbench/0.1 (audio fetch)"
+USER_AGENT = "codec-workbench/0.1 (audio fetch)"  # i18n-exempt: sent to servers, never shown
 _SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+class UrlInputError(TranslatedError, AudioInputError):
+    """A URL that is not fetched, and why: an AudioInputError (English ``str()``) that the page
+    shows in the user's language by its catalogue key (``url.error.*``)."""
 
 
 @dataclass(frozen=True)
@@ -66,22 +73,20 @@ def parse_url(url: str) -> tuple[str, str, int, str]:
     """(scheme, host, port, path) of an http(s) URL, or AudioInputError saying why not."""
     url = (url or "").strip()
     if not url:
-        raise AudioInputError("Enter an audio URL starting with http:// or https://.")
+        raise UrlInputError("url.error.empty")
     try:
         parts = urlsplit(url)
         port = parts.port
     except ValueError as e:
-        raise AudioInputError(f"{url!r} is not a valid URL ({e}).") from e
+        raise UrlInputError("url.error.invalid", url=repr(url), reason=e) from e
     scheme = parts.scheme.lower()
     if scheme not in SCHEMES:
-        raise AudioInputError(
-            f"Only http:// and https:// URLs are fetched (got {scheme or 'no scheme'}://). "
-            "For other sources, download the file and upload it."
-        )
+        scheme_field = {"scheme": scheme} if scheme else {"scheme_key": "url.no_scheme"}
+        raise UrlInputError("url.error.scheme", **scheme_field)
     if parts.username is not None or parts.password is not None:
-        raise AudioInputError("URLs with a user name or password are not fetched; upload the file instead.")
+        raise UrlInputError("url.error.credentials")
     if not parts.hostname:
-        raise AudioInputError(f"{url!r} has no host name.")
+        raise UrlInputError("url.error.no_host", url=repr(url))
     path = parts.path or "/"
     if parts.query:
         path += "?" + parts.query
@@ -89,24 +94,23 @@ def parse_url(url: str) -> tuple[str, str, int, str]:
 
 
 def blocked_reason(address: str, policy: UrlPolicy = UrlPolicy()) -> str | None:
-    """Why ``address`` must not be fetched from, or None when it is a public address."""
+    """Why ``address`` must not be fetched from (English), or None when it is a public address."""
+    key = blocked_key(address, policy)
+    return None if key is None else text(key)
+
+
+def blocked_key(address: str, policy: UrlPolicy = UrlPolicy()) -> str | None:
+    """The catalogue key (``url.reason.*``) of why ``address`` must not be fetched from, or None."""
     ip = ipaddress.ip_address(address)
     if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
         ip = ip.ipv4_mapped  # ::ffff:10.0.0.1 is 10.0.0.1
     if ip.is_loopback:
-        return None if policy.allow_loopback else "a loopback address (this machine)"
-    checks = (
-        ("is_link_local", "a link-local address"),
-        ("is_private", "a private network address"),
-        ("is_multicast", "a multicast address"),
-        ("is_reserved", "a reserved address"),
-        ("is_unspecified", "an unspecified address"),
-    )
-    for attribute, reason in checks:
+        return None if policy.allow_loopback else "url.reason.loopback"
+    for attribute in ("is_link_local", "is_private", "is_multicast", "is_reserved", "is_unspecified"):
         if getattr(ip, attribute):
-            return reason
+            return "url.reason." + attribute.removeprefix("is_")
     if not ip.is_global:
-        return "not a public internet address"
+        return "url.reason.not_global"
     return None
 
 
@@ -118,17 +122,14 @@ def resolve_all(host: str, port: int, policy: UrlPolicy = UrlPolicy(),
     try:
         infos = resolver(host, port, type=socket.SOCK_STREAM)
     except (socket.gaierror, UnicodeError) as e:
-        raise AudioInputError(f"The host {host!r} could not be resolved ({e}); check the URL.") from e
+        raise UrlInputError("url.error.unresolved", host=repr(host), reason=e) from e
     addresses = tuple(dict.fromkeys(info[4][0] for info in infos))
     if not addresses:
-        raise AudioInputError(f"The host {host!r} has no addresses; check the URL.")
+        raise UrlInputError("url.error.no_addresses", host=repr(host))
     for address in addresses:
-        reason = blocked_reason(address, policy)
+        reason = blocked_key(address, policy)
         if reason:
-            raise AudioInputError(
-                f"Refused: {host} resolves to {address}, {reason}. Only audio on public internet "
-                "hosts is fetched; download the file yourself and upload it."
-            )
+            raise UrlInputError("url.error.blocked", host=host, address=address, reason_key=reason)
     return addresses
 
 
@@ -157,22 +158,22 @@ def fetch(url: str, folder: Path, policy: UrlPolicy = UrlPolicy(), resolver=sock
                 logger.info("following redirect to %s", url)
                 continue
             if response.status != 200:
-                raise AudioInputError(f"The server answered {response.status} {response.reason} for {url}.")
+                raise UrlInputError("url.error.status", status=response.status, reason=response.reason, url=url)
             return _save(response, folder / _file_name(target.path), policy, deadline, url)
         except AudioInputError:
             raise
         except (OSError, http.client.HTTPException) as e:  # the watchdog shut the socket mid-read
             _remaining(deadline, url)
-            raise AudioInputError(f"Could not fetch {url}: {e}. Check the URL or upload the file instead.") from e
+            raise UrlInputError("url.error.fetch", url=url, reason=e) from e
         finally:
             connection.close()
-    raise AudioInputError(f"{url} redirected more than {MAX_REDIRECTS} times; give the final URL.")
+    raise UrlInputError("url.error.redirects", url=url, limit=MAX_REDIRECTS)
 
 
 def _remaining(deadline: float, url: str) -> float:
     left = deadline - time.monotonic()
     if left <= 0:
-        raise AudioInputError(f"Fetching {url} took too long; download it yourself and upload the file.")
+        raise UrlInputError("url.error.too_long", url=url)
     return left
 
 
@@ -202,6 +203,7 @@ class _Pinned:
             self._watchdog.daemon = True
             self._watchdog.start()
             return sock
+        # i18n-exempt: reaches the page only as the English detail of url.error.fetch
         raise error or TimeoutError("time limit reached before connecting")
 
     def close(self):
@@ -249,21 +251,21 @@ def _get(connection, target: Target, url: str, deadline: float) -> http.client.H
         return connection.getresponse()
     except (OSError, http.client.HTTPException) as e:
         _remaining(deadline, url)  # past the deadline: say so, not "could not fetch"
-        raise AudioInputError(f"Could not fetch {url}: {e}. Check the URL or upload the file instead.") from e
+        raise UrlInputError("url.error.fetch", url=url, reason=e) from e
 
 
 def _save(response, path: Path, policy: UrlPolicy, deadline: float, url: str) -> Path:
     limit_mb = policy.max_bytes / MIB
     declared = response.getheader("Content-Length")
     if declared and declared.isdigit() and int(declared) > policy.max_bytes:
-        raise AudioInputError(_too_big(url, limit_mb))
+        raise UrlInputError("url.error.too_big", url=url, limit=f"{limit_mb:.3g}")
     received = 0
     with open(path, "xb") as out:
         try:
             while chunk := _read(response, url, deadline):
                 received += len(chunk)
                 if received > policy.max_bytes:
-                    raise AudioInputError(_too_big(url, limit_mb))
+                    raise UrlInputError("url.error.too_big", url=url, limit=f"{limit_mb:.3g}")
                 out.write(chunk)
                 _remaining(deadline, url)
             _remaining(deadline, url)  # an end of file may be the watchdog's shutdown
@@ -273,7 +275,7 @@ def _save(response, path: Path, policy: UrlPolicy, deadline: float, url: str) ->
             raise
     if received == 0:
         path.unlink(missing_ok=True)
-        raise AudioInputError(f"{url} returned an empty file.")
+        raise UrlInputError("url.error.empty_file", url=url)
     logger.info("fetched %d bytes from %s", received, url)
     return path
 
@@ -283,11 +285,7 @@ def _read(response, url: str, deadline: float) -> bytes:
         return response.read(CHUNK_BYTES)
     except (OSError, http.client.HTTPException) as e:
         _remaining(deadline, url)  # the watchdog shut the socket: say it took too long
-        raise AudioInputError(f"The download of {url} broke off: {e}. Try again or upload the file.") from e
-
-
-def _too_big(url: str, limit_mb: float) -> str:
-    return f"{url} is larger than the {limit_mb:.3g} MiB limit for URL input; download it and upload the file instead."
+        raise UrlInputError("url.error.broke_off", url=url, reason=e) from e
 
 
 def _file_name(path: str) -> str:
