@@ -45,6 +45,7 @@ from core.engine import Engine
 from core.settings import Settings
 
 log = logging.getLogger("bench.speed")
+LAST_PEAK_MIB: float | None = None  # peak allocated device memory of the last ``median_timed`` (MiB)
 
 # name -> (decode dtype, compile mode or None)
 VARIANTS = {
@@ -57,14 +58,20 @@ VARIANTS = {
 
 
 def median_timed(fn, repeats: int, device: str):
-    """(last result, median seconds, all seconds) of ``repeats`` calls of ``fn``."""
+    """(last result, median seconds, all seconds) of ``repeats`` calls of ``fn``; the device's peak
+    allocated memory over the calls is in ``LAST_PEAK_MIB`` (None on CPU)."""
+    global LAST_PEAK_MIB
     times, out = [], None
+    cuda = device.startswith("cuda")
+    if cuda:
+        torch.cuda.reset_peak_memory_stats(torch.device(device))
     for _ in range(repeats):
         sync(device)
         start = time.perf_counter()
         out = fn()
         sync(device)
         times.append(time.perf_counter() - start)
+    LAST_PEAK_MIB = torch.cuda.max_memory_allocated(torch.device(device)) / (1 << 20) if cuda else None
     return out, statistics.median(times), times
 
 
@@ -91,6 +98,7 @@ def run(args) -> dict:
         x = signal(seconds, 1, device)
         official_decode(tok, official_encode(tok, x))  # warm-up at this length
         off_codes, off_enc, off_enc_all = median_timed(lambda x=x: official_encode(tok, x), args.repeats, device)
+        off_enc_peak = LAST_PEAK_MIB
         _, off_dec, off_dec_all = median_timed(lambda c=off_codes: official_decode(tok, c), args.repeats, device)
         with full_fp32():
             strict = official_encode(tok, x)
@@ -100,6 +108,7 @@ def run(args) -> dict:
                 "encode_s": off_enc,
                 "decode_s": off_dec,
                 "encode_all": off_enc_all,
+                "encode_peak_mib": off_enc_peak,
                 "decode_all": off_dec_all,
             },
             "variants": {},
@@ -118,6 +127,7 @@ def run(args) -> dict:
                 compile_s = time.perf_counter() - start
             engine.decode(engine.encode_array(x).codes)  # warm-up
             codes, enc_s, enc_all = median_timed(lambda x=x: engine.encode_array(x).codes, args.repeats, device)
+            enc_peak = LAST_PEAK_MIB
             decoded, dec_s, dec_all = median_timed(lambda c=codes: engine.decode(c), args.repeats, device)
             if name == "eager":
                 reference = decoded.samples
@@ -127,6 +137,8 @@ def run(args) -> dict:
                 "encode_all": enc_all,
                 "decode_all": dec_all,
                 "compile_s": compile_s,
+                "encode_peak_mib": enc_peak,
+                "decode_peak_mib": LAST_PEAK_MIB,
                 "warnings": list(decoded.warnings),
                 "speedup": (off_enc + off_dec) / (enc_s + dec_s),
                 "codes_agreement_vs_official_fp32": agreement(codes, strict),
