@@ -35,7 +35,7 @@ import torch
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from core import streaming  # noqa: E402
+from core import decoding  # noqa: E402
 from core.engine import Engine  # noqa: E402
 from core.settings import Settings  # noqa: E402
 
@@ -126,7 +126,7 @@ def official_decode(tok, codes: np.ndarray) -> np.ndarray:
 
 def whole_decode(model, codes: np.ndarray) -> np.ndarray:
     with torch.inference_mode():
-        return streaming.decode_whole(model, torch.from_numpy(codes)).float().cpu().numpy()
+        return decoding.decode_whole(model, torch.from_numpy(codes)).float().cpu().numpy()
 
 
 def error_stats(x: np.ndarray, ref: np.ndarray) -> dict:

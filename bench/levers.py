@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.codec_bench import SR, official_decode, official_encode, signal  # noqa: E402
-from core import streaming  # noqa: E402
+from core import decoding, encoding, kernels  # noqa: E402
 from core.engine import Engine  # noqa: E402
 from core.settings import Settings  # noqa: E402
 
@@ -68,12 +68,12 @@ def main(argv=None):
         if args.snake_only:
             with torch.inference_mode():
                 for frames in (300, 600):
-                    r[f"ours_decode_fused_snake_chunk_{frames}"] = best_of(lambda: streaming.decode(model, codes_t, frames))
-                kernel, streaming._SNAKE_KERNEL = streaming._SNAKE_KERNEL, False  # the module's own SnakeBeta
+                    r[f"ours_decode_fused_snake_chunk_{frames}"] = best_of(lambda: decoding.decode(model, codes_t, frames))
+                kernel, kernels._SNAKE_KERNEL = kernels._SNAKE_KERNEL, False  # the module's own SnakeBeta
                 try:
-                    r["ours_decode_unfused_snake_chunk_300"] = best_of(lambda: streaming.decode(model, codes_t, 300))
+                    r["ours_decode_unfused_snake_chunk_300"] = best_of(lambda: decoding.decode(model, codes_t, 300))
                 finally:
-                    streaming._SNAKE_KERNEL = kernel
+                    kernels._SNAKE_KERNEL = kernel
             r["official_decode"] = best_of(lambda: official_decode(tok, codes))
             log.info("[%s] %s", dtype, {k: round(v, 4) for k, v in r.items()})
             results[dtype] = r
@@ -84,20 +84,20 @@ def main(argv=None):
         for bench_flag in (False, True):
             torch.backends.cudnn.benchmark = bench_flag
             with torch.inference_mode():
-                r[f"ours_decode_benchmark_{bench_flag}"] = best_of(lambda: streaming.decode(model, codes_t, 300))
+                r[f"ours_decode_benchmark_{bench_flag}"] = best_of(lambda: decoding.decode(model, codes_t, 300))
                 r[f"ours_encode_benchmark_{bench_flag}"] = best_of(
-                    lambda: streaming.encode(model, torch.from_numpy(x), 20 * SR, kv_device_bytes=1280 << 20))
+                    lambda: encoding.encode(model, torch.from_numpy(x), 20 * SR, kv_device_bytes=1280 << 20))
             r[f"official_decode_benchmark_{bench_flag}"] = best_of(lambda: official_decode(tok, codes))
             r[f"official_encode_benchmark_{bench_flag}"] = best_of(lambda: official_encode(tok, x))
             log.info("[%s] benchmark=%s %s", dtype, bench_flag, {k: round(v, 3) for k, v in r.items()})
         torch.backends.cudnn.benchmark = True
         with torch.inference_mode():
             for frames in (150, 600, 1200):
-                r[f"ours_decode_chunk_{frames}"] = best_of(lambda: streaming.decode(model, codes_t, frames))
+                r[f"ours_decode_chunk_{frames}"] = best_of(lambda: decoding.decode(model, codes_t, frames))
             torch.backends.cuda.matmul.allow_tf32 = True
-            tf32_codes = streaming.encode(model, torch.from_numpy(x), 20 * SR).cpu().numpy()
-            r["ours_encode_tf32_matmul"] = best_of(lambda: streaming.encode(model, torch.from_numpy(x), 20 * SR))
-            r["ours_decode_tf32_matmul"] = best_of(lambda: streaming.decode(model, codes_t, 300))
+            tf32_codes = encoding.encode(model, torch.from_numpy(x), 20 * SR).cpu().numpy()
+            r["ours_encode_tf32_matmul"] = best_of(lambda: encoding.encode(model, torch.from_numpy(x), 20 * SR))
+            r["ours_decode_tf32_matmul"] = best_of(lambda: decoding.decode(model, codes_t, 300))
             torch.backends.cuda.matmul.allow_tf32 = False
         r["tf32_matmul_agreement_vs_official"] = float(np.mean(tf32_codes == official_encode(tok, x)))
         r["fp32_chunked_agreement_vs_official"] = float(np.mean(codes == official_encode(tok, x)))
@@ -108,7 +108,7 @@ def main(argv=None):
         short = codes_t[:750]
         activity = ProfilerActivity.CUDA if torch.cuda.is_available() else ProfilerActivity.CPU
         with torch.inference_mode(), profile(activities=[activity]) as prof:
-            streaming.decode(model, short, 300)
+            decoding.decode(model, short, 300)
             _sync()
         table = prof.key_averages().table(sort_by="cuda_time_total" if torch.cuda.is_available() else "cpu_time_total", row_limit=18, max_name_column_width=70)
         print(f"[{dtype}] decode 60 s kernel profile\n{table}")
@@ -128,11 +128,11 @@ def main(argv=None):
             m.SnakeBeta.forward = lambda self, x: snake(x, self.alpha, self.beta, self.no_div_by_zero)
             start = time.perf_counter()
             with torch.inference_mode():
-                compiled = streaming.decode(model, codes_t[:300], 300)
+                compiled = decoding.decode(model, codes_t[:300], 300)
                 r["compile_first_call_s"] = time.perf_counter() - start
-                r["ours_decode_compiled_snake"] = best_of(lambda: streaming.decode(model, codes_t, 300))
+                r["ours_decode_compiled_snake"] = best_of(lambda: decoding.decode(model, codes_t, 300))
                 m.SnakeBeta.forward = original
-                plain = streaming.decode(model, codes_t[:300], 300)
+                plain = decoding.decode(model, codes_t[:300], 300)
             r["compiled_snake_max_abs_diff"] = float((compiled - plain).abs().max())
             log.info("[%s] compiled snake %s", dtype, {k: r[k] for k in r if "compile" in k})
         results[dtype] = r

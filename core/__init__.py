@@ -1,10 +1,11 @@
 """Codec Workbench engine for the Qwen3-TTS-Tokenizer-12Hz codec.
 
-One module per concern: ``settings`` (configuration), ``weights`` (finding and loading a
-checkpoint), ``engine`` (the model owner: lifecycle, lock, jobs), ``readiness`` (the three-step
-check), ``streaming`` (model calls on long audio), ``memory`` (VRAM and system figures),
-``audio`` (reading any audio file), ``tokens`` (the token file format), ``analysis``
-(spectrograms and metrics), ``checkpoints`` (random-weight test checkpoints), ``cli``.
+One module per concern; docs/core.md has the map (where things live). In short: ``codec`` (the
+codec's facts and rules), ``settings``, ``engine`` (the model owner: lifecycle, lock, jobs),
+``planner`` (chunk plans and memory estimates), ``encoding`` / ``decoding`` (the encode and decode
+paths on long audio), ``kv_cache`` and ``kernels`` (what they run on), ``audio`` (reading any audio
+file; ``audio_readers``, ``audio_blocks``), ``tokens`` (the token file format), ``readiness``,
+``memory``, ``weights``, ``checkpoints``, ``analysis``, ``versions``, ``cli``.
 Importing this package does no work; the UI lives in ``webui`` and is never imported here.
 """
 

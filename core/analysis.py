@@ -24,9 +24,10 @@ import soxr
 import torch
 from matplotlib.figure import Figure
 
+from .codec import CODEBOOK_SIZE, FRAME_RATE, SAMPLE_RATE, ceil_div
+
 logger = logging.getLogger(__name__)
 
-SAMPLE_RATE = 24_000  # Hz, the codec's rate
 N_FFT = 1024  # samples per STFT window (43 ms at 24 kHz)
 HOP = 256  # samples between STFT frames (10.7 ms at 24 kHz)
 N_MELS = 80  # mel bands
@@ -41,8 +42,6 @@ MIN_PESQ_S = 0.25  # s, PESQ refuses shorter signals
 MIN_STOI_S = 0.4  # s, STOI needs 30 frames of 25.6 ms at a 12.8 ms hop (after dropping silence)
 SILENCE_RMS = 1e-4  # RMS below this (-80 dBFS) counts as silence
 SI_SDR_EPS = 1e-10  # keeps SI-SDR finite for identical signals
-FRAME_RATE = 12.5  # code frames per second
-CODEBOOK_SIZE = 2048  # codes are 0..2047
 FIG_WIDTH_IN = 10.0  # inches; at FIG_DPI gives a 1000-pixel-wide PNG
 FIG_DPI = 100  # dots per inch of saved figures
 PNG_COMPRESS_LEVEL = 1  # zlib level: 1 halves the save time of level 6 for ~30% more bytes
@@ -291,7 +290,7 @@ def _panels(rows: int, panel_height_in: float) -> tuple[Figure, list, list]:
 def _pool_columns(mel: np.ndarray, max_columns: int) -> np.ndarray:
     """Max-pool time so that at most ``max_columns`` remain (keeps short events visible);
     the pooled image still spans the same time range."""
-    factor = -(-mel.shape[1] // max_columns)
+    factor = ceil_div(mel.shape[1], max_columns)
     if factor <= 1:
         return mel
     pad = (-mel.shape[1]) % factor

@@ -21,10 +21,10 @@ from pathlib import Path
 
 import torch
 
+from .codec import SAMPLE_RATE, SAMPLES_PER_FRAME
+
 logger = logging.getLogger(__name__)
 
-SAMPLE_RATE = 24_000  # Hz, the codec's input and output rate
-SAMPLES_PER_FRAME = 1920  # samples of 24 kHz audio per code frame (12.5 frames/s)
 _ROOT = Path(__file__).resolve().parent.parent  # the checkout
 REFERENCE_CANDIDATES = (
     _ROOT / "bench" / "reference-config.json",  # committed copy (travels to the GPU machine)

@@ -4,11 +4,11 @@ States: unloaded -> loading -> ready | failed. One lock serialises every model c
 requests never interleave GPU work. Loading never raises: a failure puts the engine in
 ``failed`` with a message that says how to fix it, and the process keeps serving.
 
-Every job gets a chunk plan: the largest one whose pre-flight memory estimate fits (``estimate``),
-or a refusal before any model work. A chunk that still runs out of memory makes the job retry
+Every job gets a chunk plan from ``core.planner``: the largest one whose pre-flight memory estimate
+fits (``estimate``), or a refusal before any model work. A chunk that still runs out of memory makes the job retry
 with half-size chunks down to ``min_chunk_s``, then fail with a clear ``OutOfMemory``; the engine
-stays ready. Long clips are chunked by ``core.streaming`` (codes equal to a whole-clip encode,
-audio equal to a whole-utterance decode; see docs/performance.md).
+stays ready. Long clips go through ``core.encoding`` and ``core.decoding`` in chunks (codes equal
+to a whole-clip encode, audio equal to a whole-utterance decode; see docs/performance.md).
 """
 
 from __future__ import annotations
@@ -16,38 +16,25 @@ from __future__ import annotations
 import contextlib
 import enum
 import logging
-import math
 import threading
 import time
-import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import torch
 
-from . import fast_decode, memory, readiness, streaming
+from . import decoding, encoding, fast_decode, memory, planner, readiness
 from .checkpoints import is_random_checkpoint
-from .errors import AudioInputError, CodecError, EngineNotReady, OutOfMemory, SettingsError, TokenFileError
+from .codec import MIB, SAMPLE_RATE, SAMPLES_PER_FRAME, Progress, ceil_div, check_codes
+from .errors import AudioInputError, CodecError, EngineNotReady, OutOfMemory, SettingsError
+from .planner import ChunkPlan, MemoryEstimate
 from .settings import Settings
 from .weights import load_tokenizer
 
 logger = logging.getLogger(__name__)
 
-SAMPLE_RATE = 24_000  # Hz, codec input and output rate
-SAMPLES_PER_FRAME = 1920  # samples per code frame
-NUM_CODEBOOKS = 16  # codebooks per frame
-CODEBOOK_SIZE = 2048  # entries per codebook
 TORCH_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
-FRAMES_PER_SECOND = SAMPLE_RATE / SAMPLES_PER_FRAME  # 12.5 code frames per second
-
-# Pre-flight memory model, derived from the official path's measured peaks (NOTES.md) and checked
-# against ours on an H200: it overestimates by 20-30% (docs/performance.md, tests/gpu). Activations
-# scale with a layer width and the dtype's size:
-ENCODE_FLOATS_PER_SAMPLE_PER_FILTER = 5.5  # encoder conv activations: floats per input sample per SEANet filter
-DECODE_FLOATS_PER_SAMPLE_PER_CHANNEL = 7.5  # decoder activations: floats per output sample per last-block channel
-SPAN_FLOATS_PER_STEP_PER_HIDDEN = 12.0  # encoder transformer span activations: floats per step per hidden unit
-DEVICE_OVERHEAD_MIB = 160.0  # CUDA context-independent slack: cuDNN workspaces, allocator rounding (MiB)
 
 
 class EngineState(str, enum.Enum):
@@ -80,38 +67,6 @@ class RoundTripResult:
     decoded: DecodeResult  # the reconstruction, trimmed to the input's length
 
 
-@dataclass(frozen=True)
-class MemoryEstimate:
-    operation: str  # "encode", "decode" or "roundtrip"
-    seconds: float  # audio length the estimate is for, seconds (all clips together)
-    peak_mib: float  # estimated peak device memory of the job, resident weights included (MiB)
-    available_mib: float  # what the job may reach: weights + allowed share of free and cached memory (MiB)
-    fits: bool  # True when peak_mib <= available_mib; jobs that do not fit are refused
-    message: str  # one line for the user, e.g. "≈2.6 GiB of 139 GiB; fits"
-
-
-@dataclass(frozen=True)
-class ChunkPlan:
-    encode_chunk_samples: int  # samples per encoder convolution window (a whole number of frames)
-    encode_span_steps: int  # encoder transformer steps per span (25 per second)
-    kv_device_bytes: int | None  # encoder keys/values kept on the device (None: all of them)
-    decode_chunk_frames: int  # code frames per decode chunk
-    batch_samples: int  # padded samples per batched encode call
-
-
-
-def validate_codes(codes) -> np.ndarray:
-    """Codes as an int64 array of shape (frames, 16) with values in 0..2047, or TokenFileError."""
-    array = np.asarray(codes)
-    if array.ndim != 2 or array.shape[1] != NUM_CODEBOOKS or array.shape[0] == 0:
-        raise TokenFileError(f"Codes must have shape (frames, {NUM_CODEBOOKS}) with frames >= 1; got {array.shape}.")
-    if not np.issubdtype(array.dtype, np.integer):
-        raise TokenFileError(f"Codes must be integers; got {array.dtype}.")
-    if array.min() < 0 or array.max() >= CODEBOOK_SIZE:
-        raise TokenFileError(f"Codes must lie in 0..{CODEBOOK_SIZE - 1}; got {array.min()}..{array.max()}.")
-    return array.astype(np.int64)
-
-
 class Engine:
     """Owns the model. Every public method is thread-safe."""
 
@@ -123,6 +78,7 @@ class Engine:
         self.last_report: readiness.ReadinessReport | None = None
         self.load_seconds: float | None = None
         self._tokenizer = None
+        self._dims: planner.ModelDims | None = None  # read once at load, for the memory planner
         self._fast: fast_decode.FastDecoder | None = None  # decodes: precision, compiled graphs, bf16 guard
         self._lock = threading.RLock()
 
@@ -158,9 +114,9 @@ class Engine:
             logger.info("loading %s on %s (%s)", self.settings.model, self.device, self.settings.dtype)
             try:
                 self._check_device()
-                self._tokenizer, self.model_path = load_tokenizer(
-                    self.settings.model, self.device, TORCH_DTYPES[self.settings.dtype]
-                )
+                tokenizer, path = load_tokenizer(self.settings.model, self.device, TORCH_DTYPES[self.settings.dtype])
+                dims = planner.ModelDims.of(tokenizer.model)
+                self._tokenizer, self.model_path, self._dims = tokenizer, path, dims
                 self._fast = self._fast_decoder()
             except CodecError as e:
                 return self._fail(str(e))
@@ -187,9 +143,6 @@ class Engine:
             self._drop_model()
             self.state, self.error = EngineState.UNLOADED, None
 
-    def reload(self) -> bool:
-        return self.load()
-
     def warm_up(self) -> readiness.ReadinessReport:
         """Load if needed, then run the readiness check (the round trip warms the kernels)."""
         with self._lock:
@@ -213,7 +166,7 @@ class Engine:
         return False
 
     def _drop_model(self) -> None:
-        self._tokenizer = self._fast = None
+        self._tokenizer, self._dims, self._fast = None, None, None
         memory.release_cached(self.device)
 
     # ---- readiness ---------------------------------------------------------------------
@@ -223,8 +176,8 @@ class Engine:
             cuda = readiness.check_cuda(self.device)
             if self._tokenizer is None:
                 why = self.error or "model not loaded"
-                steps = (cuda, readiness.Step("weights", "Weights resident", readiness.FAIL, why, 0.0),
-                         readiness.skipped("roundtrip", "Test round trip", "skipped: no model"))
+                steps = (cuda, readiness.unchecked("weights", readiness.FAIL, why),
+                         readiness.unchecked("roundtrip", readiness.SKIPPED, "skipped: no model"))
             else:
                 weights = readiness.check_weights(self._tokenizer.model, self.device)
                 trip = readiness.check_roundtrip(
@@ -236,12 +189,12 @@ class Engine:
             return self.last_report
 
     # ---- jobs --------------------------------------------------------------------------
-    def encode(self, audio, progress: streaming.Progress | None = None) -> EncodeResult:
+    def encode(self, audio, progress: Progress | None = None) -> EncodeResult:
         """Encode a :class:`core.audio.Audio` (mono 24 kHz float32). ``progress(fraction)`` is
         called as long clips go through window by window."""
         return self.encode_array(audio.samples, progress)
 
-    def encode_array(self, samples: np.ndarray, progress: streaming.Progress | None = None) -> EncodeResult:
+    def encode_array(self, samples: np.ndarray, progress: Progress | None = None) -> EncodeResult:
         samples = np.ascontiguousarray(samples, dtype=np.float32).reshape(-1)
         _check_not_empty([samples])
         codes, seconds, peak = self._job("encode", [samples.size],
@@ -249,12 +202,10 @@ class Engine:
         return EncodeResult(codes, int(samples.size), seconds, peak)
 
     def decode(self, codes, original_samples: int | None = None,
-               progress: streaming.Progress | None = None) -> DecodeResult:
+               progress: Progress | None = None) -> DecodeResult:
         """Decode codes (frames, 16); trim to ``original_samples`` when given. ``progress(fraction)``
         is called after each decoded chunk."""
-        codes = validate_codes(codes)
-        if original_samples is not None:
-            original_samples = _check_original_samples(original_samples, codes.shape[0])
+        codes = check_codes(codes, original_samples)
         (wav, warnings), seconds, peak = self._job("decode", [codes.shape[0] * SAMPLES_PER_FRAME],
                                                    lambda plan: self._decode_tensor(codes, plan, progress))
         if original_samples is not None:
@@ -280,7 +231,7 @@ class Engine:
         return [EncodeResult(c, a.size, share, peak) for c, a in zip(codes_list, arrays)]
 
     def decode_batch(self, codes_list) -> list[DecodeResult]:
-        checked = [validate_codes(c) for c in codes_list]
+        checked = [check_codes(c) for c in codes_list]
         if not checked:
             return []
         (wavs, warnings), seconds, peak = self._job("decode", [c.shape[0] * SAMPLES_PER_FRAME for c in checked],
@@ -291,7 +242,7 @@ class Engine:
     # ---- model calls (run inside _job, with a chunk plan) ------------------------------
     def _encode_tensor(self, samples: np.ndarray, plan: ChunkPlan, progress=None) -> np.ndarray:
         wav = torch.from_numpy(samples)  # stays on the host when chunked: windows move one at a time
-        codes = streaming.encode(self.model, wav, plan.encode_chunk_samples, span_steps=plan.encode_span_steps,
+        codes = encoding.encode(self.model, wav, plan.encode_chunk_samples, span_steps=plan.encode_span_steps,
                                  kv_device_bytes=plan.kv_device_bytes, on_progress=progress)
         return codes.cpu().numpy()
 
@@ -303,155 +254,47 @@ class Engine:
                 out[i] = self._encode_tensor(a, plan)
             else:
                 short.append(i)
-        for group in _groups(short, [arrays[i].size for i in short], plan.batch_samples):
+        for group in planner.groups(short, [arrays[i].size for i in short], plan.batch_samples):
             tensors = [torch.from_numpy(arrays[i]) for i in group]
-            for i, codes in zip(group, streaming.encode_batch(self.model, tensors)):
+            for i, codes in zip(group, encoding.encode_batch(self.model, tensors)):
                 out[i] = codes.cpu().numpy()
         return out
 
     def _decode_tensor(self, codes: np.ndarray, plan: ChunkPlan, progress=None) -> tuple[np.ndarray, tuple]:
-        self._fast.take_redone()  # a failed attempt's count does not belong to this one
-        wav = streaming.decode(self.model, torch.from_numpy(codes), plan.decode_chunk_frames, progress, self._fast)
-        return wav.float().numpy(), self._decode_warnings(-(-codes.shape[0] // plan.decode_chunk_frames))
-
-    def _decode_warnings(self, chunks: int) -> tuple[str, ...]:
-        redone = self._fast.take_redone()
-        if not redone:
-            return ()
-        message = (f"{redone} of {chunks} decode chunk(s) came out broken in {self._fast.options.dtype} (non-finite "
-                   "or full-scale samples) and were decoded again in float32. If this repeats, run with "
-                   "--decode-dtype float32.")
-        logger.warning(message)
-        return (message,)
+        self._fast.take_warnings(0)  # a failed attempt's redone chunks do not belong to this one
+        wav = decoding.decode(self.model, torch.from_numpy(codes), plan.decode_chunk_frames, progress, self._fast)
+        return wav.float().numpy(), self._fast.take_warnings(ceil_div(codes.shape[0], plan.decode_chunk_frames))
 
     def _decode_batch_tensors(self, codes_list, plan: ChunkPlan) -> tuple[list[np.ndarray], tuple]:
         out: list[np.ndarray | None] = [None] * len(codes_list)
         order = list(range(len(codes_list)))
         frames = [c.shape[0] for c in codes_list]
-        self._fast.take_redone()
+        self._fast.take_warnings(0)
         chunks = 0
-        for group in _groups(order, frames, plan.decode_chunk_frames):
+        for group in planner.groups(order, frames, plan.decode_chunk_frames):
             chunk = max(1, plan.decode_chunk_frames // len(group))  # a chunk call holds ≈ one clip's chunk
-            wavs = streaming.decode_batch(self.model, [torch.from_numpy(codes_list[i]) for i in group], chunk,
-                                          runner=self._fast)
-            chunks += -(-max(frames[i] for i in group) // chunk)
+            wavs = decoding.decode_batch(self.model, [torch.from_numpy(codes_list[i]) for i in group], chunk,
+                                         runner=self._fast)
+            chunks += ceil_div(max(frames[i] for i in group), chunk)
             for i, w in zip(group, wavs):
                 out[i] = w.float().numpy()
-        return out, self._decode_warnings(chunks)
+        return out, self._fast.take_warnings(chunks)
 
     # ---- planning, estimates, OOM retries -------------------------------------------------
-    def _base_plan(self) -> ChunkPlan:
-        s = self.settings
-        chunk = max(SAMPLES_PER_FRAME, int(s.encode_chunk_s * SAMPLE_RATE) // SAMPLES_PER_FRAME * SAMPLES_PER_FRAME)
-        span = max(2, int(s.encode_span_s * SAMPLE_RATE) // streaming.SAMPLES_PER_STEP // 2 * 2)
-        kv = int(s.encode_kv_device_mib * memory.MIB) if self.settings.is_cuda else None
-        return ChunkPlan(chunk, span, kv, int(s.decode_chunk_frames), max(chunk, int(s.batch_audio_s * SAMPLE_RATE)))
-
-    def _floors(self) -> tuple[int, int]:
-        """Smallest encode window (samples) and decode chunk (frames) that OOM retries go down to."""
-        floor_s = self.settings.min_chunk_s
-        samples = max(SAMPLES_PER_FRAME, int(floor_s * SAMPLE_RATE) // SAMPLES_PER_FRAME * SAMPLES_PER_FRAME)
-        return samples, max(1, math.ceil(floor_s * FRAMES_PER_SECOND))
-
-    def _smaller(self, plan: ChunkPlan) -> ChunkPlan | None:
-        """The plan to retry with after an out-of-memory error: halved, not below the floor."""
-        floor_samples, floor_frames = self._floors()
-        # halved, not below the floor, and never above the current plan (settings may start below the floor)
-        chunk = min(plan.encode_chunk_samples,
-                    max(floor_samples, plan.encode_chunk_samples // 2 // SAMPLES_PER_FRAME * SAMPLES_PER_FRAME))
-        frames = min(plan.decode_chunk_frames, max(floor_frames, plan.decode_chunk_frames // 2))
-        kv = None if plan.kv_device_bytes is None else plan.kv_device_bytes // 2
-        if chunk >= plan.encode_chunk_samples and frames >= plan.decode_chunk_frames:
-            return None
-        return ChunkPlan(chunk, plan.encode_span_steps, kv, frames, max(chunk, plan.batch_samples // 2))
-
-    def _peak_bytes(self, operation: str, lengths: list[int], plan: ChunkPlan) -> tuple[float, float]:
-        """(estimated peak bytes, resident weight bytes) of a job on clips of ``lengths`` samples."""
-        model = self.model
-        item = next(model.parameters()).element_size()
-        weights = float(readiness.model_bytes(model))
-        enc, dec = model.encoder.config, model.decoder.config
-        longest = max(lengths)
-        work = 0.0
-        if operation in ("encode", "roundtrip"):
-            per_sample = ENCODE_FLOATS_PER_SAMPLE_PER_FILTER * enc.num_filters * item
-            if longest > plan.encode_chunk_samples:  # chunked: window + context, key/value cache, span
-                steps = -(-longest // streaming.SAMPLES_PER_STEP)
-                attn = model.encoder.encoder_transformer.layers[0].self_attn
-                per_step = 2 * enc.num_hidden_layers * attn.num_key_value_heads * attn.head_dim * item
-                kv = steps * per_step
-                stage = 0.0
-                if plan.kv_device_bytes is not None and kv > plan.kv_device_bytes:
-                    kv = plan.kv_device_bytes // per_step * per_step
-                    stage = 2 * attn.num_key_value_heads * attn.head_dim * item * streaming.HOST_BLOCK_STEPS
-                span = SPAN_FLOATS_PER_STEP_PER_HIDDEN * min(plan.encode_span_steps, steps) * enc.hidden_size * item
-                window = plan.encode_chunk_samples + streaming.conv_context_samples(model)
-                work = per_sample * window + kv + stage + span
-            short = [n for n in lengths if n <= plan.encode_chunk_samples]
-            if short:  # padded batches of short clips
-                group = max(len(g) * max(short[i] for i in g) for g in _groups(list(range(len(short))), short,
-                                                                                 plan.batch_samples))
-                work = max(work, per_sample * group)
-        if operation in ("decode", "roundtrip"):
-            channels = dec.decoder_dim // 2 ** len(dec.upsample_rates)
-            per_frame = DECODE_FLOATS_PER_SAMPLE_PER_CHANNEL * channels * item * SAMPLES_PER_FRAME
-            frames = min(plan.decode_chunk_frames, max(-(-n // SAMPLES_PER_FRAME) for n in lengths))
-            work = max(work, per_frame * frames)
-        overhead = DEVICE_OVERHEAD_MIB * memory.MIB if self.settings.is_cuda else 0.0
-        return weights + work + overhead, weights
-
-    def _host_bytes(self, operation: str, lengths: list[int], plan: ChunkPlan) -> float:
-        """Host RAM a GPU job adds: offloaded encoder keys/values and the decoded float32 audio."""
-        if not self.settings.is_cuda:
-            return 0.0
-        total = 0.0
-        if operation in ("encode", "roundtrip") and plan.kv_device_bytes is not None:
-            enc = self.model.encoder.config
-            attn = self.model.encoder.encoder_transformer.layers[0].self_attn
-            item = next(self.model.parameters()).element_size()
-            per_step = 2 * enc.num_hidden_layers * attn.num_key_value_heads * attn.head_dim * item
-            steps = max(-(-n // streaming.SAMPLES_PER_STEP) for n in lengths)
-            if max(lengths) > plan.encode_chunk_samples:
-                total += max(0, steps * per_step - plan.kv_device_bytes)
-        if operation in ("decode", "roundtrip"):
-            total += 4.0 * sum(-(-n // SAMPLES_PER_FRAME) * SAMPLES_PER_FRAME for n in lengths)
-        return total
-
-    def _available_bytes(self, weights: float) -> float:
-        """Weights plus the allowed share of the memory a job can still take (free + our cache)."""
-        fraction = self.settings.max_batch_memory_fraction
-        if self.settings.is_cuda:
-            dev = torch.device(self.device)
-            free, _total = torch.cuda.mem_get_info(dev)
-            cached = torch.cuda.memory_reserved(dev) - torch.cuda.memory_allocated(dev)
-            return weights + fraction * (free + cached)
+    def _plan(self, operation: str, lengths: list[int]) -> tuple[ChunkPlan | None, MemoryEstimate]:
+        """The largest plan whose estimate fits now (``core.planner.choose``), and that estimate."""
+        dims = self._dims
+        if dims is None:
+            raise EngineNotReady(self.not_ready_message())
         import psutil
 
-        return weights + fraction * psutil.virtual_memory().available
-
-    def _plan(self, operation: str, lengths: list[int]) -> tuple[ChunkPlan | None, MemoryEstimate]:
-        """The largest plan whose estimate fits (halving down to the floor), and that estimate."""
-        plan: ChunkPlan | None = self._base_plan()
-        first = None
-        while plan is not None:
-            peak, weights = self._peak_bytes(operation, lengths, plan)
-            available = self._available_bytes(weights)
-            estimate = _estimate(operation, lengths, peak, available, self.device)
-            host = self._host_bytes(operation, lengths, plan)
-            if host:
-                import psutil
-
-                host_free = self.settings.max_batch_memory_fraction * psutil.virtual_memory().available
-                if host > host_free:
-                    estimate = dataclasses.replace(estimate, fits=False, message=(
-                        f"{operation} of {estimate.seconds:.1f} s also needs ≈{host / memory.MIB / 1024:.2f} GiB of "
-                        f"host RAM (offloaded keys/values, decoded audio); {host_free / memory.MIB / 1024:.2f} GiB "
-                        "available: does not fit. Use a shorter clip."))
-            first = first or estimate
-            if estimate.fits:
-                return plan, estimate
-            plan = self._smaller(plan)
-        return None, first
+        host_free = psutil.virtual_memory().available
+        free = host_free
+        if self.settings.is_cuda:
+            dev = torch.device(self.device)
+            free_now, _total = torch.cuda.mem_get_info(dev)
+            free = free_now + torch.cuda.memory_reserved(dev) - torch.cuda.memory_allocated(dev)  # free + our cache
+        return planner.choose(dims, self.settings, operation, lengths, free, host_free)
 
     def estimate(self, operation: str = "roundtrip", seconds: float | None = None, *, samples: int | None = None,
                  frames: int | None = None, clips: int = 1) -> MemoryEstimate:
@@ -461,13 +304,13 @@ class Engine:
         equal clips). Does not take the engine's lock, so it answers while a job runs. Jobs that do
         not fit are refused with this estimate's message.
         """
-        if operation not in ("encode", "decode", "roundtrip"):
+        if operation not in planner.OPERATIONS:
             raise ValueError(f"operation must be encode, decode or roundtrip; got {operation!r}")
         if samples is None:
             samples = frames * SAMPLES_PER_FRAME if frames is not None else int(round((seconds or 0.0) * SAMPLE_RATE))
         if samples <= 0:
             raise ValueError("give a positive length: seconds, samples or frames")
-        if self.state != EngineState.READY or self._tokenizer is None:
+        if self.state != EngineState.READY or self._dims is None:
             raise EngineNotReady(self.not_ready_message())
         return self._plan(operation, [int(samples)] * max(1, int(clips)))[1]
 
@@ -523,7 +366,7 @@ class Engine:
                 if failed is None:
                     break
                 memory.release_cached(self.device)  # the failed attempt's tensors are gone with its frames
-                smaller = self._smaller(plan)
+                smaller = planner.smaller(plan, self.settings)
                 if smaller is None:
                     seconds = max(lengths) / SAMPLE_RATE
                     raise OutOfMemory(
@@ -565,7 +408,7 @@ class Engine:
         """What is loaded where: shown in the status bar and /health."""
         tokenizer, resident = self._tokenizer, None  # one read: a reload may swap it meanwhile (no lock here)
         if tokenizer is not None:
-            resident = round(readiness.model_bytes(tokenizer.model) / memory.MIB, 1)
+            resident = round(readiness.model_bytes(tokenizer.model) / MIB, 1)
         return {
             "state": self.state.value,
             "error": self.error,
@@ -589,46 +432,3 @@ def _check_not_empty(arrays) -> None:
             which = "" if len(arrays) == 1 else f" (clip {i + 1} of {len(arrays)})"
             raise AudioInputError(f"There are no audio samples to encode{which}. Give a clip of at least one "
                                   f"frame ({SAMPLES_PER_FRAME} samples, 80 ms at 24 kHz).")
-
-
-def _check_original_samples(original_samples, frames: int) -> int:
-    """``original_samples`` as an int that ``frames`` frames of codes can hold, or TokenFileError."""
-    try:
-        value = int(original_samples)
-        valid = value == original_samples and not isinstance(original_samples, bool)
-    except (TypeError, ValueError):
-        valid = False
-    low, high = (frames - 1) * SAMPLES_PER_FRAME, frames * SAMPLES_PER_FRAME
-    if not valid or not low < value <= high:
-        raise TokenFileError(f"original_samples = {original_samples!r} does not fit {frames} frames of codes "
-                             f"(expected {low + 1}..{high}); the codes and the length come from different clips.")
-    return value
-
-
-def _groups(indices: list[int], sizes: list[int], budget: int) -> list[list[int]]:
-    """Split ``indices`` (with ``sizes``) into groups, longest first, so that each group's padded
-    size (members x longest) stays within ``budget``; a lone item may exceed it."""
-    order = sorted(range(len(indices)), key=lambda j: -sizes[j])
-    groups: list[list[int]] = []
-    current: list[int] = []
-    longest = 0
-    for j in order:
-        if current and (len(current) + 1) * max(longest, sizes[j]) > budget:
-            groups.append(current)
-            current, longest = [], 0
-        current.append(indices[j])
-        longest = max(longest, sizes[j])
-    if current:
-        groups.append(current)
-    return groups
-
-
-def _estimate(operation: str, lengths: list[int], peak: float, available: float, device: str) -> MemoryEstimate:
-    seconds = sum(lengths) / SAMPLE_RATE
-    fits = peak <= available
-    verdict = "fits" if fits else "does not fit: free memory (Clear VRAM) or use a shorter clip"
-    where = "GPU" if device.startswith("cuda") else "RAM"
-    message = (f"{operation} of {seconds:.1f} s needs ≈{peak / memory.MIB / 1024:.2f} GiB of {where} "
-               f"(model weights included); {available / memory.MIB / 1024:.2f} GiB available on {device}: {verdict}.")
-    return MemoryEstimate(operation, seconds, round(peak / memory.MIB, 1), round(available / memory.MIB, 1), fits,
-                          message)

@@ -4,7 +4,7 @@ Guard (bf16). A decoder run in bf16 can overflow in SnakeBeta and come out at fu
 sample (vLLM-Omni #1663). So every chunk a low-precision decoder produces is checked: a chunk with a
 non-finite sample, or with more than ``SATURATED_SHARE`` of its samples at full scale, is decoded
 again in fp32 from the same streaming state, and the stream goes on from the fp32 chunk's state.
-The caller gets the count of redone chunks (``take_redone``) and turns it into a warning.
+The caller gets a warning for the user (``take_warnings``) saying how many chunks were redone.
 
 Compile. ``torch.compile`` takes the decoder's convolution stack (``DecoderStream.tail``: over 90%
 of decode time) as one graph. The streaming state is pre-filled with zeros (what the eager first
@@ -27,7 +27,8 @@ from dataclasses import dataclass
 
 import torch
 
-from .streaming import SAMPLES_PER_FRAME, DecoderStream
+from .codec import SAMPLES_PER_FRAME, ceil_div
+from .decoding import DecoderStream
 
 logger = logging.getLogger(__name__)
 
@@ -67,7 +68,7 @@ def zero_state(decoder, batch: int, dtype: torch.dtype, device: torch.device) ->
             width = int(module.padding)
         elif isinstance(module, Qwen3TTSTokenizerV2CausalTransConvNet):
             conv = module.conv
-            width = -(-conv.kernel_size[0] // conv.stride[0]) - 1
+            width = ceil_div(conv.kernel_size[0], conv.stride[0]) - 1
             if width == 0:
                 continue
         else:
@@ -183,6 +184,19 @@ class FastDecoder:
         """Chunks redone in fp32 since the last call (and reset the count)."""
         redone, self._redone = self._redone, 0
         return redone
+
+    def take_warnings(self, chunks: int) -> tuple[str, ...]:
+        """The user's warning about chunks redone in fp32 since the last call, out of ``chunks``; resets."""
+        redone = self.take_redone()
+        if not redone:
+            return ()
+        message = (
+            f"{redone} of {chunks} decode chunk(s) came out broken in {self.options.dtype} (non-finite or "
+            "full-scale samples) and were decoded again in float32. If this repeats, run with "
+            "--decode-dtype float32."
+        )
+        logger.warning(message)
+        return (message,)
 
     def _pad_to_warm(self, codes: torch.Tensor) -> torch.Tensor:
         batch, frames = codes.shape[0], codes.shape[-1]

@@ -10,9 +10,10 @@ from dataclasses import asdict, dataclass
 import psutil
 import torch
 
+from .codec import MIB
+
 logger = logging.getLogger(__name__)
 
-MIB = 1 << 20  # bytes in a MiB
 
 
 @dataclass(frozen=True)

@@ -6,21 +6,17 @@ plain JSON-serializable data so the CLI, the web page and ``/health`` show the s
 
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
 import torch
 
-from .memory import MIB
+from .codec import CODEBOOK_SIZE, MIB, NUM_CODEBOOKS, SAMPLE_RATE, SAMPLES_PER_FRAME, num_frames
 
 PASS, FAIL, SKIPPED = "pass", "fail", "skipped"
+STEP_TITLES = {"cuda": "CUDA present", "weights": "Weights resident", "roundtrip": "Test round trip"}  # in check order
 TEST_SIGNAL_S = 1.0  # seconds of built-in test signal for the round trip
-SAMPLE_RATE = 24_000  # Hz
-SAMPLES_PER_FRAME = 1920  # samples per code frame
-CODEBOOKS = 16  # codebooks per frame
-CODEBOOK_SIZE = 2048  # entries per codebook
 
 
 @dataclass(frozen=True)
@@ -42,6 +38,11 @@ class ReadinessReport:
     def ok(self) -> bool:
         """Ready: no step failed and the round trip passed (CUDA is skipped on CPU by design)."""
         return all(s.status != FAIL for s in self.steps) and self.step("roundtrip").status == PASS
+
+    def problems(self) -> list[str]:
+        """Why the report is not ``ok``, one line per step at fault (empty when ok)."""
+        return [f"{s.title}: {s.status} ({s.detail})" for s in self.steps
+                if s.status == FAIL or (s.name == "roundtrip" and s.status != PASS)]
 
     def step(self, name: str) -> Step:
         return next(s for s in self.steps if s.name == name)
@@ -83,7 +84,7 @@ def check_cuda(device: str) -> Step:
                   f"{data['total_mib']} MiB free, native bf16: {'yes' if data['bf16'] else 'no'}")
         return PASS, detail, data
 
-    return _timed("cuda", "CUDA present", run)
+    return _timed("cuda", STEP_TITLES["cuda"], run)
 
 
 def model_bytes(model: torch.nn.Module) -> int:
@@ -114,7 +115,7 @@ def check_weights(model: torch.nn.Module | None, device: str) -> Step:
                 return FAIL, f"only {allocated / MIB:.0f} MiB allocated on {device}, weights need {need / MIB:.0f} MiB", data
         return PASS, f"{data['mib']:.0f} MiB of weights resident on {device} ({data['dtype']}, {len(tensors)} tensors)", data
 
-    return _timed("weights", "Weights resident", run)
+    return _timed("weights", STEP_TITLES["weights"], run)
 
 
 def probe_signal(seconds: float = TEST_SIGNAL_S) -> np.ndarray:
@@ -135,10 +136,10 @@ def check_roundtrip(encode, decode) -> Step:
         codes = encode(x)
         audio = decode(codes)
         elapsed = time.perf_counter() - start
-        frames = math.ceil(x.size / SAMPLES_PER_FRAME)
+        frames = num_frames(x.size)
         problems = []
-        if codes.shape != (frames, CODEBOOKS):
-            problems.append(f"codes shape {tuple(codes.shape)} != ({frames}, {CODEBOOKS})")
+        if codes.shape != (frames, NUM_CODEBOOKS):
+            problems.append(f"codes shape {tuple(codes.shape)} != ({frames}, {NUM_CODEBOOKS})")
         if codes.size and (codes.min() < 0 or codes.max() >= CODEBOOK_SIZE):
             problems.append(f"codes outside 0..{CODEBOOK_SIZE - 1}")
         if audio.shape[-1] != frames * SAMPLES_PER_FRAME:
@@ -148,10 +149,11 @@ def check_roundtrip(encode, decode) -> Step:
         data = {"frames": frames, "seconds": round(elapsed, 4), "input_s": TEST_SIGNAL_S}
         if problems:
             return FAIL, "; ".join(problems), data
-        return PASS, f"{TEST_SIGNAL_S:.0f} s test signal -> {frames} x {CODEBOOKS} codes -> audio in {elapsed * 1000:.0f} ms", data
+        return PASS, f"{TEST_SIGNAL_S:.0f} s test signal -> {frames} x {NUM_CODEBOOKS} codes -> audio in {elapsed * 1000:.0f} ms", data
 
-    return _timed("roundtrip", "Test round trip", run)
+    return _timed("roundtrip", STEP_TITLES["roundtrip"], run)
 
 
-def skipped(name: str, title: str, why: str) -> Step:
-    return Step(name, title, SKIPPED, why, 0.0)
+def unchecked(name: str, status: str, why: str) -> Step:
+    """A step that did not run, with the reason (e.g. the weights failed: no model to check)."""
+    return Step(name, STEP_TITLES[name], status, why, 0.0)

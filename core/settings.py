@@ -11,14 +11,14 @@ import argparse
 import math
 import os
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Mapping
 
+from .codec import MIB
 from .errors import SettingsError
 
 DEFAULT_MODEL = "Qwen/Qwen3-TTS-Tokenizer-12Hz"  # hub id of the published checkpoint
 DTYPES = ("float32", "bfloat16")  # float32 is the published dtype
-MIB = 1 << 20  # bytes in a MiB
 _DEVICE_RE = re.compile(r"^(cpu|cuda:\d+)$")
 
 
@@ -50,7 +50,7 @@ class Settings:
     cudnn_benchmark: bool = False  # let cuDNN time conv algorithms per new shape (measured: no faster, more memory)
     strict_fp32_encode: bool = True  # fp32 encodes run convs in full fp32, not TF32, so chunked codes reproduce
     max_batch_memory_fraction: float = 0.9  # refuse jobs whose estimated peak exceeds this share of free memory
-    decode_dtype: str | None = None  # decoder precision; None: as ``dtype``. "bfloat16" is guarded (broken chunks redone in fp32) and also runs on CPU (encodes stay fp32)
+    decode_dtype: str | None = None  # decoder precision (None: ``dtype``); bf16 is guarded and runs on CPU too
     compile_decoder: bool = False  # torch.compile the decoder's convolution stack in the background after loading
 
     @property
@@ -71,7 +71,8 @@ class Settings:
             raise SettingsError(f"dtype {self.dtype!r} is not supported: use one of {', '.join(DTYPES)}.")
         if self.dtype == "bfloat16" and not self.is_cuda:
             raise SettingsError(
-                "bfloat16 runs only on a GPU with native bf16 support; on CPU use --dtype float32."
+                "bfloat16 runs only on a GPU with native bf16 support; on CPU use --dtype float32 "
+                "(--decode-dtype bfloat16 runs only the decoder in bf16, guarded)."
             )
         if self.decode_dtype is not None and self.decode_dtype not in DTYPES:
             raise SettingsError(f"decode dtype {self.decode_dtype!r} is not supported: use one of {', '.join(DTYPES)}.")
@@ -92,9 +93,6 @@ class Settings:
         if not 0.0 < self.max_batch_memory_fraction <= 1.0:
             raise SettingsError("max_batch_memory_fraction must be in (0, 1], e.g. 0.9.")
         return self
-
-    def with_(self, **changes) -> "Settings":
-        return replace(self, **changes)
 
     def to_dict(self) -> dict:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}

@@ -15,10 +15,8 @@ Loading checks everything before any of it is used, and every failure is a
 from __future__ import annotations
 
 import hashlib
-import importlib.metadata
 import json
 import logging
-import math
 import zipfile
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -26,25 +24,22 @@ from pathlib import Path
 
 import numpy as np
 
+from core.codec import (BITS_PER_CODE, CODEBOOK_SIZE, FRAME_RATE, MIB, NUM_CODEBOOKS, SAMPLE_RATE, ceil_div,
+                        codes_problem, length_problem)
 from core.errors import TokenFileError
+from core.versions import installed_versions
 
 logger = logging.getLogger(__name__)
 
 FORMAT_NAME = "codec-workbench-tokens"  # the "format" field of every token file
 FORMAT_VERSION = 1  # bumped whenever a reader of the old version could misread the new one
 
-NUM_CODEBOOKS = 16  # codes per frame (residual quantizers)
-CODEBOOK_SIZE = 2048  # entries per codebook: codes are 0..2047
-BITS_PER_CODE = 11  # log2(CODEBOOK_SIZE)
-FRAME_RATE = 12.5  # frames/s
-SAMPLE_RATE = 24_000  # Hz, the codec's input and output rate
-SAMPLES_PER_FRAME = 1920  # samples of 24 kHz audio per frame (SAMPLE_RATE / FRAME_RATE)
 TOKENS_PER_SECOND = FRAME_RATE * NUM_CODEBOOKS  # 200 codes/s
 NOMINAL_BITRATE_BPS = TOKENS_PER_SECOND * BITS_PER_CODE  # 2200 bit/s
 PCM16_BITRATE_BPS = SAMPLE_RATE * 16  # 384000 bit/s, 16-bit mono PCM at 24 kHz
 
-MAX_FILE_BYTES = 256 * 2**20  # 256 MiB; a 10-hour clip is about 10 MB, so this is generous
-MAX_UNCOMPRESSED_BYTES = 1024 * 2**20  # 1 GiB once unzipped; guards against zip bombs
+MAX_FILE_BYTES = 256 * MIB  # 256 MiB; a 10-hour clip is about 10 MB, so this is generous
+MAX_UNCOMPRESSED_BYTES = 1024 * MIB  # 1 GiB once unzipped; guards against zip bombs
 MAX_METADATA_CHARS = 1_000_000  # the JSON metadata is a few hundred characters
 
 CODES_KEY = "codes"  # array name inside the .npz
@@ -135,7 +130,7 @@ def codes_summary(frames: int) -> dict:
         "tokens": frames * NUM_CODEBOOKS,
         "duration_s": frames / FRAME_RATE,
         "bits": bits,
-        "bytes": math.ceil(bits / 8),
+        "bytes": ceil_div(bits, 8),
         "bitrate_bps": NOMINAL_BITRATE_BPS,
         "compression_vs_pcm24k": PCM16_BITRATE_BPS / NOMINAL_BITRATE_BPS,
     }
@@ -143,24 +138,7 @@ def codes_summary(frames: int) -> dict:
 
 def package_versions() -> dict:
     """Installed versions of the packages that shape the codes; None where missing."""
-    versions = {}
-    for name in PACKAGES:
-        try:
-            versions[name] = importlib.metadata.version(name)
-        except importlib.metadata.PackageNotFoundError:
-            versions[name] = _checkout_version() if name == "codec-workbench" else None
-    return versions
-
-
-def _checkout_version() -> str | None:
-    """The version in pyproject.toml, for a checkout that was not pip-installed."""
-    try:
-        import tomllib
-
-        pyproject = Path(__file__).resolve().parent.parent / "pyproject.toml"
-        return tomllib.loads(pyproject.read_text())["project"]["version"]
-    except Exception:  # no pyproject, unreadable, or no version: record unknown
-        return None
+    return installed_versions(PACKAGES)
 
 
 def make_token_file(codes, original_samples: int, model_source: str, versions=None) -> TokenFile:
@@ -170,7 +148,7 @@ def make_token_file(codes, original_samples: int, model_source: str, versions=No
     if hasattr(codes, "detach"):  # a torch tensor, possibly on the GPU
         codes = codes.detach().cpu().numpy()
     codes = np.asarray(codes)
-    problem = _codes_problem(codes) or _length_problem(codes.shape[0], original_samples)
+    problem = codes_problem(codes) or length_problem(codes.shape[0], original_samples)
     if problem:
         raise ValueError(f"cannot make a token file: {problem}")
     return TokenFile(
@@ -213,7 +191,7 @@ def load_tokens(path) -> TokenFile:
     _check_container(path)
     codes, metadata = _read_arrays(path)
     meta = _parse_metadata(path, metadata)
-    problem = _codes_problem(codes) or _length_problem(codes.shape[0], meta["original_samples"])
+    problem = codes_problem(codes) or length_problem(codes.shape[0], meta["original_samples"])
     if problem:
         raise _bad(path, problem)
     codes = _frozen_int16(codes)
@@ -247,8 +225,8 @@ def _check_container(path: Path) -> None:
     if size == 0:
         raise _bad(path, "the file is empty")
     if size > MAX_FILE_BYTES:
-        raise _bad(path, f"the file is {size / 2**20:.0f} MiB, over the "
-                   f"{MAX_FILE_BYTES // 2**20} MiB limit for token files")
+        raise _bad(path, f"the file is {size / MIB:.0f} MiB, over the "
+                   f"{MAX_FILE_BYTES // MIB} MiB limit for token files")
     try:
         with zipfile.ZipFile(path) as archive:
             members = {info.filename: info.file_size for info in archive.infolist()}
@@ -260,7 +238,7 @@ def _check_container(path: Path) -> None:
         raise _bad(path, f"not a token file: the archive lacks {', '.join(missing)} "
                    f"(it holds {', '.join(sorted(names)) or 'nothing'})")
     if sum(members.values()) > MAX_UNCOMPRESSED_BYTES:
-        raise _bad(path, f"the archive unpacks to over {MAX_UNCOMPRESSED_BYTES // 2**20} MiB")
+        raise _bad(path, f"the archive unpacks to over {MAX_UNCOMPRESSED_BYTES // MIB} MiB")
 
 
 def _sniff(path: Path) -> str:
@@ -325,32 +303,6 @@ def _check_version(path: Path, version) -> None:
         raise _bad(path, f"format version {version} was made by a newer Codec Workbench "
                    f"(this one reads version {FORMAT_VERSION})",
                    "Upgrade Codec Workbench to load it.")
-
-
-def _codes_problem(codes: np.ndarray) -> str | None:
-    """Why ``codes`` cannot be codec output, or None."""
-    if codes.ndim != 2 or codes.shape[1] != NUM_CODEBOOKS:
-        return f"codes must have shape (frames, {NUM_CODEBOOKS}), not {codes.shape}"
-    if codes.shape[0] == 0:
-        return "there are no codes (zero frames)"
-    if not np.issubdtype(codes.dtype, np.integer):
-        return f"codes must be integers, not {codes.dtype}"
-    low, high = int(codes.min()), int(codes.max())
-    if low < 0 or high >= CODEBOOK_SIZE:
-        return f"codes must be in 0..{CODEBOOK_SIZE - 1}, found values {low}..{high}"
-    return None
-
-
-def _length_problem(frames: int, original_samples) -> str | None:
-    """Why ``original_samples`` cannot go with ``frames`` frames, or None. The encoder pads
-    the input to whole frames, so frames == ceil(original_samples / 1920)."""
-    low, high = (frames - 1) * SAMPLES_PER_FRAME, frames * SAMPLES_PER_FRAME
-    if isinstance(original_samples, bool) or not isinstance(original_samples, (int, np.integer)):
-        return f"original_samples must be an integer, not {original_samples!r}"
-    if not low < original_samples <= high:
-        return (f"original_samples = {original_samples} does not fit {frames} frames "
-                f"(expected {low + 1}..{high})")
-    return None
 
 
 def _frozen_int16(codes: np.ndarray) -> np.ndarray:

@@ -7,11 +7,12 @@ import html
 import math
 import re
 
+from core.readiness import FAIL, PASS, SKIPPED, STEP_TITLES
+
 from .i18n import DEFAULT_LANGUAGE, catalogues, text
 
-STATUS_ICONS = {"pass": "✓", "fail": "✗", "skipped": "–"}  # readiness status -> icon
-READINESS_STEPS = ("cuda", "weights", "roundtrip")  # core.readiness step names, in order
-PCM_BITS = 16  # bits per sample of the PCM we compare the codes with
+STATUS_ICONS = {PASS: "✓", FAIL: "✗", SKIPPED: "–"}  # readiness status -> icon
+READINESS_STEPS = tuple(STEP_TITLES)  # core.readiness step names, in order (titles are translated here)
 _BACKTICKS = re.compile(r"`([^`]+)`")
 
 
@@ -61,7 +62,7 @@ def _verdict(report: dict | None, info: dict, lang: str) -> tuple[str, str]:
 
 
 def _pending_steps(lang: str) -> list[dict]:
-    return [{"name": n, "title": n, "status": "skipped", "detail": text("status.step_pending", lang), "seconds": 0.0}
+    return [{"name": n, "title": n, "status": SKIPPED, "detail": text("status.step_pending", lang), "seconds": 0.0}
             for n in READINESS_STEPS]
 
 
@@ -123,11 +124,6 @@ def facts_markdown(facts: dict, lang: str = DEFAULT_LANGUAGE) -> str:
     else:
         out += "\n\n" + text("facts.no_warnings", lang)
     return out
-
-
-def pcm_bitrate(facts: dict) -> float:
-    """Bit/s of the input as 16-bit PCM at its own rate and channel count."""
-    return float(facts["sample_rate"] * facts["channels"] * PCM_BITS)
 
 
 def tokens_markdown(summary: dict, lang: str = DEFAULT_LANGUAGE) -> str:

@@ -16,36 +16,21 @@ import os
 import platform
 import time
 from functools import lru_cache
-from importlib import metadata
 
 from fastapi import FastAPI
 from fastapi.responses import JSONResponse
 
+from core.versions import installed_versions
+
 HEALTH_PATH = "/health"
 READY_PATH = "/ready"
-# distribution name -> key in the "versions" object
-_DISTRIBUTIONS = {
-    "codec-workbench": "codec-workbench",
-    "torch": "torch",
-    "transformers": "transformers",
-    "qwen-tts": "qwen-tts",
-    "gradio": "gradio",
-}
+_DISTRIBUTIONS = ("codec-workbench", "torch", "transformers", "qwen-tts", "gradio")  # shown in "versions"
 
 
 @lru_cache(maxsize=1)
 def versions() -> dict[str, str | None]:
     """Versions of Python and the libraries that decide the codec's behaviour."""
-    found: dict[str, str | None] = {"python": platform.python_version()}
-    for dist, key in _DISTRIBUTIONS.items():
-        try:
-            found[key] = metadata.version(dist)
-        except metadata.PackageNotFoundError:
-            found[key] = None
-    if found["codec-workbench"] is None:  # run from a checkout, not pip-installed
-        from core import __version__
-
-        found["codec-workbench"] = __version__
+    found: dict[str, str | None] = {"python": platform.python_version(), **installed_versions(_DISTRIBUTIONS)}
     try:
         import torch
 
@@ -64,9 +49,7 @@ def readiness_verdict(engine) -> tuple[bool, str | None]:
     if report is None:
         return False, "the readiness check has not run yet"
     if not report.ok:
-        bad = [f"{s.title}: {s.status} ({s.detail})" for s in report.steps
-               if s.status == "fail" or (s.name == "roundtrip" and s.status != "pass")]
-        return False, "readiness check failed: " + ("; ".join(bad) or "round trip did not pass")
+        return False, "readiness check failed: " + "; ".join(report.problems())
     return True, None
 
 

@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Callable
 
 from core import analysis, tokens
-from core.audio import Audio, AudioLimits, load_audio, write_wav
+from core.audio import AudioLimits, load_audio, write_wav
+from core.codec import SAMPLES_PER_FRAME
 
 Progress = Callable[..., None]  # progress(fraction, key, **fields): a catalogue key (webui.i18n.progress_in)
 _SAFE = re.compile(r"[^A-Za-z0-9_-]+")
@@ -106,10 +107,6 @@ def _token_file(engine, codes, original_samples: int) -> tokens.TokenFile:
     return tokens.make_token_file(codes, original_samples, engine.info()["model"])
 
 
-def _pcm_bps(audio: Audio) -> float:
-    return float(audio.facts.sample_rate * audio.facts.channels * 16)
-
-
 def roundtrip(engine, source: Path, folder: Path, limits: AudioLimits, progress: Progress = _quiet) -> RoundTripOutput:
     """Read, encode, decode; write both WAVs, the token file and the spectrogram comparison.
     The metrics are the follow-up :func:`measure` (PESQ alone would take half the budget)."""
@@ -127,7 +124,7 @@ def roundtrip(engine, source: Path, folder: Path, limits: AudioLimits, progress:
     figure = analysis.spectrogram_figure(audio.samples, decoded.samples)
     png = analysis.figure_to_png(figure, folder / f"{stem}_spectrogram.png")
     return RoundTripOutput(original, reconstruction, token_path, png, audio.facts.to_dict(),
-                           token_file.summary(_pcm_bps(audio)), _timing(start, encoded, decoded) | {"estimate": estimate})
+                           token_file.summary(audio.facts.pcm_bps), _timing(start, encoded, decoded) | {"estimate": estimate})
 
 
 def measure(original_path: Path, reconstruction_path: Path, limits: AudioLimits,
@@ -150,7 +147,7 @@ def encode(engine, source: Path, folder: Path, limits: AudioLimits, progress: Pr
     token_file = _token_file(engine, encoded.codes, encoded.original_samples)
     path = tokens.save_tokens(token_file, folder / f"{stem}_tokens.npz")
     heatmap = analysis.figure_to_png(analysis.code_heatmap_figure(encoded.codes), folder / f"{stem}_codes.png")
-    return EncodeOutput(path, heatmap, audio.facts.to_dict(), token_file.summary(_pcm_bps(audio)),
+    return EncodeOutput(path, heatmap, audio.facts.to_dict(), token_file.summary(audio.facts.pcm_bps),
                         _timing(start, encoded) | {"estimate": estimate})
 
 
@@ -158,7 +155,7 @@ def decode(engine, source: Path, folder: Path, progress: Progress = _quiet) -> D
     start = time.perf_counter()
     progress(0.05, "job.reading_tokens")
     token_file = tokens.load_tokens(source)
-    estimate = _preflight(engine, "decode", token_file.frames * 1920, progress, 0.15)
+    estimate = _preflight(engine, "decode", token_file.frames * SAMPLES_PER_FRAME, progress, 0.15)
     progress(0.2, "job.decoding")
     decoded = engine.decode(token_file.codes, original_samples=token_file.original_samples,
                             progress=_span(progress, 0.2, 0.8, "job.decoding_part"))

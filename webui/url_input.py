@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urljoin, urlsplit
 
+from core.codec import MIB
 from core.errors import AudioInputError
 
 from .i18n import TranslatedError, text
@@ -42,7 +43,6 @@ DEFAULT_MAX_MB = 50.0  # MiB, largest download accepted
 DEFAULT_TIMEOUT_S = 20.0  # seconds for the whole download
 MAX_REDIRECTS = 3  # redirects followed, each re-checked
 CHUNK_BYTES = 1 << 16  # bytes read at a time
-MIB = 1 << 20  # bytes in a MiB
 USER_AGENT = "codec-workbench/0.1 (audio fetch)"  # i18n-exempt: sent to servers, never shown
 _SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
 
@@ -131,11 +131,6 @@ def resolve_all(host: str, port: int, policy: UrlPolicy = UrlPolicy(),
         if reason:
             raise UrlInputError("url.error.blocked", host=host, address=address, reason_key=reason)
     return addresses
-
-
-def resolve(host: str, port: int, policy: UrlPolicy = UrlPolicy(), resolver=socket.getaddrinfo) -> str:
-    """The preferred address to connect to; refuse when any address of ``host`` is not public."""
-    return resolve_all(host, port, policy, resolver)[0]
 
 
 def check(url: str, policy: UrlPolicy = UrlPolicy(), resolver=socket.getaddrinfo) -> Target:

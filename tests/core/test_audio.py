@@ -16,9 +16,6 @@ import pytest
 import soundfile as sf
 
 from core.audio import (
-    FRAME_RATE,
-    SAMPLE_RATE,
-    SAMPLES_PER_FRAME,
     Audio,
     AudioLimits,
     audio_from_array,
@@ -27,6 +24,7 @@ from core.audio import (
     resample,
     write_wav,
 )
+from core.codec import FRAME_RATE, SAMPLE_RATE, SAMPLES_PER_FRAME
 from core.errors import AudioInputError, CodecError
 
 FRAME_S = SAMPLES_PER_FRAME / SAMPLE_RATE  # seconds, one code frame (80 ms)

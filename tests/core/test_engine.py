@@ -1,10 +1,12 @@
+import dataclasses
 import threading
 import time
 
 import numpy as np
 import pytest
 
-from core.engine import Engine, EngineState, validate_codes
+from core.codec import check_codes
+from core.engine import Engine, EngineState
 from core.errors import EngineNotReady, TokenFileError
 from core.settings import Settings
 
@@ -61,7 +63,7 @@ def test_batch_gives_the_same_codes_as_one_by_one(tiny_engine, speech):
     "codes, message",
     [
         (np.zeros((5, 8), np.int64), "shape"),
-        (np.zeros((0, 16), np.int64), "shape"),
+        (np.zeros((0, 16), np.int64), "zero frames"),
         (np.zeros((5, 16), np.float32), "integers"),
         (np.full((5, 16), 2048), "0..2047"),
         (np.full((5, 16), -1), "0..2047"),
@@ -71,7 +73,7 @@ def test_bad_codes_are_refused_clearly(tiny_engine, codes, message):
     with pytest.raises(TokenFileError, match=message):
         tiny_engine.decode(codes)
     with pytest.raises(TokenFileError):
-        validate_codes(codes)
+        check_codes(codes)
 
 
 def test_missing_weights_put_the_engine_in_failed_with_advice(tmp_path):
@@ -96,7 +98,7 @@ def test_unload_then_reload(tiny_checkpoint, speech):
     assert engine.state == EngineState.UNLOADED
     with pytest.raises(EngineNotReady):
         engine.encode_array(speech(0.5))
-    assert engine.reload() and engine.encode_array(speech(0.5)).codes.shape == (7, 16)
+    assert engine.load() and engine.encode_array(speech(0.5)).codes.shape == (7, 16)
 
 
 def test_two_threads_never_interleave_model_work(tiny_checkpoint, speech):
@@ -168,7 +170,26 @@ def test_decode_refuses_an_original_length_that_does_not_fit_the_codes(tiny_engi
 def test_a_failed_reload_forgets_the_previous_model(tiny_checkpoint, tmp_path):
     engine = Engine(Settings(model=str(tiny_checkpoint)))
     assert engine.load() and engine.info()["random_weights"] is True
-    engine.settings = engine.settings.with_(model=str(tmp_path / "gone"))
+    engine.settings = dataclasses.replace(engine.settings, model=str(tmp_path / "gone"))
     assert not engine.load()
     info = engine.info()
     assert info["model_path"] is None and info["load_seconds"] is None and info["random_weights"] is False
+
+
+def test_progress_is_reported_per_window_and_chunk(tiny_checkpoint, speech):
+    from core.engine import Engine
+    from core.settings import Settings
+
+    engine = Engine(Settings(model=str(tiny_checkpoint), encode_chunk_s=5.0, decode_chunk_frames=50))
+    assert engine.load()
+    seen_encode, seen_decode = [], []
+    codes = engine.encode_array(speech(12.0), progress=seen_encode.append).codes
+    engine.decode(codes, progress=seen_decode.append)
+    assert len(seen_encode) == 3 and seen_encode == sorted(seen_encode) and seen_encode[-1] == 1.0
+    assert len(seen_decode) == 3 and seen_decode[-1] == 1.0  # 150 frames in 50-frame chunks
+
+
+def test_decode_and_the_token_reader_share_one_rule_for_lengths(tiny_engine):
+    # 1920.0 used to pass the engine but not the token file reader
+    with pytest.raises(TokenFileError, match="must be an integer"):
+        tiny_engine.decode(np.zeros((1, 16), np.int64), original_samples=1920.0)

@@ -15,9 +15,10 @@ import numpy as np
 import pytest
 import torch
 
-from core import streaming
-from core.engine import Engine, MemoryEstimate
+from core import decoding, encoding
+from core.engine import Engine
 from core.errors import OutOfMemory
+from core.planner import MemoryEstimate
 from core.settings import Settings
 
 SR = 24_000  # Hz
@@ -36,7 +37,7 @@ def make_engine(tiny_checkpoint):
 
 def whole_codes(engine: Engine, x: np.ndarray) -> np.ndarray:
     with torch.inference_mode():
-        return streaming.encode(engine.model, torch.from_numpy(x), None).numpy()
+        return encoding.encode(engine.model, torch.from_numpy(x), None).numpy()
 
 
 def test_long_clips_are_chunked_and_agree_with_the_whole_encode(make_engine, speech):
@@ -46,7 +47,7 @@ def test_long_clips_are_chunked_and_agree_with_the_whole_encode(make_engine, spe
     np.testing.assert_array_equal(result.codes, whole_codes(engine, x))
     decoded = engine.decode(result.codes)
     with torch.inference_mode():
-        whole = streaming.decode_whole(engine.model, torch.from_numpy(result.codes)).numpy()
+        whole = decoding.decode_whole(engine.model, torch.from_numpy(result.codes)).numpy()
     np.testing.assert_allclose(decoded.samples, whole, atol=1e-4, rtol=0)
 
 
@@ -95,7 +96,7 @@ def fail_above(module, attribute: str, limit: int, size_of):
 
 def test_encode_retries_with_smaller_chunks_then_fails_clearly_then_recovers(make_engine, speech, caplog):
     engine = make_engine(encode_chunk_s=8.0, min_chunk_s=1.0)
-    context = streaming.conv_context_samples(engine.model)
+    context = encoding.conv_context_samples(engine.model)
     x, small = speech(9.0, seed=3), speech(0.2)
     expected, expected_small = whole_codes(engine, x), whole_codes(engine, small)
     # windows of 8 s and 4 s "run out of memory"; 2 s windows (plus context) fit
@@ -117,7 +118,7 @@ def test_decode_retries_with_smaller_chunks(make_engine, speech, caplog):
     engine = make_engine(decode_chunk_frames=40, min_chunk_s=1.0)  # floor: 13 frames
     codes = whole_codes(engine, speech(5.0, seed=6))
     with torch.inference_mode():
-        whole = streaming.decode_whole(engine.model, torch.from_numpy(codes)).numpy()
+        whole = decoding.decode_whole(engine.model, torch.from_numpy(codes)).numpy()
     fail_above(engine.model.decoder.quantizer, "decode", 15, lambda c: c.shape[-1])
     with caplog.at_level(logging.WARNING, logger="core.engine"):
         decoded = engine.decode(codes)
@@ -142,17 +143,3 @@ def test_batches_group_short_clips_and_chunk_long_ones(make_engine, speech):
     decoded = engine.decode_batch([r.codes for r in results])
     for r, d in zip(results, decoded):
         np.testing.assert_allclose(d.samples, engine.decode(r.codes).samples, atol=1e-5, rtol=0)
-
-
-@pytest.mark.parametrize("changes", [dict(encode_chunk_s=2.0, min_chunk_s=5.0, decode_chunk_frames=300),
-                                     dict(encode_chunk_s=20.0, min_chunk_s=5.0, decode_chunk_frames=10)])
-def test_oom_retries_never_grow_a_chunk_above_the_configured_one(changes):
-    # with a chunk setting below the min_chunk_s floor, a retry used to jump *up* to the floor
-    engine = Engine(Settings(model="unused", device="cpu", **changes))
-    plan = engine._base_plan()
-    while (smaller := engine._smaller(plan)) is not None:
-        assert smaller.encode_chunk_samples <= plan.encode_chunk_samples
-        assert smaller.decode_chunk_frames <= plan.decode_chunk_frames
-        assert (smaller.encode_chunk_samples, smaller.decode_chunk_frames) != (plan.encode_chunk_samples,
-                                                                              plan.decode_chunk_frames)
-        plan = smaller

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import torch
 
-from core import fast_decode, streaming
+from core import decoding, encoding, fast_decode
 from core.engine import Engine
 from core.settings import Settings
 
@@ -21,10 +21,8 @@ CHUNK_FRAMES = 7  # small chunks: a 3 s clip (38 frames) spans six of them
 
 
 @pytest.fixture(scope="module")
-def model(tiny_checkpoint):
-    from qwen_tts import Qwen3TTSTokenizer
-
-    return Qwen3TTSTokenizer.from_pretrained(str(tiny_checkpoint), device_map="cpu", dtype=torch.float32).model
+def model(tiny_model):
+    return tiny_model
 
 
 @pytest.fixture(scope="module")
@@ -32,7 +30,7 @@ def codes(model):
     from tests.conftest import speechlike
 
     with torch.inference_mode():
-        return streaming.encode(model, torch.from_numpy(speechlike(3.0, seed=3)), None)
+        return encoding.encode(model, torch.from_numpy(speechlike(3.0, seed=3)), None)
 
 
 def snr_db(x: torch.Tensor, ref: torch.Tensor) -> float:
@@ -51,8 +49,8 @@ def test_bf16_decode_is_close_to_fp32_and_nothing_is_redone(model, codes):
     assert next(fast.decoder.parameters()).dtype == torch.bfloat16
     assert next(model.decoder.parameters()).dtype == torch.float32  # the model's own decoder is untouched
     with torch.inference_mode():
-        ref = streaming.decode(model, codes, CHUNK_FRAMES)
-        ours = streaming.decode(model, codes, CHUNK_FRAMES, runner=fast)
+        ref = decoding.decode(model, codes, CHUNK_FRAMES)
+        ours = decoding.decode(model, codes, CHUNK_FRAMES, runner=fast)
     assert fast.take_redone() == 0
     assert ours.dtype == torch.float32 and ours.shape == ref.shape
     assert 15 < snr_db(ours, ref) < 80  # bf16 rounding: close, yet not the fp32 result
@@ -62,10 +60,10 @@ def test_broken_bf16_chunks_are_redone_in_fp32(model, codes, caplog):
     fast = fast_decode.FastDecoder(model.decoder, fast_decode.DecodeOptions("bfloat16"))
     break_decoder(fast.decoder)
     with torch.inference_mode():
-        ref = streaming.decode(model, codes, CHUNK_FRAMES)
-        unguarded = streaming.decode_batch(model, [codes], CHUNK_FRAMES)[0]
+        ref = decoding.decode(model, codes, CHUNK_FRAMES)
+        unguarded = decoding.decode_batch(model, [codes], CHUNK_FRAMES)[0]
         raw = fast.stream(1).step(codes[:CHUNK_FRAMES].T[None])  # what the broken copy gives
-        ours = streaming.decode(model, codes, CHUNK_FRAMES, runner=fast)
+        ours = decoding.decode(model, codes, CHUNK_FRAMES, runner=fast)
     assert fast_decode.broken(raw) is not None
     assert fast.take_redone() == -(-codes.shape[0] // CHUNK_FRAMES)  # every chunk
     assert "redone in fp32" in caplog.text
@@ -99,11 +97,11 @@ def test_broken_detects_non_finite_and_full_scale_output():
 def test_compiled_decoder_matches_eager_and_pads_the_last_chunk(model, codes):
     fast = fast_decode.FastDecoder(model.decoder, fast_decode.DecodeOptions("float32", compile=True))
     with torch.inference_mode():
-        ref = streaming.decode(model, codes, CHUNK_FRAMES)
-        eager = streaming.decode(model, codes, CHUNK_FRAMES, runner=fast)  # not warmed yet: eager
+        ref = decoding.decode(model, codes, CHUNK_FRAMES)
+        eager = decoding.decode(model, codes, CHUNK_FRAMES, runner=fast)  # not warmed yet: eager
         assert torch.equal(eager, ref)
         fast.warm([(1, CHUNK_FRAMES)])
-        ours = streaming.decode(model, codes, CHUNK_FRAMES, runner=fast)  # 38 frames: the last chunk is padded
+        ours = decoding.decode(model, codes, CHUNK_FRAMES, runner=fast)  # 38 frames: the last chunk is padded
     assert fast.warm_shapes == {(1, CHUNK_FRAMES)} and codes.shape[0] % CHUNK_FRAMES
     assert ours.shape == ref.shape
     assert torch.allclose(ours, ref, atol=1e-4), (ours - ref).abs().max()

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from core import streaming
+from core import encoding
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 
@@ -35,7 +35,7 @@ def whole_codes():
         torch.backends.cudnn.allow_tf32 = False
         try:
             with torch.inference_mode():
-                return streaming.encode(engine.model, torch.from_numpy(x).cuda(), None).cpu().numpy()
+                return encoding.encode(engine.model, torch.from_numpy(x).cuda(), None).cpu().numpy()
         finally:
             torch.backends.cudnn.allow_tf32 = previous
 

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import torch
 
-from core import streaming
+from core import kernels
 from core.engine import Engine
 from core.settings import Settings
 
@@ -88,7 +88,7 @@ def test_estimate_matches_measured_peak_within_reason(gpu_engine, speech):
 def test_fused_snake_matches_the_module(gpu_engine):
     from qwen_tts.core.tokenizer_12hz.modeling_qwen3_tts_tokenizer_v2 import SnakeBeta
 
-    assert streaming._snake_kernel() is not None, "Triton is missing: decodes fall back to the unfused SnakeBeta"
+    assert kernels._snake_kernel() is not None, "Triton is missing: decodes fall back to the unfused SnakeBeta"
     snakes = [m for m in gpu_engine.model.decoder.modules() if isinstance(m, SnakeBeta)]
     dtype = next(gpu_engine.model.parameters()).dtype
     worst = 0.0
@@ -97,7 +97,7 @@ def test_fused_snake_matches_the_module(gpu_engine):
             x = torch.randn(2, module.in_features, 3001, device="cuda", dtype=dtype)
             for view in (x, x[..., 1:]):  # contiguous and strided
                 ref = module(view).float()
-                worst = max(worst, ((snake := streaming.snake_beta(module, view).float()) - ref).abs().max().item()
+                worst = max(worst, ((snake := kernels.snake_beta(module, view).float()) - ref).abs().max().item()
                             / ref.abs().max().item())
                 assert snake.shape == ref.shape
     print(f"\n[{gpu_engine.settings.dtype}] fused SnakeBeta: worst relative difference {worst:.2e}")

@@ -1,0 +1,75 @@
+"""The codec's facts and rules, in one place: rates, sizes, and what valid codes look like.
+
+Every other module takes these from here. The rules (``codes_problem``, ``length_problem``,
+``check_codes``) are the one definition of "codes the codec can have made", shared by the
+engine (before decoding) and the token file reader (before trusting a file).
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+from .errors import TokenFileError
+
+SAMPLE_RATE = 24_000  # Hz, the codec's input and output rate
+SAMPLES_PER_FRAME = 1920  # 24 kHz samples per code frame
+FRAME_RATE = SAMPLE_RATE / SAMPLES_PER_FRAME  # code frames per second (12.5)
+SAMPLES_PER_STEP = 960  # 24 kHz samples per encoder transformer step (25 steps/s, two per frame)
+NUM_CODEBOOKS = 16  # codebooks per frame (residual quantizers the 12 Hz tokenizer keeps)
+CODEBOOK_SIZE = 2048  # entries per codebook: codes are 0..2047
+BITS_PER_CODE = 11  # log2(CODEBOOK_SIZE)
+MIB = 1 << 20  # bytes in a MiB
+
+Progress = Callable[[float], None]  # progress(share of a job done, 0..1), called as long jobs go
+
+
+def ceil_div(a: int, b: int) -> int:
+    """⌈a / b⌉ for integers, without floats (exact for any size)."""
+    return -(-a // b)
+
+
+def num_frames(num_samples: int) -> int:
+    """Frames the encoder emits for ``num_samples`` samples (it pads the last frame)."""
+    return ceil_div(num_samples, SAMPLES_PER_FRAME)
+
+
+def codes_problem(codes: np.ndarray) -> str | None:
+    """Why ``codes`` cannot be codec output, or None."""
+    if codes.ndim != 2 or codes.shape[1] != NUM_CODEBOOKS:
+        return f"codes must have shape (frames, {NUM_CODEBOOKS}), not {codes.shape}"
+    if codes.shape[0] == 0:
+        return "there are no codes (zero frames)"
+    if not np.issubdtype(codes.dtype, np.integer):
+        return f"codes must be integers, not {codes.dtype}"
+    low, high = int(codes.min()), int(codes.max())
+    if low < 0 or high >= CODEBOOK_SIZE:
+        return f"codes must be in 0..{CODEBOOK_SIZE - 1}, found values {low}..{high}"
+    return None
+
+
+def length_problem(frames: int, original_samples) -> str | None:
+    """Why ``original_samples`` cannot go with ``frames`` frames, or None. The encoder pads the
+    input to whole frames, so frames == ceil(original_samples / 1920); only integers count
+    (1920.0 is refused: a float length means the metadata was not written by us)."""
+    low, high = (frames - 1) * SAMPLES_PER_FRAME, frames * SAMPLES_PER_FRAME
+    if isinstance(original_samples, bool) or not isinstance(original_samples, (int, np.integer)):
+        return f"original_samples must be an integer, not {original_samples!r}"
+    if not low < original_samples <= high:
+        return f"original_samples = {original_samples} does not fit {frames} frames (expected {low + 1}..{high})"
+    return None
+
+
+def check_codes(codes, original_samples=None) -> np.ndarray:
+    """Codes as an int64 array (frames, 16) the codec can have made, or TokenFileError saying why;
+    with ``original_samples``, also the length they decode to."""
+    array = np.asarray(codes)
+    problem = codes_problem(array)
+    if problem is None and original_samples is not None:
+        problem = length_problem(array.shape[0], original_samples)
+        if problem:
+            problem += "; the codes and the length come from different clips"
+    if problem:
+        raise TokenFileError(f"These codes cannot be decoded: {problem}.")
+    return array.astype(np.int64)

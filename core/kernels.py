@@ -1,0 +1,73 @@
+"""Fused kernels for the decoder.
+
+On a GPU, every SnakeBeta activation (``x + sin(a x)^2 / b``, five elementwise passes over the
+largest tensors of the decoder in PyTorch) runs as one fused Triton kernel when Triton is
+installed: that is over half of the decode's GPU time otherwise. Without Triton (or without a
+C compiler for its launcher) the module's own forward runs.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import torch
+
+from .codec import ceil_div
+
+logger = logging.getLogger(__name__)
+
+_SNAKE_KERNEL = None  # the compiled Triton kernel, False when Triton is unavailable
+SNAKE_BLOCK = 1024  # elements per Triton program of the fused SnakeBeta
+
+
+def _snake_kernel():
+    """The fused SnakeBeta Triton kernel, or None where Triton cannot be imported."""
+    global _SNAKE_KERNEL
+    if _SNAKE_KERNEL is None:
+        try:
+            import triton
+            import triton.language as tl
+        except Exception:  # no Triton: the module's own forward is used
+            _SNAKE_KERNEL = False
+            return None
+
+        @triton.jit
+        def snake(x_ptr, a_ptr, ib_ptr, out_ptr, n, channels, length, stride_b, stride_c, stride_t,
+                  BLOCK: tl.constexpr):
+            offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+            mask = offs < n
+            t = offs % length
+            c = (offs // length) % channels
+            b = offs // (length * channels)
+            x = tl.load(x_ptr + b * stride_b + c * stride_c + t * stride_t, mask=mask, other=0.0).to(tl.float32)
+            a = tl.load(a_ptr + c, mask=mask, other=0.0)
+            ib = tl.load(ib_ptr + c, mask=mask, other=0.0)
+            s = tl.sin(x * a)
+            tl.store(out_ptr + offs, (x + ib * (s * s)).to(out_ptr.dtype.element_ty), mask=mask)
+
+        _SNAKE_KERNEL = snake
+    return _SNAKE_KERNEL or None
+
+
+def snake_beta(module, x: torch.Tensor) -> torch.Tensor:
+    """``SnakeBeta`` (x + sin(x * e^alpha)^2 / (e^beta + eps)) in one pass on CUDA, else the module."""
+    if torch.compiler.is_compiling():  # inside a compiled decoder Inductor fuses the module's own ops
+        return module(x)
+    kernel = _snake_kernel() if x.is_cuda and x.dim() == 3 else None
+    if kernel is None:
+        return module(x)
+    a = torch.exp(module.alpha.float())
+    inv_b = 1.0 / (torch.exp(module.beta.float()) + module.no_div_by_zero)
+    out = torch.empty(x.shape, dtype=x.dtype, device=x.device)
+    n = out.numel()
+    try:
+        kernel[(ceil_div(n, SNAKE_BLOCK),)](x, a, inv_b, out, n, x.shape[1], x.shape[2], x.stride(0), x.stride(1),
+                                              x.stride(2), BLOCK=SNAKE_BLOCK)
+    except Exception as e:  # e.g. no C compiler for Triton's launcher: use the module from now on
+        if "out of memory" in str(e).lower():
+            raise
+        global _SNAKE_KERNEL
+        _SNAKE_KERNEL = False
+        logger.warning("fused SnakeBeta unavailable (%s: %s); using the unfused module", type(e).__name__, e)
+        return module(x)
+    return out
