@@ -6,12 +6,14 @@ non-finite sample, or with more than ``SATURATED_SHARE`` of its samples at full 
 again in fp32 from the same streaming state, and the stream goes on from the fp32 chunk's state.
 The caller gets a warning for the user (``take_warnings``) saying how many chunks were redone.
 
-Compile. ``torch.compile`` takes the decoder's convolution stack (``DecoderStream.tail``: over 90%
-of decode time) as one graph. The streaming state is pre-filled with zeros (what the eager first
+Compile. ``torch.compile`` takes the decoder's convolution stack (``DecoderStream.tail``, where the
+decoder's compute is) as one graph. The streaming state is pre-filled with zeros (what the eager first
 chunk uses), so the first chunk and every later one have the same graph; a compiled graph exists
 per (batch, frames) shape, and only shapes compiled by ``warm`` use it: any other shape runs eagerly,
 so no request ever waits for a compilation. A last chunk shorter than a warmed shape is padded with
-code 0 frames and trimmed: the decoder is causal, so padding never reaches the chunk's own samples.
+code 0 frames and trimmed (the decoder is causal, so padding never reaches the chunk's own samples),
+unless it is shorter than half of it: measured on an H200, a 10 s clip padded to 300 frames decodes
+in 0.044 s against 0.034 s eager.
 
 Nothing here takes the engine's lock; the engine serialises decodes, and ``warm`` only reads the
 modules, so it may run in a background thread while the engine serves eagerly.
@@ -35,6 +37,7 @@ logger = logging.getLogger(__name__)
 SATURATED_SHARE = 0.5  # a chunk with more than this share of its samples at full scale is redone in fp32
 FULL_SCALE = 0.999  # |sample| at or above this counts as full scale (the decoder clamps to [-1, 1])
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
+PAD_AT_MOST = 2  # a chunk is padded to a compiled shape at most this many times its length, else runs eager
 
 
 @dataclass(frozen=True)
@@ -201,7 +204,7 @@ class FastDecoder:
     def _pad_to_warm(self, codes: torch.Tensor) -> torch.Tensor:
         batch, frames = codes.shape[0], codes.shape[-1]
         longer = [f for b, f in self.warm_shapes if b == batch and f > frames]
-        if not longer:
+        if not longer or frames * PAD_AT_MOST < min(longer):  # a short clip is faster eager than padded
             return codes
         pad = min(longer) - frames  # only a stream's last chunk is short: its padded state is never used
         return torch.nn.functional.pad(codes, (0, pad))
