@@ -418,7 +418,7 @@ class Engine:
             "device_label": "GPU " + self.device if self.settings.is_cuda else "CPU (no GPU in use)",
             "dtype": self.settings.dtype,
             "decode_dtype": self.settings.decode_dtype or self.settings.dtype,
-            "decoder_compiled": bool(self._fast and self._fast.warm_shapes),  # False until the background compile ends
+            "decoder_compiled": bool(self._fast and self._fast.warm_shapes),  # False until a background compile ends
             "resident_mib": resident,
             "load_seconds": self.load_seconds,
             "random_weights": is_random_checkpoint(self.model_path),  # a test checkpoint: no quality claims
