@@ -31,6 +31,7 @@ def one_run(args) -> dict:
     start = time.perf_counter()
     child = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     lines, ready_s = [], None
+    assert child.stdout is not None and child.stderr is not None
     for line in child.stdout:
         lines.append(line.rstrip())
         if line.strip() in ("READY", "NOT READY"):

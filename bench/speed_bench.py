@@ -80,7 +80,7 @@ def ensure_checkpoint(path: Path) -> None:
         from core.checkpoints import build_full_checkpoint
 
         log.info("building the full-size random checkpoint in %s", path)
-        build_full_checkpoint(path, reference=str(ROOT / "bench" / "reference-config.json"))
+        build_full_checkpoint(path, reference=ROOT / "bench" / "reference-config.json")
 
 
 def run(args) -> dict:
@@ -91,9 +91,11 @@ def run(args) -> dict:
     if not engine.load():
         raise SystemExit(f"engine did not load: {engine.error}")
     tok = engine._tokenizer  # the official wrapper around the very same model object
-    set_layer_scales(tok.model, 1.0)
     eager = engine._fast
-    result = {"meta": _meta(args), "rows": []}
+    assert tok is not None and eager is not None
+    set_layer_scales(tok.model, 1.0)
+    rows: list[dict] = []
+    result = {"meta": _meta(args), "rows": rows}
     for seconds in args.lengths:
         x = signal(seconds, 1, device)
         official_decode(tok, official_encode(tok, x))  # warm-up at this length
@@ -119,11 +121,12 @@ def run(args) -> dict:
             if device == "cpu" and mode == "reduce-overhead":
                 continue
             options = fast_decode.DecodeOptions(dtype, mode is not None, mode or "default")
-            engine._fast = eager if name == "eager" else fast_decode.FastDecoder(tok.model.decoder, options)
+            fast = eager if name == "eager" else fast_decode.FastDecoder(tok.model.decoder, options)
+            engine._fast = fast
             compile_s = None
             if mode is not None:
                 start = time.perf_counter()
-                engine._fast.warm([(1, args.chunk_frames)])
+                fast.warm([(1, args.chunk_frames)])
                 compile_s = time.perf_counter() - start
             engine.decode(engine.encode_array(x).codes)  # warm-up
             codes, enc_s, enc_all = median_timed(lambda x=x: engine.encode_array(x).codes, args.repeats, device)
@@ -150,7 +153,7 @@ def run(args) -> dict:
             row["variants"][name] = entry
             log.info("%g s %s: %s", seconds, name, {k: v for k, v in entry.items() if not k.endswith("_all")})
         engine._fast = eager
-        result["rows"].append(row)
+        rows.append(row)
         log.info("%g s official: enc %.3f dec %.3f", seconds, off_enc, off_dec)
     return result
 

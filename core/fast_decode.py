@@ -95,11 +95,13 @@ class _CompiledStream(DecoderStream):
         return super().tail(hidden)
 
     def compiled(self, hidden: torch.Tensor) -> torch.Tensor:
+        tail = self.owner.compiled_tail
+        assert tail is not None, "only a FastDecoder with compile=True makes compiled streams"
         if self.owner.options.compile_mode != "reduce-overhead":
-            return self.owner.compiled_tail(self, hidden)
+            return tail(self, hidden)
         # CUDA graphs: the next replay overwrites this one's outputs, and the state is its input
         torch.compiler.cudagraph_mark_step_begin()
-        out = self.owner.compiled_tail(self, hidden)
+        out = tail(self, hidden)
         self.state = {key: value.clone() for key, value in self.state.items()}
         return out.clone()
 
