@@ -97,6 +97,13 @@ class Engine:
             raise EngineNotReady(self.not_ready_message())
         return self._tokenizer.model
 
+    @property
+    def _runner(self) -> fast_decode.FastDecoder:
+        """The decoder jobs run (``core.fast_decode``)."""
+        if self._fast is None:
+            raise EngineNotReady(self.not_ready_message())
+        return self._fast
+
     def not_ready_message(self) -> str:
         if self.state == EngineState.FAILED:
             return f"The model is not loaded: {self.error}"
@@ -133,7 +140,7 @@ class Engine:
         when ``compile_decoder`` is set (decodes stay eager until that is done)."""
         s = self.settings
         options = fast_decode.DecodeOptions(s.decode_dtype or s.dtype, s.compile_decoder)
-        fast = fast_decode.FastDecoder(self._tokenizer.model.decoder, options)
+        fast = fast_decode.FastDecoder(self.model.decoder, options)
         if s.compile_decoder:
             fast.warm_in_background([(1, int(s.decode_chunk_frames))])
         return fast
@@ -261,24 +268,24 @@ class Engine:
         return out
 
     def _decode_tensor(self, codes: np.ndarray, plan: ChunkPlan, progress=None) -> tuple[np.ndarray, tuple]:
-        self._fast.take_warnings(0)  # a failed attempt's redone chunks do not belong to this one
-        wav = decoding.decode(self.model, torch.from_numpy(codes), plan.decode_chunk_frames, progress, self._fast)
-        return wav.float().numpy(), self._fast.take_warnings(ceil_div(codes.shape[0], plan.decode_chunk_frames))
+        self._runner.take_warnings(0)  # a failed attempt's redone chunks do not belong to this one
+        wav = decoding.decode(self.model, torch.from_numpy(codes), plan.decode_chunk_frames, progress, self._runner)
+        return wav.float().numpy(), self._runner.take_warnings(ceil_div(codes.shape[0], plan.decode_chunk_frames))
 
     def _decode_batch_tensors(self, codes_list, plan: ChunkPlan) -> tuple[list[np.ndarray], tuple]:
         out: list[np.ndarray | None] = [None] * len(codes_list)
         order = list(range(len(codes_list)))
         frames = [c.shape[0] for c in codes_list]
-        self._fast.take_warnings(0)
+        self._runner.take_warnings(0)
         chunks = 0
         for group in planner.groups(order, frames, plan.decode_chunk_frames):
             chunk = max(1, plan.decode_chunk_frames // len(group))  # a chunk call holds ≈ one clip's chunk
             wavs = decoding.decode_batch(self.model, [torch.from_numpy(codes_list[i]) for i in group], chunk,
-                                         runner=self._fast)
+                                         runner=self._runner)
             chunks += ceil_div(max(frames[i] for i in group), chunk)
             for i, w in zip(group, wavs):
                 out[i] = w.float().numpy()
-        return out, self._fast.take_warnings(chunks)
+        return out, self._runner.take_warnings(chunks)
 
     # ---- planning, estimates, OOM retries -------------------------------------------------
     def _plan(self, operation: str, lengths: list[int]) -> tuple[ChunkPlan | None, MemoryEstimate]:
