@@ -35,14 +35,20 @@ def test_chunked_encode_equals_whole_encode_across_chunk_and_span_boundaries(tin
     assert torch.equal(ours, whole), f"agreement {(ours == whole).float().mean():.4f}"
 
 
-def test_keys_values_offloaded_in_blocks_give_the_same_codes(tiny_model, speech, whole_codes):
+def test_keys_values_offloaded_in_blocks_agree_up_to_one_near_tie_frame(tiny_model, speech, whole_codes):
     model = tiny_model
     x = speech(7.3, seed=5)
     whole = whole_codes(model, x)
     per_step = ModelDims.of(model).kv_bytes_per_step
+    # Host blocks are merged by log-sum-exp: equal up to fp32 rounding, not bit for bit. On an Intel CPU
+    # with AMX (oneDNN kernels) one frame of this clip sits at a near-tie and flips its later codebooks;
+    # on the AMD CPU and the H200 all codes agree. A wrong merge scrambles every frame after the first
+    # offloaded step (dozens of frames here), so allow at most one differing frame.
     for device_steps, block in ((0, 7), (40, 13), (100, 1000)):
         ours = chunked_codes(model, x, span_steps=30, kv_device_bytes=device_steps * per_step, host_block_steps=block)
-        assert torch.equal(ours, whole), (device_steps, block)
+        assert ours.shape == whole.shape
+        differing_frames = int((ours != whole).any(dim=1).sum())
+        assert differing_frames <= 1, (device_steps, block, differing_frames)
 
 
 def test_context_matters_on_this_checkpoint(tiny_model, speech, whole_codes, monkeypatch):

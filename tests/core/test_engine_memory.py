@@ -142,4 +142,5 @@ def test_batches_group_short_clips_and_chunk_long_ones(make_engine, speech):
     np.testing.assert_array_equal(results[1].codes, whole_codes(engine, arrays[1]))  # chunked alone: exact
     decoded = engine.decode_batch([r.codes for r in results])
     for r, d in zip(results, decoded):
-        np.testing.assert_allclose(d.samples, engine.decode(r.codes).samples, atol=1e-5, rtol=0)
+        # batched vs lone decode: other conv shapes, so fp32 rounding differs (1.1e-5 seen on an AMX CPU)
+        np.testing.assert_allclose(d.samples, engine.decode(r.codes).samples, atol=1e-4, rtol=0)
