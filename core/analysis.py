@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import functools
 import logging
+import math
 import sys
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -76,22 +78,17 @@ def log_mel(x, sample_rate: int = SAMPLE_RATE, n_fft: int = N_FFT, hop: int = HO
 
 @functools.lru_cache(maxsize=8)
 def _mel_filterbank(sample_rate: int, n_fft: int, n_mels: int) -> np.ndarray:
-    """Triangular HTK-mel filters from 0 Hz to Nyquist, shape (n_mels, n_fft // 2 + 1),
-    unnormalised (as torchaudio.functional.melscale_fbanks with its defaults)."""
-    bin_hz = np.linspace(0, sample_rate / 2, n_fft // 2 + 1)
-    edges_hz = _mel_to_hz(np.linspace(0, _hz_to_mel(sample_rate / 2), n_mels + 2))
-    lower, centre, upper = edges_hz[:-2, None], edges_hz[1:-1, None], edges_hz[2:, None]
-    rising = (bin_hz - lower) / (centre - lower)
-    falling = (upper - bin_hz) / (upper - centre)
-    return np.clip(np.minimum(rising, falling), 0, None).astype(np.float32)
+    """Triangular HTK-mel filters from 0 Hz to Nyquist, shape (n_mels, n_fft // 2 + 1), unnormalised:
+    torchaudio's ``melscale_fbanks`` (tests/core/test_analysis.py pins its numbers)."""
+    return _fbanks(n_fft // 2 + 1, sample_rate, n_mels)
 
 
-def _hz_to_mel(hz):
-    return 2595.0 * np.log10(1.0 + np.asarray(hz) / 700.0)
+def _fbanks(n_freqs: int, sample_rate: int, n_mels: int) -> np.ndarray:
+    """The filters at ``n_freqs`` frequencies evenly spaced from 0 Hz to Nyquist: (n_mels, n_freqs)."""
+    from torchaudio.functional import melscale_fbanks
 
-
-def _mel_to_hz(mel):
-    return 700.0 * (10.0 ** (np.asarray(mel) / 2595.0) - 1.0)
+    fbank = melscale_fbanks(n_freqs, 0.0, sample_rate / 2, n_mels, sample_rate, norm=None, mel_scale="htk")
+    return np.ascontiguousarray(fbank.numpy().T, dtype=np.float32)
 
 
 def _mono(x) -> np.ndarray:
@@ -278,7 +275,8 @@ def _panels(rows: int, panel_height_in: float) -> tuple[Figure, list, list]:
     grid = fig.add_gridspec(rows, 2, width_ratios=(70, 1), left=0.07, right=0.93,
                             bottom=bottom_in / height, top=1 - top_in / height,
                             hspace=gap_in / panel_height_in, wspace=0.015)
-    axes, caxes = [], []
+    axes: list = []
+    caxes: list = []
     for row in range(rows):
         axes.append(fig.add_subplot(grid[row, 0], sharex=axes[0] if axes else None))
         caxes.append(fig.add_subplot(grid[row, 1]))
@@ -299,12 +297,19 @@ def _pool_columns(mel: np.ndarray, max_columns: int) -> np.ndarray:
 
 
 def _khz_ticks(sample_rate: int, n_mels: int) -> tuple[list[float], list[str]]:
-    """Positions on the mel-band axis (band i spans i..i+1) of round frequencies."""
-    top_mel = _hz_to_mel(sample_rate / 2)
+    """Positions on the mel-band axis (band i spans i..i+1) of round frequencies: where the
+    filters that respond to the frequency sit, weighted by their response."""
+    nyquist = sample_rate // 2
+    step_hz = math.gcd(500, nyquist)  # every tick frequency falls on the evaluation grid
+    with warnings.catch_warnings():  # the coarse grid leaves low bands empty; only these columns are read
+        warnings.simplefilter("ignore", UserWarning)
+        fbank = _fbanks(nyquist // step_hz + 1, sample_rate, n_mels)
+    bands = np.arange(n_mels) + 0.5  # band centres on the axis
     ticks, labels = [], []
     for khz in (0.5, 1, 2, 4, 8, 16):
         if khz * 1000 < sample_rate / 2:
-            ticks.append(float(_hz_to_mel(khz * 1000) / top_mel * (n_mels + 1) - 0.5))
+            response = fbank[:, int(khz * 1000) // step_hz]
+            ticks.append(float(response @ bands / response.sum()))
             labels.append(f"{khz:g}")
     return ticks, labels
 

@@ -94,12 +94,6 @@ def cmd_check(args) -> int:
     return 0 if report.ok else 1
 
 
-def _limits(engine):
-    from .audio import AudioLimits
-
-    return AudioLimits(max_duration_s=engine.settings.max_duration_s, max_file_bytes=engine.settings.max_file_bytes)
-
-
 def _save_codes(engine, encoded, source: Path, out_dir: Path) -> Path:
     from .tokens import make_token_file, save_tokens
 
@@ -113,7 +107,7 @@ def cmd_encode(args) -> int:
     _check_outputs(args.files, args.output_dir, (".npz",))
     engine = _engine(args)
     for source in args.files:
-        encoded = engine.encode(load_audio(source, _limits(engine)))
+        encoded = engine.encode(load_audio(source, engine.settings.audio_limits()))
         path = _save_codes(engine, encoded, source, args.output_dir)
         print(f"{source} -> {path} ({encoded.codes.shape[0]} frames, {encoded.seconds:.2f} s)")
     return 0
@@ -139,7 +133,7 @@ def cmd_roundtrip(args) -> int:
     _check_outputs(args.files, args.output_dir, (".npz", ".decoded.wav"))
     engine = _engine(args)
     for source in args.files:
-        result = engine.roundtrip(load_audio(source, _limits(engine)))
+        result = engine.roundtrip(load_audio(source, engine.settings.audio_limits()))
         tokens = _save_codes(engine, result.encoded, source, args.output_dir)
         wav = write_wav(_out_path(args.output_dir, source, ".decoded.wav"), result.decoded.samples)
         took = result.encoded.seconds + result.decoded.seconds

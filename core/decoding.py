@@ -84,8 +84,9 @@ class _HostSink:
         self.pending: list[tuple | None] = [None, None]  # per slot: (event, first sample, samples)
 
     def _drain(self, slot: int) -> None:
-        if self.pending[slot] is not None:
-            event, first, count = self.pending[slot]
+        pending = self.pending[slot]
+        if pending is not None:
+            event, first, count = pending
             event.synchronize()
             self.out[:, first:first + count].copy_(self.staging[slot][:, :count])
             self.pending[slot] = None

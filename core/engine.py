@@ -14,6 +14,7 @@ to a whole-clip encode, audio equal to a whole-utterance decode; see docs/perfor
 from __future__ import annotations
 
 import contextlib
+import typing
 import enum
 import logging
 import threading
@@ -27,14 +28,16 @@ import torch
 from . import decoding, encoding, fast_decode, memory, planner, readiness
 from .checkpoints import is_random_checkpoint
 from .codec import MIB, SAMPLE_RATE, SAMPLES_PER_FRAME, Progress, ceil_div, check_codes
-from .errors import AudioInputError, CodecError, EngineNotReady, OutOfMemory, SettingsError
+from .errors import AudioInputError, CodecError, EngineNotReady, OutOfMemory
 from .planner import ChunkPlan, MemoryEstimate
 from .settings import Settings
-from .weights import load_tokenizer
+from .weights import TORCH_DTYPES, check_device, load_tokenizer
 
 logger = logging.getLogger(__name__)
 
-TORCH_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
+# share of a round trip's progress that is the encode: decoding a second of audio costs ≈12x
+# encoding it (62 against 5.3 GFLOP, docs/performance.md)
+ROUNDTRIP_ENCODE_SHARE = 0.1
 
 
 class EngineState(str, enum.Enum):
@@ -120,7 +123,7 @@ class Engine:
             start = time.perf_counter()
             logger.info("loading %s on %s (%s)", self.settings.model, self.device, self.settings.dtype)
             try:
-                self._check_device()
+                check_device(self.device, self.settings.dtype)
                 tokenizer, path = load_tokenizer(self.settings.model, self.device, TORCH_DTYPES[self.settings.dtype])
                 dims = planner.ModelDims.of(tokenizer.model)
                 self._tokenizer, self.model_path, self._dims = tokenizer, path, dims
@@ -156,16 +159,6 @@ class Engine:
             if self.state != EngineState.READY:
                 self.load()
             return self.check()
-
-    def _check_device(self) -> None:
-        if self.settings.is_cuda:
-            if not torch.cuda.is_available():
-                raise SettingsError(f"{self.device} was requested but CUDA is not available; use --device cpu.")
-            index = torch.device(self.device).index or 0
-            if index >= torch.cuda.device_count():
-                raise SettingsError(f"{self.device} does not exist: this machine has {torch.cuda.device_count()} GPU(s).")
-            if self.settings.dtype == "bfloat16" and not torch.cuda.is_bf16_supported(including_emulation=False):
-                raise SettingsError(f"{torch.cuda.get_device_name(index)} has no native bfloat16; use --dtype float32.")
 
     def _fail(self, message: str) -> bool:
         self.state, self.error = EngineState.FAILED, message
@@ -219,11 +212,15 @@ class Engine:
             wav = wav[:original_samples]
         return DecodeResult(wav, SAMPLE_RATE, seconds, peak, warnings)
 
-    def roundtrip(self, audio) -> RoundTripResult:
+    def roundtrip(self, audio, progress: Progress | None = None) -> RoundTripResult:
+        """Encode then decode under one lock. ``progress(fraction)`` covers the whole trip: the
+        encode up to ``ROUNDTRIP_ENCODE_SHARE``, the decode after it."""
+        report, share = progress or _no_progress, ROUNDTRIP_ENCODE_SHARE
         with self._lock:
             self._refuse_if_too_big("roundtrip", [int(np.asarray(audio.samples).size)])
-            encoded = self.encode(audio)
-            decoded = self.decode(encoded.codes, original_samples=encoded.original_samples)
+            encoded = self.encode(audio, lambda f: report(share * f))
+            decoded = self.decode(encoded.codes, original_samples=encoded.original_samples,
+                                  progress=lambda f: report(share + (1 - share) * f))
         return RoundTripResult(encoded, decoded)
 
     def encode_batch(self, clips) -> list[EncodeResult]:
@@ -265,7 +262,7 @@ class Engine:
             tensors = [torch.from_numpy(arrays[i]) for i in group]
             for i, codes in zip(group, encoding.encode_batch(self.model, tensors)):
                 out[i] = codes.cpu().numpy()
-        return out
+        return typing.cast("list[np.ndarray]", out)  # every index was filled above
 
     def _decode_tensor(self, codes: np.ndarray, plan: ChunkPlan, progress=None) -> tuple[np.ndarray, tuple]:
         self._runner.take_warnings(0)  # a failed attempt's redone chunks do not belong to this one
@@ -285,7 +282,7 @@ class Engine:
             chunks += ceil_div(max(frames[i] for i in group), chunk)
             for i, w in zip(group, wavs):
                 out[i] = w.float().numpy()
-        return out, self._runner.take_warnings(chunks)
+        return typing.cast("list[np.ndarray]", out), self._runner.take_warnings(chunks)  # every index was filled
 
     # ---- planning, estimates, OOM retries -------------------------------------------------
     def _plan(self, operation: str, lengths: list[int]) -> tuple[ChunkPlan | None, MemoryEstimate]:
@@ -430,6 +427,10 @@ class Engine:
             "load_seconds": self.load_seconds,
             "random_weights": is_random_checkpoint(self.model_path),  # a test checkpoint: no quality claims
         }
+
+
+def _no_progress(fraction: float) -> None:
+    return None
 
 
 def _check_not_empty(arrays) -> None:

@@ -31,12 +31,13 @@ import torch
 
 from .codec import SAMPLES_PER_FRAME, ceil_div
 from .decoding import DecoderStream
+from .weights import TORCH_DTYPES
 
 logger = logging.getLogger(__name__)
 
 SATURATED_SHARE = 0.5  # a chunk with more than this share of its samples at full scale is redone in fp32
 FULL_SCALE = 0.999  # |sample| at or above this counts as full scale (the decoder clamps to [-1, 1])
-DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
+
 PAD_AT_MOST = 2  # a chunk is padded to a compiled shape at most this many times its length, else runs eager
 
 
@@ -112,7 +113,7 @@ class FastDecoder:
     def __init__(self, decoder, options: DecodeOptions):
         self.options = options
         self.source = decoder  # the loaded model's decoder
-        self.dtype = DTYPES[options.dtype]
+        self.dtype = TORCH_DTYPES[options.dtype]
         source_dtype = next(decoder.parameters()).dtype
         # a bf16 decode of an fp32 model runs a bf16 copy; the fp32 model is then the guard's fallback
         self.decoder = decoder if source_dtype == self.dtype else copy.deepcopy(decoder).to(self.dtype)

@@ -10,20 +10,21 @@ from __future__ import annotations
 
 import logging
 import tempfile
+from typing import Any
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import gradio as gr
 
 from . import url_input
-from .handlers import Handlers
+from .handlers import Handlers, RoundTripView
 from .i18n import label
 from .workspace import DEFAULT_MAX_AGE_S, Workspace
 
 logger = logging.getLogger(__name__)
 
 ASSETS = Path(__file__).resolve().parent.parent / "assets"  # example clips
-MODEL_GROUP = dict(concurrency_limit=1, concurrency_id="model")  # one device job at a time
+MODEL_GROUP: dict[str, Any] = dict(concurrency_limit=1, concurrency_id="model")  # one device job at a time
 METRICS_GROUP = dict(concurrency_limit=1, concurrency_id="metrics")  # CPU only: PESQ, STOI, ...
 GRADIO_CACHE_CLEANUP = (3600, 3600)  # (every, older than) seconds: Gradio's own upload/output cache
 STATS_EVERY_S = 2.0  # seconds between system stats refreshes
@@ -133,7 +134,9 @@ def _roundtrip_tab(handlers: Handlers, options: UiOptions) -> None:
     (run.click(handlers.clear_metrics, outputs=[metrics, metrics_details], api_name="roundtrip_clear",
                api_visibility="private", queue=False, show_progress="hidden")
         .then(handlers.roundtrip, inputs=[audio_in],
-              outputs=[original, reconstruction, timing, facts, summary, spectrogram, downloads, details],
+              outputs=list(RoundTripView(original=original, reconstruction=reconstruction, timing=timing, facts=facts,
+                                         tokens=summary, spectrogram=spectrogram, downloads=downloads,
+                                         details=details)),
               api_name="roundtrip", **MODEL_GROUP)
         .success(handlers.metrics, inputs=[original, reconstruction], outputs=[metrics, metrics_details],
                  api_name="metrics", **METRICS_GROUP))

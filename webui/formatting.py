@@ -85,7 +85,7 @@ def _step_html(step: dict, lang: str) -> str:
 def _device_label(info: dict, lang: str) -> str:
     if info.get("device") == "cpu":
         return text("status.device_cpu", lang)
-    return info.get("device_label") or info.get("device")
+    return str(info.get("device_label") or info.get("device"))
 
 
 def _meta_line(info: dict, lang: str) -> str:

@@ -17,6 +17,7 @@ from typing import Callable
 from core import analysis, tokens
 from core.audio import AudioLimits, load_audio, write_wav
 from core.codec import SAMPLES_PER_FRAME
+from core.engine import ROUNDTRIP_ENCODE_SHARE
 
 Progress = Callable[..., None]  # progress(fraction, key, **fields): a catalogue key (webui.i18n.progress_in)
 _SAFE = re.compile(r"[^A-Za-z0-9_-]+")
@@ -107,14 +108,31 @@ def _token_file(engine, codes, original_samples: int) -> tokens.TokenFile:
     return tokens.make_token_file(codes, original_samples, engine.info()["model"])
 
 
+def _trip_steps(progress: Progress, low: float, high: float) -> Callable[[float], None]:
+    """Map ``Engine.roundtrip``'s progress (0..1 over encode then decode) onto [low, high], saying
+    which half runs."""
+    share = ROUNDTRIP_ENCODE_SHARE
+
+    def step(fraction: float) -> None:
+        at = low + (high - low) * fraction
+        if fraction <= share:
+            progress(at, "job.encoding_part", percent=f"{fraction / share:.0%}")
+        else:
+            progress(at, "job.decoding_part", percent=f"{(fraction - share) / (1 - share):.0%}")
+
+    return step
+
+
 def roundtrip(engine, source: Path, folder: Path, limits: AudioLimits, progress: Progress = _quiet) -> RoundTripOutput:
-    """Read, encode, decode; write both WAVs, the token file and the spectrogram comparison.
+    """Read, then ``Engine.roundtrip``; write both WAVs, the token file and the spectrogram comparison.
     The metrics are the follow-up :func:`measure` (PESQ alone would take half the budget)."""
     start = time.perf_counter()
-    audio, estimate, encoded = _read_and_encode(engine, "roundtrip", source, limits, progress, 0.2, 0.6)
-    progress(0.6, "job.decoding")
-    decoded = engine.decode(encoded.codes, original_samples=encoded.original_samples,
-                            progress=_span(progress, 0.6, 0.9, "job.decoding_part"))
+    progress(0.05, "job.reading")
+    audio = load_audio(source, limits)
+    estimate = _preflight(engine, "roundtrip", audio.samples.size, progress, 0.15)
+    progress(0.2, "job.encoding")
+    trip = engine.roundtrip(audio, progress=_trip_steps(progress, 0.2, 0.9))
+    encoded, decoded = trip.encoded, trip.decoded
     progress(0.9, "job.writing")
     stem = stem_of(source)
     token_file = _token_file(engine, encoded.codes, encoded.original_samples)

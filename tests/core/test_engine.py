@@ -193,3 +193,18 @@ def test_decode_and_the_token_reader_share_one_rule_for_lengths(tiny_engine):
     # 1920.0 used to pass the engine but not the token file reader
     with pytest.raises(TokenFileError, match="must be an integer"):
         tiny_engine.decode(np.zeros((1, 16), np.int64), original_samples=1920.0)
+
+
+def test_roundtrip_reports_progress_over_encode_then_decode(tiny_checkpoint, speech):
+    from core.audio import audio_from_array
+    from core.engine import ROUNDTRIP_ENCODE_SHARE
+
+    engine = Engine(Settings(model=str(tiny_checkpoint), encode_chunk_s=2.0, decode_chunk_frames=25))
+    assert engine.load()
+    seen: list[float] = []
+    result = engine.roundtrip(audio_from_array(speech(5.0), 24_000), progress=seen.append)
+    assert seen == sorted(seen) and seen[-1] == 1.0
+    encode_steps = [f for f in seen if f <= ROUNDTRIP_ENCODE_SHARE]
+    assert len(encode_steps) == 3 and encode_steps[-1] == ROUNDTRIP_ENCODE_SHARE  # 5 s in 2 s windows
+    assert len(seen) - len(encode_steps) == 3  # 63 frames in 25-frame chunks
+    assert result.decoded.samples.size == 5 * 24_000
