@@ -77,6 +77,11 @@ class Settings:
                                                    "memory")
     data_dir: str = option("", "folder for stored results such as blind-test answers (empty: "
                                "$XDG_DATA_HOME/codec-workbench, else ~/.local/share/codec-workbench)")
+    decode_dtype: str | None = option(None, "decoder precision (default: as --dtype); bfloat16 also runs on CPU, "
+                                            "where encodes stay fp32; bf16 chunks that break are redone in fp32",
+                                      choices=DTYPES)
+    compile_decoder: bool = option(False, "torch.compile the decoder in the background after loading (decodes "
+                                          "stay eager until it is done)")
 
     def __post_init__(self) -> None:
         """Check values that do not need the model; raise SettingsError saying what to change."""
@@ -87,7 +92,10 @@ class Settings:
         if self.dtype not in DTYPES:
             raise SettingsError(f"dtype {self.dtype!r} is not supported: use one of {', '.join(DTYPES)}.")
         if self.dtype == "bfloat16" and not self.is_cuda:
-            raise SettingsError("bfloat16 runs only on a GPU with native bf16 support; on CPU use --dtype float32.")
+            raise SettingsError("bfloat16 runs only on a GPU with native bf16 support; on CPU use --dtype float32 "
+                                "(--decode-dtype bfloat16 runs only the decoder in bf16, guarded).")
+        if self.decode_dtype is not None and self.decode_dtype not in DTYPES:
+            raise SettingsError(f"decode dtype {self.decode_dtype!r} is not supported: use one of {', '.join(DTYPES)}.")
         for name in (*_POSITIVE, *_SHARES, "encode_kv_device_mib"):
             if not math.isfinite(getattr(self, name)):  # nan passes every comparison below
                 raise SettingsError(f"{name} must be a finite number, not {getattr(self, name)!r}.")

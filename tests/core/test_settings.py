@@ -38,6 +38,19 @@ def test_bfloat16_on_cpu_is_refused_with_advice():
         parse(["--device", "cpu", "--dtype", "bfloat16"], {})
 
 
+def test_a_bf16_decode_runs_on_cpu_while_the_model_stays_fp32():
+    s = parse(["--device", "cpu", "--decode-dtype", "bfloat16"], {"CODEC_COMPILE_DECODER": "yes"})
+    assert (s.dtype, s.decode_dtype, s.compile_decoder) == ("float32", "bfloat16", True)
+    assert parse([], {}).decode_dtype is None and parse([], {}).compile_decoder is False
+    assert parse(["--no-compile-decoder"], {"CODEC_COMPILE_DECODER": "1"}).compile_decoder is False
+    with pytest.raises(SettingsError, match="CODEC_DECODE_DTYPE"):
+        parse([], {"CODEC_DECODE_DTYPE": "float16"})
+    with pytest.raises(SettingsError, match="decode dtype 'float16'"):
+        Settings(decode_dtype="float16")
+    with pytest.raises(SettingsError, match="CODEC_COMPILE_DECODER"):
+        parse([], {"CODEC_COMPILE_DECODER": "maybe"})
+
+
 def test_bad_number_in_environment_names_the_variable():
     with pytest.raises(SettingsError, match="CODEC_MAX_DURATION_S"):
         parse([], {"CODEC_MAX_DURATION_S": "ten"})
