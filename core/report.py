@@ -200,7 +200,7 @@ def build_roundtrip_report(
 ) -> tuple[Path, Path]:
     """Draw the pictures from the files (read within ``limits``, a core.audio.AudioLimits), then
     write the zip and the HTML (see write_roundtrip_report)."""
-    from . import analysis
+    from . import analysis, token_usage
     from .audio import load_audio
 
     folder = Path(folder)
@@ -211,8 +211,8 @@ def build_roundtrip_report(
         "Log-mel spectrograms: original, reconstruction, difference": analysis.figure_to_png(
             analysis.spectrogram_figure(original, reconstruction), folder / f"{stem}_spectrograms.png"
         ),
-        "Codes: codebooks over time": analysis.figure_to_png(
-            analysis.code_heatmap_figure(codes), folder / f"{stem}_codes.png"
+        "Token usage: entropy per codebook, histogram of codebook 1": analysis.figure_to_png(
+            token_usage.usage_figure(codes), folder / f"{stem}_token_usage.png"
         ),
     }
     return write_roundtrip_report(

@@ -58,7 +58,7 @@ def test_zip_holds_audio_tokens_pictures_metrics_and_environment(made):
         "clip_reconstruction.wav",
         "clip_tokens.npz",
         "clip_spectrograms.png",
-        "clip_codes.png",
+        "clip_token_usage.png",
         "metrics.json",
         "report.html",
     } <= names
