@@ -82,6 +82,10 @@ _OTHER = {"model": "/some/model", "device": "cuda:1", "dtype": "bfloat16", "data
 def _other(spec, default):
     if spec.name in _OTHER:
         return _OTHER[spec.name]
+    if spec.choices:
+        return next(c for c in spec.choices if c != default)
+    if spec.kind == "str":
+        return "/some/folder"  # free text: a path
     if spec.kind == "bool":
         return not default
     return default // 2 if spec.kind == "int" else default / 2
