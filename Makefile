@@ -19,21 +19,22 @@ PYTEST_ARGS ?=
 
 # pesq ships no wheels: pip compiles it, which needs a C toolchain and Python's headers.
 BUILD_DEBS := build-essential python3-dev
-RUNTIME_DEBS := ffmpeg $(BUILD_DEBS)
-TEST_DEBS := $(RUNTIME_DEBS) sox libsox-fmt-all espeak-ng chromium fonts-liberation
+RUNTIME_DEBS := $(BUILD_DEBS)  # audio decoding needs no system ffmpeg: PyAV carries its libraries
+TEST_DEBS := $(RUNTIME_DEBS) ffmpeg sox libsox-fmt-all espeak-ng alsa-utils chromium fonts-liberation nginx
 
 # Browser tests drive Debian's /usr/bin/chromium; Playwright never downloads a browser.
 export PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD := 1
 export GRADIO_ANALYTICS_ENABLED := False
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: help run start stop restart status tail test test-service system-deps test-system-deps venv clean-venv
+.PHONY: help run start stop restart status tail test lint test-service system-deps test-system-deps venv clean-venv
 
 help:
 	@echo "make run           set up and start the service in the foreground (Ctrl-C stops it)"
 	@echo "make start|stop    start supervisord in the background | shut it down"
 	@echo "make status|tail   supervisorctl status | follow the web UI's log (logs/webui.log)"
-	@echo "make test          set up and run all tests except GPU ones (PYTEST_ARGS=... adds flags)"
+	@echo "make test          set up, lint, then run all tests except GPU ones (PYTEST_ARGS=... adds flags)"
+	@echo "make lint          ruff check, ruff format --check, mypy core webui"
 
 # ---- virtual environment -------------------------------------------------------------------
 $(PY):
@@ -96,7 +97,12 @@ tail:
 	$(VENV)/bin/supervisorctl -c $(CONF) tail -f webui
 
 # ---- tests -----------------------------------------------------------------------------
-test: test-system-deps $(VENV)/.stamp-test
+lint: $(VENV)/.stamp-test
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
+
+test: test-system-deps lint
 	$(PY) -m pytest -m "not gpu" --timeout=900 $(PYTEST_ARGS)
 
 test-service: $(VENV)/.stamp-test

@@ -300,7 +300,7 @@ def run_dtype(args, dtype: str) -> dict:
                  row.get("naive_chunks_agreement"))
         engine.clear_vram()
     engine.unload()
-    del tok, model
+    tok = model = None  # free the model before the official path loads its own
     if device.startswith("cuda"):
         torch.cuda.empty_cache()
     return out

@@ -78,7 +78,7 @@ def main(argv=None):
             log.info("[%s] %s", dtype, {k: round(v, 4) for k, v in r.items()})
             results[dtype] = r
             engine.unload()
-            del tok, model
+            tok = model = None  # the next dtype loads its own (the lambdas above ran already)
             torch.cuda.empty_cache()
             continue
         for bench_flag in (False, True):
@@ -137,7 +137,7 @@ def main(argv=None):
             log.info("[%s] compiled snake %s", dtype, {k: r[k] for k in r if "compile" in k})
         results[dtype] = r
         engine.unload()
-        del tok, model
+        tok = model = None  # the next dtype loads its own (the lambdas above ran already)
         if torch.cuda.is_available():
             torch.cuda.empty_cache()
     args.out.mkdir(parents=True, exist_ok=True)

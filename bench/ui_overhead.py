@@ -65,9 +65,9 @@ def time_roundtrip(handlers: Handlers, clip: Path) -> dict:
     start = time.perf_counter()
     outputs = handlers.roundtrip(str(clip))
     wall = time.perf_counter() - start
-    model = outputs[-1]["timing"]["model_s"]
+    model = outputs.details["timing"]["model_s"]
     start = time.perf_counter()
-    handlers.metrics(outputs[0], outputs[1])
+    handlers.metrics(outputs.original, outputs.reconstruction)
     metrics_s = time.perf_counter() - start
     return {"wall_s": wall, "model_s": model, "overhead_s": wall - model, "metrics_s": metrics_s,
             "total_s": wall - model + metrics_s}

@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import functools
 import logging
+import math
 import sys
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,7 +26,7 @@ import soxr
 import torch
 from matplotlib.figure import Figure
 
-from .codec import CODEBOOK_SIZE, FRAME_RATE, SAMPLE_RATE, ceil_div
+from .codec import SAMPLE_RATE, ceil_div
 
 logger = logging.getLogger(__name__)
 
@@ -46,6 +48,8 @@ FIG_WIDTH_IN = 10.0  # inches; at FIG_DPI gives a 1000-pixel-wide PNG
 FIG_DPI = 100  # dots per inch of saved figures
 PNG_COMPRESS_LEVEL = 1  # zlib level: 1 halves the save time of level 6 for ~30% more bytes
 MAX_IMAGE_COLUMNS = 1200  # spectrogram columns drawn; longer clips are max-pooled down to this
+
+MEL_DISTANCE_NOTE = f"over {TOP_DB:.0f} dB below the loudest part of the original"  # the log-mel distance's scope
 
 
 @dataclass(frozen=True)
@@ -76,22 +80,17 @@ def log_mel(x, sample_rate: int = SAMPLE_RATE, n_fft: int = N_FFT, hop: int = HO
 
 @functools.lru_cache(maxsize=8)
 def _mel_filterbank(sample_rate: int, n_fft: int, n_mels: int) -> np.ndarray:
-    """Triangular HTK-mel filters from 0 Hz to Nyquist, shape (n_mels, n_fft // 2 + 1),
-    unnormalised (as torchaudio.functional.melscale_fbanks with its defaults)."""
-    bin_hz = np.linspace(0, sample_rate / 2, n_fft // 2 + 1)
-    edges_hz = _mel_to_hz(np.linspace(0, _hz_to_mel(sample_rate / 2), n_mels + 2))
-    lower, centre, upper = edges_hz[:-2, None], edges_hz[1:-1, None], edges_hz[2:, None]
-    rising = (bin_hz - lower) / (centre - lower)
-    falling = (upper - bin_hz) / (upper - centre)
-    return np.clip(np.minimum(rising, falling), 0, None).astype(np.float32)
+    """Triangular HTK-mel filters from 0 Hz to Nyquist, shape (n_mels, n_fft // 2 + 1), unnormalised:
+    torchaudio's ``melscale_fbanks`` (tests/core/test_analysis.py pins its numbers)."""
+    return _fbanks(n_fft // 2 + 1, sample_rate, n_mels)
 
 
-def _hz_to_mel(hz):
-    return 2595.0 * np.log10(1.0 + np.asarray(hz) / 700.0)
+def _fbanks(n_freqs: int, sample_rate: int, n_mels: int) -> np.ndarray:
+    """The filters at ``n_freqs`` frequencies evenly spaced from 0 Hz to Nyquist: (n_mels, n_freqs)."""
+    from torchaudio.functional import melscale_fbanks
 
-
-def _mel_to_hz(mel):
-    return 700.0 * (10.0 ** (np.asarray(mel) / 2595.0) - 1.0)
+    fbank = melscale_fbanks(n_freqs, 0.0, sample_rate / 2, n_mels, sample_rate, norm=None, mel_scale="htk")
+    return np.ascontiguousarray(fbank.numpy().T, dtype=np.float32)
 
 
 def _mono(x) -> np.ndarray:
@@ -134,6 +133,18 @@ def compare(reference, degraded, sample_rate: int = SAMPLE_RATE,
         _guarded(_si_sdr_metric, "SI-SDR", ref, deg),
         _guarded(_mel_distance_metric, "Log-mel distance", ref, deg, sample_rate),
     ]
+
+
+def quick_compare(reference, degraded, mels: tuple[np.ndarray, np.ndarray] | None = None) -> list[Metric]:
+    """The fast metrics only (SI-SDR, log-mel distance; no PESQ or STOI), for many versions of one
+    clip. ``mels``: both log-mel spectrograms when the caller has them already."""
+    ref, deg = _mono(reference), _mono(degraded)
+    n = min(ref.size, deg.size)
+    a, b = mels if mels is not None else (log_mel(ref[:n]), log_mel(deg[:n]))
+    frames = min(a.shape[1], b.shape[1])
+    distance = _metric("Log-mel distance", mel_difference_db(a[:, :frames], b[:, :frames]).mean(),
+                       MEL_DISTANCE_NOTE)
+    return [_guarded(_si_sdr_metric, "SI-SDR", ref[:n], deg[:n]), distance]
 
 
 _MEANINGS = {  # name -> (meaning, better, unit)
@@ -198,9 +209,15 @@ def _si_sdr_metric(name, ref, deg) -> Metric:
 
 def _mel_distance_metric(name, ref, deg, sample_rate) -> Metric:
     a, b = log_mel(ref, sample_rate), log_mel(deg, sample_rate)
-    floor = a.max() - TOP_DB  # differences far below the loudest sound do not count
-    return _metric(name, np.abs(np.maximum(a, floor) - np.maximum(b, floor)).mean(),
-                   f"over {TOP_DB:.0f} dB below the loudest part of the original")
+    return _metric(name, mel_difference_db(a, b).mean(),
+                   MEL_DISTANCE_NOTE)
+
+
+def mel_difference_db(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """|a - b| per cell of two log-mel spectrograms (dB), both floored TOP_DB below a's loudest
+    cell: differences far below the loudest sound do not count. Its mean is the log-mel distance."""
+    floor = a.max() - TOP_DB
+    return np.abs(np.maximum(a, floor) - np.maximum(b, floor))
 
 
 def _scope_note(window: int, n: int, sample_rate: int) -> str:
@@ -278,7 +295,8 @@ def _panels(rows: int, panel_height_in: float) -> tuple[Figure, list, list]:
     grid = fig.add_gridspec(rows, 2, width_ratios=(70, 1), left=0.07, right=0.93,
                             bottom=bottom_in / height, top=1 - top_in / height,
                             hspace=gap_in / panel_height_in, wspace=0.015)
-    axes, caxes = [], []
+    axes: list = []
+    caxes: list = []
     for row in range(rows):
         axes.append(fig.add_subplot(grid[row, 0], sharex=axes[0] if axes else None))
         caxes.append(fig.add_subplot(grid[row, 1]))
@@ -299,34 +317,37 @@ def _pool_columns(mel: np.ndarray, max_columns: int) -> np.ndarray:
 
 
 def _khz_ticks(sample_rate: int, n_mels: int) -> tuple[list[float], list[str]]:
-    """Positions on the mel-band axis (band i spans i..i+1) of round frequencies."""
-    top_mel = _hz_to_mel(sample_rate / 2)
+    """Positions on the mel-band axis (band i spans i..i+1) of round frequencies: where the
+    filters that respond to the frequency sit, weighted by their response."""
+    nyquist = sample_rate // 2
+    step_hz = math.gcd(500, nyquist)  # every tick frequency falls on the evaluation grid
+    with warnings.catch_warnings():  # the coarse grid leaves low bands empty; only these columns are read
+        warnings.simplefilter("ignore", UserWarning)
+        fbank = _fbanks(nyquist // step_hz + 1, sample_rate, n_mels)
+    bands = np.arange(n_mels) + 0.5  # band centres on the axis
     ticks, labels = [], []
     for khz in (0.5, 1, 2, 4, 8, 16):
         if khz * 1000 < sample_rate / 2:
-            ticks.append(float(_hz_to_mel(khz * 1000) / top_mel * (n_mels + 1) - 0.5))
+            response = fbank[:, int(khz * 1000) // step_hz]
+            ticks.append(float(response @ bands / response.sum()))
             labels.append(f"{khz:g}")
     return ticks, labels
 
 
-def code_heatmap_figure(codes) -> Figure:
-    """Codes as a codebook x time heatmap (codebook 1 at the bottom)."""
-    if hasattr(codes, "detach"):
-        codes = codes.detach().cpu().numpy()
-    codes = np.asarray(codes)
-    if codes.ndim != 2 or codes.shape[0] == 0:
-        raise ValueError(f"expected codes of shape (frames, codebooks), got {codes.shape}")
-    frames, books = codes.shape
-    fig, (ax,), (cax,) = _panels(1, panel_height_in=2.4)
-    im = ax.imshow(codes.T, origin="lower", aspect="auto", cmap="viridis", vmin=0,
-                   vmax=CODEBOOK_SIZE - 1, interpolation="nearest", rasterized=True,
-                   extent=(0.0, frames / FRAME_RATE, 0.5, books + 0.5))
-    ax.set_yticks(range(1, books + 1))
-    ax.set_xlabel("time (s)")
-    ax.set_ylabel("codebook")
-    ax.set_title(f"Codes: {frames} frames x {books} codebooks")
-    fig.colorbar(im, cax=cax, label="code")
-    return fig
+def mel_png(mel: np.ndarray, path, vmin: float, vmax: float, width: int = 1000) -> Path:
+    """A log-mel spectrogram as a bare PNG image (no axes), ``width`` columns at most: a thumbnail
+    in milliseconds where a matplotlib figure takes a tenth of a second."""
+    from matplotlib import colormaps
+    from PIL import Image
+
+    image = _pool_columns(mel, width)[::-1]  # low frequencies at the bottom
+    scaled = np.clip((image - vmin) / max(vmax - vmin, 1e-9), 0.0, 1.0)
+    rgb = (colormaps["magma"](scaled)[..., :3] * 255).astype(np.uint8)
+    path = Path(path)
+    with open(path, "xb") as f:
+        Image.fromarray(rgb).resize((max(width, 1), 2 * mel.shape[0]), Image.Resampling.NEAREST).save(
+            f, format="PNG", compress_level=PNG_COMPRESS_LEVEL)
+    return path
 
 
 def figure_to_png(fig: Figure, path) -> Path:

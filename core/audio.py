@@ -1,14 +1,15 @@
 """Audio in and out of the codec: read any common audio file (or a microphone array), turn
 it into float32 mono at 24 kHz, describe what was done to it, and write WAV files exactly.
 
-Decoding tries soundfile (libsndfile: WAV, FLAC, OGG/Vorbis, Opus, MP3, AIFF, ...) first and
-falls back to an ``ffmpeg`` subprocess for what libsndfile cannot read (M4A/AAC, WebM, odd
-MP3 or Opus files). Both paths stream the file in blocks: each block is checked, downmixed
-and resampled as it arrives, so a long multichannel file never sits in memory whole.
+Decoding tries soundfile (libsndfile: WAV, FLAC, OGG/Vorbis, Opus, AIFF, ...) first and falls
+back to PyAV for the rest (M4A/AAC, WebM, MP3, odd files): ``core.audio_readers``. Both stream the
+file in blocks: each block is checked, downmixed and resampled as it arrives
+(``core.audio_blocks``), so a long multichannel file never sits in memory whole, and the duration
+cap holds while reading even where the header does not say how long the file is.
 
 Every problem with the input raises :class:`AudioInputError` with a message that names the
 file, says what is wrong and what to do. Nothing here follows URLs or unpickles anything:
-ffmpeg may only open local files, through a short list of audio demuxers.
+PyAV may only open local files, through a short list of audio demuxers.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import soxr
 
 from .audio_blocks import (BLOCK_FRAMES, RESAMPLE_QUALITY, Audio, AudioFacts, AudioLimits, Collector, Source, finish,
                            to_float32, too_long)
-from .audio_readers import FORMATS, Unreadable, load_with_ffmpeg, load_with_soundfile, tool
+from .audio_readers import FORMATS, Unreadable, load_with_av, load_with_soundfile
 from .codec import MIB, SAMPLE_RATE
 from .errors import AudioInputError
 
@@ -41,8 +42,8 @@ def load_audio(path, limits: AudioLimits = AudioLimits()) -> Audio:
     try:
         return load_with_soundfile(path, limits)
     except Unreadable as e:
-        logger.debug("soundfile cannot read %s (%s); trying ffmpeg", path.name, e)
-        return load_with_ffmpeg(path, limits, str(e))
+        logger.debug("soundfile cannot read %s (%s); trying PyAV", path.name, e)
+        return load_with_av(path, limits)
 
 
 def audio_from_array(samples, sample_rate: int, name: str = "array",
@@ -91,10 +92,7 @@ def write_wav(path, samples, sample_rate: int = SAMPLE_RATE) -> Path:
 
 def describe_formats() -> str:
     """A one-line list of the accepted formats, for error messages and the UI."""
-    line = f"{FORMATS}; any sample rate, any number of channels"
-    if tool("ffmpeg") is None:
-        line += " (M4A/AAC and WebM need ffmpeg, which is not installed: apt-get install ffmpeg)"
-    return line
+    return f"{FORMATS}; any sample rate, any number of channels"
 
 
 def _check_file(path, limits: AudioLimits) -> Path:

@@ -1,23 +1,21 @@
-"""Decoding audio files into a :class:`~core.audio_blocks.Collector`, block by block.
+"""Decoding audio files into a :class:`~core.audio_blocks.Collector`, block by block, with the
+duration cap enforced while reading.
 
-soundfile (libsndfile: WAV, FLAC, OGG/Vorbis, Opus, MP3, AIFF, ...) is tried first; an
-``ffmpeg`` subprocess reads what libsndfile cannot (M4A/AAC, WebM, odd MP3 or Opus files).
-ffmpeg may only open local files, through a short list of audio demuxers.
+soundfile (libsndfile: WAV, FLAC, OGG/Vorbis, Opus, AIFF, ...) is tried first; PyAV (FFmpeg's
+libraries inside the wheel, no system ffmpeg needed) reads the rest: M4A/AAC, WebM/Matroska, MP3
+(libsndfile's MP3 length is a bitrate estimate and it stops reading there) and odd files. PyAV may
+only open local files, through a short list of audio demuxers. A length the container does not
+state exactly (a streamed FLAC or WebM, an MP3 without a Xing header) is unknown, never guessed:
+such files are refused by the cap as they are read, not by their header.
 """
 
 from __future__ import annotations
 
-import json
 import logging
-import math
 import os
-import shutil
-import subprocess
-import tempfile
-import threading
+import time
 from pathlib import Path
 
-import numpy as np
 import soundfile as sf
 
 from .audio_blocks import BLOCK_FRAMES, Audio, AudioLimits, Collector, Source, check_complete, check_declared, finish
@@ -25,14 +23,12 @@ from .errors import AudioInputError
 
 logger = logging.getLogger(__name__)
 
-FFPROBE_TIMEOUT_S = 30  # seconds
-FFMPEG_TIMEOUT_S = 300  # seconds, for decoding a whole file
-FFMPEG_DEMUXERS = "wav,w64,flac,ogg,mp3,mov,matroska,aac,aiff,caf"  # no playlists, no network
+UNKNOWN_FRAMES = 2**63 - 1  # libsndfile's frame count when the header does not say (a streamed FLAC)
 FORMATS = "WAV, FLAC, OGG/Vorbis, Opus, MP3, M4A/AAC, WebM"  # what users may give us
 
 
 class Unreadable(Exception):
-    """soundfile could not read the file; ffmpeg may."""
+    """soundfile cannot read the file (or not reliably); PyAV may."""
 
 
 def load_with_soundfile(path: Path, limits: AudioLimits) -> Audio:
@@ -41,7 +37,10 @@ def load_with_soundfile(path: Path, limits: AudioLimits) -> Audio:
     except (sf.SoundFileError, RuntimeError) as e:
         raise Unreadable(str(e)) from e
     with f:
-        declared = max(f.frames, _wav_declared_frames(path, f) or 0)
+        if f.format == "MP3":  # libsndfile's MP3 length is a bitrate estimate, and it stops reading there
+            raise Unreadable("MP3 goes through PyAV")
+        stated = f.frames if 0 < f.frames < UNKNOWN_FRAMES else None  # unknown is unknown, not huge
+        declared = max(stated or 0, _wav_declared_frames(path, f) or 0) or None
         source = Source(_soundfile_format(f), f.samplerate, f.channels, declared)
         check_declared(path.name, source, limits)
         collector = Collector(path.name, source, limits)
@@ -91,111 +90,89 @@ def _wav_declared_frames(path: Path, f: sf.SoundFile) -> int | None:
             raw.seek(size + (size & 1), os.SEEK_CUR)
 
 
-def tool(name: str) -> str | None:
-    return shutil.which(name)
+# ---------------------------------------------------------------------------------------
+# PyAV (FFmpeg's libraries inside the wheel)
+
+AV_DEMUXERS = "wav,w64,flac,ogg,mp3,mov,matroska,aac,aiff,caf"  # local audio containers only: no playlists
+AV_DECODE_TIMEOUT_S = 300  # seconds for decoding a whole file
+ESTIMATED_LENGTH_DEMUXERS = ("mp3", "aac")  # their "duration" is a bitrate estimate, not a length
 
 
-def load_with_ffmpeg(path: Path, limits: AudioLimits, soundfile_error: str) -> Audio:
-    ffmpeg, ffprobe = tool("ffmpeg"), tool("ffprobe")
-    if ffmpeg is None or ffprobe is None:
+def load_with_av(path: Path, limits: AudioLimits) -> Audio:
+    """Decode the first audio track with PyAV, block by block, under the duration cap."""
+    import av
+
+    try:
+        container = av.open(str(path), options={"protocol_whitelist": "file", "format_whitelist": AV_DEMUXERS})
+    except (av.FFmpegError, ValueError, UnicodeDecodeError) as e:
         raise AudioInputError(
-            f"Could not read '{path.name}' ({_without_path(soundfile_error, path)}). It is "
-            "either not audio, damaged, or in a format that needs ffmpeg (M4A/AAC, WebM), "
-            "which is not installed. Install it (apt-get install ffmpeg) and try again, or "
-            "convert the file to WAV or FLAC.")
-    source = _probe(ffprobe, path)
-    check_declared(path.name, source, limits)
-    collector = Collector(path.name, source, limits)
-    errors = _decode(ffmpeg, path, source, collector)
-    if errors:
-        logger.warning("ffmpeg reported problems decoding %s: %s", path.name, errors)
-        check_complete(path.name, source, collector.frames)
+            f"'{path.name}' is not an audio file this program can read, or it is damaged "
+            f"({_without_path(str(e), path)}). Give a file in one of these formats: {FORMATS}.") from e
+    with container:
+        if not container.streams.audio:
+            raise AudioInputError(f"'{path.name}' has no audio track. Accepted formats: {FORMATS}.")
+        stream = container.streams.audio[0]
+        rate, channels = int(stream.codec_context.sample_rate or 0), int(stream.codec_context.channels or 0)
+        if rate <= 0 or channels <= 0:
+            raise AudioInputError(f"'{path.name}' declares {rate} Hz and {channels} channels; it is damaged. "
+                                  "Re-export it.")
+        demuxer = container.format.name
+        source = Source(_av_format(demuxer, stream.codec_context.name, path), rate, channels,
+                        _av_declared_frames(container, stream, rate))
+        check_declared(path.name, source, limits)
+        collector = Collector(path.name, source, limits)
+        problems = _decode_av(container, stream, collector, path)
+    if problems:
+        logger.warning("damaged data in %s: %s", path.name, problems)
+    check_complete(path.name, source, collector.frames)  # a cut-off file often decodes without an error
     return finish(path.name, source, collector, limits)
 
 
-def _input_args(path: Path) -> list[str]:
-    """ffmpeg/ffprobe input options: local files only, audio demuxers only."""
-    return ["-protocol_whitelist", "file", "-format_whitelist", FFMPEG_DEMUXERS,
-            "-i", f"file:{path.resolve()}"]
+def _av_declared_frames(container, stream, rate: int) -> int | None:
+    """Frames the container states, or None where it does not know (a streamed FLAC or WebM) or only
+    guesses from the bitrate (MP3 without a Xing header, raw AAC): an unknown length is unknown."""
+    import av
+
+    if container.format.name.split(",")[0] in ESTIMATED_LENGTH_DEMUXERS:
+        return None
+    if stream.duration is not None and stream.time_base is not None and stream.duration > 0:
+        return round(float(stream.duration * stream.time_base) * rate)
+    if container.duration is not None and container.duration > 0:  # e.g. Matroska's segment duration
+        return round(container.duration / av.time_base * rate)
+    return None
 
 
-def _probe(ffprobe: str, path: Path) -> Source:
-    args = [ffprobe, "-v", "error", "-select_streams", "a:0",
-            "-show_entries",
-            "format=format_name,duration:stream=codec_name,sample_rate,channels,duration",
-            "-of", "json", *_input_args(path)]
-    try:
-        result = subprocess.run(args, stdin=subprocess.DEVNULL, capture_output=True,
-                                timeout=FFPROBE_TIMEOUT_S, check=False)
-    except subprocess.TimeoutExpired as e:
-        raise AudioInputError(
-            f"Inspecting '{path.name}' took longer than {FFPROBE_TIMEOUT_S} s. The file may be "
-            "damaged; convert it to WAV or FLAC and try again.") from e
-    if result.returncode != 0:
-        raise AudioInputError(
-            f"'{path.name}' is not an audio file this program can read, or it is damaged "
-            f"({_last_line(result.stderr, path)}). Give a file in one of these formats: "
-            f"{FORMATS}.")
-    try:
-        info = json.loads(result.stdout)
-        stream = info["streams"][0]
-        rate, channels = int(stream["sample_rate"]), int(stream["channels"])
-    except (ValueError, KeyError, IndexError, TypeError) as e:
-        raise AudioInputError(
-            f"'{path.name}' has no audio track that can be read (no sample rate or channel "
-            f"count found). Accepted formats: {FORMATS}.") from e
-    if rate <= 0 or channels <= 0:
-        raise AudioInputError(f"'{path.name}' declares {rate} Hz and {channels} channels; "
-                              "it is damaged. Re-export it.")
-    container = info.get("format", {}).get("format_name", "")
-    duration = _float_or_none(stream.get("duration")) or _float_or_none(
-        info.get("format", {}).get("duration"))
-    declared = None if duration is None else round(duration * rate)
-    return Source(_ffmpeg_format(container, stream.get("codec_name", ""), path), rate,
-                   channels, declared)
+def _decode_av(container, stream, collector: Collector, path: Path) -> str:
+    """Feed every frame of ``stream`` to ``collector`` as packed float32; return what was damaged."""
+    import av
 
-
-def _decode(ffmpeg: str, path: Path, source: Source, collector: Collector) -> str:
-    """Stream the first audio track as float32 at its own rate and channel count into
-    collector; return what ffmpeg reported on stderr (empty if all went well)."""
-    args = [ffmpeg, "-nostdin", "-hide_banner", "-loglevel", "error", *_input_args(path),
-            "-map", "0:a:0", "-vn", "-sn", "-dn", "-ac", str(source.channels),
-            "-ar", str(source.sample_rate), "-f", "f32le", "-acodec", "pcm_f32le", "pipe:1"]
-    frame_bytes = 4 * source.channels
-    with tempfile.TemporaryFile() as stderr:
-        proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                stderr=stderr)
-        timer = threading.Timer(FFMPEG_TIMEOUT_S, proc.kill)
-        timer.start()
+    to_float = av.AudioResampler(format="flt")  # packed float32, same rate and layout
+    deadline = time.monotonic() + AV_DECODE_TIMEOUT_S
+    problems = []
+    packets = container.demux(stream)
+    while True:
         try:
-            while True:
-                data = proc.stdout.read(BLOCK_FRAMES * frame_bytes)
-                usable = len(data) - len(data) % frame_bytes
-                if usable == 0:
-                    break
-                block = np.frombuffer(data[:usable], dtype="<f4").reshape(-1, source.channels)
-                collector.add(block)
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-            proc.stdout.close()
-            returncode = proc.wait()
-            timed_out = timer.finished.is_set()  # set once the timer has killed ffmpeg
-            timer.cancel()
-        stderr.seek(0)
-        errors = stderr.read().decode("utf-8", "replace")
-    if timed_out:
-        raise AudioInputError(
-            f"Decoding '{path.name}' took longer than {FFMPEG_TIMEOUT_S} s. Convert it to WAV "
-            "or FLAC and try again.")
-    if returncode != 0:
-        raise AudioInputError(
-            f"'{path.name}' could not be decoded; it is damaged or not audio "
-            f"({_last_line(errors.encode(), path)}). Re-export it, or convert it to WAV or FLAC.")
-    return _without_path(errors.strip(), path)
+            packet = next(packets)
+            frames = packet.decode()
+        except StopIteration:
+            break
+        except av.FFmpegError as e:  # damaged data: keep what decoded, then judge completeness
+            problems.append(_without_path(str(e), path))
+            if len(problems) > 100:
+                break
+            continue
+        for frame in frames:
+            for out in to_float.resample(frame):
+                collector.add(out.to_ndarray().reshape(-1, out.layout.nb_channels))
+        if time.monotonic() > deadline:
+            raise AudioInputError(f"Decoding '{path.name}' took longer than {AV_DECODE_TIMEOUT_S} s. Convert it "
+                                  "to WAV or FLAC and try again.")
+    for out in to_float.resample(None):
+        collector.add(out.to_ndarray().reshape(-1, out.layout.nb_channels))
+    return "; ".join(problems[:3])
 
 
-def _ffmpeg_format(container: str, codec: str, path: Path) -> str:
+def _av_format(container: str, codec: str, path: Path) -> str:
     first = container.split(",")[0]
     suffix = path.suffix.lower().lstrip(".")
     if first == "mov":
@@ -210,21 +187,8 @@ def _ffmpeg_format(container: str, codec: str, path: Path) -> str:
     return f"{first}/{codec}"
 
 
-def _last_line(stderr: bytes, path: Path) -> str:
-    lines = stderr.decode("utf-8", "replace").strip().splitlines()
-    return _without_path(lines[-1] if lines else "no details", path)
-
-
 def _without_path(text: str, path: Path) -> str:
     """ffmpeg's words with the file's full path (a server detail) replaced by its name."""
     for full in (f"file:{path.resolve()}", str(path.resolve()), str(path)):
         text = text.replace(full, path.name)
     return text
-
-
-def _float_or_none(value) -> float | None:
-    try:
-        out = float(value)
-    except (TypeError, ValueError):
-        return None
-    return out if math.isfinite(out) and out > 0 else None

@@ -5,7 +5,7 @@ checkpoints from the official architecture classes in ``qwen_tts.core``:
 
 - ``tiny``: small dimensions, built in seconds, for tests and CI. Its transformer layer scales
   are set to 1.0 (not the 0.01 of a fresh init) so that context really changes codes and
-  audio; a fidelity test on the stock init would pass approximate methods (see NOTES.md).
+  audio; a fidelity test on the stock init would pass approximate methods (docs/performance.md).
 - ``full``: the published architecture (153.7 M parameters) from the reference config, for
   speed and memory work on a GPU. Random weights say nothing about audio quality.
 
@@ -25,12 +25,8 @@ from .codec import SAMPLE_RATE, SAMPLES_PER_FRAME
 
 logger = logging.getLogger(__name__)
 
-_ROOT = Path(__file__).resolve().parent.parent  # the checkout
-REFERENCE_CANDIDATES = (
-    _ROOT / "bench" / "reference-config.json",  # committed copy (travels to the GPU machine)
-    _ROOT.parent / "shared" / "reference" / "qwen3-tts-tokenizer-12hz.config.json",  # ../shared
-)
-REFERENCE_CONFIG = next((p for p in REFERENCE_CANDIDATES if p.is_file()), REFERENCE_CANDIDATES[0])
+# the published model's config.json, committed in the repo (nothing outside the checkout is read)
+REFERENCE_CONFIG = Path(__file__).resolve().parent.parent / "bench" / "reference-config.json"
 
 PREPROCESSOR_CONFIG = {
     "feature_extractor_type": "EncodecFeatureExtractor",
@@ -119,7 +115,7 @@ def _set_layer_scales(model: torch.nn.Module, value: float) -> None:
             tensor.data.fill_(value)
 
 
-def _rescale_decoder_convs(model: torch.nn.Module, generator: torch.Generator) -> None:
+def _rescale_decoder_convs(model, generator: torch.Generator) -> None:
     """Variance-preserving init for the decoder convolutions.
 
     The stock init (std 0.02) shrinks the signal ~10x per block, so decoded audio would be

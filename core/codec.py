@@ -7,6 +7,8 @@ engine (before decoding) and the token file reader (before trusting a file).
 
 from __future__ import annotations
 
+import math
+
 from typing import Callable
 
 import numpy as np
@@ -82,7 +84,7 @@ def check_duration(frames: list[int], max_duration_s: float) -> None:
 
     for n in frames:
         seconds = n * SAMPLES_PER_FRAME / SAMPLE_RATE
-        if seconds > max_duration_s:
+        if n > num_frames(math.floor(max_duration_s * SAMPLE_RATE)):  # a clip at the limit pads its last frame
             raise TokenFileError(
                 f"These codes decode to {minutes(seconds)} of audio, over the {minutes(max_duration_s)} limit "
                 "(--max-duration / CODEC_MAX_DURATION_S). Decode a shorter token file, or ask the operator "

@@ -81,7 +81,9 @@ class KVStore:
         shape = (1, self.heads, self.device_steps, self.head_dim)
         self.k = [torch.empty(shape, device=device, dtype=dtype) for _ in range(self.layers)]
         self.v = [torch.empty(shape, device=device, dtype=dtype) for _ in range(self.layers)]
-        self.hk = self.hv = self.stage = None
+        self.hk: list[torch.Tensor] = []  # host-resident keys per layer (empty: all on the device)
+        self.hv: list[torch.Tensor] = []
+        self.stage: list[torch.Tensor] = []  # device staging buffers (keys, values) for host blocks
         if self.host_steps:
             logger.info("encoder keys/values: %d steps on %s, %d in pinned host memory",
                         self.device_steps, device, self.host_steps)
@@ -90,8 +92,8 @@ class KVStore:
             self.hk = [torch.empty(hshape, dtype=dtype, pin_memory=pin) for _ in range(self.layers)]
             self.hv = [torch.empty(hshape, dtype=dtype, pin_memory=pin) for _ in range(self.layers)]
             block = max(1, min(host_block_steps, self.host_steps))
-            self.stage = (torch.empty((1, self.heads, block, self.head_dim), device=device, dtype=dtype),
-                          torch.empty((1, self.heads, block, self.head_dim), device=device, dtype=dtype))
+            self.stage = [torch.empty((1, self.heads, block, self.head_dim), device=device, dtype=dtype)
+                          for _ in range(2)]
         self.filled = 0  # steps stored (all layers)
 
     def attend(self, layer: int, q, k_new, v_new, scale: float, groups: int) -> torch.Tensor:
@@ -144,16 +146,15 @@ class KVStore:
         self.filled += steps
 
     def close(self) -> None:
-        if self.hk is not None and self.device.type == "cuda":
+        if self.hk and self.device.type == "cuda":
             torch.cuda.current_stream(self.device).synchronize()  # pending copies into pinned memory
-        self.k = self.v = self.hk = self.hv = self.stage = None
+        self.k, self.v, self.hk, self.hv, self.stage = [], [], [], [], []
 
 
 def merge_attention(parts) -> torch.Tensor:
     """Exact softmax attention over the union of key sets from per-set (out, lse) pairs."""
     lse = torch.logsumexp(torch.stack([p[1] for p in parts]), dim=0)
-    out = None
+    out = torch.zeros_like(parts[0][0], dtype=torch.float32)
     for part, part_lse in parts:
-        term = part.float() * torch.exp(part_lse - lse)[..., None]
-        out = term if out is None else out.add_(term)
+        out.add_(part.float() * torch.exp(part_lse - lse)[..., None])
     return out.to(parts[0][0].dtype)

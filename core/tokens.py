@@ -22,6 +22,7 @@ import zipfile
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -175,10 +176,8 @@ def save_tokens(token_file: TokenFile, path) -> Path:
         ) from e
     try:
         with handle:
-            np.savez_compressed(
-                handle,
-                **{CODES_KEY: token_file.codes, METADATA_KEY: np.array(json.dumps(metadata))},
-            )
+            arrays: dict[str, Any] = {CODES_KEY: token_file.codes, METADATA_KEY: np.array(json.dumps(metadata))}
+            np.savez_compressed(handle, **arrays)
     except BaseException:
         path.unlink(missing_ok=True)  # no half-written token files
         raise

@@ -21,10 +21,11 @@ from urllib.parse import urlparse
 
 import torch
 
-from .errors import WeightsError
+from .errors import SettingsError, WeightsError
 
 logger = logging.getLogger(__name__)
 
+TORCH_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}  # Settings.dtype -> torch dtype
 HUB_PROBE_TIMEOUT_S = 3.0  # seconds to wait for the hub before calling it unreachable
 REQUIRED_FILES = ("config.json", "preprocessor_config.json")  # besides *.safetensors
 
@@ -128,6 +129,19 @@ def import_qwen_tts():
     if sink.getvalue().strip():
         logger.debug("qwen_tts said at import: %s", sink.getvalue().strip())
     return qwen_tts
+
+
+def check_device(device: str, dtype: str) -> None:
+    """The device exists here and runs ``dtype`` natively, or SettingsError saying what to use."""
+    if not device.startswith("cuda"):
+        return
+    if not torch.cuda.is_available():
+        raise SettingsError(f"{device} was requested but CUDA is not available; use --device cpu.")
+    index = torch.device(device).index or 0
+    if index >= torch.cuda.device_count():
+        raise SettingsError(f"{device} does not exist: this machine has {torch.cuda.device_count()} GPU(s).")
+    if dtype == "bfloat16" and not torch.cuda.is_bf16_supported(including_emulation=False):
+        raise SettingsError(f"{torch.cuda.get_device_name(index)} has no native bfloat16; use --dtype float32.")
 
 
 def load_tokenizer(source: str, device: str, dtype: torch.dtype):

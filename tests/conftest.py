@@ -3,8 +3,6 @@ synthetic speech-like signals. Nothing here downloads weights."""
 
 from __future__ import annotations
 
-import logging
-import os
 from pathlib import Path
 
 import numpy as np

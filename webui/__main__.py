@@ -17,13 +17,14 @@ import threading
 import time
 from pathlib import Path
 
+from core import options
 from core.errors import SettingsError
 from core.settings import add_settings_arguments, settings_from_args
 
 from . import storage, url_input
 from .app import UiOptions, build_app, default_temp_root
-from .server import DEFAULT_HOST, DEFAULT_PORT, ServerOptions, launch
-from .workspace import DEFAULT_MAX_AGE_S
+from .options import WebOptions
+from .server import ServerOptions, launch
 
 logger = logging.getLogger("webui")
 
@@ -39,19 +40,7 @@ class StartupError(Exception):
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="codec-workbench", description="Codec Workbench web UI")
     add_settings_arguments(parser)
-    parser.add_argument("--host", default=None, help=f"interface to bind [env CODEC_HOST, default {DEFAULT_HOST}]")
-    parser.add_argument("--port", type=int, default=None, help=f"TCP port [env CODEC_PORT, default {DEFAULT_PORT}]")
-    parser.add_argument("--enable-url-input", action="store_true", default=None,
-                        help="allow audio from public http(s) URLs [env CODEC_ENABLE_URL_INPUT=1]")
-    parser.add_argument("--url-max-mb", type=float, default=url_input.DEFAULT_MAX_MB,
-                        help="largest URL download, MiB")
-    parser.add_argument("--url-timeout", type=float, default=url_input.DEFAULT_TIMEOUT_S,
-                        help="time limit of a URL download, seconds")
-    parser.add_argument("--temp-dir", default=None, help="where per-request files go [env CODEC_TEMP_DIR]")
-    parser.add_argument("--keep-files-s", type=float, default=DEFAULT_MAX_AGE_S,
-                        help="request files older than this are deleted, seconds")
-    parser.add_argument("--log-level", default="INFO", type=str.upper,
-                        choices=["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"], help="how much to log")
+    options.add_arguments(parser, WebOptions)
     return parser
 
 
@@ -62,22 +51,16 @@ def auth_from_env(env) -> tuple[str, str] | None:
     return (user, password) if user else None
 
 
-def _flag(env, name: str) -> bool:
-    return env.get(name, "").strip().lower() in ("1", "true", "yes", "on")
-
-
 def options_from_args(args, env) -> tuple[UiOptions, ServerOptions]:
-    url_on = args.enable_url_input or _flag(env, "CODEC_ENABLE_URL_INPUT")
-    policy = url_input.UrlPolicy(int(args.url_max_mb * url_input.MIB), args.url_timeout) if url_on else None
-    temp_dir = args.temp_dir or env.get("CODEC_TEMP_DIR")
-    ui = UiOptions(temp_root=Path(temp_dir) if temp_dir else default_temp_root(),
-                   max_age_s=args.keep_files_s, url_policy=policy)
-    try:
-        port = args.port if args.port is not None else int(env.get("CODEC_PORT", DEFAULT_PORT))
-    except ValueError as e:
-        raise StartupError(f"CODEC_PORT must be a number, e.g. {DEFAULT_PORT}.") from e
-    server = ServerOptions(host=args.host or env.get("CODEC_HOST", DEFAULT_HOST), port=port,
-                           auth=auth_from_env(env), quiet=True)
+    """What the app and the server need, from flags and the environment."""
+    return split_options(options.build(WebOptions, args, env), env)
+
+
+def split_options(web: WebOptions, env) -> tuple[UiOptions, ServerOptions]:
+    policy = url_input.UrlPolicy(int(web.url_max_mb * url_input.MIB), web.url_timeout_s) if web.enable_url_input else None
+    ui = UiOptions(temp_root=Path(web.temp_dir) if web.temp_dir else default_temp_root(),
+                   max_age_s=web.keep_files_s, url_policy=policy)
+    server = ServerOptions(host=web.host, port=web.port, auth=auth_from_env(env), quiet=True)
     return ui, server
 
 
@@ -103,16 +86,18 @@ def _stop_on_signals() -> threading.Event:
 
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
-    logging.basicConfig(stream=sys.stderr, level=args.log_level.upper(), format=LOG_FORMAT)
+    logging.basicConfig(stream=sys.stderr, level=logging.INFO, format=LOG_FORMAT)
     stop = _stop_on_signals()
     os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
     started_at, t = time.time(), time.perf_counter()
     try:
         settings = settings_from_args(args)
-        ui, server = options_from_args(args, os.environ)
+        web = options.build(WebOptions, args, os.environ)
+        ui, server = split_options(web, os.environ)
     except (SettingsError, StartupError) as e:
         logger.error("cannot start: %s", e)
         return 2
+    logging.getLogger().setLevel(web.log_level)
     server = ServerOptions(server.host, server.port, server.auth, settings.max_file_bytes, server.quiet)
     t = _stage(f"settings: model={settings.model} device={settings.device} dtype={settings.dtype}", t)
 

@@ -79,7 +79,7 @@ def remote_file_path(value, depth: int = 0) -> str | None:
         path = value.get("path")
         if isinstance(path, str) and _REMOTE.match(path):
             return path
-        items = value.values()
+        items = list(value.values())
     elif isinstance(value, list):
         items = value
     else:
@@ -110,7 +110,8 @@ async def _respond(send, status: int, text: str, headers: dict[str, str] | None 
 
 async def _read_body(receive, limit: int) -> bytes | None:
     """The whole request body, or None when it is larger than ``limit``."""
-    chunks, size = [], 0
+    chunks: list[bytes] = []
+    size = 0
     while True:
         message = await receive()
         if message["type"] == "http.disconnect":

@@ -7,15 +7,20 @@ import logging
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import gradio as gr
 
 from core.audio import AudioLimits
+from core.doctor import run_doctor
 from core.errors import CodecError
 
+from . import doctor_panel, i18n, jobs, storage, url_input
 from . import formatting as fmt
-from . import i18n, jobs, storage, url_input
 from .workspace import Workspace
+
+if TYPE_CHECKING:
+    from core.engine import Engine
 
 logger = logging.getLogger(__name__)
 
@@ -75,18 +80,31 @@ def _need_file(value, what: str, lang: str) -> Path:
     return path
 
 
+class RoundTripView(NamedTuple):
+    """The round trip's outputs, named once: the handler returns one, app.py wires the page's
+    components in this order by building one of components, the tests read it by name."""
+
+    original: Any  # player: the codec's input as 24 kHz mono (a WAV path)
+    reconstruction: Any  # player: the decoder's output (a WAV path)
+    timing: Any  # Markdown: model time and ours
+    facts: Any  # Markdown: what was done to the input
+    tokens: Any  # Markdown: frames, rates, compression
+    spectrogram: Any  # image: original / reconstruction / difference (a PNG path)
+    downloads: Any  # files: the token file and the reconstruction
+    details: Any  # JSON: input facts, token summary, timing
+
+
 @dataclass
 class Handlers:
     """One per app; holds the engine and where request files go. No other state."""
 
-    engine: object  # core.engine.Engine
+    engine: Engine  # the one model owner
     workspace: Workspace
     url_policy: url_input.UrlPolicy | None = None  # None: URL input is off
 
     @property
     def limits(self) -> AudioLimits:
-        s = self.engine.settings
-        return AudioLimits(max_duration_s=s.max_duration_s, max_file_bytes=s.max_file_bytes)
+        return self.engine.settings.audio_limits()
 
     # ---- status -----------------------------------------------------------------------
     def status(self, request: gr.Request | None = None):
@@ -113,10 +131,11 @@ class Handlers:
                                  i18n.progress_in(lang, progress))
         logger.info("round trip of %s: model %.2f s, ours %.3f s", source.name, out.timing["model_s"], out.timing["ui_s"])
         details = {"input": out.facts, "tokens": out.summary, "timing": out.timing}
-        return (
-            str(out.original_wav), str(out.reconstruction_wav), fmt.timing_markdown(out.timing, lang),
-            fmt.facts_markdown(out.facts, lang), fmt.tokens_markdown(out.summary, lang), str(out.spectrogram_png),
-            [str(out.token_file), str(out.reconstruction_wav)], details,
+        return RoundTripView(
+            original=str(out.original_wav), reconstruction=str(out.reconstruction_wav),
+            timing=fmt.timing_markdown(out.timing, lang), facts=fmt.facts_markdown(out.facts, lang),
+            tokens=fmt.tokens_markdown(out.summary, lang), spectrogram=str(out.spectrogram_png),
+            downloads=[str(out.token_file), str(out.reconstruction_wav)], details=details,
         )
 
     def metrics(self, original_path, reconstruction_path, request: gr.Request | None = None,
@@ -169,6 +188,13 @@ class Handlers:
         with user_errors("action.clear_vram", lang):
             result = self.engine.clear_vram()
         return fmt.vram_markdown(result, lang), result
+
+    def doctor(self, request: gr.Request | None = None):
+        """Every doctor check (``python -m core doctor``) as a panel, plus its JSON report."""
+        lang = i18n.language_of(request)
+        with user_errors("action.doctor", lang):
+            report = run_doctor(self.engine, doctor_panel.options_for(request, self.workspace.root)).to_dict()
+        return doctor_panel.panel_html(report, lang), report
 
     def stats(self, request: gr.Request | None = None):
         lang = i18n.language_of(request)

@@ -14,9 +14,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable
 
-from core import analysis, tokens
+from core import analysis, token_usage, tokens
 from core.audio import AudioLimits, load_audio, write_wav
 from core.codec import SAMPLES_PER_FRAME
+from core.engine import ROUNDTRIP_ENCODE_SHARE
 
 Progress = Callable[..., None]  # progress(fraction, key, **fields): a catalogue key (webui.i18n.progress_in)
 _SAFE = re.compile(r"[^A-Za-z0-9_-]+")
@@ -47,7 +48,7 @@ class MetricsOutput:
 @dataclass(frozen=True)
 class EncodeOutput:
     token_file: Path
-    heatmap_png: Path
+    heatmap_png: Path  # token usage figure (entropy per codebook, histogram of codebook 1)
     facts: dict
     summary: dict
     timing: dict
@@ -75,7 +76,8 @@ def _timing(start: float, encoded=None, decoded=None) -> dict:
     decode_s = decoded.seconds if decoded else 0.0
     peaks = [r.peak_mib for r in (encoded, decoded) if r is not None and r.peak_mib is not None]
     return {"encode_s": encode_s, "decode_s": decode_s, "model_s": encode_s + decode_s, "total_s": total,
-            "ui_s": total - encode_s - decode_s, "peak_gpu_mib": max(peaks) if peaks else None}
+            "ui_s": total - encode_s - decode_s, "peak_gpu_mib": max(peaks) if peaks else None,
+            "warnings": list(decoded.warnings) if decoded else []}  # e.g. bf16 chunks redone in fp32
 
 
 def _preflight(engine, operation: str, samples: int, progress: Progress, at: float) -> str:
@@ -106,14 +108,31 @@ def _token_file(engine, codes, original_samples: int) -> tokens.TokenFile:
     return tokens.make_token_file(codes, original_samples, engine.info()["model"])
 
 
+def _trip_steps(progress: Progress, low: float, high: float) -> Callable[[float], None]:
+    """Map ``Engine.roundtrip``'s progress (0..1 over encode then decode) onto [low, high], saying
+    which half runs."""
+    share = ROUNDTRIP_ENCODE_SHARE
+
+    def step(fraction: float) -> None:
+        at = low + (high - low) * fraction
+        if fraction <= share:
+            progress(at, "job.encoding_part", percent=f"{fraction / share:.0%}")
+        else:
+            progress(at, "job.decoding_part", percent=f"{(fraction - share) / (1 - share):.0%}")
+
+    return step
+
+
 def roundtrip(engine, source: Path, folder: Path, limits: AudioLimits, progress: Progress = _quiet) -> RoundTripOutput:
-    """Read, encode, decode; write both WAVs, the token file and the spectrogram comparison.
+    """Read, then ``Engine.roundtrip``; write both WAVs, the token file and the spectrogram comparison.
     The metrics are the follow-up :func:`measure` (PESQ alone would take half the budget)."""
     start = time.perf_counter()
-    audio, estimate, encoded = _read_and_encode(engine, "roundtrip", source, limits, progress, 0.2, 0.6)
-    progress(0.6, "job.decoding")
-    decoded = engine.decode(encoded.codes, original_samples=encoded.original_samples,
-                            progress=_span(progress, 0.6, 0.9, "job.decoding_part"))
+    progress(0.05, "job.reading")
+    audio = load_audio(source, limits)
+    estimate = _preflight(engine, "roundtrip", audio.samples.size, progress, 0.15)
+    progress(0.2, "job.encoding")
+    trip = engine.roundtrip(audio, progress=_trip_steps(progress, 0.2, 0.9))
+    encoded, decoded = trip.encoded, trip.decoded
     progress(0.9, "job.writing")
     stem = stem_of(source)
     token_file = _token_file(engine, encoded.codes, encoded.original_samples)
@@ -145,7 +164,7 @@ def encode(engine, source: Path, folder: Path, limits: AudioLimits, progress: Pr
     stem = stem_of(source)
     token_file = _token_file(engine, encoded.codes, encoded.original_samples)
     path = tokens.save_tokens(token_file, folder / f"{stem}_tokens.npz")
-    heatmap = analysis.figure_to_png(analysis.code_heatmap_figure(encoded.codes), folder / f"{stem}_codes.png")
+    heatmap = analysis.figure_to_png(token_usage.usage_figure(encoded.codes), folder / f"{stem}_usage.png")
     return EncodeOutput(path, heatmap, audio.facts.to_dict(), token_file.summary(audio.facts.pcm_bps),
                         _timing(start, encoded) | {"estimate": estimate})
 

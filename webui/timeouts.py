@@ -15,6 +15,7 @@ Responses are not limited: a long job's event stream stays open as long as it ne
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 
@@ -35,8 +36,8 @@ class TimedH11Protocol(H11Protocol):
 
     def connection_made(self, transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
-        self._header_timer = None
-        self._body_timer = None
+        self._header_timer: asyncio.TimerHandle | None = None
+        self._body_timer: asyncio.TimerHandle | None = None
         self._last_data = time.monotonic()
         self._arm_header_timer()
 

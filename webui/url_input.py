@@ -188,6 +188,10 @@ class _Pinned:
     reached), and shuts the socket when the whole download's deadline passes: the socket
     timeout alone bounds each read, not a server that trickles a byte at a time."""
 
+    host: str  # these three come from the http.client connection class it is mixed into
+    port: int
+    timeout: float | None
+
     def _pin(self, addresses: tuple[str, ...], deadline: float) -> None:
         self._addresses = addresses
         self._deadline = deadline
@@ -200,7 +204,7 @@ class _Pinned:
             if left <= 0:
                 break
             try:
-                sock = socket.create_connection((address, self.port), min(self.timeout, left))
+                sock = socket.create_connection((address, self.port), min(self.timeout or left, left))
             except OSError as e:
                 logger.info("cannot reach %s at %s (%s); trying the next address", self.host, address, e)
                 error = e

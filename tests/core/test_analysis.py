@@ -138,14 +138,40 @@ def test_log_mel_time_axis_and_frequency(speech):
     onset = int(np.argmax(loudness > loudness.max() - 20))
     assert abs(onset - 1.0 * SR / 256) <= 2  # frame i is at i * 256 / 24000 s
     band = int(np.argmax(mel[:, -50]))
-    centres = analysis._mel_to_hz(np.linspace(0, analysis._hz_to_mel(SR / 2), 82))[1:-1]
+    centres = htk_mel_centres_hz(SR, 80)
     assert abs(centres[band] - 1000) < centres[band + 1] - centres[band - 1]
 
 
-def test_mel_filterbank_matches_torchaudio():
-    functional = pytest.importorskip("torchaudio.functional")
-    theirs = functional.melscale_fbanks(513, 0.0, SR / 2, 80, SR).numpy().T
-    np.testing.assert_allclose(analysis._mel_filterbank(SR, 1024, 80), theirs, atol=1e-5)
+def htk_mel_centres_hz(sample_rate: int, n_mels: int) -> np.ndarray:
+    """Band centres of HTK mel filters from 0 Hz to Nyquist, from the formula."""
+    top = 2595.0 * np.log10(1.0 + sample_rate / 2 / 700.0)
+    return 700.0 * (10.0 ** (np.linspace(0, top, n_mels + 2) / 2595.0) - 1.0)[1:-1]
+
+
+def htk_triangles(sample_rate: int, n_fft: int, n_mels: int) -> np.ndarray:
+    """Unnormalised triangular HTK-mel filters written out (what the first release computed by hand)."""
+    bin_hz = np.linspace(0, sample_rate / 2, n_fft // 2 + 1)
+    edges = np.concatenate([[0.0], htk_mel_centres_hz(sample_rate, n_mels), [sample_rate / 2]])
+    lower, centre, upper = edges[:-2, None], edges[1:-1, None], edges[2:, None]
+    return np.clip(np.minimum((bin_hz - lower) / (centre - lower), (upper - bin_hz) / (upper - centre)), 0, None)
+
+
+@pytest.mark.parametrize("sample_rate, n_fft, n_mels", [(SR, 1024, 80), (16_000, 512, 40)])
+def test_mel_filterbank_is_the_htk_triangles(sample_rate, n_fft, n_mels):
+    # torchaudio's melscale_fbanks replaced the hand-written filters: same numbers, pinned here
+    ours = analysis._mel_filterbank(sample_rate, n_fft, n_mels)
+    assert ours.shape == (n_mels, n_fft // 2 + 1)
+    np.testing.assert_allclose(ours, htk_triangles(sample_rate, n_fft, n_mels), atol=1e-5)
+    assert ours.max() <= 1.0 and (ours.sum(axis=0)[1:-1] > 0).all()  # unnormalised; every inner bin is covered
+
+
+def test_khz_ticks_sit_where_the_formula_puts_them():
+    ticks, labels = analysis._khz_ticks(SR, 80)
+    assert labels == ["0.5", "1", "2", "4", "8"]
+    centres = htk_mel_centres_hz(SR, 80)
+    for tick, label in zip(ticks, labels):
+        exact = np.interp(float(label) * 1000, centres, np.arange(80) + 0.5)  # between centres, linear in Hz
+        assert tick == pytest.approx(exact, abs=0.01)
 
 
 def test_log_mel_level(speech):
@@ -206,16 +232,3 @@ def test_single_spectrogram_figure(speech):
     (ax,) = image_axes(fig)
     assert ax.get_title() == "Input"
     assert ax.get_xlim() == pytest.approx((0.0, 1.2))
-
-
-def test_code_heatmap_figure(tmp_path):
-    codes = np.random.default_rng(0).integers(0, 2048, size=(50, 16))
-    fig = analysis.code_heatmap_figure(codes)
-    (ax,) = image_axes(fig)
-    image = ax.images[0]
-    assert image.get_clim() == (0, 2047)
-    assert image.get_array().shape == (16, 50)
-    assert ax.get_xlim() == pytest.approx((0.0, 4.0))  # 50 frames at 12.5 frames/s
-    assert ax.get_ylim() == pytest.approx((0.5, 16.5))
-    assert list(ax.get_yticks()) == list(range(1, 17))
-    assert analysis.figure_to_png(fig, tmp_path / "codes.png").stat().st_size > 1000

@@ -44,19 +44,22 @@ def test_encode_is_deterministic(tiny_engine, speech):
 
 
 def test_batch_gives_the_same_codes_as_one_by_one(tiny_engine, speech):
-    """Padding a clip inside a batch can change only its last, partial frame (the model pads
-    a lone clip's tail with zeros inside every conv, a batched one with computed features)."""
+    """Every frame, the last partial one included (core.batching pads each clip at every strided
+    conv as a lone clip's conv does); lengths with odd 25 Hz steps exercise the downsample. One
+    near-tie frame may flip where batched and lone fp32 rounding differ (AMX CPUs)."""
     from core.audio import audio_from_array
 
-    clips = [audio_from_array(speech(s, seed=i), 24_000) for i, s in enumerate((1.0, 2.5, 0.5))]
+    clips = [audio_from_array(speech(s, seed=i), 24_000) for i, s in enumerate((1.0, 2.5, 0.5, 0.33, 1.9999))]
     batch = tiny_engine.encode_batch(clips)
+    differing = 0
     for clip, result in zip(clips, batch):
         single = tiny_engine.encode(clip).codes
         assert result.codes.shape == single.shape
-        np.testing.assert_array_equal(result.codes[:-1], single[:-1])
+        differing += int((result.codes != single).any(axis=1).sum())
+    assert differing <= 1
     decoded = tiny_engine.decode_batch([r.codes for r in batch])
     for result, dec in zip(batch, decoded):
-        np.testing.assert_allclose(dec.samples, tiny_engine.decode(result.codes).samples, atol=1e-5)
+        np.testing.assert_allclose(dec.samples, tiny_engine.decode(result.codes).samples, atol=1e-4)
 
 
 @pytest.mark.parametrize(
@@ -193,6 +196,21 @@ def test_decode_and_the_token_reader_share_one_rule_for_lengths(tiny_engine):
     # 1920.0 used to pass the engine but not the token file reader
     with pytest.raises(TokenFileError, match="must be an integer"):
         tiny_engine.decode(np.zeros((1, 16), np.int64), original_samples=1920.0)
+
+
+def test_roundtrip_reports_progress_over_encode_then_decode(tiny_checkpoint, speech):
+    from core.audio import audio_from_array
+    from core.engine import ROUNDTRIP_ENCODE_SHARE
+
+    engine = Engine(Settings(model=str(tiny_checkpoint), encode_chunk_s=2.0, decode_chunk_frames=25))
+    assert engine.load()
+    seen: list[float] = []
+    result = engine.roundtrip(audio_from_array(speech(5.0), 24_000), progress=seen.append)
+    assert seen == sorted(seen) and seen[-1] == 1.0
+    encode_steps = [f for f in seen if f <= ROUNDTRIP_ENCODE_SHARE]
+    assert len(encode_steps) == 3 and encode_steps[-1] == ROUNDTRIP_ENCODE_SHARE  # 5 s in 2 s windows
+    assert len(seen) - len(encode_steps) == 3  # 63 frames in 25-frame chunks
+    assert result.decoded.samples.size == 5 * 24_000
 
 
 def test_codes_longer_than_the_duration_limit_are_refused_before_any_model_work(tiny_checkpoint):

@@ -38,6 +38,19 @@ def test_bfloat16_on_cpu_is_refused_with_advice():
         parse(["--device", "cpu", "--dtype", "bfloat16"], {})
 
 
+def test_a_bf16_decode_runs_on_cpu_while_the_model_stays_fp32():
+    s = parse(["--device", "cpu", "--decode-dtype", "bfloat16"], {"CODEC_COMPILE_DECODER": "yes"})
+    assert (s.dtype, s.decode_dtype, s.compile_decoder) == ("float32", "bfloat16", True)
+    assert parse([], {}).decode_dtype is None and parse([], {}).compile_decoder is False
+    assert parse(["--no-compile-decoder"], {"CODEC_COMPILE_DECODER": "1"}).compile_decoder is False
+    with pytest.raises(SettingsError, match="CODEC_DECODE_DTYPE"):
+        parse([], {"CODEC_DECODE_DTYPE": "float16"})
+    with pytest.raises(SettingsError, match="decode dtype 'float16'"):
+        Settings(decode_dtype="float16")
+    with pytest.raises(SettingsError, match="CODEC_COMPILE_DECODER"):
+        parse([], {"CODEC_COMPILE_DECODER": "maybe"})
+
+
 def test_bad_number_in_environment_names_the_variable():
     with pytest.raises(SettingsError, match="CODEC_MAX_DURATION_S"):
         parse([], {"CODEC_MAX_DURATION_S": "ten"})
@@ -54,9 +67,65 @@ def test_settings_are_frozen():
 def test_non_finite_numbers_are_refused(field, value):
     # nan used to pass (nan <= 0 is False) and turned limits off or crashed later in int(nan)
     with pytest.raises(SettingsError, match=field):
-        Settings(**{field: value}).validate()
+        Settings(**{field: value})
 
 
 def test_non_finite_number_in_environment_is_refused():
     with pytest.raises(SettingsError, match="max_file_mb"):
         parse([], {"CODEC_MAX_FILE_MB": "nan"})
+
+
+# a valid value other than the default, per field type (str fields: their own)
+_OTHER = {"model": "/some/model", "device": "cuda:1", "dtype": "bfloat16", "data_dir": "/some/data"}
+
+
+def _other(spec, default):
+    if spec.name in _OTHER:
+        return _OTHER[spec.name]
+    if spec.kind == "bool":
+        return not default
+    return default // 2 if spec.kind == "int" else default / 2
+
+
+def test_every_field_has_a_flag_and_a_variable_that_set_it():
+    from core.options import specs
+
+    defaults = Settings()
+    for spec in specs(Settings):
+        value = _other(spec, getattr(defaults, spec.name))
+        text = str(value).lower() if isinstance(value, bool) else str(value)
+        flag = ([spec.flag] if value is True else [f"--no-{spec.flag[2:]}"]) if isinstance(value, bool) \
+            else [spec.flag, text]
+        extra = ["--device", "cuda:0"] if spec.name == "dtype" else []  # bf16 needs a GPU device
+        assert getattr(parse(flag + extra, {}), spec.name) == value, spec.flag
+        env = {spec.env: text, **({"CODEC_DEVICE": "cuda:0"} if extra else {})}
+        assert getattr(parse([], env), spec.name) == value, spec.env
+    assert len(specs(Settings)) == len(Settings.__dataclass_fields__) >= 15
+
+
+@pytest.mark.parametrize("changes, message", [
+    (dict(cleanup_threshold=1.5), "cleanup_threshold"),
+    (dict(max_batch_memory_fraction=0.0), "max_batch_memory_fraction"),
+    (dict(decode_chunk_frames=0), "decode_chunk_frames"),
+    (dict(min_chunk_s=-1.0), "min_chunk_s"),
+])
+def test_values_are_checked_whichever_way_the_settings_are_made(changes, message):
+    with pytest.raises(SettingsError, match=message):
+        Settings(**changes)  # no validate() to forget: __post_init__ checks
+
+
+def test_a_bad_boolean_in_the_environment_names_the_variable():
+    with pytest.raises(SettingsError, match="CODEC_STRICT_FP32_ENCODE"):
+        parse([], {"CODEC_STRICT_FP32_ENCODE": "maybe"})
+
+
+def test_audio_limits_come_from_the_settings():
+    limits = Settings(max_duration_s=60.0, max_file_mb=2.0).audio_limits()
+    assert (limits.max_duration_s, limits.max_file_bytes) == (60.0, 2 << 20)
+
+
+def test_data_dir_defaults_outside_the_repo_and_follows_env_then_flag(tmp_path):
+    assert parse([], {"HOME": "/home/u"}).data_dir == "/home/u/.local/share/codec-workbench"
+    assert parse([], {"XDG_DATA_HOME": "/xdg"}).data_dir == "/xdg/codec-workbench"
+    assert parse([], {"CODEC_DATA_DIR": str(tmp_path)}).data_dir == str(tmp_path)
+    assert parse(["--data-dir", "/flag"], {"CODEC_DATA_DIR": str(tmp_path)}).data_dir == "/flag"

@@ -144,6 +144,19 @@ def test_model_events_share_one_group_and_stats_stay_outside(engine, tmp_path):
     assert "fetch_url" not in events  # URL input is off by default
 
 
+def test_roundtrip_outputs_are_wired_in_the_order_the_handler_names_them(engine, tmp_path):
+    from webui.handlers import RoundTripView
+
+    demo = build_app(engine, UiOptions(temp_root=tmp_path))
+    event = next(fn for fn in demo.fns.values() if fn.api_name == "roundtrip")
+    ids = [getattr(block, "elem_id", None) for block in event.outputs]
+    expected = {"original": "roundtrip-original", "reconstruction": "roundtrip-reconstruction",
+                "timing": "roundtrip-timing", "facts": "roundtrip-facts", "tokens": "roundtrip-tokens",
+                "spectrogram": "roundtrip-spectrogram", "downloads": "roundtrip-downloads"}
+    assert ids[:-1] == [expected[name] for name in RoundTripView._fields[:-1]]
+    assert len(ids) == len(RoundTripView._fields)  # the last, "details", is the raw JSON
+
+
 def test_url_row_only_when_enabled(engine, tmp_path):
     from webui.url_input import UrlPolicy
 
@@ -156,6 +169,26 @@ def test_timing_line_shows_peak_gpu_memory_only_when_there_is_one():
     timing = {"encode_s": 1.0, "decode_s": 2.0, "model_s": 3.0, "total_s": 3.2, "ui_s": 0.2, "peak_gpu_mib": None}
     assert "GPU" not in fmt.timing_markdown(timing) and "**3.00 s**" in fmt.timing_markdown(timing)
     assert "peak GPU memory 2345 MiB" in fmt.timing_markdown({**timing, "peak_gpu_mib": 2345.4})
+
+
+def test_timing_line_shows_the_engines_decode_warnings():
+    timing = {"encode_s": 1.0, "decode_s": 2.0, "model_s": 3.0, "total_s": 3.2, "ui_s": 0.2, "peak_gpu_mib": None}
+    assert "⚠️" not in fmt.timing_markdown({**timing, "warnings": []})
+    text = fmt.timing_markdown({**timing, "warnings": ["2 of 3 decode chunk(s) came out broken <in bf16>"]})
+    assert "⚠️ 2 of 3 decode chunk(s) came out broken &lt;in bf16&gt;" in text
+
+
+def test_decode_warnings_reach_the_timing_the_page_formats():
+    import time
+
+    import numpy as np
+
+    from core.engine import DecodeResult
+    from webui import jobs
+
+    decoded = DecodeResult(np.zeros(10, np.float32), 24_000, 0.5, None, ("redone in float32",))
+    assert jobs._timing(time.perf_counter(), decoded=decoded)["warnings"] == ["redone in float32"]
+    assert jobs._timing(time.perf_counter())["warnings"] == []
 
 
 def test_commands_in_the_load_error_are_shown_as_code():
@@ -181,3 +214,25 @@ def test_a_bad_log_level_is_a_usage_error_not_a_traceback(capsys):
         build_parser().parse_args(["--log-level", "loud"])
     assert exit_.value.code == 2 and "--log-level" in capsys.readouterr().err
     assert build_parser().parse_args(["--log-level", "debug"]).log_level == "DEBUG"
+
+
+def test_every_web_option_has_a_flag_and_a_variable():
+    from core.options import specs
+    from webui.options import WebOptions
+
+    for spec in specs(WebOptions):
+        assert spec.env.startswith("CODEC_") and spec.flag.startswith("--")
+    ui, server = options_from_args(_args([]), {"CODEC_URL_MAX_MB": "3", "CODEC_ENABLE_URL_INPUT": "yes",
+                                               "CODEC_URL_TIMEOUT_S": "4", "CODEC_KEEP_FILES_S": "60"})
+    assert ui.url_policy.max_bytes == 3 << 20 and ui.url_policy.timeout_s == 4.0 and ui.max_age_s == 60.0
+
+
+def test_bad_web_options_are_refused_with_the_variable_named():
+    from core.errors import SettingsError
+
+    with pytest.raises(SettingsError, match="CODEC_PORT"):
+        options_from_args(_args([]), {"CODEC_PORT": "eighty"})
+    with pytest.raises(SettingsError, match="port"):
+        options_from_args(_args(["--port", "70000"]), {})
+    with pytest.raises(SettingsError, match="CODEC_LOG_LEVEL"):
+        options_from_args(_args([]), {"CODEC_LOG_LEVEL": "loud"})
