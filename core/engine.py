@@ -25,9 +25,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from . import decoding, encoding, fast_decode, memory, planner, readiness
+from . import batching, decoding, encoding, fast_decode, ladder, memory, planner, readiness
 from .checkpoints import is_random_checkpoint
-from .codec import MIB, SAMPLE_RATE, SAMPLES_PER_FRAME, Progress, ceil_div, check_codes
+from .codec import MIB, NUM_CODEBOOKS, SAMPLE_RATE, SAMPLES_PER_FRAME, Progress, ceil_div, check_codes, check_duration
 from .errors import AudioInputError, CodecError, EngineNotReady, OutOfMemory
 from .planner import ChunkPlan, MemoryEstimate
 from .settings import Settings
@@ -202,12 +202,17 @@ class Engine:
         return EncodeResult(codes, int(samples.size), seconds, peak)
 
     def decode(self, codes, original_samples: int | None = None,
-               progress: Progress | None = None) -> DecodeResult:
+               progress: Progress | None = None, codebooks: int = NUM_CODEBOOKS) -> DecodeResult:
         """Decode codes (frames, 16); trim to ``original_samples`` when given. ``progress(fraction)``
-        is called after each decoded chunk."""
+        is called after each decoded chunk. ``codebooks`` < 16 decodes with the first k only (core.ladder)."""
         codes = check_codes(codes, original_samples)
-        (wav, warnings), seconds, peak = self._job("decode", [codes.shape[0] * SAMPLES_PER_FRAME],
-                                                   lambda plan: self._decode_tensor(codes, plan, progress))
+        check_duration([codes.shape[0]], self.settings.max_duration_s)  # before any model work
+
+        def work(plan):
+            with ladder.codebook_depth(self.model, codebooks):  # inside the job: under the lock
+                return self._decode_tensor(codes, plan, progress)
+
+        (wav, warnings), seconds, peak = self._job("decode", [codes.shape[0] * SAMPLES_PER_FRAME], work)
         if original_samples is not None:
             wav = wav[:original_samples]
         return DecodeResult(wav, SAMPLE_RATE, seconds, peak, warnings)
@@ -238,6 +243,7 @@ class Engine:
         checked = [check_codes(c) for c in codes_list]
         if not checked:
             return []
+        check_duration([c.shape[0] for c in checked], self.settings.max_duration_s)
         (wavs, warnings), seconds, peak = self._job("decode", [c.shape[0] * SAMPLES_PER_FRAME for c in checked],
                                                     lambda plan: self._decode_batch_tensors(checked, plan))
         share = seconds / max(len(checked), 1)
@@ -258,9 +264,11 @@ class Engine:
                 out[i] = self._encode_tensor(a, plan)
             else:
                 short.append(i)
-        for group in planner.groups(short, [arrays[i].size for i in short], plan.batch_samples):
+        context = self._dims.conv_context_samples if self._dims else 0
+        sizes = [arrays[i].size for i in short]
+        for group, window in planner.batch_groups(short, sizes, plan.batch_samples, context, plan.batch_windows):
             tensors = [torch.from_numpy(arrays[i]) for i in group]
-            for i, codes in zip(group, encoding.encode_batch(self.model, tensors)):
+            for i, codes in zip(group, batching.encode_batch(self.model, tensors, window)):
                 out[i] = codes.cpu().numpy()
         return typing.cast("list[np.ndarray]", out)  # every index was filled above
 

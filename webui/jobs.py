@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable
 
-from core import analysis, tokens
+from core import analysis, token_usage, tokens
 from core.audio import AudioLimits, load_audio, write_wav
 from core.codec import SAMPLES_PER_FRAME
 from core.engine import ROUNDTRIP_ENCODE_SHARE
@@ -48,7 +48,7 @@ class MetricsOutput:
 @dataclass(frozen=True)
 class EncodeOutput:
     token_file: Path
-    heatmap_png: Path
+    heatmap_png: Path  # token usage figure (entropy per codebook, histogram of codebook 1)
     facts: dict
     summary: dict
     timing: dict
@@ -164,7 +164,7 @@ def encode(engine, source: Path, folder: Path, limits: AudioLimits, progress: Pr
     stem = stem_of(source)
     token_file = _token_file(engine, encoded.codes, encoded.original_samples)
     path = tokens.save_tokens(token_file, folder / f"{stem}_tokens.npz")
-    heatmap = analysis.figure_to_png(analysis.code_heatmap_figure(encoded.codes), folder / f"{stem}_codes.png")
+    heatmap = analysis.figure_to_png(token_usage.usage_figure(encoded.codes), folder / f"{stem}_usage.png")
     return EncodeOutput(path, heatmap, audio.facts.to_dict(), token_file.summary(audio.facts.pcm_bps),
                         _timing(start, encoded) | {"estimate": estimate})
 

@@ -76,7 +76,8 @@ def test_non_finite_number_in_environment_is_refused():
 
 
 # a valid value other than the default, per field type (str fields: their own)
-_OTHER = {"model": "/some/model", "device": "cuda:1", "dtype": "bfloat16", "decode_dtype": "bfloat16"}
+_OTHER = {"model": "/some/model", "device": "cuda:1", "dtype": "bfloat16", "data_dir": "/some/data",
+          "decode_dtype": "bfloat16"}
 
 
 def _other(spec, default):
@@ -122,3 +123,10 @@ def test_a_bad_boolean_in_the_environment_names_the_variable():
 def test_audio_limits_come_from_the_settings():
     limits = Settings(max_duration_s=60.0, max_file_mb=2.0).audio_limits()
     assert (limits.max_duration_s, limits.max_file_bytes) == (60.0, 2 << 20)
+
+
+def test_data_dir_defaults_outside_the_repo_and_follows_env_then_flag(tmp_path):
+    assert parse([], {"HOME": "/home/u"}).data_dir == "/home/u/.local/share/codec-workbench"
+    assert parse([], {"XDG_DATA_HOME": "/xdg"}).data_dir == "/xdg/codec-workbench"
+    assert parse([], {"CODEC_DATA_DIR": str(tmp_path)}).data_dir == str(tmp_path)
+    assert parse(["--data-dir", "/flag"], {"CODEC_DATA_DIR": str(tmp_path)}).data_dir == "/flag"
