@@ -76,7 +76,8 @@ def test_non_finite_number_in_environment_is_refused():
 
 
 # a valid value other than the default, per field type (str fields: their own)
-_OTHER = {"model": "/some/model", "device": "cuda:1", "dtype": "bfloat16", "data_dir": "/some/data"}
+_OTHER = {"model": "/some/model", "device": "cuda:1", "dtype": "bfloat16", "data_dir": "/some/data",
+          "decode_dtype": "bfloat16"}
 
 
 def _other(spec, default):
