@@ -5,7 +5,8 @@ codec's facts and rules), ``settings``, ``engine`` (the model owner: lifecycle, 
 ``planner`` (chunk plans and memory estimates), ``encoding`` / ``decoding`` (the encode and decode
 paths on long audio), ``kv_cache`` and ``kernels`` (what they run on), ``audio`` (reading any audio
 file; ``audio_readers``, ``audio_blocks``), ``tokens`` (the token file format), ``readiness``,
-``memory``, ``weights``, ``checkpoints``, ``analysis``, ``versions``, ``cli``.
+``memory``, ``weights``, ``checkpoints``, ``analysis``, ``versions``, ``cli``; for the listening lab
+``ladder`` (decode with the first k codebooks), ``timeline``, ``token_usage``, ``loudness``.
 Importing this package does no work; the UI lives in ``webui`` and is never imported here.
 """
 

@@ -26,7 +26,7 @@ import soxr
 import torch
 from matplotlib.figure import Figure
 
-from .codec import CODEBOOK_SIZE, FRAME_RATE, SAMPLE_RATE, ceil_div
+from .codec import SAMPLE_RATE, ceil_div
 
 logger = logging.getLogger(__name__)
 
@@ -48,6 +48,8 @@ FIG_WIDTH_IN = 10.0  # inches; at FIG_DPI gives a 1000-pixel-wide PNG
 FIG_DPI = 100  # dots per inch of saved figures
 PNG_COMPRESS_LEVEL = 1  # zlib level: 1 halves the save time of level 6 for ~30% more bytes
 MAX_IMAGE_COLUMNS = 1200  # spectrogram columns drawn; longer clips are max-pooled down to this
+
+MEL_DISTANCE_NOTE = f"over {TOP_DB:.0f} dB below the loudest part of the original"  # the log-mel distance's scope
 
 
 @dataclass(frozen=True)
@@ -133,6 +135,18 @@ def compare(reference, degraded, sample_rate: int = SAMPLE_RATE,
     ]
 
 
+def quick_compare(reference, degraded, mels: tuple[np.ndarray, np.ndarray] | None = None) -> list[Metric]:
+    """The fast metrics only (SI-SDR, log-mel distance; no PESQ or STOI), for many versions of one
+    clip. ``mels``: both log-mel spectrograms when the caller has them already."""
+    ref, deg = _mono(reference), _mono(degraded)
+    n = min(ref.size, deg.size)
+    a, b = mels if mels is not None else (log_mel(ref[:n]), log_mel(deg[:n]))
+    frames = min(a.shape[1], b.shape[1])
+    distance = _metric("Log-mel distance", mel_difference_db(a[:, :frames], b[:, :frames]).mean(),
+                       MEL_DISTANCE_NOTE)
+    return [_guarded(_si_sdr_metric, "SI-SDR", ref[:n], deg[:n]), distance]
+
+
 _MEANINGS = {  # name -> (meaning, better, unit)
     "PESQ-WB": ("perceived quality, wideband (ITU-T P.862.2): 1.0 bad .. 4.64 transparent", "higher", ""),
     "PESQ-NB": ("perceived quality, telephone band (ITU-T P.862): 1.0 bad .. 4.5 transparent", "higher", ""),
@@ -195,9 +209,15 @@ def _si_sdr_metric(name, ref, deg) -> Metric:
 
 def _mel_distance_metric(name, ref, deg, sample_rate) -> Metric:
     a, b = log_mel(ref, sample_rate), log_mel(deg, sample_rate)
-    floor = a.max() - TOP_DB  # differences far below the loudest sound do not count
-    return _metric(name, np.abs(np.maximum(a, floor) - np.maximum(b, floor)).mean(),
-                   f"over {TOP_DB:.0f} dB below the loudest part of the original")
+    return _metric(name, mel_difference_db(a, b).mean(),
+                   MEL_DISTANCE_NOTE)
+
+
+def mel_difference_db(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """|a - b| per cell of two log-mel spectrograms (dB), both floored TOP_DB below a's loudest
+    cell: differences far below the loudest sound do not count. Its mean is the log-mel distance."""
+    floor = a.max() - TOP_DB
+    return np.abs(np.maximum(a, floor) - np.maximum(b, floor))
 
 
 def _scope_note(window: int, n: int, sample_rate: int) -> str:
@@ -314,24 +334,20 @@ def _khz_ticks(sample_rate: int, n_mels: int) -> tuple[list[float], list[str]]:
     return ticks, labels
 
 
-def code_heatmap_figure(codes) -> Figure:
-    """Codes as a codebook x time heatmap (codebook 1 at the bottom)."""
-    if hasattr(codes, "detach"):
-        codes = codes.detach().cpu().numpy()
-    codes = np.asarray(codes)
-    if codes.ndim != 2 or codes.shape[0] == 0:
-        raise ValueError(f"expected codes of shape (frames, codebooks), got {codes.shape}")
-    frames, books = codes.shape
-    fig, (ax,), (cax,) = _panels(1, panel_height_in=2.4)
-    im = ax.imshow(codes.T, origin="lower", aspect="auto", cmap="viridis", vmin=0,
-                   vmax=CODEBOOK_SIZE - 1, interpolation="nearest", rasterized=True,
-                   extent=(0.0, frames / FRAME_RATE, 0.5, books + 0.5))
-    ax.set_yticks(range(1, books + 1))
-    ax.set_xlabel("time (s)")
-    ax.set_ylabel("codebook")
-    ax.set_title(f"Codes: {frames} frames x {books} codebooks")
-    fig.colorbar(im, cax=cax, label="code")
-    return fig
+def mel_png(mel: np.ndarray, path, vmin: float, vmax: float, width: int = 1000) -> Path:
+    """A log-mel spectrogram as a bare PNG image (no axes), ``width`` columns at most: a thumbnail
+    in milliseconds where a matplotlib figure takes a tenth of a second."""
+    from matplotlib import colormaps
+    from PIL import Image
+
+    image = _pool_columns(mel, width)[::-1]  # low frequencies at the bottom
+    scaled = np.clip((image - vmin) / max(vmax - vmin, 1e-9), 0.0, 1.0)
+    rgb = (colormaps["magma"](scaled)[..., :3] * 255).astype(np.uint8)
+    path = Path(path)
+    with open(path, "xb") as f:
+        Image.fromarray(rgb).resize((max(width, 1), 2 * mel.shape[0]), Image.Resampling.NEAREST).save(
+            f, format="PNG", compress_level=PNG_COMPRESS_LEVEL)
+    return path
 
 
 def figure_to_png(fig: Figure, path) -> Path:

@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable
 
-from core import analysis, tokens
+from core import analysis, token_usage, tokens
 from core.audio import AudioLimits, load_audio, write_wav
 from core.codec import SAMPLES_PER_FRAME
 from core.engine import ROUNDTRIP_ENCODE_SHARE
@@ -48,7 +48,7 @@ class MetricsOutput:
 @dataclass(frozen=True)
 class EncodeOutput:
     token_file: Path
-    heatmap_png: Path
+    heatmap_png: Path  # token usage figure (entropy per codebook, histogram of codebook 1)
     facts: dict
     summary: dict
     timing: dict
@@ -76,7 +76,8 @@ def _timing(start: float, encoded=None, decoded=None) -> dict:
     decode_s = decoded.seconds if decoded else 0.0
     peaks = [r.peak_mib for r in (encoded, decoded) if r is not None and r.peak_mib is not None]
     return {"encode_s": encode_s, "decode_s": decode_s, "model_s": encode_s + decode_s, "total_s": total,
-            "ui_s": total - encode_s - decode_s, "peak_gpu_mib": max(peaks) if peaks else None}
+            "ui_s": total - encode_s - decode_s, "peak_gpu_mib": max(peaks) if peaks else None,
+            "warnings": list(decoded.warnings) if decoded else []}  # e.g. bf16 chunks redone in fp32
 
 
 def _preflight(engine, operation: str, samples: int, progress: Progress, at: float) -> str:
@@ -163,7 +164,7 @@ def encode(engine, source: Path, folder: Path, limits: AudioLimits, progress: Pr
     stem = stem_of(source)
     token_file = _token_file(engine, encoded.codes, encoded.original_samples)
     path = tokens.save_tokens(token_file, folder / f"{stem}_tokens.npz")
-    heatmap = analysis.figure_to_png(analysis.code_heatmap_figure(encoded.codes), folder / f"{stem}_codes.png")
+    heatmap = analysis.figure_to_png(token_usage.usage_figure(encoded.codes), folder / f"{stem}_usage.png")
     return EncodeOutput(path, heatmap, audio.facts.to_dict(), token_file.summary(audio.facts.pcm_bps),
                         _timing(start, encoded) | {"estimate": estimate})
 

@@ -232,16 +232,3 @@ def test_single_spectrogram_figure(speech):
     (ax,) = image_axes(fig)
     assert ax.get_title() == "Input"
     assert ax.get_xlim() == pytest.approx((0.0, 1.2))
-
-
-def test_code_heatmap_figure(tmp_path):
-    codes = np.random.default_rng(0).integers(0, 2048, size=(50, 16))
-    fig = analysis.code_heatmap_figure(codes)
-    (ax,) = image_axes(fig)
-    image = ax.images[0]
-    assert image.get_clim() == (0, 2047)
-    assert image.get_array().shape == (16, 50)
-    assert ax.get_xlim() == pytest.approx((0.0, 4.0))  # 50 frames at 12.5 frames/s
-    assert ax.get_ylim() == pytest.approx((0.5, 16.5))
-    assert list(ax.get_yticks()) == list(range(1, 17))
-    assert analysis.figure_to_png(fig, tmp_path / "codes.png").stat().st_size > 1000

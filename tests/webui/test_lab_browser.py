@@ -1,0 +1,110 @@
+"""The listening lab in Debian's chromium: play, flip A -> B -> R -> A with the position carried
+over and the chosen source audible (per-source AnalyserNode levels), a ladder level, a worst
+moment that moves the player. Saves the screenshot docs/lab.png."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.webui.test_webui_browser import (
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    CLIP,
+    REPO,
+    TIMEOUT_MS,
+    _save_small,
+)
+
+pytestmark = pytest.mark.browser
+
+SCREENSHOT = REPO / "docs" / "lab.png"
+FLIP_TOLERANCE_S = 0.02  # the issue's bound on the position jump when flipping
+STATE = "window.cwPlayer.state()"
+
+
+@pytest.fixture(scope="module")
+def page(server):
+    if not Path(CHROMIUM).exists():
+        pytest.skip(f"{CHROMIUM} is not installed (apt-get install chromium)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(
+            executable_path=CHROMIUM, headless=True, args=[*CHROMIUM_ARGS, "--autoplay-policy=no-user-gesture-required"]
+        )
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        page.goto(server[0])
+        page.locator("#roundtrip-input input[type=file]").set_input_files(str(CLIP))
+        page.locator("#roundtrip-input [data-testid=download-link]").wait_for(state="attached", timeout=TIMEOUT_MS)
+        page.locator("#roundtrip-run").click()
+        page.wait_for_function(f"window.cwPlayer && {STATE}.sources.length === 3", timeout=TIMEOUT_MS)
+        yield page
+        browser.close()
+
+
+def _audible(page, source: str) -> None:
+    """Wait until ``source`` is the one the analysers hear (the crossfade takes 12 ms)."""
+    page.wait_for_function(f"{STATE}.audible === '{source}' && {STATE}.playing", timeout=10_000)
+    levels = page.evaluate(STATE)["levels"]
+    assert set(levels) == {source}, levels  # nothing else is playing
+
+
+def _flip(page, key: str) -> tuple[float, dict]:
+    """Press ``key`` (a real keydown on the document) between two reads of the clock, in one task."""
+    before, after = page.evaluate(f"""() => {{
+        const before = {STATE}.time;
+        document.dispatchEvent(new KeyboardEvent('keydown', {{key: '{key}', bubbles: true}}));
+        return [before, {STATE}];
+    }}""")
+    return before, after
+
+
+def test_flip_a_b_r_a_keeps_the_position_and_switches_what_is_heard(page):
+    page.locator("#lab-player .cw-play").click()
+    _audible(page, "original")
+    page.wait_for_function(f"{STATE}.time > 0.5", timeout=10_000)
+    for key, source in (("b", "reconstruction"), ("r", "residual"), ("a", "original")):
+        before, after = _flip(page, key)
+        assert after["source"] == source
+        *_, old, new = after["voices"]
+        assert (new["id"], new["stopped"], old["stopped"]) == (source, False, True)
+        # the new source starts where the old one is at that instant of the audio clock, exactly...
+        assert new["from"] == pytest.approx(old["from"] + new["when"] - old["when"], abs=1e-6)
+        # ...which is where the transport was when the key went down
+        assert 0.0 <= new["from"] - before <= FLIP_TOLERANCE_S
+        _audible(page, source)
+        page.wait_for_timeout(250)
+    page.keyboard.press("b")  # and through the real keyboard
+    _audible(page, "reconstruction")
+
+
+def test_a_ladder_level_is_playable(page):
+    page.locator("#lab-ladder-run").click()
+    page.wait_for_function(f"{STATE}.sources.includes('k16')", timeout=TIMEOUT_MS)
+    state = page.evaluate(STATE)
+    assert state["sources"][3:] == ["k1", "k2", "k4", "k8", "k16"]
+    page.locator("#lab-player button[data-source=k1]").click()
+    if not page.evaluate(STATE)["playing"]:
+        page.locator("#lab-player .cw-play").click()
+    _audible(page, "k1")
+    page.keyboard.press("5")  # the fifth level: k = 16
+    _audible(page, "k16")
+
+
+def test_a_worst_moment_moves_the_player(page):
+    moment = page.locator("#lab-player .cw-moment").first
+    target = float(moment.get_attribute("data-time"))
+    page.evaluate("window.cwPlayer.pause()")
+    page.evaluate("window.cwPlayer.seek(0)")
+    moment.click()
+    state = page.evaluate(STATE)
+    assert state["time"] == pytest.approx(max(0.0, target - 0.5), abs=0.01)
+    assert state["loop"]["b"] == pytest.approx(target + 0.5, abs=0.01)
+    page.wait_for_timeout(300)
+    shot = SCREENSHOT.with_suffix(".tmp.png")
+    page.locator("#lab-heading").scroll_into_view_if_needed()
+    page.screenshot(path=str(shot), full_page=False)
+    _save_small(shot, SCREENSHOT)
+    shot.unlink()
