@@ -30,7 +30,7 @@ import torch
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.codec_bench import (
+from bench.codec_bench import (  # noqa: E402
     agreement,
     error_stats,
     full_fp32,
@@ -40,9 +40,9 @@ from bench.codec_bench import (
     signal,
     sync,
 )
-from core import fast_decode
-from core.engine import Engine
-from core.settings import Settings
+from core import fast_decode  # noqa: E402
+from core.engine import Engine  # noqa: E402
+from core.settings import Settings  # noqa: E402
 
 log = logging.getLogger("bench.speed")
 LAST_PEAK_MIB: float | None = None  # peak allocated device memory of the last ``median_timed`` (MiB)

@@ -88,4 +88,5 @@ def check_duration(frames: list[int], max_duration_s: float) -> None:
             raise TokenFileError(
                 f"These codes decode to {minutes(seconds)} of audio, over the {minutes(max_duration_s)} limit "
                 "(--max-duration / CODEC_MAX_DURATION_S). Decode a shorter token file, or ask the operator "
-                "to raise the limit.")
+                "to raise the limit."
+            )

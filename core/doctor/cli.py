@@ -15,7 +15,12 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the report as JSON (keys: docs/doctor.md)")
     p.add_argument("--host", default=None, help=f"where the UI listens [env CODEC_HOST, default {DEFAULT_HOST}]")
     p.add_argument("--port", type=int, default=None, help=f"the UI's port [env CODEC_PORT, default {DEFAULT_PORT}]")
-    p.add_argument("--temp-dir", type=Path, default=None, help="the UI's request folders [default: system temp]")
+    p.add_argument(
+        "--temp-dir",
+        type=Path,
+        default=None,
+        help="the UI's request folders [env CODEC_TEMP_DIR, default: <system temp>/codec-workbench]",
+    )
     p.add_argument("--no-model", action="store_true", help="skip loading the model (placement, memory, tones skipped)")
     return p
 
@@ -27,8 +32,9 @@ def options_from_args(args, env=os.environ):
         "host": args.host or env.get("CODEC_HOST") or DEFAULT_HOST,
         "port": args.port if args.port is not None else int(env.get("CODEC_PORT") or DEFAULT_PORT),
     }
-    if args.temp_dir:
-        changes["temp_dir"] = args.temp_dir
+    temp_dir = args.temp_dir or env.get("CODEC_TEMP_DIR")  # as the web UI reads it (webui.options)
+    if temp_dir:
+        changes["temp_dir"] = Path(temp_dir)
     return DoctorOptions(**changes)
 
 

@@ -7,6 +7,7 @@ returns a :class:`Finding` and never raises. ``gather.py`` collects the facts on
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 PASS, WARN, FAIL, SKIPPED = "pass", "warn", "fail", "skipped"
 STATUSES = (PASS, WARN, FAIL, SKIPPED)  # only FAIL makes the exit code non-zero
@@ -25,10 +26,13 @@ class Finding:
     # Gradio's client takes any {"path": ...} object in a JSON output for a file to download)
 
 
-def finding(name: str, title: str, status: str, evidence: str, fix: str = "", **data) -> Finding:
+def finding(
+    name: str, title: str, status: str, evidence: str, fix: str = "", facts: dict | None = None, **data: Any
+) -> Finding:
+    """A Finding; ``facts`` and keyword ``data`` together become its data (the fix is dropped on pass)."""
     if status not in STATUSES:
         raise ValueError(f"status must be one of {STATUSES}; got {status!r}")
-    return Finding(name, title, status, evidence, "" if status == PASS else fix, data)
+    return Finding(name, title, status, evidence, "" if status == PASS else fix, {**(facts or {}), **data})
 
 
 @dataclass(frozen=True)

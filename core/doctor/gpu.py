@@ -274,7 +274,7 @@ def check_memory(estimates: list[tuple[str, dict]], max_duration_s: float | None
             FAIL,
             evidence,
             "free device memory (other processes: `nvidia-smi`), use --dtype bfloat16 on a GPU, or a larger GPU",
-            **data,
+            facts=data,
         )
     if refused:
         return finding(
@@ -284,6 +284,6 @@ def check_memory(estimates: list[tuple[str, dict]], max_duration_s: float | None
             evidence,
             f"jobs of {' and '.join(refused)} will be refused: free memory "
             "or lower CODEC_MAX_DURATION_S so users learn the limit up front",
-            **data,
+            facts=data,
         )
-    return finding(name, title, PASS, evidence, **data)
+    return finding(name, title, PASS, evidence, facts=data)

@@ -124,9 +124,9 @@ def check_folder(
             FAIL,
             f"{path}: only {free_mib:.0f} MiB free, {need_mib:.0f} MiB needed",
             f"free space there (`du -sh {path}/*`), or point the setting to a larger disk",
-            **data,
+            facts=data,
         )
-    return finding(name, title, PASS, f"{path}: writable, {free_mib / 1024:.1f} GiB free", **data)
+    return finding(name, title, PASS, f"{path}: writable, {free_mib / 1024:.1f} GiB free", facts=data)
 
 
 def parse_supervisor_status(text: str) -> tuple[str | None, str]:
@@ -184,7 +184,7 @@ def check_supervisor(
             title,
             PASS,
             f"{PROGRAM} RUNNING {rest}".strip() + (f"; earlier exit: {reason}" if reason else ""),
-            **data,
+            facts=data,
         )
     if state in ("STARTING", "BACKOFF", "STOPPING"):
         return finding(
@@ -194,7 +194,7 @@ def check_supervisor(
             f"{PROGRAM} {state} {rest}".strip() + (f"; last exit: {reason}" if reason else ""),
             "wait a minute, then `supervisorctl -c supervisord.conf status`; if it loops, read "
             "`supervisorctl -c supervisord.conf tail webui`",
-            **data,
+            facts=data,
         )
     return finding(
         name,
@@ -203,5 +203,5 @@ def check_supervisor(
         f"{PROGRAM} {state or 'not configured'} {rest}".strip() + (f"; last exit: {reason}" if reason else ""),
         "read the reason above (`supervisorctl -c supervisord.conf tail webui`), fix it, then "
         "`supervisorctl -c supervisord.conf restart webui`",
-        **data,
+        facts=data,
     )

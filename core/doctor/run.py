@@ -6,7 +6,6 @@ engine it serves with, and its own temp folder and port)."""
 from __future__ import annotations
 
 import logging
-import os
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -27,14 +26,8 @@ JOB_LENGTHS_S = (("30 s", 30.0), ("10 min", 600.0), ("30 min", 1800.0))  # (labe
 
 
 def data_dir_of(settings) -> Path:
-    """The folder for stored results: ``Settings.data_dir`` (``--data-dir`` / CODEC_DATA_DIR) where the
-    settings have one; else what it defaults to (CODEC_DATA_DIR, or the XDG data folder)."""
-    if getattr(settings, "data_dir", None):
-        return Path(settings.data_dir)
-    if os.environ.get("CODEC_DATA_DIR"):
-        return Path(os.environ["CODEC_DATA_DIR"])
-    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
-    return Path(base) / "codec-workbench"
+    """The folder for stored results: ``Settings.data_dir`` (``--data-dir`` / CODEC_DATA_DIR / the XDG default)."""
+    return Path(settings.data_dir)
 
 
 @dataclass(frozen=True)

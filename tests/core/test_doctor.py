@@ -311,10 +311,10 @@ def test_a_run_reports_every_check_with_stable_keys(tiny_engine, tmp_path):
 
 
 def test_the_data_folder_comes_from_the_settings(monkeypatch, tmp_path):
+    from core.settings import settings_from_args
+
     monkeypatch.setenv("CODEC_DATA_DIR", str(tmp_path / "env"))
-    assert data_dir_of(object()) == tmp_path / "env"
-    settings = type("S", (), {"data_dir": str(tmp_path / "settings")})()
-    assert data_dir_of(settings) == tmp_path / "settings"
+    assert data_dir_of(settings_from_args(None)) == tmp_path / "env"
 
 
 def test_cli_json_and_exit_code(tiny_checkpoint, tmp_path):

@@ -76,12 +76,17 @@ def test_non_finite_number_in_environment_is_refused():
 
 
 # a valid value other than the default, per field type (str fields: their own)
-_OTHER = {"model": "/some/model", "device": "cuda:1", "dtype": "bfloat16", "data_dir": "/some/data"}
+_OTHER = {"model": "/some/model", "device": "cuda:1", "dtype": "bfloat16", "data_dir": "/some/data",
+          "decode_dtype": "bfloat16"}
 
 
 def _other(spec, default):
     if spec.name in _OTHER:
         return _OTHER[spec.name]
+    if spec.choices:
+        return next(c for c in spec.choices if c != default)
+    if spec.kind == "str":
+        return "/some/folder"  # free text: a path
     if spec.kind == "bool":
         return not default
     return default // 2 if spec.kind == "int" else default / 2

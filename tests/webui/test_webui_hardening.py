@@ -362,6 +362,7 @@ def test_python_m_webui_writes_nothing_outside_its_temp_root(tiny_checkpoint, tm
         assert out[-1]["tokens"]["frames"] == 38
         for _ in range(5):
             _abort_upload(port)
+
         def spooled() -> list:
             return [p for p in storage.tmp_dir(root).iterdir() if p.is_file() and p.name.startswith("tmp")]
 
