@@ -163,7 +163,7 @@ def cmd_ladder(args) -> int:
         token_file = load_tokens(args.file)
         codes, original_samples = token_file.codes, token_file.original_samples
     else:
-        audio = load_audio(args.file, _limits(engine)).samples
+        audio = load_audio(args.file, engine.settings.audio_limits()).samples
         codes, original_samples = engine.encode_array(audio).codes, audio.size
     ladder.check_duration(codes.shape[0], engine.settings.max_duration_s)
     rows = []
