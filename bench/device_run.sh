@@ -2,7 +2,7 @@
 # One GPU-machine session: install the carried wheels, build the full-size random checkpoint, then run
 # the named steps, each under its own time limit. Logs go under $OUT (or ./device-out): run.log (machine,
 # environment, build, step timings) plus each step's own files.
-#   bench/device_run.sh tests snake bench     (steps: tests, levers, snake, levers-compile, bench, bench-fp32)
+#   bench/device_run.sh tests snake bench     (steps: tests, levers, snake, levers-compile, bench, bench-fp32, speed, coldstart)
 # Run from the repository root with .whl/ carried (see ../shared/device/wheels.sh).
 set -u
 OUT=${OUT:-$PWD/device-out}
@@ -26,6 +26,8 @@ for step in "$@"; do
     snake) timeout 90 python3 -m bench.levers --checkpoint "$CODEC_FULL_CHECKPOINT" --out "$OUT" --snake-only > "$OUT/levers-snake.log" 2>&1 ;;
     levers-compile) timeout 150 python3 -m bench.levers --checkpoint "$CODEC_FULL_CHECKPOINT" --out "$OUT" --compile > "$OUT/levers.log" 2>&1 ;;
     bench) timeout 420 python3 -m bench.codec_bench --checkpoint "$CODEC_FULL_CHECKPOINT" --out "$OUT" > "$OUT/bench.log" 2>&1 ;;
+    speed) timeout 240 python3 -m bench.speed_bench --checkpoint "$CODEC_FULL_CHECKPOINT" --lengths 10,60,600 --out "$OUT" > "$OUT/speed.log" 2>&1 ;;
+    coldstart) python3 -m compileall -q -j 0 /tmp/site . > /dev/null 2>&1; timeout 90 python3 -m bench.cold_start --checkpoint "$CODEC_FULL_CHECKPOINT" --out "$OUT" > "$OUT/cold_start.log" 2>&1 ;;
     bench-fp32) timeout 240 python3 -m bench.codec_bench --checkpoint "$CODEC_FULL_CHECKPOINT" --out "$OUT" --dtypes float32 > "$OUT/bench.log" 2>&1 ;;
     *) echo "unknown step $step" ;;
   esac

@@ -1,4 +1,5 @@
-"""Command line: ``python -m core {check,encode,decode,roundtrip,ladder,build-checkpoint}``.
+"""Command line: ``python -m core {check,encode,decode,roundtrip,ladder,tokenize,evaluate,abx-export,doctor,
+build-checkpoint}``.
 
 Exit code 0 on success, 1 with a one-line ``error: ...`` message on bad input or a failed
 check, 2 for bad usage (argparse). Tracebacks are only logged with ``--verbose``.
@@ -32,10 +33,20 @@ def build_parser() -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=help_text)
         p.add_argument("files", nargs="+", type=Path)
         p.add_argument("-o", "--output-dir", type=Path, required=True, help="where to write results")
+    evaluate = sub.add_parser("evaluate", help="round-trip every audio file under a folder: metrics.csv + report.html")
+    evaluate.add_argument("directory", type=Path, help="folder of audio files (searched recursively)")
+    evaluate.add_argument("-o", "--output-dir", type=Path, required=True, help="new or empty folder for the results")
+    evaluate.add_argument("--worst", type=int, default=5, help="files in the report's listening queue")
+    export = sub.add_parser("abx-export", help="every stored blind-test answer as one CSV file (for the operator)")
+    export.add_argument("-o", "--output", type=Path, required=True, help="a new CSV file")
     lad = sub.add_parser("ladder", help="audio or token file -> one WAV per codebook depth (first k of 16)")
     lad.add_argument("file", type=Path, help="an audio file (encoded first) or a .npz token file")
     lad.add_argument("-o", "--output-dir", type=Path, required=True, help="where to write results")
     lad.add_argument("--levels", default="1,2,4,8,16", help="codebooks kept per level, 1..16 (default 1,2,4,8,16)")
+    _add_tokenize_parser(sub)
+    from .doctor.cli import add_parser as add_doctor_parser
+
+    add_doctor_parser(sub)
     for p in sub.choices.values():
         add_settings_arguments(p)
 
@@ -47,6 +58,40 @@ def build_parser() -> argparse.ArgumentParser:
     build.add_argument("--reference", type=Path, default=None, help="reference config.json for --full")
     build.add_argument("--seed", type=int, default=0)
     return parser
+
+
+def _add_tokenize_parser(sub) -> None:
+    p = sub.add_parser("tokenize", help="a dataset (folder, JSONL manifest, Parquet) -> Parquet shards of codes, on Ray")
+    p.add_argument("input", type=Path, help="folder of audio (recursive), .jsonl manifest or .parquet table")
+    p.add_argument("-o", "--output-dir", type=Path, required=True, help="new folder, or one to resume")
+    p.add_argument("--jsonl", action="store_true", help="also write finetune.jsonl (Qwen3-TTS fine-tuning format)")
+    p.add_argument("--address", default=None, help="Ray cluster to join [env RAY_ADDRESS]; default: a local Ray")
+    p.add_argument("--audio-column", default="audio", help="manifest field / Parquet column with the audio path")
+    p.add_argument("--shard-size", type=int, default=256, help="files per Parquet shard (the unit of resume)")
+    p.add_argument("--actors", type=int, default=None, help="encode actors (default: one per GPU, or 1 on CPU)")
+    p.add_argument("--batch-files", type=int, default=32, help="clips per encode call (bucketed by length)")
+    p.add_argument("--num-cpus", type=int, default=None, help="local Ray: CPUs to use (default: all)")
+    p.add_argument("--object-store-mb", type=int, default=1024, help="local Ray: object store size, MiB")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar (logs only)")
+
+
+def cmd_tokenize(args) -> int:
+    from .dataset.job import tokenize
+    from .dataset.pipeline import TokenizeOptions
+    from .dataset.progress import summary_lines
+    from .settings import settings_from_args
+
+    for name in ("shard_size", "batch_files", "object_store_mb"):
+        if getattr(args, name) < 1:
+            raise CodecError(f"--{name.replace('_', '-')} must be at least 1.")
+    options = TokenizeOptions(shard_size=args.shard_size, address=args.address, num_cpus=args.num_cpus,
+                              object_store_mib=args.object_store_mb, actors=args.actors, batch_files=args.batch_files)
+    manifest = tokenize(args.input, args.output_dir, settings_from_args(args), options, jsonl=args.jsonl,
+                        audio_column=args.audio_column, show_progress=not args.no_progress)
+    for line in summary_lines(manifest):
+        print(line)
+    print(f"-> {args.output_dir}/manifest.json")
+    return 0
 
 
 def _engine(args):
@@ -152,6 +197,7 @@ def cmd_ladder(args) -> int:
 
     from . import analysis, ladder
     from .audio import load_audio, write_wav
+    from .codec import check_duration
     from .tokens import load_tokens
 
     levels = ladder.parse_levels(args.levels)
@@ -165,7 +211,7 @@ def cmd_ladder(args) -> int:
     else:
         audio = load_audio(args.file, engine.settings.audio_limits()).samples
         codes, original_samples = engine.encode_array(audio).codes, audio.size
-    ladder.check_duration(codes.shape[0], engine.settings.max_duration_s)
+    check_duration([codes.shape[0]], engine.settings.max_duration_s)  # a token file is another way in
     rows = []
     for k in tqdm(levels, desc="ladder levels", unit="level", disable=None):
         rung = ladder.decode_ladder(engine, codes, original_samples, [k])[0]
@@ -179,6 +225,21 @@ def cmd_ladder(args) -> int:
     with open(report, "x") as f:
         json.dump({"source": str(args.file), "levels": rows}, f, indent=2)
     print(f"wrote {report}")
+
+
+def cmd_evaluate(args) -> int:
+    from .evaluate import cmd_evaluate as run, find_audio
+
+    find_audio(args.directory)  # a wrong folder fails before the model loads
+    return run(args, _engine(args))
+
+
+def cmd_abx_export(args) -> int:
+    from .abx import AbxStore
+    from .settings import settings_from_args
+
+    path = AbxStore(settings_from_args(args).data_dir).export_csv(args.output)
+    print(f"wrote {path}")
     return 0
 
 
@@ -201,8 +262,16 @@ def cmd_build_checkpoint(args) -> int:
     return 0
 
 
+def cmd_doctor(args) -> int:
+    from .doctor.cli import cmd_doctor as run
+
+    return run(args)
+
+
 COMMANDS = {"check": cmd_check, "encode": cmd_encode, "decode": cmd_decode,
-            "roundtrip": cmd_roundtrip, "ladder": cmd_ladder, "build-checkpoint": cmd_build_checkpoint}
+            "roundtrip": cmd_roundtrip, "ladder": cmd_ladder, "tokenize": cmd_tokenize,
+            "evaluate": cmd_evaluate, "abx-export": cmd_abx_export,
+            "build-checkpoint": cmd_build_checkpoint, "doctor": cmd_doctor}
 
 
 def main(argv: list[str] | None = None) -> int:

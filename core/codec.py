@@ -7,6 +7,8 @@ engine (before decoding) and the token file reader (before trusting a file).
 
 from __future__ import annotations
 
+import math
+
 from typing import Callable
 
 import numpy as np
@@ -73,3 +75,17 @@ def check_codes(codes, original_samples=None) -> np.ndarray:
     if problem:
         raise TokenFileError(f"These codes cannot be decoded: {problem}.")
     return array.astype(np.int64)
+
+
+def check_duration(frames: list[int], max_duration_s: float) -> None:
+    """Codes obey the audio input's duration limit, whatever brought them (a 2 KB token file can
+    hold hours of codes); TokenFileError naming the limit and its flag otherwise."""
+    from .audio_blocks import minutes  # audio_blocks imports this module
+
+    for n in frames:
+        seconds = n * SAMPLES_PER_FRAME / SAMPLE_RATE
+        if n > num_frames(math.floor(max_duration_s * SAMPLE_RATE)):  # a clip at the limit pads its last frame
+            raise TokenFileError(
+                f"These codes decode to {minutes(seconds)} of audio, over the {minutes(max_duration_s)} limit "
+                "(--max-duration / CODEC_MAX_DURATION_S). Decode a shorter token file, or ask the operator "
+                "to raise the limit.")

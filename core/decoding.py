@@ -31,17 +31,20 @@ def decode_official(model, codes: torch.Tensor, chunk_frames: int = 300, left_co
     return wav.reshape(-1)[: codes.shape[0] * SAMPLES_PER_FRAME]
 
 
-def decode(model, codes: torch.Tensor, chunk_frames: int = 300, on_progress: Progress | None = None) -> torch.Tensor:
+def decode(model, codes: torch.Tensor, chunk_frames: int = 300, on_progress: Progress | None = None,
+           runner=None) -> torch.Tensor:
     """Decode codes of shape (frames, 16) to a float32 waveform of frames * 1920 samples.
 
     Streams chunk by chunk with carried state (exact seams); the result is a CPU tensor, filled
-    chunk by chunk, so device memory does not grow with the clip's length.
+    chunk by chunk, so device memory does not grow with the clip's length. ``runner`` (a
+    ``core.fast_decode.FastDecoder``) supplies the stream and runs each chunk (precision, compiled
+    graphs, the bf16 guard); without one the model's own decoder runs eagerly.
     """
-    return decode_batch(model, [codes], chunk_frames, on_progress)[0]
+    return decode_batch(model, [codes], chunk_frames, on_progress, runner)[0]
 
 
 def decode_batch(model, codes_list: list[torch.Tensor], chunk_frames: int = 300,
-                 on_progress: Progress | None = None) -> list[torch.Tensor]:
+                 on_progress: Progress | None = None, runner=None) -> list[torch.Tensor]:
     """Decode several code sequences together (padded with code 0 at the end; the decoder is causal,
     so padding never reaches a sequence's own samples); each result has frames * 1920 samples."""
     device = next(model.parameters()).device
@@ -53,10 +56,11 @@ def decode_batch(model, codes_list: list[torch.Tensor], chunk_frames: int = 300,
     out = torch.empty(len(codes_list), longest * SAMPLES_PER_FRAME, dtype=torch.float32)  # pageable host memory
     chunk_frames = max(1, int(chunk_frames))
     sink = _HostSink(out, chunk_frames * SAMPLES_PER_FRAME) if device.type == "cuda" else None
-    stream = DecoderStream(model.decoder, len(codes_list))
+    stream = DecoderStream(model.decoder, len(codes_list)) if runner is None else runner.stream(len(codes_list))
     for index, start in enumerate(range(0, longest, chunk_frames)):
         end = min(start + chunk_frames, longest)
-        wav = stream.step(codes[..., start:end])[:, 0]
+        chunk = codes[..., start:end]
+        wav = stream.step(chunk)[:, 0] if runner is None else runner.step(stream, chunk)
         if sink is None:
             out[:, start * SAMPLES_PER_FRAME: end * SAMPLES_PER_FRAME].copy_(wav)
         else:
@@ -209,13 +213,24 @@ class DecoderStream:
 
     def step(self, codes: torch.Tensor) -> torch.Tensor:
         """Decode the next frames: codes (B, 16, T) -> audio (B, 1, T * 1920)."""
+        out = self.tail(self.head(codes))
+        self.position += codes.shape[-1]
+        return out
+
+    def head(self, codes: torch.Tensor) -> torch.Tensor:
+        """Quantizer, first convolution and transformer: codes (B, 16, T) -> hidden (B, C, T)."""
+        dec = self.decoder
+        hidden = dec.quantizer.decode(codes)
+        hidden = self._conv(dec.pre_conv, hidden).transpose(1, 2)
+        return self._transformer(hidden).permute(0, 2, 1)
+
+    def tail(self, hidden: torch.Tensor) -> torch.Tensor:
+        """The convolution stack (upsampling blocks and decoder blocks): hidden -> audio (B, 1, T * 1920).
+        Tensors in, tensors out and ``self.state`` updated, so ``torch.compile`` can take it whole."""
         from qwen_tts.core.tokenizer_12hz.modeling_qwen3_tts_tokenizer_v2 import (
             Qwen3TTSTokenizerV2CausalConvNet, Qwen3TTSTokenizerV2DecoderDecoderBlock, SnakeBeta)
 
         dec = self.decoder
-        hidden = dec.quantizer.decode(codes)
-        hidden = self._conv(dec.pre_conv, hidden).transpose(1, 2)
-        hidden = self._transformer(hidden).permute(0, 2, 1)
         for transposed, convnext in dec.upsample:
             hidden = self._convnext(convnext, self._transposed(transposed, hidden))
         for layer in dec.decoder:
@@ -227,5 +242,4 @@ class DecoderStream:
                 hidden = snake_beta(layer, hidden)
             else:
                 hidden = layer(hidden)
-        self.position += codes.shape[-1]
         return hidden.clamp(min=-1, max=1)

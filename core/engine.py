@@ -25,9 +25,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from . import decoding, encoding, ladder, memory, planner, readiness
+from . import batching, decoding, encoding, fast_decode, ladder, memory, planner, readiness
 from .checkpoints import is_random_checkpoint
-from .codec import MIB, NUM_CODEBOOKS, SAMPLE_RATE, SAMPLES_PER_FRAME, Progress, check_codes
+from .codec import MIB, NUM_CODEBOOKS, SAMPLE_RATE, SAMPLES_PER_FRAME, Progress, ceil_div, check_codes, check_duration
 from .errors import AudioInputError, CodecError, EngineNotReady, OutOfMemory
 from .planner import ChunkPlan, MemoryEstimate
 from .settings import Settings
@@ -61,6 +61,7 @@ class DecodeResult:
     sample_rate: int  # always 24000
     seconds: float  # wall time of the model work
     peak_mib: float | None  # peak GPU memory during the job (None on CPU)
+    warnings: tuple[str, ...] = ()  # for the user, e.g. bf16 chunks that were redone in fp32
 
 
 @dataclass(frozen=True)
@@ -81,6 +82,7 @@ class Engine:
         self.load_seconds: float | None = None
         self._tokenizer = None
         self._dims: planner.ModelDims | None = None  # read once at load, for the memory planner
+        self._fast: fast_decode.FastDecoder | None = None  # decodes: precision, compiled graphs, bf16 guard
         self._lock = threading.RLock()
 
     # ---- lifecycle -------------------------------------------------------------------
@@ -97,6 +99,13 @@ class Engine:
         if self._tokenizer is None:
             raise EngineNotReady(self.not_ready_message())
         return self._tokenizer.model
+
+    @property
+    def _runner(self) -> fast_decode.FastDecoder:
+        """The decoder jobs run (``core.fast_decode``)."""
+        if self._fast is None:
+            raise EngineNotReady(self.not_ready_message())
+        return self._fast
 
     def not_ready_message(self) -> str:
         if self.state == EngineState.FAILED:
@@ -118,6 +127,7 @@ class Engine:
                 tokenizer, path = load_tokenizer(self.settings.model, self.device, TORCH_DTYPES[self.settings.dtype])
                 dims = planner.ModelDims.of(tokenizer.model)
                 self._tokenizer, self.model_path, self._dims = tokenizer, path, dims
+                self._fast = self._fast_decoder()
             except CodecError as e:
                 return self._fail(str(e))
             except Exception as e:  # anything else still must not kill the server
@@ -127,6 +137,16 @@ class Engine:
             self.state = EngineState.READY
             logger.info("model loaded from %s in %.2f s", self.model_path, self.load_seconds)
             return True
+
+    def _fast_decoder(self) -> fast_decode.FastDecoder:
+        """The decoder jobs run: in ``decode_dtype`` (guarded when bf16), compiled in the background
+        when ``compile_decoder`` is set (decodes stay eager until that is done)."""
+        s = self.settings
+        options = fast_decode.DecodeOptions(s.decode_dtype or s.dtype, s.compile_decoder)
+        fast = fast_decode.FastDecoder(self.model.decoder, options)
+        if s.compile_decoder:
+            fast.warm_in_background([(1, int(s.decode_chunk_frames))])
+        return fast
 
     def unload(self) -> None:
         with self._lock:
@@ -146,7 +166,7 @@ class Engine:
         return False
 
     def _drop_model(self) -> None:
-        self._tokenizer, self._dims = None, None
+        self._tokenizer, self._dims, self._fast = None, None, None
         memory.release_cached(self.device)
 
     # ---- readiness ---------------------------------------------------------------------
@@ -186,15 +206,16 @@ class Engine:
         """Decode codes (frames, 16); trim to ``original_samples`` when given. ``progress(fraction)``
         is called after each decoded chunk. ``codebooks`` < 16 decodes with the first k only (core.ladder)."""
         codes = check_codes(codes, original_samples)
+        check_duration([codes.shape[0]], self.settings.max_duration_s)  # before any model work
 
         def work(plan):
             with ladder.codebook_depth(self.model, codebooks):  # inside the job: under the lock
                 return self._decode_tensor(codes, plan, progress)
 
-        wav, seconds, peak = self._job("decode", [codes.shape[0] * SAMPLES_PER_FRAME], work)
+        (wav, warnings), seconds, peak = self._job("decode", [codes.shape[0] * SAMPLES_PER_FRAME], work)
         if original_samples is not None:
             wav = wav[:original_samples]
-        return DecodeResult(wav, SAMPLE_RATE, seconds, peak)
+        return DecodeResult(wav, SAMPLE_RATE, seconds, peak, warnings)
 
     def roundtrip(self, audio, progress: Progress | None = None) -> RoundTripResult:
         """Encode then decode under one lock. ``progress(fraction)`` covers the whole trip: the
@@ -222,10 +243,11 @@ class Engine:
         checked = [check_codes(c) for c in codes_list]
         if not checked:
             return []
-        wavs, seconds, peak = self._job("decode", [c.shape[0] * SAMPLES_PER_FRAME for c in checked],
-                                        lambda plan: self._decode_batch_tensors(checked, plan))
+        check_duration([c.shape[0] for c in checked], self.settings.max_duration_s)
+        (wavs, warnings), seconds, peak = self._job("decode", [c.shape[0] * SAMPLES_PER_FRAME for c in checked],
+                                                    lambda plan: self._decode_batch_tensors(checked, plan))
         share = seconds / max(len(checked), 1)
-        return [DecodeResult(w, SAMPLE_RATE, share, peak) for w in wavs]
+        return [DecodeResult(w, SAMPLE_RATE, share, peak, warnings) for w in wavs]
 
     # ---- model calls (run inside _job, with a chunk plan) ------------------------------
     def _encode_tensor(self, samples: np.ndarray, plan: ChunkPlan, progress=None) -> np.ndarray:
@@ -242,26 +264,33 @@ class Engine:
                 out[i] = self._encode_tensor(a, plan)
             else:
                 short.append(i)
-        for group in planner.groups(short, [arrays[i].size for i in short], plan.batch_samples):
+        context = self._dims.conv_context_samples if self._dims else 0
+        sizes = [arrays[i].size for i in short]
+        for group, window in planner.batch_groups(short, sizes, plan.batch_samples, context, plan.batch_windows):
             tensors = [torch.from_numpy(arrays[i]) for i in group]
-            for i, codes in zip(group, encoding.encode_batch(self.model, tensors)):
+            for i, codes in zip(group, batching.encode_batch(self.model, tensors, window)):
                 out[i] = codes.cpu().numpy()
         return typing.cast("list[np.ndarray]", out)  # every index was filled above
 
-    def _decode_tensor(self, codes: np.ndarray, plan: ChunkPlan, progress=None) -> np.ndarray:
-        wav = decoding.decode(self.model, torch.from_numpy(codes), plan.decode_chunk_frames, progress)
-        return wav.float().numpy()
+    def _decode_tensor(self, codes: np.ndarray, plan: ChunkPlan, progress=None) -> tuple[np.ndarray, tuple]:
+        self._runner.take_warnings(0)  # a failed attempt's redone chunks do not belong to this one
+        wav = decoding.decode(self.model, torch.from_numpy(codes), plan.decode_chunk_frames, progress, self._runner)
+        return wav.float().numpy(), self._runner.take_warnings(ceil_div(codes.shape[0], plan.decode_chunk_frames))
 
-    def _decode_batch_tensors(self, codes_list, plan: ChunkPlan) -> list[np.ndarray]:
+    def _decode_batch_tensors(self, codes_list, plan: ChunkPlan) -> tuple[list[np.ndarray], tuple]:
         out: list[np.ndarray | None] = [None] * len(codes_list)
         order = list(range(len(codes_list)))
         frames = [c.shape[0] for c in codes_list]
+        self._runner.take_warnings(0)
+        chunks = 0
         for group in planner.groups(order, frames, plan.decode_chunk_frames):
             chunk = max(1, plan.decode_chunk_frames // len(group))  # a chunk call holds ≈ one clip's chunk
-            wavs = decoding.decode_batch(self.model, [torch.from_numpy(codes_list[i]) for i in group], chunk)
+            wavs = decoding.decode_batch(self.model, [torch.from_numpy(codes_list[i]) for i in group], chunk,
+                                         runner=self._runner)
+            chunks += ceil_div(max(frames[i] for i in group), chunk)
             for i, w in zip(group, wavs):
                 out[i] = w.float().numpy()
-        return typing.cast("list[np.ndarray]", out)  # every index was filled above
+        return typing.cast("list[np.ndarray]", out), self._runner.take_warnings(chunks)  # every index was filled
 
     # ---- planning, estimates, OOM retries -------------------------------------------------
     def _plan(self, operation: str, lengths: list[int]) -> tuple[ChunkPlan | None, MemoryEstimate]:
@@ -400,6 +429,8 @@ class Engine:
             "device": self.device,
             "device_label": "GPU " + self.device if self.settings.is_cuda else "CPU (no GPU in use)",
             "dtype": self.settings.dtype,
+            "decode_dtype": self.settings.decode_dtype or self.settings.dtype,
+            "decoder_compiled": bool(self._fast and self._fast.warm_shapes),  # False until a background compile ends
             "resident_mib": resident,
             "load_seconds": self.load_seconds,
             "random_weights": is_random_checkpoint(self.model_path),  # a test checkpoint: no quality claims

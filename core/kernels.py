@@ -51,6 +51,8 @@ def _snake_kernel():
 
 def snake_beta(module, x: torch.Tensor) -> torch.Tensor:
     """``SnakeBeta`` (x + sin(x * e^alpha)^2 / (e^beta + eps)) in one pass on CUDA, else the module."""
+    if torch.compiler.is_compiling():  # inside a compiled decoder Inductor fuses the module's own ops
+        return module(x)
     kernel = _snake_kernel() if x.is_cuda and x.dim() == 3 else None
     if kernel is None:
         return module(x)

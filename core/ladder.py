@@ -31,9 +31,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from .audio_blocks import too_long
-from .codec import BITS_PER_CODE, FRAME_RATE, NUM_CODEBOOKS, SAMPLE_RATE
-from .errors import AudioInputError, SettingsError, TokenFileError
+from .codec import BITS_PER_CODE, FRAME_RATE, NUM_CODEBOOKS, SAMPLE_RATE, check_duration
+from .errors import SettingsError, TokenFileError
 
 logger = logging.getLogger(__name__)
 
@@ -118,14 +117,6 @@ class Rung:
     seconds: float  # wall time of the model decode
 
 
-def check_duration(frames: int, max_duration_s: float, name: str = "The codes") -> None:
-    """The audio input's duration cap (``max_duration_s``), applied to codes: a token file is
-    another way in, and every ladder level decodes the whole clip."""
-    seconds = frames / FRAME_RATE
-    if seconds > max_duration_s + 1.0 / FRAME_RATE:  # the last frame is padded
-        raise AudioInputError(too_long(name, seconds, max_duration_s))
-
-
 def check_same_clip(name: str, token_samples: int, audio_samples: int) -> None:
     """A token file given with an audio clip must hold that clip's codes (same length at least)."""
     if token_samples != audio_samples:
@@ -146,8 +137,7 @@ def decode_ladder(
     """Decode ``codes`` once per level (first k codebooks), each an ordinary engine decode under
     its lock, memory checks and the server's duration cap. ``progress(fraction)`` over all levels."""
     levels = parse_levels(levels)
-    frames = int(np.asarray(codes).shape[0])
-    check_duration(frames, engine.settings.max_duration_s)
+    check_duration([int(np.asarray(codes).shape[0])], engine.settings.max_duration_s)  # before the first level
     rungs = []
     for i, k in enumerate(levels):
         step = None if progress is None else (lambda f, i=i: progress((i + f) / len(levels)))

@@ -24,6 +24,7 @@ DECODE_FLOATS_PER_SAMPLE_PER_CHANNEL = 7.5  # decoder activations: floats per ou
 SPAN_FLOATS_PER_STEP_PER_HIDDEN = 12.0  # encoder transformer span activations: floats per step per hidden unit
 DEVICE_OVERHEAD_MIB = 160.0  # CUDA context-independent slack: cuDNN workspaces, allocator rounding (MiB)
 OPERATIONS = ("encode", "decode", "roundtrip")  # what a job can be
+MIN_BATCH_WINDOW_SAMPLES = SAMPLE_RATE  # 1 s: shorter front-end windows recompute more context than they save
 
 
 @dataclass(frozen=True)
@@ -71,6 +72,7 @@ class ChunkPlan:
     kv_device_bytes: int | None  # encoder keys/values kept on the device (None: all of them)
     decode_chunk_frames: int  # code frames per decode chunk
     batch_samples: int  # padded samples per batched encode call
+    batch_windows: bool = True  # short clips in few large batches with front-end time windows (core.batching)
 
 
 @dataclass(frozen=True)
@@ -94,7 +96,17 @@ def base_plan(settings: Settings) -> ChunkPlan:
     chunk = _whole_frames(int(s.encode_chunk_s * SAMPLE_RATE))
     span = max(2, int(s.encode_span_s * SAMPLE_RATE) // SAMPLES_PER_STEP // 2 * 2)
     kv = int(s.encode_kv_device_mib * MIB) if s.is_cuda else None
-    return ChunkPlan(chunk, span, kv, int(s.decode_chunk_frames), max(chunk, int(s.batch_audio_s * SAMPLE_RATE)))
+    batch = max(chunk, int(s.batch_audio_s * SAMPLE_RATE))
+    return ChunkPlan(chunk, span, kv, int(s.decode_chunk_frames), batch, batch_windows(s))
+
+
+def batch_windows(settings: Settings) -> bool:
+    """Where windowed batches were measured good: the CPU, and GPUs with TF32 convolutions allowed.
+    On an H200 with strict fp32 convolutions cuDNN picked, for the window shapes, algorithms with a
+    ≈75 GiB workspace that ran 2x slower (bench/results/tokenize_bench.md); there the batch splits
+    into budget-sized groups, each encoded in one pass."""
+    strict = settings.strict_fp32_encode and settings.dtype == "float32"
+    return not settings.is_cuda or (settings.dtype == "float32" and not strict)
 
 
 def floors(settings: Settings) -> tuple[int, int]:
@@ -113,7 +125,7 @@ def smaller(plan: ChunkPlan, settings: Settings) -> ChunkPlan | None:
     kv = None if plan.kv_device_bytes is None else plan.kv_device_bytes // 2
     if chunk >= plan.encode_chunk_samples and frames >= plan.decode_chunk_frames:
         return None
-    return ChunkPlan(chunk, plan.encode_span_steps, kv, frames, max(chunk, plan.batch_samples // 2))
+    return ChunkPlan(chunk, plan.encode_span_steps, kv, frames, max(chunk, plan.batch_samples // 2), plan.batch_windows)
 
 
 def groups(indices: list[int], sizes: list[int], budget: int) -> list[list[int]]:
@@ -132,6 +144,33 @@ def groups(indices: list[int], sizes: list[int], budget: int) -> list[list[int]]
     if current:
         out.append(current)
     return out
+
+
+def batch_groups(
+    indices: list[int], sizes: list[int], budget: int, context: int, windows: bool = True
+) -> list[tuple[list[int], int | None]]:
+    """Groups of short clips (longest first), one batched encode each, with the encoder front-end's
+    time window (``core.batching``) that keeps members x (window + context) within ``budget``
+    samples; None when the group's padded size fits whole. A group has as many members as 1 s
+    windows allow: the GPU gets one large call instead of several small ones, in the same memory.
+    ``windows=False``: budget-sized groups (:func:`groups`), each in one pass."""
+    if not windows:
+        return [(g, None) for g in groups(indices, sizes, budget)]
+    cap = max(1, budget // (MIN_BATCH_WINDOW_SAMPLES + SAMPLES_PER_FRAME + context))  # a frame for the rounding
+    order = sorted(range(len(indices)), key=lambda j: -sizes[j])
+    out: list[tuple[list[int], int | None]] = []
+    for start in range(0, len(order), cap):
+        members = order[start : start + cap]
+        longest = sizes[members[0]]
+        window = None if len(members) * longest <= budget else _whole_frames(budget // len(members) - context)
+        out.append(([indices[j] for j in members], window))
+    return out
+
+
+def batch_footprint(sizes: list[int], window: int | None, context: int) -> int:
+    """Padded samples the encoder front-end holds at once for one batched group."""
+    longest = max(sizes)
+    return len(sizes) * (longest if window is None else min(longest, window + context))
 
 
 def peak_bytes(dims: ModelDims, operation: str, lengths: list[int], plan: ChunkPlan, on_gpu: bool) -> float:
@@ -153,19 +192,35 @@ def peak_bytes(dims: ModelDims, operation: str, lengths: list[int], plan: ChunkP
             window = plan.encode_chunk_samples + dims.conv_context_samples
             work = per_sample * window + kv + stage + span
         short = [n for n in lengths if n <= plan.encode_chunk_samples]
-        if short:  # padded batches of short clips
-            batch = groups(list(range(len(short))), short, plan.batch_samples)
-            work = max(work, per_sample * max(len(g) * max(short[i] for i in g) for g in batch))
+        if short:  # padded batches of short clips: the front-end's windows, then the transformer on all steps
+            context = dims.conv_context_samples
+            for group, batch_window in batch_groups(
+                list(range(len(short))), short, plan.batch_samples, context, plan.batch_windows
+            ):
+                sizes = [short[i] for i in group]
+                steps = len(sizes) * ceil_div(max(sizes), SAMPLES_PER_STEP)
+                transformer = SPAN_FLOATS_PER_STEP_PER_HIDDEN * steps * dims.encoder_hidden * item
+                work = max(work, per_sample * batch_footprint(sizes, batch_window, context), transformer)
     if operation in ("decode", "roundtrip"):
         per_frame = DECODE_FLOATS_PER_SAMPLE_PER_CHANNEL * dims.decoder_channels * item * SAMPLES_PER_FRAME
         frames = min(plan.decode_chunk_frames, max(ceil_div(n, SAMPLES_PER_FRAME) for n in lengths))
         work = max(work, per_frame * frames)
     overhead = DEVICE_OVERHEAD_MIB * MIB if on_gpu else 0.0
-    return dims.weight_bytes + work + overhead
+    # On the CPU the device is the host: the decoded audio lives beside the activations.
+    output = 0.0 if on_gpu else output_bytes(operation, lengths)
+    return dims.weight_bytes + work + overhead + output
+
+
+def output_bytes(operation: str, lengths: list[int]) -> float:
+    """Host RAM of the decoded float32 audio (the decoder writes it into one buffer)."""
+    if operation not in ("decode", "roundtrip"):
+        return 0.0
+    return 4.0 * sum(ceil_div(n, SAMPLES_PER_FRAME) * SAMPLES_PER_FRAME for n in lengths)
 
 
 def host_bytes(dims: ModelDims, operation: str, lengths: list[int], plan: ChunkPlan, on_gpu: bool) -> float:
-    """Host RAM a GPU job adds: offloaded encoder keys/values and the decoded float32 audio."""
+    """Host RAM a GPU job adds: offloaded encoder keys/values and the decoded float32 audio (on the
+    CPU both are part of :func:`peak_bytes`)."""
     if not on_gpu:
         return 0.0
     total = 0.0
@@ -173,9 +228,7 @@ def host_bytes(dims: ModelDims, operation: str, lengths: list[int], plan: ChunkP
         steps = max(ceil_div(n, SAMPLES_PER_STEP) for n in lengths)
         if max(lengths) > plan.encode_chunk_samples:
             total += max(0, steps * dims.kv_bytes_per_step - plan.kv_device_bytes)
-    if operation in ("decode", "roundtrip"):
-        total += 4.0 * sum(ceil_div(n, SAMPLES_PER_FRAME) * SAMPLES_PER_FRAME for n in lengths)
-    return total
+    return total + output_bytes(operation, lengths)
 
 
 def describe(operation: str, lengths: list[int], peak: float, available: float, device: str) -> MemoryEstimate:

@@ -13,6 +13,7 @@ import math
 import os
 import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Mapping
 
 from . import options
@@ -28,6 +29,15 @@ DTYPES = ("float32", "bfloat16")  # float32 is the published dtype
 _DEVICE_RE = re.compile(r"^(cpu|cuda:\d+)$")
 _POSITIVE = ("max_duration_s", "max_file_mb", "encode_chunk_s", "encode_span_s", "batch_audio_s", "min_chunk_s")
 _SHARES = ("cleanup_threshold", "max_batch_memory_fraction")  # in (0, 1]
+DATA_DIR_NAME = "codec-workbench"  # folder under $XDG_DATA_HOME (or ~/.local/share) for stored results
+
+
+def default_data_dir(env: Mapping[str, str] | None = None) -> str:
+    """Where stored results (blind-test answers) go unless CODEC_DATA_DIR says otherwise:
+    outside the repository, in the user's XDG data folder."""
+    env = os.environ if env is None else env
+    base = env.get("XDG_DATA_HOME") or str(Path(env.get("HOME") or Path.home()) / ".local" / "share")
+    return str(Path(base) / DATA_DIR_NAME)
 
 
 def cuda_available() -> bool:
@@ -65,15 +75,27 @@ class Settings:
                                             "codes reproduce")
     max_batch_memory_fraction: float = option(0.9, "refuse jobs whose estimated peak exceeds this share of free "
                                                    "memory")
+    data_dir: str = option("", "folder for stored results such as blind-test answers (empty: "
+                               "$XDG_DATA_HOME/codec-workbench, else ~/.local/share/codec-workbench)")
+    decode_dtype: str | None = option(None, "decoder precision (default: as --dtype); bfloat16 also runs on CPU, "
+                                            "where encodes stay fp32; bf16 chunks that break are redone in fp32",
+                                      choices=DTYPES)
+    compile_decoder: bool = option(False, "torch.compile the decoder in the background after loading (decodes "
+                                          "stay eager until it is done)")
 
     def __post_init__(self) -> None:
         """Check values that do not need the model; raise SettingsError saying what to change."""
+        if not self.data_dir:  # the default depends on the user's environment, so it is filled in here
+            object.__setattr__(self, "data_dir", default_data_dir())
         if self.device == "auto" or not _DEVICE_RE.match(self.device):
             raise SettingsError(f"Device {self.device!r} is not supported: use 'cpu' or 'cuda:N' (e.g. cuda:0).")
         if self.dtype not in DTYPES:
             raise SettingsError(f"dtype {self.dtype!r} is not supported: use one of {', '.join(DTYPES)}.")
         if self.dtype == "bfloat16" and not self.is_cuda:
-            raise SettingsError("bfloat16 runs only on a GPU with native bf16 support; on CPU use --dtype float32.")
+            raise SettingsError("bfloat16 runs only on a GPU with native bf16 support; on CPU use --dtype float32 "
+                                "(--decode-dtype bfloat16 runs only the decoder in bf16, guarded).")
+        if self.decode_dtype is not None and self.decode_dtype not in DTYPES:
+            raise SettingsError(f"decode dtype {self.decode_dtype!r} is not supported: use one of {', '.join(DTYPES)}.")
         for name in (*_POSITIVE, *_SHARES, "encode_kv_device_mib"):
             if not math.isfinite(getattr(self, name)):  # nan passes every comparison below
                 raise SettingsError(f"{name} must be a finite number, not {getattr(self, name)!r}.")
@@ -117,4 +139,6 @@ def settings_from_args(args: argparse.Namespace | None = None, env: Mapping[str,
     given = options.values(Settings, args, env)
     if "device" not in given:
         given["device"] = default_device()
+    if not given.get("data_dir"):
+        given["data_dir"] = default_data_dir(env)
     return Settings(**given)

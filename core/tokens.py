@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import math
 import zipfile
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -252,7 +253,27 @@ def _sniff(path: Path) -> str:
     return ""
 
 
+def _check_codes_header(path: Path) -> None:
+    """The codes array's declared shape fits the bytes the archive holds for it. NumPy allocates
+    the declared shape before reading, so a crafted header ((10**12, 16) over a few bytes) would
+    otherwise end in a MemoryError instead of a message naming the file."""
+    try:
+        with zipfile.ZipFile(path) as archive, archive.open(CODES_KEY + ".npy") as member:
+            stored = archive.getinfo(CODES_KEY + ".npy").file_size
+            version = np.lib.format.read_magic(member)
+            reader = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+            shape, _fortran, dtype = reader(member)
+            header = member.tell()
+    except (KeyError, ValueError, OSError, zipfile.BadZipFile) as e:
+        raise _bad(path, f"the codes array has an unreadable header ({e})") from e
+    declared = math.prod(shape) * dtype.itemsize
+    if declared > stored - header:
+        raise _bad(path, f"the codes array declares shape {tuple(shape)} ({declared / MIB:,.0f} MiB) but the "
+                   f"file holds {max(stored - header, 0):,} bytes of it: it is damaged or was crafted")
+
+
 def _read_arrays(path: Path) -> tuple[np.ndarray, np.ndarray]:
+    _check_codes_header(path)
     try:
         with np.load(path, allow_pickle=False) as npz:
             return npz[CODES_KEY], npz[METADATA_KEY]

@@ -21,7 +21,7 @@ from core import options
 from core.errors import SettingsError
 from core.settings import add_settings_arguments, settings_from_args
 
-from . import url_input
+from . import storage, url_input
 from .app import UiOptions, build_app, default_temp_root
 from .options import WebOptions
 from .server import ServerOptions, launch
@@ -101,6 +101,12 @@ def main(argv=None) -> int:
     server = ServerOptions(server.host, server.port, server.auth, settings.max_file_bytes, server.quiet)
     t = _stage(f"settings: model={settings.model} device={settings.device} dtype={settings.dtype}", t)
 
+    try:
+        storage.use_for_process(ui.temp_root)  # every temp file of this process under one root
+    except OSError as e:
+        logger.error("cannot start: the temp folder %s cannot be created (%s); choose another --temp-dir",
+                     ui.temp_root, e)
+        return 2
     from core.engine import Engine  # imports torch: after the flags are known to be valid
 
     engine = Engine(settings)

@@ -9,14 +9,13 @@ status read are outside it and answer while a job runs.
 from __future__ import annotations
 
 import logging
-import tempfile
 from typing import Any
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import gradio as gr
 
-from . import lab, url_input
+from . import abx, lab, review, storage, url_input
 from .handlers import Handlers, RoundTripView
 from .i18n import label
 from .workspace import DEFAULT_MAX_AGE_S, Workspace
@@ -45,11 +44,14 @@ CSS = """
 .cw-meta span {margin-right: 4px;}
 .cw-hint {font-size: 0.8em; opacity: 0.8;}
 .cw-fix {margin-top: 8px; padding: 6px 8px; border-radius: 6px; background: #fdecea; color: #611a15;}
+.cw-doctor {width: 100%; margin-top: 6px; font-size: 0.9em;}
+.cw-doctor td {vertical-align: top; padding: 4px 6px;}
+.cw-step-warn .cw-icon, .cw-step-warn .cw-word {color: #d9a400; font-weight: 700;}
 """
 
 
 def default_temp_root() -> Path:
-    return Path(tempfile.gettempdir()) / "codec-workbench"
+    return storage.default_root()
 
 
 @dataclass(frozen=True)
@@ -65,12 +67,17 @@ def build_app(engine, options: UiOptions | None = None) -> gr.Blocks:
     """The whole page for ``engine``; nothing outside this call holds UI state."""
     options = options or UiOptions()
     handlers = Handlers(engine, Workspace(options.temp_root, options.max_age_s), options.url_policy)
+    reviewer = review.ReviewHandlers(engine, handlers.workspace)
     with gr.Blocks(title=TITLE, analytics_enabled=False, delete_cache=GRADIO_CACHE_CLEANUP) as demo:
         gr.Markdown(label("app.intro"))
         _status_bar(demo, handlers)
         with gr.Tabs():
             with gr.Tab(label("tab.roundtrip"), id="roundtrip"):
-                _roundtrip_tab(handlers, options)
+                _roundtrip_tab(handlers, options, reviewer)
+            with gr.Tab(label("abx.tab"), id="abx"):
+                abx.abx_tab(demo, abx.AbxHandlers(engine, handlers.workspace), MODEL_GROUP)
+            with gr.Tab(label("evaluate.tab"), id="evaluate"):
+                review.evaluate_tab(reviewer, MODEL_GROUP)
             with gr.Tab(label("tab.encode"), id="encode"):
                 _encode_tab(handlers, options)
             with gr.Tab(label("tab.decode"), id="decode"):
@@ -104,7 +111,7 @@ def _examples(inputs: gr.Audio, options: UiOptions, api_name: str) -> None:
                     api_name=api_name, api_visibility="private")
 
 
-def _roundtrip_tab(handlers: Handlers, options: UiOptions) -> None:
+def _roundtrip_tab(handlers: Handlers, options: UiOptions, reviewer: review.ReviewHandlers) -> None:
     with gr.Row():
         with gr.Column(scale=3):
             audio_in = _audio_input("roundtrip-input")
@@ -126,6 +133,7 @@ def _roundtrip_tab(handlers: Handlers, options: UiOptions) -> None:
     spectrogram = gr.Image(label=label("roundtrip.spectrogram"), type="filepath",
                            interactive=False, elem_id="roundtrip-spectrogram", buttons=["download", "fullscreen"])
     metrics = gr.Markdown(elem_id="roundtrip-metrics")
+    verdict, report, report_files = review.verdict_components()
     downloads = gr.File(label=label("roundtrip.downloads"), file_count="multiple",
                         interactive=False, elem_id="roundtrip-downloads")
     with gr.Accordion(label("common.raw_json"), open=False):
@@ -138,9 +146,12 @@ def _roundtrip_tab(handlers: Handlers, options: UiOptions) -> None:
                                              facts=facts, tokens=summary, spectrogram=spectrogram,
                                              downloads=downloads, details=details)),
                   api_name="roundtrip", **MODEL_GROUP))
-    done.success(handlers.metrics, inputs=[original, reconstruction], outputs=[metrics, metrics_details],
+    after_metrics = done.success(handlers.metrics, inputs=[original, reconstruction], outputs=[metrics, metrics_details],
                  api_name="metrics", **METRICS_GROUP)
     lab.add_lab(handlers, done, original, reconstruction, downloads)
+    review.wire_verdict_and_report(reviewer, run, after_metrics, dict(
+        original=original, reconstruction=reconstruction, downloads=downloads, details=details,
+        metrics_details=metrics_details, verdict=verdict, report=report, report_files=report_files), METRICS_GROUP)
 
 
 def _url_row(handlers: Handlers, audio_in: gr.Audio, policy: url_input.UrlPolicy) -> None:
@@ -198,6 +209,13 @@ def _system_tab(handlers: Handlers, options: UiOptions) -> None:
     with gr.Accordion(label("common.raw_json"), open=False):
         raw = gr.JSON(label=label("system.stats_json"))
         cleared_raw = gr.JSON(label=label("system.clear_vram_json"))
+    with gr.Row():
+        diagnose = gr.Button(label("doctor.run"), elem_id="doctor-run", scale=1)
+        gr.Markdown(label("doctor.hint"), elem_classes="cw-hint")
+    report = gr.HTML(elem_id="doctor-panel")
+    with gr.Accordion(label("doctor.json"), open=False):
+        report_raw = gr.JSON()
+    diagnose.click(handlers.doctor, outputs=[report, report_raw], api_name="doctor", **MODEL_GROUP)
     timer = gr.Timer(options.stats_every_s)
     timer.tick(handlers.stats, outputs=[stats, raw], api_name="stats", show_progress="hidden",
                concurrency_limit=None, concurrency_id="stats")

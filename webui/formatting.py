@@ -178,7 +178,10 @@ def timing_markdown(timing: dict, lang: str = DEFAULT_LANGUAGE) -> str:
         out += text("timing.peak_gpu", lang, mib=f"{timing['peak_gpu_mib']:.0f}")
     if timing.get("estimate"):
         out += text("timing.estimate", lang, estimate=timing["estimate"])  # the engine's English estimate
-    return out + text("timing.metrics_follow", lang)
+    out += text("timing.metrics_follow", lang)
+    for warning in timing.get("warnings") or ():  # the engine's English warning, e.g. bf16 chunks redone in fp32
+        out += text("timing.warning", lang, warning=_esc(warning))
+    return out
 
 
 # --------------------------------------------------------------------------- system

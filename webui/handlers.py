@@ -12,10 +12,11 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import gradio as gr
 
 from core.audio import AudioLimits
+from core.doctor import run_doctor
 from core.errors import CodecError
 
+from . import doctor_panel, i18n, jobs, storage, url_input
 from . import formatting as fmt
-from . import i18n, jobs, url_input
 from .workspace import Workspace
 
 if TYPE_CHECKING:
@@ -26,13 +27,14 @@ logger = logging.getLogger(__name__)
 
 
 @contextmanager
-def user_errors(action: str, lang: str = i18n.DEFAULT_LANGUAGE):
+def user_errors(action: str, lang: str = i18n.DEFAULT_LANGUAGE, temp_root: Path | None = None):
     """Turn any exception into a gr.Error the user can act on, in ``lang``; log the unexpected ones.
 
     ``action`` is a catalogue key (``action.*``). Errors made in webui/ carry their own key
     (``i18n.TranslatedError``). Errors from core/ are English by design (the CLI shows them too):
     they get a translated lead sentence chosen by their class (``error.lead.<Class>``), followed
-    by the English detail, which names the file or setting and the fix."""
+    by the English detail, which names the file or setting and the fix. ``temp_root``: where
+    the request writes, so that a full disk is named as the cause."""
     try:
         yield
     except gr.Error:
@@ -44,6 +46,10 @@ def user_errors(action: str, lang: str = i18n.DEFAULT_LANGUAGE):
         logger.warning("%s refused: %s", i18n.text(action), e)
         raise gr.Error(codec_error_text(e, lang), print_exception=False) from e
     except Exception as e:
+        if temp_root is not None and storage.is_disk_full(e, temp_root):
+            logger.error("%s failed: the disk under %s is full (%r)", i18n.text(action), temp_root, e)
+            message = i18n.text("hardening.disk_full", lang, action=i18n.text(action, lang))
+            raise gr.Error(message, print_exception=False) from e
         logger.exception("unexpected error while %s", i18n.text(action))
         message = i18n.text("error.generic", lang, action=i18n.text(action, lang), kind=type(e).__name__)
         raise gr.Error(message, print_exception=False) from e
@@ -67,6 +73,8 @@ def _need_file(value, what: str, lang: str) -> Path:
         key = "error.no_token_file" if what == "what.token_file" else "error.no_audio"
         raise gr.Error(i18n.text(key, lang, what=i18n.text(what, lang)))
     path = Path(value)
+    if path.is_dir():  # an upload named "." or "/" ends up as its folder
+        raise gr.Error(i18n.text("hardening.no_file_name", lang, what=i18n.text(what, lang)))
     if not path.is_file():
         raise gr.Error(i18n.text("error.file_gone", lang, what=i18n.text(what, lang)))
     return path
@@ -118,7 +126,7 @@ class Handlers:
         """Encode → decode: players, facts, token summary, spectrograms, downloads."""
         lang = i18n.language_of(request)
         source = _need_file(audio_path, "what.audio", lang)
-        with user_errors("action.roundtrip", lang):
+        with user_errors("action.roundtrip", lang, self.workspace.root):
             out = jobs.roundtrip(self.engine, source, self.workspace.new_dir("roundtrip"), self.limits,
                                  i18n.progress_in(lang, progress))
         logger.info("round trip of %s: model %.2f s, ours %.3f s", source.name, out.timing["model_s"], out.timing["ui_s"])
@@ -149,7 +157,7 @@ class Handlers:
     def encode(self, audio_path, request: gr.Request | None = None, progress=gr.Progress()):
         lang = i18n.language_of(request)
         source = _need_file(audio_path, "what.audio", lang)
-        with user_errors("action.encode", lang):
+        with user_errors("action.encode", lang, self.workspace.root):
             out = jobs.encode(self.engine, source, self.workspace.new_dir("encode"), self.limits,
                               i18n.progress_in(lang, progress))
         details = {"input": out.facts, "tokens": out.summary, "timing": out.timing}
@@ -159,7 +167,7 @@ class Handlers:
     def decode(self, token_path, request: gr.Request | None = None, progress=gr.Progress()):
         lang = i18n.language_of(request)
         source = _need_file(token_path, "what.token_file", lang)
-        with user_errors("action.decode", lang):
+        with user_errors("action.decode", lang, self.workspace.root):
             out = jobs.decode(self.engine, source, self.workspace.new_dir("decode"), i18n.progress_in(lang, progress))
         details = {"token_file": out.meta, "tokens": out.summary, "timing": out.timing}
         return str(out.wav), fmt.token_file_markdown(out.meta, out.summary, lang), str(out.spectrogram_png), details
@@ -169,7 +177,7 @@ class Handlers:
         lang = i18n.language_of(request)
         if self.url_policy is None:
             raise gr.Error(i18n.text("error.url_off", lang))
-        with user_errors("action.fetch", lang):
+        with user_errors("action.fetch", lang, self.workspace.root):
             progress(0.1, desc=i18n.text("progress.downloading", lang))
             path = url_input.fetch(url, self.workspace.new_dir("url"), self.url_policy)
         return str(path)
@@ -180,6 +188,13 @@ class Handlers:
         with user_errors("action.clear_vram", lang):
             result = self.engine.clear_vram()
         return fmt.vram_markdown(result, lang), result
+
+    def doctor(self, request: gr.Request | None = None):
+        """Every doctor check (``python -m core doctor``) as a panel, plus its JSON report."""
+        lang = i18n.language_of(request)
+        with user_errors("action.doctor", lang):
+            report = run_doctor(self.engine, doctor_panel.options_for(request, self.workspace.root)).to_dict()
+        return doctor_panel.panel_html(report, lang), report
 
     def stats(self, request: gr.Request | None = None):
         lang = i18n.language_of(request)

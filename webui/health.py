@@ -7,7 +7,8 @@
   the reason. Load balancers and supervisors poll this one.
 
 Neither endpoint takes the engine's lock, so both answer while a long job runs. Both are
-open even when the UI has a password (probes carry no credentials); they reveal no audio.
+open even when the UI has a password (probes carry no credentials); they reveal no audio,
+and /health then keeps its details (paths, versions, pid) for signed-in requests.
 """
 
 from __future__ import annotations
@@ -16,11 +17,14 @@ import os
 import platform
 import time
 from functools import lru_cache
+from pathlib import Path
 
-from fastapi import FastAPI
+from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
 from core.versions import installed_versions
+
+from . import guard, storage
 
 HEALTH_PATH = "/health"
 READY_PATH = "/ready"
@@ -40,8 +44,11 @@ def versions() -> dict[str, str | None]:
     return found
 
 
-def readiness_verdict(engine) -> tuple[bool, str | None]:
-    """(ready, reason): ready only when the engine is loaded and its last check passed."""
+def readiness_verdict(engine, temp_root: Path | None = None) -> tuple[bool, str | None]:
+    """(ready, reason): ready only when the engine is loaded, its last check passed and the
+    app can write its files under ``temp_root`` (a missing root is recreated first)."""
+    if temp_root is not None and (trouble := storage.problem(temp_root)):
+        return False, trouble
     state = getattr(engine.state, "value", str(engine.state))
     if not engine.ready:
         return False, engine.not_ready_message() if hasattr(engine, "not_ready_message") else f"engine is {state}"
@@ -53,8 +60,8 @@ def readiness_verdict(engine) -> tuple[bool, str | None]:
     return True, None
 
 
-def health_payload(engine, started_at: float) -> dict:
-    ready, reason = readiness_verdict(engine)
+def health_payload(engine, started_at: float, temp_root: Path | None = None) -> dict:
+    ready, reason = readiness_verdict(engine, temp_root)
     info = engine.info()
     report = engine.last_report
     return {
@@ -70,19 +77,30 @@ def health_payload(engine, started_at: float) -> dict:
     }
 
 
-def add_health_routes(app: FastAPI, engine, started_at: float | None = None) -> None:
+def public_health(payload: dict) -> dict:
+    """What /health shows to requests without the login, when the app has one."""
+    return {"status": payload["status"], "state": payload["engine"]["state"], "ready": payload["ready"],
+            "reason": payload["reason"]}
+
+
+def add_health_routes(app: FastAPI, engine, started_at: float | None = None, temp_root: Path | None = None) -> None:
     """Attach /health and /ready to ``app`` (the FastAPI app that serves the UI).
 
     The routes are moved to the front of the route table, so they answer even when the UI
-    is mounted at "/" before this is called.
+    is mounted at "/" before this is called. ``temp_root``: where the app writes (checked by
+    both). When the app has a login, /health shows the public part (state, ready, reason) to
+    requests that have not signed in.
     """
     started = started_at if started_at is not None else time.time()
 
-    async def health():
-        return JSONResponse(health_payload(engine, started), headers={"Cache-Control": "no-store"})
+    async def health(request: Request):
+        payload = health_payload(engine, started, temp_root)
+        if not guard.signed_in(request.scope):
+            payload = public_health(payload)
+        return JSONResponse(payload, headers={"Cache-Control": "no-store"})
 
     async def ready():
-        ok, reason = readiness_verdict(engine)
+        ok, reason = readiness_verdict(engine, temp_root)
         body = {"ready": ok, "state": engine.info()["state"], "reason": reason}
         return JSONResponse(body, status_code=200 if ok else 503, headers={"Cache-Control": "no-store"})
 

@@ -76,7 +76,8 @@ def _timing(start: float, encoded=None, decoded=None) -> dict:
     decode_s = decoded.seconds if decoded else 0.0
     peaks = [r.peak_mib for r in (encoded, decoded) if r is not None and r.peak_mib is not None]
     return {"encode_s": encode_s, "decode_s": decode_s, "model_s": encode_s + decode_s, "total_s": total,
-            "ui_s": total - encode_s - decode_s, "peak_gpu_mib": max(peaks) if peaks else None}
+            "ui_s": total - encode_s - decode_s, "peak_gpu_mib": max(peaks) if peaks else None,
+            "warnings": list(decoded.warnings) if decoded else []}  # e.g. bf16 chunks redone in fp32
 
 
 def _preflight(engine, operation: str, samples: int, progress: Progress, at: float) -> str:

@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from core import analysis, ladder, loudness, timeline, token_usage, tokens
+from core.codec import check_duration
 from core.audio import AudioLimits, load_audio, write_wav
 
 from .jobs import Progress, _quiet, stem_of
@@ -166,7 +167,7 @@ def run_ladder(
     progress(0.02, "job.reading")
     original = _load(audio_path, limits)
     codes, model_s = _codes_for(engine, original, token_path)
-    ladder.check_duration(codes.shape[0], engine.settings.max_duration_s)
+    check_duration([codes.shape[0]], engine.settings.max_duration_s)
     rungs = ladder.decode_ladder(
         engine,
         codes,

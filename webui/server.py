@@ -2,7 +2,9 @@
 
 The health routes are built by ``webui.health.add_health_routes`` on a plain FastAPI app
 and handed to Gradio's app at creation (``app_kwargs={"routes": ...}``), so they answer
-from the first request on, outside the UI's login (a supervisor can poll them).
+from the first request on, outside the UI's login (a supervisor can poll them). The
+hardening (``webui.guard`` middleware, ``webui.timeouts`` for slow clients) goes in the same
+way; see docs/webui.md, "Hardening".
 """
 
 from __future__ import annotations
@@ -10,12 +12,16 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 import gradio as gr
 from fastapi import FastAPI
 from fastapi.routing import APIRoute
+from starlette.middleware import Middleware
 
+from . import timeouts
 from .app import ASSETS, CSS, UiOptions
+from .guard import Guard
 from .health import add_health_routes
 from .i18n import gradio_i18n
 
@@ -34,10 +40,10 @@ class ServerOptions:
     quiet: bool = True  # Gradio's own startup banner
 
 
-def health_routes(engine, started_at: float) -> list[APIRoute]:
+def health_routes(engine, started_at: float, temp_root: Path | None = None) -> list[APIRoute]:
     """The /health and /ready routes, as routes to hand to Gradio's FastAPI app."""
     app = FastAPI()
-    add_health_routes(app, engine, started_at)
+    add_health_routes(app, engine, started_at, temp_root)
     return [route for route in app.routes if isinstance(route, APIRoute)]
 
 
@@ -56,12 +62,17 @@ def launch(demo: gr.Blocks, engine, ui: UiOptions, server: ServerOptions, starte
         show_error=True,
         max_file_size=server.max_file_bytes,
         allowed_paths=[str(ui.temp_root), str(ASSETS)],
-        app_kwargs={"routes": health_routes(engine, started_at)},
+        app_kwargs={
+            "routes": health_routes(engine, started_at, ui.temp_root),
+            "middleware": [Middleware(Guard, temp_root=ui.temp_root)],
+            "openapi_url": None,  # FastAPI's schema of Gradio's internals; the API is documented at /gradio_api/info
+        },
         footer_links=["api", "settings"],
         ssr_mode=False,
         css=CSS,
         i18n=gradio_i18n(),  # the catalogues the page translates its labels with (webui/i18n.py)
         theme=gr.themes.Soft(),
     )
+    timeouts.install(demo.server)
     logger.info("serving at %s (health at %shealth)", url, url)
     return app, url

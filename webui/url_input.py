@@ -45,6 +45,8 @@ MAX_REDIRECTS = 3  # redirects followed, each re-checked
 CHUNK_BYTES = 1 << 16  # bytes read at a time
 USER_AGENT = "codec-workbench/0.1 (audio fetch)"  # i18n-exempt: sent to servers, never shown
 _SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
+_BROADCAST = ipaddress.IPv4Address("255.255.255.255")  # limited broadcast
+_THIS_NETWORK = ipaddress.IPv4Network("0.0.0.0/8")  # RFC 1122 "this network"
 
 
 class UrlInputError(TranslatedError, AudioInputError):
@@ -106,7 +108,15 @@ def blocked_key(address: str, policy: UrlPolicy = UrlPolicy()) -> str | None:
         ip = ip.ipv4_mapped  # ::ffff:10.0.0.1 is 10.0.0.1
     if ip.is_loopback:
         return None if policy.allow_loopback else "url.reason.loopback"
-    for attribute in ("is_link_local", "is_private", "is_multicast", "is_reserved", "is_unspecified"):
+    # Before "private": Python counts 0.0.0.0/8 and 255.255.255.255 as private networks,
+    # which would name the wrong cause.
+    if ip.is_unspecified:
+        return "url.reason.unspecified"
+    if ip == _BROADCAST:
+        return "url.reason.broadcast"
+    if ip in _THIS_NETWORK:
+        return "url.reason.this_network"
+    for attribute in ("is_link_local", "is_private", "is_multicast", "is_reserved"):
         if getattr(ip, attribute):
             return "url.reason." + attribute.removeprefix("is_")
     if not ip.is_global:
@@ -162,6 +172,7 @@ def fetch(url: str, folder: Path, policy: UrlPolicy = UrlPolicy(), resolver=sock
             raise UrlInputError("url.error.fetch", url=url, reason=e) from e
         finally:
             connection.close()
+            connection.disarm()
     raise UrlInputError("url.error.redirects", url=url, limit=MAX_REDIRECTS)
 
 
@@ -205,10 +216,12 @@ class _Pinned:
         # i18n-exempt: reaches the page only as the English detail of url.error.fetch
         raise error or TimeoutError("time limit reached before connecting")
 
-    def close(self):
+    def disarm(self) -> None:
+        """Stop the watchdog; only once the download is over. Not in ``close()``: for a
+        response without a length (close-delimited, HTTP/1.0) ``getresponse()`` closes the
+        connection object while the response goes on reading the socket."""
         if self._watchdog is not None:
             self._watchdog.cancel()
-        super().close()
 
 
 def _shut(sock: socket.socket) -> None:
@@ -239,7 +252,7 @@ class _PinnedHTTPConnection(_Pinned, http.client.HTTPConnection):
         self.sock = self._open_socket()
 
 
-def _connect(target: Target, deadline: float, timeout: float) -> http.client.HTTPConnection:
+def _connect(target: Target, deadline: float, timeout: float) -> _PinnedHTTPConnection | _PinnedHTTPSConnection:
     cls = _PinnedHTTPSConnection if target.scheme == "https" else _PinnedHTTPConnection
     return cls(target.host, target.port, target.addresses or (target.address,), deadline, timeout)
 

@@ -1,4 +1,4 @@
-"""Per-request output folders under one temp root for the whole app.
+"""Per-request output folders under one temp root for the whole app (``webui.storage``).
 
 Every request gets a fresh folder (``tempfile.mkdtemp``), so two requests never share a
 file name and nothing a user gave us is ever overwritten. Folders older than ``max_age_s``
@@ -13,6 +13,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from . import storage
+
 logger = logging.getLogger(__name__)
 
 DEFAULT_MAX_AGE_S = 3600.0  # seconds a request's files stay downloadable
@@ -24,7 +26,7 @@ class Workspace:
 
     def __init__(self, root: Path | str | None = None, max_age_s: float = DEFAULT_MAX_AGE_S):
         if root is None:
-            root = Path(tempfile.gettempdir()) / "codec-workbench"
+            root = storage.default_root()
         self.root = Path(root)
         self.root.mkdir(parents=True, exist_ok=True)
         self.max_age_s = max_age_s
@@ -32,6 +34,7 @@ class Workspace:
     def new_dir(self, kind: str) -> Path:
         """A new, empty folder for one request (``kind`` is only part of the name)."""
         self.cleanup()
+        self.root.mkdir(parents=True, exist_ok=True)  # a /tmp cleaner may have deleted it
         return Path(tempfile.mkdtemp(prefix=f"{PREFIX}{kind}-", dir=self.root))
 
     def cleanup(self, now: float | None = None) -> int:
@@ -45,6 +48,7 @@ class Workspace:
                     removed += 1
             except FileNotFoundError:  # another request removed it first
                 continue
+        removed += storage.sweep_tmp(self.root, self.max_age_s, now)
         if removed:
-            logger.info("removed %d request folders older than %.0f s", removed, self.max_age_s)
+            logger.info("removed %d request folders and temp files older than %.0f s", removed, self.max_age_s)
         return removed

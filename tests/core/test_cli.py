@@ -127,3 +127,15 @@ def test_build_checkpoint_into_a_file_is_a_one_line_error(tmp_path):
     assert proc.returncode == 1 and "Traceback" not in proc.stderr
     assert "notes.txt" in proc.stderr.strip().splitlines()[-1]
     assert target.read_text() == "keep me"
+
+
+def test_decode_applies_the_duration_limit_to_token_files(tiny_checkpoint, tmp_path):
+    """Issue 8, item 1: a small token file can hold hours of codes."""
+    from core.tokens import make_token_file, save_tokens
+
+    codes = np.random.default_rng(0).integers(0, 2048, size=(25, 16))  # 2 s
+    path = save_tokens(make_token_file(codes, 25 * 1920, "test"), tmp_path / "two_seconds.npz")
+    proc = run("decode", path, "-o", tmp_path / "out", "--model", tiny_checkpoint, "--max-duration", "1")
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    assert "over the 1.0 s limit" in proc.stderr
+    assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())

@@ -44,19 +44,22 @@ def test_encode_is_deterministic(tiny_engine, speech):
 
 
 def test_batch_gives_the_same_codes_as_one_by_one(tiny_engine, speech):
-    """Padding a clip inside a batch can change only its last, partial frame (the model pads
-    a lone clip's tail with zeros inside every conv, a batched one with computed features)."""
+    """Every frame, the last partial one included (core.batching pads each clip at every strided
+    conv as a lone clip's conv does); lengths with odd 25 Hz steps exercise the downsample. One
+    near-tie frame may flip where batched and lone fp32 rounding differ (AMX CPUs)."""
     from core.audio import audio_from_array
 
-    clips = [audio_from_array(speech(s, seed=i), 24_000) for i, s in enumerate((1.0, 2.5, 0.5))]
+    clips = [audio_from_array(speech(s, seed=i), 24_000) for i, s in enumerate((1.0, 2.5, 0.5, 0.33, 1.9999))]
     batch = tiny_engine.encode_batch(clips)
+    differing = 0
     for clip, result in zip(clips, batch):
         single = tiny_engine.encode(clip).codes
         assert result.codes.shape == single.shape
-        np.testing.assert_array_equal(result.codes[:-1], single[:-1])
+        differing += int((result.codes != single).any(axis=1).sum())
+    assert differing <= 1
     decoded = tiny_engine.decode_batch([r.codes for r in batch])
     for result, dec in zip(batch, decoded):
-        np.testing.assert_allclose(dec.samples, tiny_engine.decode(result.codes).samples, atol=1e-5)
+        np.testing.assert_allclose(dec.samples, tiny_engine.decode(result.codes).samples, atol=1e-4)
 
 
 @pytest.mark.parametrize(
@@ -208,3 +211,15 @@ def test_roundtrip_reports_progress_over_encode_then_decode(tiny_checkpoint, spe
     assert len(encode_steps) == 3 and encode_steps[-1] == ROUNDTRIP_ENCODE_SHARE  # 5 s in 2 s windows
     assert len(seen) - len(encode_steps) == 3  # 63 frames in 25-frame chunks
     assert result.decoded.samples.size == 5 * 24_000
+
+
+def test_codes_longer_than_the_duration_limit_are_refused_before_any_model_work(tiny_checkpoint):
+    """Issue 8, item 1: the engine is not even loaded; the limit is checked first."""
+    engine = Engine(Settings(model=str(tiny_checkpoint), device="cpu", max_duration_s=1.0))
+    codes = np.zeros((25, 16), dtype=np.int64)  # 2 s of codes
+    with pytest.raises(TokenFileError, match="decode to 2.0 s of audio, over the 1.0 s limit"):
+        engine.decode(codes)
+    with pytest.raises(TokenFileError, match="over the 1.0 s limit"):
+        engine.decode_batch([codes[:5], codes])
+    with pytest.raises(EngineNotReady):
+        engine.decode(codes[:10])  # within the limit: on to the model, which is not loaded

@@ -95,3 +95,19 @@ def test_groups_keep_each_padded_batch_within_the_budget():
     for g in groups:
         assert len(g) == 1 or len(g) * max(sizes[i] for i in g) <= 8
     assert planner.groups([0], [100], budget=8) == [[0]]  # a lone item may exceed it
+
+
+def test_cpu_estimate_counts_the_decoded_audio_in_ram():
+    """Issue 8, item 1: on the CPU the decoded audio lives in the same RAM as the activations; an
+    hour of it (345 MB) is refused with 500 MiB available, though the decoder's activations alone
+    (at the smallest chunk, ≈350 MB) would fit."""
+    hour = [3600 * SAMPLE_RATE]
+    plan = planner.base_plan(CPU)
+    output = 4 * 3600 * SAMPLE_RATE
+    assert planner.peak_bytes(DIMS, "decode", hour, plan, False) - planner.peak_bytes(
+        DIMS, "decode", [plan.decode_chunk_frames * SAMPLES_PER_FRAME], plan, False) >= output * 0.99
+    free = 500 * MIB
+    chosen, estimate = planner.choose(DIMS, CPU, "decode", hour, free_bytes=free, host_free_bytes=free)
+    assert chosen is None and not estimate.fits and "does not fit" in estimate.message
+    ten_s, fits = planner.choose(DIMS, CPU, "decode", [10 * SAMPLE_RATE], free_bytes=free, host_free_bytes=free)
+    assert ten_s is not None and fits.fits

@@ -38,6 +38,19 @@ def test_bfloat16_on_cpu_is_refused_with_advice():
         parse(["--device", "cpu", "--dtype", "bfloat16"], {})
 
 
+def test_a_bf16_decode_runs_on_cpu_while_the_model_stays_fp32():
+    s = parse(["--device", "cpu", "--decode-dtype", "bfloat16"], {"CODEC_COMPILE_DECODER": "yes"})
+    assert (s.dtype, s.decode_dtype, s.compile_decoder) == ("float32", "bfloat16", True)
+    assert parse([], {}).decode_dtype is None and parse([], {}).compile_decoder is False
+    assert parse(["--no-compile-decoder"], {"CODEC_COMPILE_DECODER": "1"}).compile_decoder is False
+    with pytest.raises(SettingsError, match="CODEC_DECODE_DTYPE"):
+        parse([], {"CODEC_DECODE_DTYPE": "float16"})
+    with pytest.raises(SettingsError, match="decode dtype 'float16'"):
+        Settings(decode_dtype="float16")
+    with pytest.raises(SettingsError, match="CODEC_COMPILE_DECODER"):
+        parse([], {"CODEC_COMPILE_DECODER": "maybe"})
+
+
 def test_bad_number_in_environment_names_the_variable():
     with pytest.raises(SettingsError, match="CODEC_MAX_DURATION_S"):
         parse([], {"CODEC_MAX_DURATION_S": "ten"})
@@ -63,7 +76,7 @@ def test_non_finite_number_in_environment_is_refused():
 
 
 # a valid value other than the default, per field type (str fields: their own)
-_OTHER = {"model": "/some/model", "device": "cuda:1", "dtype": "bfloat16"}
+_OTHER = {"model": "/some/model", "device": "cuda:1", "dtype": "bfloat16", "data_dir": "/some/data"}
 
 
 def _other(spec, default):
@@ -109,3 +122,10 @@ def test_a_bad_boolean_in_the_environment_names_the_variable():
 def test_audio_limits_come_from_the_settings():
     limits = Settings(max_duration_s=60.0, max_file_mb=2.0).audio_limits()
     assert (limits.max_duration_s, limits.max_file_bytes) == (60.0, 2 << 20)
+
+
+def test_data_dir_defaults_outside_the_repo_and_follows_env_then_flag(tmp_path):
+    assert parse([], {"HOME": "/home/u"}).data_dir == "/home/u/.local/share/codec-workbench"
+    assert parse([], {"XDG_DATA_HOME": "/xdg"}).data_dir == "/xdg/codec-workbench"
+    assert parse([], {"CODEC_DATA_DIR": str(tmp_path)}).data_dir == str(tmp_path)
+    assert parse(["--data-dir", "/flag"], {"CODEC_DATA_DIR": str(tmp_path)}).data_dir == "/flag"

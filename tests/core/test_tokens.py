@@ -272,3 +272,21 @@ def test_extra_arrays_in_the_archive_are_ignored(tmp_path):
         with archive.open("extra.npy", "w") as f:
             np.lib.format.write_array(f, np.arange(3))
     assert load_tokens(path) == good
+
+
+def test_a_giant_declared_shape_is_named_not_a_memory_error(tmp_path):
+    """Issue 8, item 6: a few bytes of codes under a header that declares (10**12, 16). NumPy
+    would allocate the declared shape before reading."""
+    import io
+    import zipfile
+
+    path = write_raw(tmp_path / "giant.npz", random_codes(4))
+    header = io.BytesIO()
+    np.lib.format.write_array_header_2_0(header, {"descr": "<i2", "fortran_order": False, "shape": (10**12, 16)})
+    with zipfile.ZipFile(path) as archive:
+        metadata = archive.read("metadata.npy")
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("codes.npy", header.getvalue() + b"\0" * 128)
+        archive.writestr("metadata.npy", metadata)
+    with pytest.raises(TokenFileError, match=r"declares shape \(1000000000000, 16\).*damaged or was crafted"):
+        load_tokens(path)

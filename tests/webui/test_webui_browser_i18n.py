@@ -1,6 +1,6 @@
 """The page in a browser whose language is Simplified Chinese (Debian's chromium through
 Playwright): labels translated in the browser, the status bar and errors made on the server.
-Saves the Chinese page to docs/i18n-zh.png."""
+Saves the Chinese page to docs/i18n-zh.png and the Diagnose panel to docs/doctor-zh.png."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from test_webui_browser import TIMEOUT_MS, _save_small, browser  # noqa: F401 (b
 pytestmark = pytest.mark.browser
 
 SCREENSHOT = Path(__file__).resolve().parents[2] / "docs" / "i18n-zh.png"
+DOCTOR_SCREENSHOT = SCREENSHOT.with_name("doctor-zh.png")
 
 
 @pytest.fixture
@@ -40,3 +41,18 @@ def test_the_page_speaks_chinese(zh_page, tmp_path):
     toast = zh_page.get_by_test_id("toast-body").first
     expect(toast).to_be_visible(timeout=TIMEOUT_MS)
     expect(toast).to_contain_text("还没有音频：请先上传或录制音频。")
+
+
+def test_diagnose_on_the_system_tab(zh_page, tmp_path):
+    from playwright.sync_api import expect
+
+    zh_page.get_by_role("tab", name="系统").click()
+    zh_page.locator("#doctor-run").click()
+    panel = zh_page.locator("#doctor-panel")
+    expect(panel).to_contain_text("8 / 16 / 44.1 / 48 kHz 测试音往返", timeout=TIMEOUT_MS)
+    expect(panel).to_contain_text("端口空闲或由本程序占用")
+    expect(panel.locator('[data-check="tones"] .cw-word')).to_have_text("通过")
+    expect(panel.locator('[data-check="port"]')).to_contain_text("Codec Workbench")  # the server found itself
+    shot = tmp_path / "doctor.png"
+    panel.screenshot(path=str(shot))
+    _save_small(shot, DOCTOR_SCREENSHOT)

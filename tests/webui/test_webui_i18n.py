@@ -24,7 +24,8 @@ WEBUI = Path(i18n.__file__).resolve().parent
 ZH = gr.Request(headers={"accept-language": "zh-CN,zh;q=0.9"})  # what Chromium sends with a zh-CN locale
 EN = gr.Request(headers={"accept-language": "en-US,en;q=0.9"})
 # modules whose strings reach the page; i18n.py itself only holds mechanism text (KeyError for bugs)
-SCANNED = ("app.py", "handlers.py", "formatting.py", "jobs.py", "url_input.py", "lab.py", "lab_jobs.py")
+SCANNED = ("app.py", "handlers.py", "formatting.py", "jobs.py", "url_input.py", "doctor_panel.py", "lab.py",
+           "lab_jobs.py", "abx.py", "review.py")
 _KEY = re.compile(r"^[a-z_]+(\.[A-Za-z0-9_ -]+)+$")
 _WORDS = re.compile(r"[A-Za-z]{2,}[ ,:;]+[A-Za-z]{2,}")  # two words in a row: prose, not an identifier
 _MARKUP = re.compile(r"<[^>]*>|\{[^}]*\}|`[^`]*`")
@@ -85,8 +86,12 @@ def _named_keys(tree: ast.AST):
                 for arg in args:
                     if isinstance(arg, ast.Constant) and isinstance(arg.value, str) and _KEY.match(arg.value):
                         yield node.lineno, arg.value
-        elif (isinstance(node, ast.Constant) and isinstance(node.value, str) and _KEY.match(node.value)
-              and node.value.split(".")[0] in namespaces):
+        elif (
+            isinstance(node, ast.Constant)
+            and isinstance(node.value, str)
+            and _KEY.match(node.value)
+            and node.value.split(".")[0] in namespaces
+        ):
             yield node.lineno, node.value
 
 
@@ -131,14 +136,23 @@ def hard_coded(source: str) -> list[tuple[int, str]]:
     skip: set[int] = set()
     for node in ast.walk(tree):
         body = getattr(node, "body", None)
-        if isinstance(body, list) and body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+        if (
+            isinstance(body, list)
+            and body
+            and isinstance(body[0], ast.Expr)
+            and isinstance(body[0].value, ast.Constant)
+        ):
             skip.add(id(body[0].value))
-        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-                and isinstance(node.func.value, ast.Name) and node.func.value.id == "logger"):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and isinstance(node.func.value, ast.Name)
+            and node.func.value.id == "logger"
+        ):
             skip.update(id(n) for n in ast.walk(node))
     found = []
     for node, value in _string_constants(tree):
-        near = lines[max(node.lineno - 2, 0):node.lineno]
+        near = lines[max(node.lineno - 2, 0) : node.lineno]
         if id(node) in skip or any("i18n-exempt" in line for line in near):
             continue
         if _WORDS.search(_MARKUP.sub(" ", value)):
@@ -148,11 +162,11 @@ def hard_coded(source: str) -> list[tuple[int, str]]:
 
 def test_the_detector_finds_prose_and_spares_keys_and_markup():
     source = (
-        'import gradio as gr\n'
-        'def f(x):\n'
+        "import gradio as gr\n"
+        "def f(x):\n"
         '    """A docstring is fine."""\n'
         '    logger.info("logs stay English %s", x)\n'
-        '    html = f\'<div class="cw-step cw-{x}">{x}</div>\'\n'
+        "    html = f'<div class=\"cw-step cw-{x}\">{x}</div>'\n"
         '    raise gr.Error("Please upload a file first.")\n'
     )
     assert [line for line, _ in hard_coded(source)] == [6]
@@ -168,15 +182,18 @@ def test_no_user_facing_string_is_left_hard_coded(name):
 # --------------------------------------------------------------------------- the request's language
 
 
-@pytest.mark.parametrize(("header", "expected"), [
-    ("zh-CN,zh;q=0.9", "zh-CN"),
-    ("zh-TW", "zh-CN"),
-    ("en-US,en;q=0.9,zh-CN;q=0.8", "en"),
-    ("fr-FR,zh;q=0.5", "zh-CN"),
-    ("en;q=0.4,zh-Hans;q=0.8", "zh-CN"),
-    ("de-DE", "en"),
-    ("", "en"),
-])
+@pytest.mark.parametrize(
+    ("header", "expected"),
+    [
+        ("zh-CN,zh;q=0.9", "zh-CN"),
+        ("zh-TW", "zh-CN"),
+        ("en-US,en;q=0.9,zh-CN;q=0.8", "en"),
+        ("fr-FR,zh;q=0.5", "zh-CN"),
+        ("en;q=0.4,zh-Hans;q=0.8", "zh-CN"),
+        ("de-DE", "en"),
+        ("", "en"),
+    ],
+)
 def test_language_of_follows_accept_language(header, expected):
     assert i18n.language_of(gr.Request(headers={"accept-language": header})) == expected
 

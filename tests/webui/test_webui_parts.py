@@ -171,6 +171,26 @@ def test_timing_line_shows_peak_gpu_memory_only_when_there_is_one():
     assert "peak GPU memory 2345 MiB" in fmt.timing_markdown({**timing, "peak_gpu_mib": 2345.4})
 
 
+def test_timing_line_shows_the_engines_decode_warnings():
+    timing = {"encode_s": 1.0, "decode_s": 2.0, "model_s": 3.0, "total_s": 3.2, "ui_s": 0.2, "peak_gpu_mib": None}
+    assert "⚠️" not in fmt.timing_markdown({**timing, "warnings": []})
+    text = fmt.timing_markdown({**timing, "warnings": ["2 of 3 decode chunk(s) came out broken <in bf16>"]})
+    assert "⚠️ 2 of 3 decode chunk(s) came out broken &lt;in bf16&gt;" in text
+
+
+def test_decode_warnings_reach_the_timing_the_page_formats():
+    import time
+
+    import numpy as np
+
+    from core.engine import DecodeResult
+    from webui import jobs
+
+    decoded = DecodeResult(np.zeros(10, np.float32), 24_000, 0.5, None, ("redone in float32",))
+    assert jobs._timing(time.perf_counter(), decoded=decoded)["warnings"] == ["redone in float32"]
+    assert jobs._timing(time.perf_counter())["warnings"] == []
+
+
 def test_commands_in_the_load_error_are_shown_as_code():
     html = fmt.status_html({"ok": False, "steps": STEPS}, {**INFO, "error": "run `python -m core <x>` then"})
     assert "<code>python -m core &lt;x&gt;</code>" in html

@@ -54,7 +54,10 @@ def test_bad_urls_are_refused_before_any_lookup(url, words):
     ("fe80::1", "link-local"),
     ("::ffff:10.0.0.1", "private"),
     ("::ffff:127.0.0.1", "loopback"),
-    ("0.0.0.0", "unspecified|private"),
+    ("0.0.0.0", "^an unspecified address"),  # not "private" (issue 8, item 7)
+    ("::", "^an unspecified address"),
+    ("255.255.255.255", "^the broadcast address"),
+    ("0.1.2.3", "this network"),
     ("224.0.0.1", "multicast"),
     ("100.64.0.1", "not a public"),
 ])
@@ -194,8 +197,9 @@ def test_handler_turns_refusals_into_gr_errors(engine, tmp_path):
         h.fetch_url("file:///etc/passwd")
 
 
-def _trickle_server(delay_s: float, head: bytes):
-    """A raw loopback server: ``head`` at once, then one byte every ``delay_s`` seconds, forever."""
+def _trickle_server(delay_s: float, head: bytes, drip: bytes = b"x", drips: int = 200):
+    """A raw loopback server: ``head`` at once, then ``drip`` every ``delay_s`` seconds, at most
+    ``drips`` times (so a test that fails still ends)."""
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
     listener.listen(4)
@@ -210,8 +214,10 @@ def _trickle_server(delay_s: float, head: bytes):
             try:
                 conn.recv(4096)
                 conn.sendall(head)
-                while not stop.wait(delay_s):
-                    conn.sendall(b"x")
+                for _ in range(drips):
+                    if stop.wait(delay_s):
+                        break
+                    conn.sendall(drip)
             except OSError:
                 pass
 
@@ -219,16 +225,21 @@ def _trickle_server(delay_s: float, head: bytes):
     return listener, stop
 
 
-@pytest.mark.parametrize("head", [
-    b"HTTP/1.1 200 OK\r\nContent-Length: 150000\r\n\r\n",  # body trickles in
-    b"HTTP/1.1 200 OK\r\nX-Slow: ",  # headers never end
+@pytest.mark.parametrize("head, drip", [
+    (b"HTTP/1.1 200 OK\r\nContent-Length: 150000\r\n\r\n", b"x"),  # body trickles in
+    (b"HTTP/1.1 200 OK\r\nX-Slow: ", b"x"),  # headers never end
+    # Responses without a length make http.client close the connection object at
+    # getresponse(): the deadline must survive that (issue 8, item 3).
+    (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n", b"1\r\nx\r\n"),  # chunked
+    (b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n", b"x"),  # close-delimited
+    (b"HTTP/1.0 200 OK\r\n\r\n", b"x"),  # HTTP/1.0, no length at all
 ])
-def test_a_slow_trickle_cannot_outlast_the_overall_time_limit(tmp_path, head):
+def test_a_slow_trickle_cannot_outlast_the_overall_time_limit(tmp_path, head, drip):
     """Each byte arrives well within the socket timeout, but the whole download must still
-    end at the policy's time limit."""
+    end at the policy's time limit, whatever the shape of the response."""
     import time
 
-    listener, stop = _trickle_server(0.05, head)
+    listener, stop = _trickle_server(0.05, head, drip)
     try:
         policy = UrlPolicy(max_bytes=200_000, timeout_s=1.0, allow_loopback=True)
         start = time.monotonic()

@@ -1,0 +1,94 @@
+"""What a finished job leaves beside its shards: ``manifest.json``, ``errors.jsonl`` and, with
+``--jsonl``, the Qwen3-TTS fine-tuning JSONL.
+
+The fine-tuning JSONL is what the official ``finetuning/prepare_data.py`` writes: each input row
+with every field kept and ``audio_codes`` added as a list of frames, each a list of 16 ints, which
+``finetuning/dataset.py`` reads with ``torch.tensor(audio_codes, dtype=torch.long)`` as (frames, 16).
+All three files are derived from the shards, so a resumed job rewrites them whole (atomically).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from dataclasses import asdict
+from pathlib import Path
+
+from .shards import atomic_write_text, codes_of, read_errors, read_shards
+
+logger = logging.getLogger(__name__)
+
+MANIFEST_FILE = "manifest.json"  # files, hours, errors, settings, timings
+ERRORS_FILE = "errors.jsonl"  # one line per input that has no codes, with its reason
+JSONL_FILE = "finetune.jsonl"  # --jsonl: the fine-tuning format with audio_codes
+SECONDS_PER_HOUR = 3600.0  # for audio hours
+
+
+def write_outputs(out: Path, job: dict, settings: dict, options: dict, run: dict, jsonl: bool) -> dict:
+    """Write manifest.json and errors.jsonl (and the JSONL export); return the manifest."""
+    frames = rows = 0
+    audio_s = 0.0
+    shards = 0
+    for table in read_shards(out, columns=["frames", "duration_s"]):
+        shards += 1
+        rows += table.num_rows
+        frames += int(sum(table.column("frames").to_pylist()))
+        audio_s += float(sum(table.column("duration_s").to_pylist()))
+    errors = read_errors(out)
+    atomic_write_text(out / ERRORS_FILE, "".join(json.dumps(e, ensure_ascii=False) + "\n" for e in errors))
+    previous = _previous_runs(out)
+    manifest = {
+        "job": job,
+        "files": {"total": job["items"], "encoded": rows, "errors": len(errors)},
+        "audio": {"seconds": audio_s, "hours": audio_s / SECONDS_PER_HOUR},
+        "codes": {"frames": frames, "codebooks": 16, "frame_rate": 12.5, "dtype": "int16"},
+        "shards": shards,
+        "settings": {"engine": settings, "pipeline": options},
+        "timings": {"runs": previous + [run], "wall_s": sum(r["wall_s"] for r in previous + [run])},
+        "outputs": {"errors": ERRORS_FILE, "jsonl": JSONL_FILE if jsonl else None},
+        "written": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+    if jsonl:
+        export_jsonl(out, out / JSONL_FILE)
+    atomic_write_text(out / MANIFEST_FILE, json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")
+    return manifest
+
+
+def _previous_runs(out: Path) -> list[dict]:
+    path = out / MANIFEST_FILE
+    if not path.exists():
+        return []
+    try:
+        return list(json.loads(path.read_text())["timings"]["runs"])
+    except (ValueError, KeyError, TypeError):
+        logger.warning("%s is unreadable; earlier runs' timings are dropped", path)
+        return []
+
+
+def finetune_rows(out: Path):
+    """Rows of the fine-tuning JSONL in input order: the manifest row's fields + ``audio_codes``."""
+    for table in read_shards(out, columns=["index", "audio", "codes", "extra"]):
+        audio, extra = table.column("audio").to_pylist(), table.column("extra").to_pylist()
+        for row in range(table.num_rows):
+            yield {"audio": audio[row], **json.loads(extra[row]), "audio_codes": codes_of(table, row).tolist()}
+
+
+def export_jsonl(out: Path, path: Path) -> Path:
+    """Write the fine-tuning JSONL through a temporary file and an atomic rename."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.writelines(json.dumps(row, ensure_ascii=False) + "\n" for row in finetune_rows(out))
+    tmp.replace(path)
+    return path
+
+
+def run_record(result) -> dict:
+    """One run's entry in manifest.json's timings."""
+    record = asdict(result)
+    record.update(
+        files_per_s=result.files / max(result.wall_s, 1e-9),
+        audio_hours_per_s=result.audio_s / SECONDS_PER_HOUR / max(result.wall_s, 1e-9),
+    )
+    record["finished"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    return record

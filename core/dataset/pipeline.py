@@ -1,0 +1,323 @@
+"""The tokenize pipeline on Ray Data: read -> decode + resample (CPU tasks) -> encode (actor pool) -> write.
+
+Each encode actor owns one :class:`core.engine.Engine`: one actor per GPU (Ray gives each its own
+device through ``CUDA_VISIBLE_DEVICES``), or CPU actors when the engine runs on the CPU. An actor
+gets ``batch_files`` decoded clips at a time and the engine packs them longest-first into padded
+batches within its memory budget, so each padded batch holds clips of similar length. The driver
+writes the results into Parquet shards as they complete (:mod:`core.dataset.shards`); it alone
+knows when every item of a shard has a result.
+
+Without ``--address`` (or ``RAY_ADDRESS``) a small local Ray runs inside this process: no
+dashboard, ``num_cpus`` and the object store sized by :class:`TokenizeOptions`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import logging
+import os
+import types
+import warnings
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from ..codec import MIB
+from ..errors import CodecError
+from ..settings import Settings
+from .inputs import Inputs, Item
+from .shards import Done, Failed, ShardWriter, check_job, finished_shards, shard_of
+
+logger = logging.getLogger(__name__)
+
+HASH_BLOCK_BYTES = 1 << 20  # bytes read at a time for the source checksum
+
+LOCAL_START_ATTEMPTS = 3  # tries to start the local Ray (its start times out under heavy CPU load)
+
+
+@dataclass(frozen=True)
+class TokenizeOptions:
+    shard_size: int = 256  # files per Parquet shard: the unit of atomic writes and of resume
+    address: str | None = None  # Ray cluster to join ("auto", "ray://host:10001", ...); None: RAY_ADDRESS or local
+    num_cpus: int | None = None  # local Ray only: CPUs it may use (None: all of this machine's)
+    object_store_mib: int = 1024  # local Ray only: shared-memory object store for decoded audio, MiB
+    actors: int | None = None  # encode actors: None = one per GPU of the cluster (GPU engine) or 1 (CPU engine)
+    batch_files: int = 32  # clips per encode-actor call (the engine buckets them by length)
+    decode_files: int = 8  # files per decode task
+    cpus_per_actor: float = 1.0  # CPUs each encode actor reserves (torch threads on a CPU engine)
+
+
+@dataclass(frozen=True)
+class RunResult:
+    resumed: bool  # the output already held part of this job
+    skipped_shards: int  # shards finished by an earlier run
+    written_shards: int  # shards this run wrote
+    files: int  # items this run processed (codes or errors)
+    audio_s: float  # seconds of audio this run encoded
+    wall_s: float  # seconds this run took, Ray start included
+    actors: int  # encode actors used
+    gpus: int  # GPUs used by the actors, all together
+
+
+OnResult = Callable[[Done | Failed], None]
+
+
+def job_record(inputs: Inputs, settings: Settings, options: TokenizeOptions, source: str) -> dict:
+    """What a rerun must match to resume (not the Ray layout: a resume may use other machines)."""
+    return {
+        "input": source,
+        "input_kind": inputs.kind,
+        "input_sha256": inputs.fingerprint(),
+        "items": inputs.count,
+        "shard_size": options.shard_size,
+        "model": settings.model,
+        "dtype": settings.dtype,
+        "max_duration_s": settings.max_duration_s,
+        "max_file_mb": settings.max_file_mb,
+    }
+
+
+def run(
+    inputs: Inputs,
+    out,
+    settings: Settings,
+    options: TokenizeOptions,
+    job: dict,
+    versions: dict,
+    on_result: OnResult | None = None,
+    on_start: Callable[[int, int], None] | None = None,
+) -> RunResult:
+    """Tokenize every item of ``inputs`` not already in a finished shard of ``out``.
+
+    ``on_start(files_to_do, files_already_done)`` is called once before encoding starts and
+    ``on_result`` after each item (progress display)."""
+    import time
+
+    start = time.perf_counter()
+    resumed = check_job(out, job)
+    finished = finished_shards(out)
+    writer = ShardWriter(out, options.shard_size, settings.model, versions)
+    todo: list[Item] = [i for i in inputs.items if shard_of(i.index, options.shard_size) not in finished]
+    by_shard: dict[int, set[int]] = {}
+    for index in [i.index for i in todo] + [e.index for e in inputs.errors]:
+        shard = shard_of(index, options.shard_size)
+        if shard not in finished:
+            by_shard.setdefault(shard, set()).add(index)
+    for shard, indices in by_shard.items():
+        writer.expect(shard, indices)
+    pending = sum(len(v) for v in by_shard.values())  # items and rows without audio, not yet in a shard
+    if on_start:
+        on_start(pending, inputs.count - pending)
+    for error in inputs.errors:  # rows that name no audio file: known before any work
+        if shard_of(error.index, options.shard_size) not in finished:
+            failed = Failed(error.index, error.key, error.reason)
+            writer.add(failed)
+            if on_result:
+                on_result(failed)
+    audio_s, actors, gpus = 0.0, 0, 0
+    if todo:
+        with ray_session(options) as ray:
+            actors, gpus, encode_settings = _layout(ray, settings, options)
+            logger.info("encoding %d files with %d actor(s), %d GPU(s) each", len(todo), actors, gpus)
+            for result in _results(todo, settings, encode_settings, options, actors, gpus):
+                writer.add(result)
+                if isinstance(result, Done):
+                    audio_s += result.original_samples / 24_000
+                if on_result:
+                    on_result(result)
+    if not writer.complete:
+        raise CodecError(f"the pipeline ended with {len(writer.pending)} shard(s) incomplete; rerun to resume.")
+    return RunResult(
+        resumed,
+        len(finished),
+        len(writer.written),
+        pending,
+        audio_s,
+        time.perf_counter() - start,
+        actors,
+        actors * gpus,
+    )
+
+
+@contextlib.contextmanager
+def ray_session(options: TokenizeOptions) -> Iterator[types.ModuleType]:
+    """Join the cluster at ``options.address`` / RAY_ADDRESS, or start a small local Ray for this
+    process; a Ray this process already runs is reused and left running."""
+    import ray
+
+    if ray.is_initialized():
+        yield ray
+        return
+    address = options.address or os.environ.get("RAY_ADDRESS") or None
+    if address:
+        ray.init(address=address, logging_level=logging.WARNING)
+    else:
+        for attempt in range(1, LOCAL_START_ATTEMPTS + 1):
+            try:
+                ray.init(
+                    address="local",
+                    num_cpus=options.num_cpus,
+                    include_dashboard=False,
+                    object_store_memory=options.object_store_mib * MIB,
+                    logging_level=logging.WARNING,
+                )
+                break
+            except Exception as e:
+                ray.shutdown()
+                if attempt == LOCAL_START_ATTEMPTS:
+                    raise CodecError(
+                        f"the local Ray did not start ({e}); try again on a less busy machine, "
+                        "or start one with `ray start --head` and pass --address auto."
+                    ) from e
+                logger.warning("the local Ray did not start (%s); trying again", e)
+    try:
+        yield ray
+    finally:
+        ray.shutdown()
+
+
+def _layout(ray, settings: Settings, options: TokenizeOptions) -> tuple[int, int, Settings]:
+    """(actors, GPUs per actor, the settings each actor's engine gets)."""
+    if settings.is_cuda:
+        gpus = int(ray.cluster_resources().get("GPU", 0))
+        if gpus < 1:
+            raise CodecError(
+                "the engine is set to a GPU but the Ray cluster has none; use --device cpu "
+                "or join a cluster with GPUs (--address)."
+            )
+        # Ray makes each actor's GPU its cuda:0 (CUDA_VISIBLE_DEVICES)
+        return min(options.actors or gpus, gpus), 1, replace(settings, device="cuda:0")
+    return max(1, options.actors or 1), 0, settings
+
+
+def _results(
+    todo: list[Item], settings: Settings, encode_settings: Settings, options: TokenizeOptions, actors: int, gpus: int
+) -> Iterator[Done | Failed]:
+    import ray.data
+
+    context = ray.data.DataContext.get_current()
+    context.enable_progress_bars = False  # the CLI shows one bar for the whole job
+    context.print_on_execution_start = False
+    rows = [{"index": i.index, "key": i.key, "path": i.path, "extra": i.extra} for i in todo]
+    blocks = max(1, -(-len(rows) // options.decode_files))
+    ds: ray.data.Dataset = ray.data.from_items(rows, override_num_blocks=blocks)
+    with warnings.catch_warnings():  # deprecated in 2.60 with no replacement that keeps the stages apart yet
+        warnings.simplefilter("ignore", DeprecationWarning)
+        ds = ds.map_batches(
+            decode_files,  # type: ignore[arg-type]  # extra arguments come through fn_kwargs
+            batch_size=options.decode_files,
+            batch_format="numpy",
+            ray_remote_args_fn=_decode_task_args,
+            fn_kwargs={"limits": settings.audio_limits()},
+        )
+    ds = ds.map_batches(
+        EncodeActor,
+        batch_size=options.batch_files,
+        batch_format="numpy",
+        compute=ray.data.ActorPoolStrategy(size=actors),
+        num_gpus=gpus,
+        num_cpus=options.cpus_per_actor,
+        fn_constructor_kwargs={"settings": encode_settings},
+    )
+    for batch in ds.iter_batches(batch_size=None, batch_format="numpy"):
+        for row in range(len(batch["index"])):
+            index, key = int(batch["index"][row]), str(batch["key"][row])
+            if batch["error"][row]:
+                yield Failed(index, key, str(batch["error"][row]))
+                continue
+            codes = np.frombuffer(batch["codes"][row], dtype=np.int16).reshape(-1, 16)
+            yield Done(
+                index,
+                key,
+                str(batch["path"][row]),
+                str(batch["sha256"][row]),
+                codes,
+                int(batch["original_samples"][row]),
+                str(batch["extra"][row]),
+            )
+
+
+def _decode_task_args() -> dict:
+    """Decode tasks take one CPU each. Given as a function, which also keeps them separate tasks:
+    Ray would otherwise fuse them into the encode actors whenever both ask for the same resources
+    (CPU engines), and decoding would then wait on the model."""
+    return {"num_cpus": 1}
+
+
+def _sha256(path: str) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        while block := f.read(HASH_BLOCK_BYTES):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _reason(e: Exception) -> str:
+    from ..errors import CodecError
+
+    return str(e) if isinstance(e, (CodecError, OSError)) else f"{type(e).__name__}: {e}"
+
+
+def decode_files(batch: dict, limits) -> dict:
+    """Ray task: read, downmix and resample each file to 24 kHz float32 under the engine's input
+    ``limits`` (Settings.audio_limits); a file that fails gets its reason instead of samples."""
+    from ..audio import load_audio
+
+    samples, sha, errors = [], [], []
+    for path in batch["path"]:
+        try:
+            audio = load_audio(str(path), limits)
+            samples.append(audio.samples.astype(np.float32).tobytes())
+            sha.append(_sha256(str(path)))
+            errors.append("")
+        except Exception as e:  # noqa: BLE001 - a bad file never stops the job: its reason goes to errors.jsonl
+            samples.append(b"")
+            sha.append("")
+            errors.append(_reason(e))
+    order = np.argsort([-len(s) for s in samples], kind="stable")  # longest first: neighbours share a length
+    out = {k: np.asarray(v)[order] for k, v in batch.items()}
+    out["samples"] = np.array(samples, dtype=object)[order]
+    out["sha256"] = np.array(sha)[order]
+    out["error"] = np.array(errors)[order]
+    return out
+
+
+class EncodeActor:
+    """Ray actor: one engine, loaded once; encodes batches of decoded clips."""
+
+    def __init__(self, settings: Settings):
+        from ..engine import Engine
+
+        self.engine = Engine(settings)
+        if not self.engine.load():
+            raise CodecError(f"the encode actor could not load the model: {self.engine.error}")
+
+    def __call__(self, batch: dict) -> dict:
+        n = len(batch["index"])
+        codes: list[bytes] = [b""] * n
+        original = np.zeros(n, dtype=np.int64)
+        errors = [str(e) for e in batch["error"]]
+        todo = [i for i in range(n) if not errors[i]]
+        clips = [np.frombuffer(batch["samples"][i], dtype=np.float32).copy() for i in todo]  # torch wants writable
+        try:
+            results: list = self.engine.encode_batch([types.SimpleNamespace(samples=c) for c in clips])
+        except Exception as e:  # noqa: BLE001 - one bad clip or an out-of-memory batch: retry one by one to isolate it
+            logger.warning("batch of %d failed (%s); encoding one by one", len(clips), _reason(e))
+            results = []
+            for i, clip in zip(todo, clips):
+                try:
+                    results.append(self.engine.encode_array(clip))
+                except Exception as e1:  # noqa: BLE001 - its reason goes to errors.jsonl
+                    errors[i] = _reason(e1)
+                    results.append(None)
+        for i, result in zip(todo, results):
+            if result is not None:
+                codes[i] = result.codes.astype(np.int16).tobytes()
+                original[i] = result.original_samples
+        out = {k: v for k, v in batch.items() if k != "samples"}  # audio stays here; only codes travel back
+        out["codes"] = np.array(codes, dtype=object)
+        out["original_samples"] = original
+        out["error"] = np.array(errors)
+        return out

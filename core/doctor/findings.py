@@ -1,0 +1,75 @@
+"""What a doctor check returns, and the report of a whole run (text and JSON).
+
+A check is a pure function of the facts it is given (command output, sizes, tensors); it
+returns a :class:`Finding` and never raises. ``gather.py`` collects the facts on this machine.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+PASS, WARN, FAIL, SKIPPED = "pass", "warn", "fail", "skipped"
+STATUSES = (PASS, WARN, FAIL, SKIPPED)  # only FAIL makes the exit code non-zero
+SCHEMA_VERSION = 1  # bumped when a key of the JSON report changes meaning or goes away
+_MARKS = {PASS: "ok", WARN: "WARN", FAIL: "FAIL", SKIPPED: "skip"}
+
+
+@dataclass(frozen=True)
+class Finding:
+    name: str  # stable identifier, e.g. "ffmpeg" (JSON key; also the catalogue key doctor.check.<name>)
+    title: str  # what was checked, in words (English)
+    status: str  # one of STATUSES
+    evidence: str  # what was seen: versions, numbers, the offending path or tensor
+    fix: str = ""  # one line saying what to do; empty when status is pass
+    data: dict = field(default_factory=dict)  # the facts behind the evidence, for --json (no "path" keys:
+    # Gradio's client takes any {"path": ...} object in a JSON output for a file to download)
+
+
+def finding(name: str, title: str, status: str, evidence: str, fix: str = "", **data) -> Finding:
+    if status not in STATUSES:
+        raise ValueError(f"status must be one of {STATUSES}; got {status!r}")
+    return Finding(name, title, status, evidence, "" if status == PASS else fix, data)
+
+
+@dataclass(frozen=True)
+class Report:
+    findings: tuple[Finding, ...]  # in the order the checks ran
+    seconds: float = 0.0  # wall time of the whole run
+
+    @property
+    def ok(self) -> bool:
+        """True when nothing failed (warnings and skipped checks do not fail)."""
+        return all(f.status != FAIL for f in self.findings)
+
+    @property
+    def exit_code(self) -> int:
+        return 0 if self.ok else 1
+
+    def counts(self) -> dict[str, int]:
+        return {status: sum(f.status == status for f in self.findings) for status in STATUSES}
+
+    def to_dict(self) -> dict:
+        """The ``--json`` document (keys documented in docs/doctor.md; stable within SCHEMA_VERSION)."""
+        return {
+            "schema": SCHEMA_VERSION,
+            "ok": self.ok,
+            "counts": self.counts(),
+            "seconds": round(self.seconds, 3),
+            "checks": [asdict(f) for f in self.findings],
+        }
+
+    def to_text(self) -> str:
+        """One line per check (status, title, evidence), the fix indented below; then the verdict."""
+        width = max((len(f.title) for f in self.findings), default=0)
+        lines = []
+        for f in self.findings:
+            lines.append(f"[{_MARKS[f.status]:>4}] {f.title:<{width}}  {f.evidence}")
+            if f.fix:
+                lines.append(f"{'':7}{'':<{width}}  fix: {f.fix}")
+        c = self.counts()
+        verdict = "nothing failed" if self.ok else f"{c[FAIL]} check(s) failed"
+        lines.append(
+            f"\n{verdict}: {c[PASS]} passed, {c[WARN]} warnings, {c[FAIL]} failed, "
+            f"{c[SKIPPED]} skipped ({self.seconds:.1f} s)"
+        )
+        return "\n".join(lines)

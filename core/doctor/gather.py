@@ -1,0 +1,130 @@
+"""Collect the facts the checks judge: command output, versions, sizes, write attempts.
+Everything here touches the machine; nothing here decides pass or fail."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import urllib.request
+from pathlib import Path
+
+from ..codec import MIB
+from .gpu import SMI_QUERY
+
+COMMAND_TIMEOUT_S = 15.0  # per external command (nvidia-smi, supervisorctl, ffmpeg -version)
+HEALTH_TIMEOUT_S = 3.0  # the port's /health probe
+LOG_TAIL_BYTES = 256 * 1024  # bytes read from the end of each log
+
+
+def run_command(argv: list[str]) -> tuple[str | None, str | None]:
+    """(stdout, None), or (None, why it could not run). A non-zero exit with output still counts
+    as output (supervisorctl status exits 3 for a stopped program)."""
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=COMMAND_TIMEOUT_S, check=False)
+    except FileNotFoundError:
+        return None, f"{argv[0]} not found on PATH"
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return None, f"{argv[0]}: {e}"
+    if done.returncode != 0 and not done.stdout.strip():
+        return None, (done.stderr.strip().splitlines() or [f"exit code {done.returncode}"])[-1]
+    return done.stdout, None
+
+
+def nvidia_smi() -> tuple[str | None, str | None, str | None]:
+    """(GPU csv, plain header output, error)."""
+    csv, error = run_command(["nvidia-smi", f"--query-gpu={SMI_QUERY}", "--format=csv,noheader,nounits"])
+    header, _ = run_command(["nvidia-smi"]) if csv is not None else (None, None)
+    return csv, header, error
+
+
+def torch_facts() -> dict:
+    """What PyTorch sees: version, CUDA build, devices (name, UUID, memory, capability), kernels."""
+    import torch
+
+    facts: dict = {
+        "torch_version": torch.__version__,
+        "torch_cuda": torch.version.cuda,
+        "cuda_available": bool(torch.cuda.is_available()),
+        "device_count": 0,
+        "devices": [],
+        "arch_list": [],
+        "visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
+    }
+    if facts["cuda_available"]:
+        facts["device_count"] = torch.cuda.device_count()
+        facts["arch_list"] = list(torch.cuda.get_arch_list())
+        for i in range(facts["device_count"]):
+            props = torch.cuda.get_device_properties(i)
+            facts["devices"].append(
+                {
+                    "index": i,
+                    "name": props.name,
+                    "uuid": str(getattr(props, "uuid", "") or ""),
+                    "total_mib": props.total_memory / MIB,
+                    "capability": f"{props.major}.{props.minor}",
+                }
+            )
+    return facts
+
+
+def ffmpeg() -> tuple[str | None, str | None]:
+    """(path, first line of ``ffmpeg -version``)."""
+    path = shutil.which("ffmpeg")
+    if path is None:
+        return None, None
+    out, _ = run_command([path, "-version"])
+    return path, (out or "").splitlines()[0] if out else None
+
+
+def port(host: str, number: int) -> tuple[OSError | None, dict | None]:
+    """(error binding host:port or None when free, our /health payload when something answers there)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # TIME_WAIT leftovers do not count
+        try:
+            sock.bind((host, number))
+            return None, None
+        except OSError as e:
+            bind_error = e
+    probe = "127.0.0.1" if host in ("0.0.0.0", "") else host
+    try:
+        with urllib.request.urlopen(f"http://{probe}:{number}/health", timeout=HEALTH_TIMEOUT_S) as response:
+            return bind_error, json.loads(response.read(1 << 20))
+    except (OSError, ValueError):
+        return bind_error, None
+
+
+def folder(path: Path) -> tuple[int | None, str | None]:
+    """(free bytes, None) after making the folder and writing a file in it; or (None, why not)."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=path, prefix=".doctor-", delete=True) as f:
+            f.write(b"codec-workbench doctor write test\n")
+            f.flush()
+            os.fsync(f.fileno())
+        return shutil.disk_usage(path).free, None
+    except OSError as e:
+        return None, f"{type(e).__name__}: {e.strerror or e}"
+
+
+def supervisor(conf: Path, program: str) -> tuple[str | None, str | None]:
+    """``supervisorctl -c conf status program`` output, or why there is none."""
+    if not conf.is_file():
+        return None, f"{conf} not found"
+    out, error = run_command([sys.executable, "-m", "supervisor.supervisorctl", "-c", str(conf), "status", program])
+    if out is not None and ("refused connection" in out or "no such file" in out.lower()):
+        return None, out.strip().splitlines()[-1]
+    return out, error
+
+
+def log_tail(path: Path) -> str:
+    try:
+        with open(path, "rb") as f:
+            f.seek(max(path.stat().st_size - LOG_TAIL_BYTES, 0))
+            return f.read().decode("utf-8", errors="replace")
+    except OSError:
+        return ""

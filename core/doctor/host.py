@@ -1,0 +1,207 @@
+"""Host checks: ffmpeg, pinned packages, the port, folders (space and write access), and the
+app's own supervisord state with its last exit reason. Pure functions of the facts that
+``gather.py`` collects (command output, sizes, errors)."""
+
+from __future__ import annotations
+
+import errno
+import re
+
+from ..codec import MIB
+from .findings import FAIL, PASS, SKIPPED, WARN, Finding, finding
+
+PROGRAM = "webui"  # [program:webui] in supervisord.conf
+_PIN = re.compile(r"^\s*([A-Za-z0-9_.\-\[\]]+)\s*==\s*([^\s;#]+)")
+_EXITED = re.compile(r"(?P<when>^\S+ \S+) .*?exited: " + PROGRAM + r"\b(?P<why>.*)$")
+_GAVE_UP = re.compile(r"gave up: " + PROGRAM + r"\b")
+
+
+def check_ffmpeg(path: str | None, version_line: str | None) -> Finding:
+    """ffmpeg on PATH (M4A/AAC and WebM input go through it)."""
+    name, title = "ffmpeg", "ffmpeg on PATH"
+    if path is None:
+        return finding(
+            name,
+            title,
+            FAIL,
+            "ffmpeg is not on PATH: M4A/AAC and WebM uploads cannot be read",
+            "apt-get install ffmpeg (or put its folder on the service's PATH)",
+        )
+    return finding(name, title, PASS, f"{path}: {version_line or 'version unknown'}", executable=path)
+
+
+def parse_pins(requirements_text: str) -> dict[str, str]:
+    """{distribution: version} of the ``name==version`` lines (extras dropped, names normalized)."""
+    pins = {}
+    for line in requirements_text.splitlines():
+        match = _PIN.match(line)
+        if match:
+            pins[_normal(match.group(1).split("[")[0])] = match.group(2)
+    return pins
+
+
+def _normal(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def check_packages(pins: dict[str, str], installed: dict[str, str | None]) -> Finding:
+    """Every pinned package installed at its pinned version (``installed``: name -> version or None)."""
+    name, title = "packages", "Pinned package versions present"
+    if not pins:
+        return finding(name, title, SKIPPED, "no requirements.txt with == pins found")
+    missing = [p for p in pins if installed.get(p) is None]
+    wrong = [f"{p} {installed[p]} (pinned {v})" for p, v in pins.items() if installed.get(p) not in (None, v)]
+    if missing or wrong:
+        problems = ([f"missing: {', '.join(missing)}"] if missing else []) + (
+            [f"other version: {', '.join(wrong)}"] if wrong else []
+        )
+        return finding(
+            name,
+            title,
+            FAIL,
+            "; ".join(problems),
+            ".venv/bin/pip install -r requirements.txt",
+            missing=missing,
+            wrong=wrong,
+        )
+    return finding(name, title, PASS, f"all {len(pins)} pins installed", pins=pins)
+
+
+def check_port(host: str, port: int, bind_error: OSError | None, health: dict | None) -> Finding:
+    """The port is free, or the process answering there is this app (its /health)."""
+    name, title = "port", f"Port {port} free or ours"
+    where = f"{host}:{port}"
+    if bind_error is None:
+        return finding(name, title, PASS, f"{where} is free", state="free")
+    if health is not None and "engine" in health and "versions" in health:
+        return finding(
+            name,
+            title,
+            PASS,
+            f"{where} is served by Codec Workbench (pid {health.get('pid')}, {health.get('status')})",
+            state="ours",
+            pid=health.get("pid"),
+        )
+    if getattr(bind_error, "errno", None) == errno.EADDRINUSE:
+        return finding(
+            name,
+            title,
+            FAIL,
+            f"{where} is taken by another program (not our /health)",
+            f"see who holds it: `ss -ltnp 'sport = :{port}'`; stop it or set CODEC_PORT to a free port",
+            state="taken",
+        )
+    return finding(
+        name,
+        title,
+        FAIL,
+        f"cannot listen on {where}: {bind_error}",
+        "use a host this machine has (CODEC_HOST) and a port above 1024 (CODEC_PORT)",
+        state="error",
+    )
+
+
+def check_folder(
+    name: str, title: str, path: str, free_bytes: int | None, write_error: str | None, need_mib: float
+) -> Finding:
+    """A folder the app writes to: exists or can be made, a file can be written, enough free space."""
+    if write_error is not None:
+        return finding(
+            name,
+            title,
+            FAIL,
+            f"cannot write in {path}: {write_error}",
+            f"make it writable for the service's user (`mkdir -p {path} && chown $USER {path}`) "
+            "or point the setting elsewhere",
+            folder=path,
+        )
+    free_mib = (free_bytes or 0) / MIB
+    data = {"folder": path, "free_mib": round(free_mib, 1), "need_mib": need_mib}
+    if free_mib < need_mib:
+        return finding(
+            name,
+            title,
+            FAIL,
+            f"{path}: only {free_mib:.0f} MiB free, {need_mib:.0f} MiB needed",
+            f"free space there (`du -sh {path}/*`), or point the setting to a larger disk",
+            **data,
+        )
+    return finding(name, title, PASS, f"{path}: writable, {free_mib / 1024:.1f} GiB free", **data)
+
+
+def parse_supervisor_status(text: str) -> tuple[str | None, str]:
+    """(state, rest) of our program's line in ``supervisorctl status`` output, e.g.
+    ``webui  FATAL  Exited too quickly (process log may have details)``."""
+    for line in (text or "").splitlines():
+        parts = line.split(None, 2)
+        if len(parts) >= 2 and parts[0] == PROGRAM:
+            return parts[1], parts[2] if len(parts) > 2 else ""
+    return None, ""
+
+
+def last_exit(supervisord_log: str, program_log: str) -> str | None:
+    """The last exit supervisord logged for our program, with the last error line of the
+    program's own log (usually the exception that ended it)."""
+    lines = supervisord_log.splitlines()
+    exits = [(i, m) for i, m in enumerate(_EXITED.match(line) for line in lines) if m]
+    if not exits:
+        return None
+    at, last = exits[-1]
+    reason = f"{PROGRAM} exited{last.group('why')} at {last.group('when')}"
+    if any(_GAVE_UP.search(line) for line in lines[at:]):
+        reason += ", then supervisord gave up (FATAL: too many quick restarts)"
+    errors = [
+        line.strip()
+        for line in program_log.splitlines()
+        if re.search(r"\b(Error|Exception|ERROR|CRITICAL)\b", line) and "Traceback" not in line
+    ]
+    return reason + (f"; last error in its log: {errors[-1]}" if errors else "")
+
+
+def check_supervisor(
+    status_text: str | None, status_error: str | None, supervisord_log: str, program_log: str
+) -> Finding:
+    """The app's own supervisord: is our program RUNNING, and why did it last exit."""
+    name, title = "supervisor", "supervisord state and last exit"
+    reason = last_exit(supervisord_log, program_log)
+    if status_text is None:
+        evidence = f"supervisord is not running here ({status_error or 'no answer'})"
+        if reason:
+            evidence += f"; its log says the last exit was {reason}"
+        return finding(
+            name,
+            title,
+            SKIPPED,
+            evidence,
+            "start it with `make run` (or supervisord -c supervisord.conf)",
+            last_exit=reason,
+        )
+    state, rest = parse_supervisor_status(status_text)
+    data = {"state": state, "last_exit": reason}
+    if state == "RUNNING":
+        return finding(
+            name,
+            title,
+            PASS,
+            f"{PROGRAM} RUNNING {rest}".strip() + (f"; earlier exit: {reason}" if reason else ""),
+            **data,
+        )
+    if state in ("STARTING", "BACKOFF", "STOPPING"):
+        return finding(
+            name,
+            title,
+            WARN,
+            f"{PROGRAM} {state} {rest}".strip() + (f"; last exit: {reason}" if reason else ""),
+            "wait a minute, then `supervisorctl -c supervisord.conf status`; if it loops, read "
+            "`supervisorctl -c supervisord.conf tail webui`",
+            **data,
+        )
+    return finding(
+        name,
+        title,
+        FAIL,
+        f"{PROGRAM} {state or 'not configured'} {rest}".strip() + (f"; last exit: {reason}" if reason else ""),
+        "read the reason above (`supervisorctl -c supervisord.conf tail webui`), fix it, then "
+        "`supervisorctl -c supervisord.conf restart webui`",
+        **data,
+    )

@@ -1,0 +1,134 @@
+"""One run of every check: gather the facts, judge them, return a :class:`Report`.
+
+Used by ``python -m core doctor`` and by the page's *Diagnose* button (which passes the
+engine it serves with, and its own temp folder and port)."""
+
+from __future__ import annotations
+
+import logging
+import os
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..errors import CodecError
+from ..versions import installed_versions
+from . import gather, gpu, host, tones
+from .findings import Finding, Report
+
+logger = logging.getLogger(__name__)
+
+REPO = Path(__file__).resolve().parents[2]  # requirements.txt, supervisord.conf and logs/ live here
+DEFAULT_HOST = "127.0.0.1"  # as webui.server.DEFAULT_HOST (core cannot import webui; a test keeps them equal)
+DEFAULT_PORT = 7860  # as webui.server.DEFAULT_PORT
+TEMP_FOLDER = "codec-workbench"  # request folders go to <system temp>/TEMP_FOLDER (webui.app.default_temp_root)
+JOB_LENGTHS_S = (("30 s", 30.0), ("10 min", 600.0), ("30 min", 1800.0))  # (label, seconds) for the memory check
+
+
+def data_dir_of(settings) -> Path:
+    """The folder for stored results: ``Settings.data_dir`` (``--data-dir`` / CODEC_DATA_DIR) where the
+    settings have one; else what it defaults to (CODEC_DATA_DIR, or the XDG data folder)."""
+    if getattr(settings, "data_dir", None):
+        return Path(settings.data_dir)
+    if os.environ.get("CODEC_DATA_DIR"):
+        return Path(os.environ["CODEC_DATA_DIR"])
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "codec-workbench"
+
+
+@dataclass(frozen=True)
+class DoctorOptions:
+    host: str = DEFAULT_HOST  # where the UI listens (CODEC_HOST)
+    port: int = DEFAULT_PORT  # its port (CODEC_PORT)
+    temp_dir: Path = field(default_factory=lambda: Path(tempfile.gettempdir()) / TEMP_FOLDER)  # request folders
+    data_dir: Path | None = None  # stored results; None: the engine's settings (data_dir_of)
+    repo: Path = REPO  # requirements.txt, supervisord.conf, logs/
+    temp_need_mib: float = 1024.0  # free space the temp folder needs: uploads and outputs of a few jobs
+    data_need_mib: float = 100.0  # free space the data folder needs: SQLite stores
+    job_lengths_s: tuple[tuple[str, float], ...] = JOB_LENGTHS_S  # lengths the memory check estimates
+
+
+def run_doctor(engine, options: DoctorOptions = DoctorOptions()) -> Report:
+    """Every check, in the order a support engineer asks; ``engine`` may be loaded or not."""
+    start = time.perf_counter()
+    settings = engine.settings
+    device, dtype = settings.device, settings.dtype
+    data_dir = options.data_dir or data_dir_of(settings)
+    smi_csv, smi_header, smi_error = gather.nvidia_smi()
+    torch = gather.torch_facts()
+    findings: list[Finding] = [
+        gpu.check_driver(device, smi_csv, smi_error),
+        gpu.check_torch(device, torch),
+        gpu.check_same_gpu(device, smi_csv, torch),
+        gpu.check_versions(device, smi_header, torch),
+        gpu.check_placement(_named_tensors(engine), device, dtype),
+        gpu.check_memory(_estimates(engine, options.job_lengths_s), settings.max_duration_s),
+        _tones(engine),
+        host.check_supervisor(
+            *gather.supervisor(options.repo / "supervisord.conf", host.PROGRAM),
+            gather.log_tail(options.repo / "logs" / "supervisord.log"),
+            gather.log_tail(options.repo / "logs" / f"{host.PROGRAM}.log"),
+        ),
+        host.check_ffmpeg(*gather.ffmpeg()),
+        _packages(options.repo / "requirements.txt"),
+        host.check_port(options.host, options.port, *gather.port(options.host, options.port)),
+        host.check_folder(
+            "temp_dir",
+            "Temp folder: space and write access",
+            str(options.temp_dir),
+            *gather.folder(options.temp_dir),
+            options.temp_need_mib,
+        ),
+        host.check_folder(
+            "data_dir",
+            "Data folder: space and write access",
+            str(data_dir),
+            *gather.folder(data_dir),
+            options.data_need_mib,
+        ),
+    ]
+    report = Report(tuple(findings), time.perf_counter() - start)
+    logger.info("doctor: %s", report.counts())
+    return report
+
+
+def _named_tensors(engine) -> list:
+    try:
+        model = engine.model
+    except CodecError:
+        return []
+    return list(model.named_parameters()) + list(model.named_buffers())
+
+
+def _estimates(engine, lengths: tuple[tuple[str, float], ...]) -> list[tuple[str, dict]]:
+    out = []
+    for label, seconds in lengths:
+        try:
+            e = engine.estimate("roundtrip", seconds=seconds)
+        except CodecError:
+            return []
+        out.append(
+            (
+                label,
+                {
+                    "seconds": e.seconds,
+                    "peak_mib": e.peak_mib,
+                    "available_mib": e.available_mib,
+                    "fits": e.fits,
+                    "message": e.message,
+                },
+            )
+        )
+    return out
+
+
+def _tones(engine):
+    if not engine.ready:
+        return tones.check_tones(None, None)
+    return tones.check_tones(lambda x: engine.encode_array(x).codes, lambda codes: engine.decode(codes).samples)
+
+
+def _packages(requirements: Path):
+    pins = host.parse_pins(requirements.read_text(encoding="utf-8")) if requirements.is_file() else {}
+    return host.check_packages(pins, installed_versions(pins))

@@ -1,0 +1,184 @@
+"""A verdict in words: DistillMOS on both clips, combined with PESQ and STOI into one traffic light.
+
+DistillMOS (``distillmos``, MIT) is a non-intrusive MOS predictor whose 17 MB of weights ship
+inside its wheel, so it runs offline. It takes 16 kHz audio and answers 1..5. The model is
+loaded once, on first use, onto the engine's device, and runs under its own lock.
+
+Thresholds (see docs/verdict.md for the reasoning). The tokenizer's published figures on
+LibriSpeech test-clean are PESQ-WB 3.21, PESQ-NB 3.68, STOI 0.96, UTMOS 4.16: the codec at its
+best. "Close to the original" asks for a clip within about 0.2 PESQ / 0.03 STOI of those means
+and a MOS drop a listener would not notice; "badly degraded" starts where speech is still
+intelligible but clearly damaged (the MOS drop of added noise or a 2 kHz low-pass in DistillMOS's
+own measurements). Each available signal gives a light; the verdict is the worst of them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import logging
+import threading
+import time
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+logger = logging.getLogger(__name__)
+
+MOS_RATE = 16_000  # Hz, DistillMOS's input rate
+MIN_MOS_S = 0.5  # s; shorter clips are padded with silence by the model and say little
+
+# (green at or above / red below) per signal; MOS drop is green at or below / red above.
+PESQ_WB_GREEN = 3.0  # published mean 3.21, less the ~0.2 clip-to-clip spread
+PESQ_WB_RED = 2.0  # below this PESQ calls speech "annoying" (P.862 MOS-LQO scale)
+STOI_GREEN = 0.93  # published mean 0.96, less 0.03
+STOI_RED = 0.85  # below this intelligibility itself starts to suffer
+MOS_DROP_GREEN = 0.5  # MOS points; published UTMOS 4.16 is about that of clean LibriSpeech
+MOS_DROP_RED = 1.2  # about half the drop of noise / a 2 kHz low-pass (clean 3.8-4.3 -> 1.8-2.7)
+
+LEVELS = ("green", "amber", "red")  # best to worst
+WORDS = {"green": "close to the original", "amber": "noticeably degraded", "red": "badly degraded"}
+RANDOM_CAVEAT = (
+    "This checkpoint has random weights: its output is noise-like, so this verdict says nothing "
+    "about the real codec's quality."
+)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    level: str  # "green", "amber", "red", or "unknown" when no signal could be computed
+    words: str  # the line a non-expert reads, e.g. "close to the original"
+    reasons: list[str]  # one line per signal with its value and light
+    mos_original: float | None  # DistillMOS of the original, 1..5
+    mos_reconstruction: float | None  # DistillMOS of the reconstruction, 1..5
+    caveat: str  # RANDOM_CAVEAT for random checkpoints, else ""
+    seconds: float  # time spent on the MOS predictions
+
+    @property
+    def line(self) -> str:
+        light = {"green": "🟢", "amber": "🟠", "red": "🔴"}.get(self.level, "⚪")
+        return f"{light} {self.words[:1].upper()}{self.words[1:]}" + (f" — {self.caveat}" if self.caveat else "")
+
+    def to_dict(self) -> dict:
+        return asdict(self) | {"line": self.line}
+
+
+THRESHOLDS = {  # name -> (green bound, red bound, higher is better); docs and tests read this
+    "PESQ-WB": (PESQ_WB_GREEN, PESQ_WB_RED, True),
+    "STOI": (STOI_GREEN, STOI_RED, True),
+    "MOS drop": (MOS_DROP_GREEN, MOS_DROP_RED, False),
+}
+
+
+def light(name: str, value: float) -> str:
+    """The traffic light of one signal."""
+    green, red, higher = THRESHOLDS[name]
+    if higher:
+        return "green" if value >= green else "red" if value < red else "amber"
+    return "green" if value <= green else "red" if value > red else "amber"
+
+
+def combine(
+    metrics: dict[str, float | None],
+    mos_original: float | None,
+    mos_reconstruction: float | None,
+    random_weights: bool,
+    seconds: float = 0.0,
+) -> Verdict:
+    """The worst light among PESQ-WB, STOI and the MOS drop (those that could be computed)."""
+    values = {"PESQ-WB": metrics.get("PESQ-WB"), "STOI": metrics.get("STOI"), "MOS drop": None}
+    if mos_original is not None and mos_reconstruction is not None:
+        values["MOS drop"] = mos_original - mos_reconstruction
+    lights, reasons = [], []
+    for name, value in values.items():
+        if value is None:
+            reasons.append(f"{name}: not available")
+            continue
+        lights.append(light(name, value))
+        reasons.append(f"{name} {value:.2f}: {lights[-1]}")
+    level = max(lights, key=LEVELS.index) if lights else "unknown"
+    words = WORDS.get(level, "cannot judge (no metric could be computed; the clip may be silent or too short)")
+    return Verdict(
+        level, words, reasons, mos_original, mos_reconstruction, RANDOM_CAVEAT if random_weights else "", seconds
+    )
+
+
+class MosPredictor:
+    """DistillMOS, loaded once on first use onto ``device``; one prediction at a time."""
+
+    def __init__(self, device: str = "cpu"):
+        self.device = device
+        self._model: Any = None  # the DistillMOS module, once loaded
+        self._lock = threading.Lock()
+
+    def _load(self):
+        import torch
+        from distillmos import ConvTransformerSQAModel
+
+        started = time.perf_counter()
+        with contextlib.redirect_stdout(io.StringIO()):  # the package prints where its weights came from
+            model = ConvTransformerSQAModel()
+        model.eval().to(torch.device(self.device))
+        logger.info("DistillMOS loaded on %s in %.2f s", self.device, time.perf_counter() - started)
+        return model
+
+    def predict(self, samples, sample_rate: int) -> float | None:
+        """MOS (1..5) of mono float audio; None for clips shorter than MIN_MOS_S."""
+        import soxr
+        import torch
+
+        audio = np.asarray(samples, dtype=np.float32).reshape(-1)
+        if audio.size < MIN_MOS_S * sample_rate or not np.isfinite(audio).all() or not np.abs(audio).max() > 0:
+            return None
+        if sample_rate != MOS_RATE:
+            audio = soxr.resample(audio, sample_rate, MOS_RATE).astype(np.float32)
+        with self._lock:
+            if self._model is None:
+                self._model = self._load()
+            with torch.inference_mode():
+                x = torch.from_numpy(audio).to(self.device)[None]
+                return float(self._model(x).reshape(-1)[0].item())
+
+
+_PREDICTORS: dict[str, MosPredictor] = {}  # one per device for the whole process (the model is 17 MB)
+_PREDICTORS_LOCK = threading.Lock()
+
+
+def predictor(device: str = "cpu") -> MosPredictor:
+    """The process's MosPredictor for ``device`` (made on first call; loads nothing yet)."""
+    with _PREDICTORS_LOCK:
+        return _PREDICTORS.setdefault(device, MosPredictor(device))
+
+
+def judge(
+    original,
+    reconstruction,
+    metrics: dict[str, float | None],
+    sample_rate: int,
+    device: str = "cpu",
+    random_weights: bool = False,
+) -> Verdict:
+    """MOS of both clips, then :func:`combine` with the given PESQ/STOI values."""
+    started = time.perf_counter()
+    mos = predictor(device)
+    mos_original = _guarded(mos, original, sample_rate)
+    mos_reconstruction = _guarded(mos, reconstruction, sample_rate)
+    return combine(metrics, mos_original, mos_reconstruction, random_weights, time.perf_counter() - started)
+
+
+def _guarded(mos: MosPredictor, samples, sample_rate: int) -> float | None:
+    try:
+        return mos.predict(samples, sample_rate)
+    except Exception as e:  # noqa: BLE001 - a MOS that cannot be had must not sink the verdict: the other signals remain
+        logger.warning("DistillMOS failed: %s: %s", type(e).__name__, e)
+        return None
+
+
+def metric_values(metrics) -> dict[str, float | None]:
+    """{name: value} from analysis.Metric objects or their dicts (as jobs.measure returns them)."""
+    out = {}
+    for m in metrics or []:
+        name, value = (m["name"], m["value"]) if isinstance(m, dict) else (m.name, m.value)
+        out[name] = value
+    return out

@@ -1,0 +1,34 @@
+"""The bf16 guard on the full-size checkpoint on a GPU (core.fast_decode)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from core.engine import Engine
+from core.settings import Settings
+
+pytestmark = pytest.mark.gpu
+
+
+def test_bf16_decode_of_the_full_model_is_guarded(full_checkpoint, speech):
+    engine = Engine(Settings(model=str(full_checkpoint), device="cuda:0", decode_dtype="bfloat16"))
+    assert engine.load(), engine.error
+    codes = engine.encode_array(speech(30.0)).codes
+    fast = engine._fast
+    plain = engine.decode(codes)
+    assert plain.warnings == ()  # the random full model's bf16 decode is not broken
+    engine._fast = None
+    try:
+        engine._fast = type(fast)(engine.model.decoder, type(fast.options)("float32"))
+        ref = engine.decode(codes).samples
+    finally:
+        engine._fast = fast
+    err = plain.samples.astype(np.float64) - ref
+    assert 10 * np.log10(np.sum(ref.astype(np.float64) ** 2) / np.sum(err**2)) > 15
+    with torch.no_grad():
+        fast.decoder.decoder[-1].conv.weight.mul_(1e4)
+    broken = engine.decode(codes)
+    assert broken.warnings and "float32" in broken.warnings[0]
+    assert np.mean(np.abs(broken.samples) >= 0.999) < 0.5

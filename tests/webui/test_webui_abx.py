@@ -1,0 +1,116 @@
+"""The blind test as people use it: through the API (two private sessions) and in Debian's
+chromium with the keyboard (a 4-trial test ending in the score). Saves docs/abx.png."""
+
+from __future__ import annotations
+
+import re
+import socket
+from pathlib import Path
+
+import pytest
+
+from core.engine import Engine
+from core.settings import Settings
+from webui.app import ASSETS, UiOptions, build_app
+from webui.server import ServerOptions, launch
+
+REPO = Path(__file__).resolve().parents[2]
+CLIP = ASSETS / "speech_male_24k.wav"
+SCREENSHOT = REPO / "docs" / "abx.png"
+TIMEOUT_MS = 90_000  # a round trip on 2 busy CPU cores
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def abx_server(tiny_checkpoint, tmp_path_factory):
+    """A live server whose answers go to a data folder of its own."""
+    data = tmp_path_factory.mktemp("abx-data")
+    engine = Engine(Settings(model=str(tiny_checkpoint), device="cpu", data_dir=str(data)))
+    assert engine.load(), engine.error
+    ui = UiOptions(temp_root=tmp_path_factory.mktemp("abx-work"))
+    demo = build_app(engine, ui)
+    _app, url = launch(demo, engine, ui, ServerOptions(port=_free_port()))
+    yield url, data
+    demo.close()
+
+
+def test_api_sessions_are_private_and_results_wait_for_the_last_answer(abx_server):
+    from gradio_client import Client, handle_file
+
+    url, data = abx_server
+    me, other = Client(url, verbose=False), Client(url, verbose=False)
+    token, trial, _refs, x_player, prompt, *_ = me.predict(handle_file(str(CLIP)), 0, 3, 4, api_name="/abx_start")
+    assert trial == 0 and "Trial 1 of 4" in prompt and "x-" in x_player
+    assert re.search(r"/x-[0-9a-f]{24}\.wav\"", x_player)  # X's file name says nothing about A or B
+    their_token = other.predict(handle_file(str(CLIP)), 0, 0, 4, api_name="/abx_start")[0]
+    assert their_token != token and len(token) >= 40
+
+    for i in range(3):
+        trial, x_player, prompt = me.predict(token, trial, "A", api_name="/abx_answer")
+        text, csv_file, raw = me.predict(token, api_name="/abx_results")
+        assert "p =" not in text and "trials_detail" not in raw and raw["trials"] == i + 1  # no feedback yet
+    mine = other.predict(their_token, api_name="/abx_results")[2]
+    assert mine["trials"] == 0  # my three answers are not in their session
+    trial, _x, prompt = me.predict(token, trial, "B", api_name="/abx_answer")
+    text, csv_file, raw = me.predict(token, api_name="/abx_results")
+    assert re.search(r"\d of 4: .*p = 0\.\d{3}", text) and raw["trials"] == 4
+    assert Path(csv_file).read_text().count("\n") == 5  # header + 4 trials, mine only
+    assert (data / "abx.sqlite3").is_file()
+
+    from gradio_client.exceptions import AppError
+
+    with pytest.raises(AppError, match="unknown here"):
+        other.predict("not-a-token", api_name="/abx_results")
+
+
+def test_region_shorter_than_a_second_is_refused_with_advice(abx_server):
+    from gradio_client import Client, handle_file
+    from gradio_client.exceptions import AppError
+
+    with pytest.raises(AppError, match="at least 1 s"):
+        Client(abx_server[0], verbose=False).predict(handle_file(str(CLIP)), 2.0, 2.5, 4, api_name="/abx_start")
+
+
+@pytest.mark.browser
+def test_a_four_trial_blind_test_with_the_keyboard_shows_the_score(abx_server, tmp_path):
+    from playwright.sync_api import expect, sync_playwright
+
+    from tests.webui.test_webui_browser import CHROMIUM, CHROMIUM_ARGS, _save_small
+
+    if not Path(CHROMIUM).exists():
+        pytest.skip(f"{CHROMIUM} is not installed (apt-get install chromium)")
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        page.goto(abx_server[0])
+        page.get_by_role("tab", name="Blind test").click()
+        page.locator("#abx-input input[type=file]").set_input_files(str(CLIP))
+        expect(page.locator("#abx-input [data-testid=download-link]")).to_be_attached(timeout=TIMEOUT_MS)
+        page.locator("#abx-trials").get_by_text("4", exact=True).click()
+        page.locator("#abx-start").click()
+        results = page.locator("#abx-results")
+        for n in range(1, 5):
+            expect(page.locator("#abx-prompt")).to_contain_text(f"Trial {n} of 4", timeout=TIMEOUT_MS)
+            x = page.locator("#abx-x-audio")
+            expect(x).to_be_attached()
+            duration = x.evaluate(
+                "a => new Promise(r => a.readyState >= 1 ? r(a.duration) : "
+                "a.addEventListener('loadedmetadata', () => r(a.duration)))"
+            )
+            assert duration == pytest.approx(7.2, abs=0.1)  # X is the whole clip, served and playable
+            assert "p =" not in results.inner_text()  # no feedback until the end
+            page.locator("body").click(position={"x": 5, "y": 5})  # focus off any input
+            page.keyboard.press("a" if n % 2 else "b")
+        expect(results).to_contain_text("of 4:", timeout=TIMEOUT_MS)
+        expect(results).to_contain_text("p = ")
+        expect(page.locator("#abx-csv")).to_contain_text(".csv")
+        page.wait_for_timeout(300)
+        shot = tmp_path / "abx.png"
+        page.screenshot(path=str(shot), full_page=True)
+        browser.close()
+    _save_small(shot, SCREENSHOT)

@@ -1,0 +1,78 @@
+"""Login back-off per client: a few wrong passwords are free, then each further attempt must
+wait twice as long as the one before (1 s, 2 s, 4 s ... up to ``max_wait_s``). A right
+password resets the client. Clients are told how long to wait (HTTP 429, Retry-After)."""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+
+FREE_FAILURES = 5  # wrong passwords allowed before the back-off starts
+FIRST_WAIT_S = 1.0  # wait after the first failure past the free ones; doubles each time
+MAX_WAIT_S = 300.0  # longest wait between two attempts
+FORGET_AFTER_S = 3600.0  # a client quiet this long starts afresh
+MAX_CLIENTS = 10_000  # clients remembered at once (the oldest are forgotten first)
+
+
+@dataclass
+class _Client:
+    failures: int = 0
+    last_failure: float = 0.0
+
+
+class LoginThrottle:
+    """Failures per client key (the peer's address); thread-safe; memory bounded."""
+
+    def __init__(
+        self,
+        free_failures: int = FREE_FAILURES,
+        first_wait_s: float = FIRST_WAIT_S,
+        max_wait_s: float = MAX_WAIT_S,
+        clock: Callable[[], float] = time.monotonic,
+    ):
+        self.free_failures = free_failures
+        self.first_wait_s = first_wait_s
+        self.max_wait_s = max_wait_s
+        self._clock = clock
+        self._clients: OrderedDict[str, _Client] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def _wait_after(self, failures: int) -> float:
+        extra = failures - self.free_failures
+        if extra < 0:
+            return 0.0
+        return min(self.first_wait_s * 2.0**extra, self.max_wait_s)
+
+    def retry_after_s(self, key: str) -> float:
+        """Seconds ``key`` must still wait before its next attempt (0: go ahead)."""
+        with self._lock:
+            client = self._clients.get(key)
+            if client is None:
+                return 0.0
+            now = self._clock()
+            if now - client.last_failure > FORGET_AFTER_S:
+                del self._clients[key]
+                return 0.0
+            return max(0.0, client.last_failure + self._wait_after(client.failures) - now)
+
+    def failed(self, key: str) -> None:
+        with self._lock:
+            client = self._clients.pop(key, None) or _Client()
+            client.failures += 1
+            client.last_failure = self._clock()
+            self._clients[key] = client  # most recent last
+            while len(self._clients) > MAX_CLIENTS:
+                self._clients.popitem(last=False)
+
+    def succeeded(self, key: str) -> None:
+        with self._lock:
+            self._clients.pop(key, None)
+
+
+def retry_after_header(seconds: float) -> str:
+    """Retry-After takes whole seconds; round up so a client that obeys is let in."""
+    return str(max(1, math.ceil(seconds)))
