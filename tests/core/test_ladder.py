@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from core import decoding, ladder
-from core.errors import AudioInputError, SettingsError
+from core.errors import SettingsError, TokenFileError
 
 
 @pytest.fixture(scope="module")
@@ -95,5 +95,5 @@ def test_ladder_obeys_the_duration_cap(tiny_checkpoint):
 
     engine = Engine(Settings(model=str(tiny_checkpoint), device="cpu", max_duration_s=1.0))
     codes = np.zeros((50, 16), dtype=np.int64)  # 4 s of codes
-    with pytest.raises(AudioInputError, match="over the 1.0 s limit"):
+    with pytest.raises(TokenFileError, match="over the 1.0 s limit"):
         ladder.decode_ladder(engine, codes)  # refused before any model work: the engine is not even loaded
