@@ -20,7 +20,7 @@ PYTEST_ARGS ?=
 # pesq ships no wheels: pip compiles it, which needs a C toolchain and Python's headers.
 BUILD_DEBS := build-essential python3-dev
 RUNTIME_DEBS := $(BUILD_DEBS)  # audio decoding needs no system ffmpeg: PyAV carries its libraries
-TEST_DEBS := $(RUNTIME_DEBS) ffmpeg sox libsox-fmt-all espeak-ng alsa-utils chromium fonts-liberation nginx
+TEST_DEBS := $(RUNTIME_DEBS) ffmpeg sox libsox-fmt-all espeak-ng alsa-utils chromium fonts-liberation nginx fonts-wqy-microhei
 
 # Browser tests drive Debian's /usr/bin/chromium; Playwright never downloads a browser.
 export PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD := 1

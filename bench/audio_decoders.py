@@ -43,8 +43,25 @@ CASES = {  # extension -> ffmpeg codec options
 
 def ffmpeg_cli(path: Path, rate: int, channels: int):
     """The first release's way: ffmpeg decodes to float32 on a pipe, our collector takes blocks."""
-    raw = subprocess.run(["ffmpeg", "-nostdin", "-v", "error", "-i", str(path), "-map", "0:a:0", "-f", "f32le",
-                          "-acodec", "pcm_f32le", "pipe:1"], capture_output=True, check=True).stdout
+    raw = subprocess.run(
+        [
+            "ffmpeg",
+            "-nostdin",
+            "-v",
+            "error",
+            "-i",
+            str(path),
+            "-map",
+            "0:a:0",
+            "-f",
+            "f32le",
+            "-acodec",
+            "pcm_f32le",
+            "pipe:1",
+        ],
+        capture_output=True,
+        check=True,
+    ).stdout
     source = Source("cli", rate, channels, None)
     collector = Collector(path.name, source, AudioLimits())
     collector.add(np.frombuffer(raw, dtype="<f4").reshape(-1, channels))
@@ -73,14 +90,23 @@ def main() -> int:
             ours, ours_s = best_of(lambda: load_with_av(path, AudioLimits()))
             cli, cli_s = best_of(lambda: ffmpeg_cli(path, ours.facts.sample_rate, ours.facts.channels))
             n = min(ours.samples.size, cli.samples.size)
-            rows.append({"format": ext, "pyav_s": round(ours_s, 4), "ffmpeg_cli_s": round(cli_s, 4),
-                         "samples": [int(ours.samples.size), int(cli.samples.size)],
-                         "max_abs_diff": float(np.abs(ours.samples[:n] - cli.samples[:n]).max())})
-            print(f"{ext:5s} PyAV {ours_s * 1000:7.1f} ms  ffmpeg CLI {cli_s * 1000:7.1f} ms  "
-                  f"max |diff| {rows[-1]['max_abs_diff']:.1e}")
+            rows.append(
+                {
+                    "format": ext,
+                    "pyav_s": round(ours_s, 4),
+                    "ffmpeg_cli_s": round(cli_s, 4),
+                    "samples": [int(ours.samples.size), int(cli.samples.size)],
+                    "max_abs_diff": float(np.abs(ours.samples[:n] - cli.samples[:n]).max()),
+                }
+            )
+            print(
+                f"{ext:5s} PyAV {ours_s * 1000:7.1f} ms  ffmpeg CLI {cli_s * 1000:7.1f} ms  "
+                f"max |diff| {rows[-1]['max_abs_diff']:.1e}"
+            )
     out = ROOT / "bench" / "results" / "audio_decoders.json"
-    out.write_text(json.dumps({"machine": platform.machine(), "python": platform.python_version(),
-                               "rows": rows}, indent=2) + "\n")
+    out.write_text(
+        json.dumps({"machine": platform.machine(), "python": platform.python_version(), "rows": rows}, indent=2) + "\n"
+    )
     print(f"wrote {out}")
     return 0
 

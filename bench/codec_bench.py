@@ -132,7 +132,7 @@ def whole_decode(model, codes: np.ndarray) -> np.ndarray:
 def error_stats(x: np.ndarray, ref: np.ndarray) -> dict:
     """Max abs difference and SNR (dB; None when identical) of ``x`` against ``ref``."""
     err = x.astype(np.float64) - ref.astype(np.float64)
-    power = float(np.sum(err ** 2))
+    power = float(np.sum(err**2))
     snr = None if power == 0 else 10 * math.log10(max(float(np.sum(ref.astype(np.float64) ** 2)), 1e-30) / power)
     return {"max_abs": float(np.max(np.abs(err))) if err.size else 0.0, "snr_db": snr}
 
@@ -143,10 +143,19 @@ def seam_report(ours: np.ndarray, official: np.ndarray, whole: np.ndarray, chunk
     per_seam = []
     for s in seams:
         lo, hi = s * FRAME, min(frames, s + SEAM_WINDOW_FRAMES) * FRAME
-        per_seam.append({"frame": s, "ours": error_stats(ours[lo:hi], whole[lo:hi]),
-                         "official": error_stats(official[lo:hi], whole[lo:hi])})
-    return {"chunk_frames": chunk, "window_frames": SEAM_WINDOW_FRAMES, "seams": per_seam,
-            "whole_clip": {"ours": error_stats(ours, whole), "official": error_stats(official, whole)}}
+        per_seam.append(
+            {
+                "frame": s,
+                "ours": error_stats(ours[lo:hi], whole[lo:hi]),
+                "official": error_stats(official[lo:hi], whole[lo:hi]),
+            }
+        )
+    return {
+        "chunk_frames": chunk,
+        "window_frames": SEAM_WINDOW_FRAMES,
+        "seams": per_seam,
+        "whole_clip": {"ours": error_stats(ours, whole), "official": error_stats(official, whole)},
+    }
 
 
 def worst(seams: dict, who: str) -> tuple[float | None, float | None]:
@@ -210,8 +219,10 @@ def run_dtype(args, dtype: str) -> dict:
         for _ in range(repeats):  # the last repeat is reported (the first may time cuDNN's autotuning)
             ours_codes, enc_s, enc_peak = timed(lambda: engine.encode_array(x).codes, device)
             ours_wav, dec_s, dec_peak = timed(lambda: engine.decode(ours_codes).samples, device)
-        row = {"seconds": seconds, "ours": {"encode_s": enc_s, "decode_s": dec_s, "encode_peak_mib": enc_peak,
-                                            "decode_peak_mib": dec_peak}}
+        row = {
+            "seconds": seconds,
+            "ours": {"encode_s": enc_s, "decode_s": dec_s, "encode_peak_mib": enc_peak, "decode_peak_mib": dec_peak},
+        }
         off_codes = None
         try:
             for _ in range(repeats):
@@ -262,12 +273,18 @@ def run_dtype(args, dtype: str) -> dict:
             oenc, oenc_s, oenc_peak = timed(lambda: tok.encode(clips, sr=SR), device)
             odec, odec_s, odec_peak = timed(lambda: tok.decode(oenc), device)
         agree = [agreement(r.codes, o.cpu().numpy()) for r, o in zip(enc, oenc.audio_codes)]
-        out["batch"] = {"clips": count, "seconds_each": seconds,
-                        "ours": {"encode_s": enc_s, "decode_s": dec_s, "encode_peak_mib": enc_peak,
-                                 "decode_peak_mib": dec_peak},
-                        "official": {"encode_s": oenc_s, "decode_s": odec_s, "encode_peak_mib": oenc_peak,
-                                     "decode_peak_mib": odec_peak},
-                        "agreement_min": min(a for a in agree if a is not None)}
+        out["batch"] = {
+            "clips": count,
+            "seconds_each": seconds,
+            "ours": {"encode_s": enc_s, "decode_s": dec_s, "encode_peak_mib": enc_peak, "decode_peak_mib": dec_peak},
+            "official": {
+                "encode_s": oenc_s,
+                "decode_s": odec_s,
+                "encode_peak_mib": oenc_peak,
+                "decode_peak_mib": odec_peak,
+            },
+            "agreement_min": min(a for a in agree if a is not None),
+        }
         log.info("[%s] batch %s", dtype, out["batch"])
         del enc, dec, oenc, odec
         engine.clear_vram()
@@ -286,18 +303,30 @@ def run_dtype(args, dtype: str) -> dict:
         naive_chunk = int(settings.encode_chunk_s * SR) // FRAME * FRAME
         if seconds * SR > naive_chunk:  # what chunking without context would give
             with precision:
-                naive = np.concatenate([official_encode(tok, x[i:i + naive_chunk])
-                                        for i in range(0, x.size, naive_chunk)])
+                naive = np.concatenate(
+                    [official_encode(tok, x[i : i + naive_chunk]) for i in range(0, x.size, naive_chunk)]
+                )
             row["naive_chunks_agreement"] = agreement(naive, off_codes)
         if seconds in args.seam_lengths:
             if strict:
                 row["seams"] = {"full fp32": seams_full_fp32(engine, tok, model, ours_codes, chunk_frames)}
             else:
-                row["seams"] = {"bf16": seam_report(engine.decode(ours_codes).samples, official_decode(tok, ours_codes),
-                                                    whole_decode(model, ours_codes), chunk_frames)}
+                row["seams"] = {
+                    "bf16": seam_report(
+                        engine.decode(ours_codes).samples,
+                        official_decode(tok, ours_codes),
+                        whole_decode(model, ours_codes),
+                        chunk_frames,
+                    )
+                }
         out["context_rows"].append(row)
-        log.info("[%s] layer scale 1.0, %s s: agreement %s, naive %s", dtype, seconds, row["agreement"],
-                 row.get("naive_chunks_agreement"))
+        log.info(
+            "[%s] layer scale 1.0, %s s: agreement %s, naive %s",
+            dtype,
+            seconds,
+            row["agreement"],
+            row.get("naive_chunks_agreement"),
+        )
         engine.clear_vram()
     engine.unload()
     tok = model = None  # free the model before the official path loads its own
@@ -308,10 +337,12 @@ def run_dtype(args, dtype: str) -> dict:
 
 def _row_line(row: dict) -> str:
     o, f = row["ours"], row["official"]
-    return (f"{row['seconds']} s: ours {o['encode_s']:.3f}+{o['decode_s']:.3f} s "
-            f"(peak {o['encode_peak_mib']}/{o['decode_peak_mib']} MiB), official "
-            f"{f.get('encode_s')}+{f['decode_s']:.3f} s (peak {f.get('encode_peak_mib')}/{f['decode_peak_mib']} MiB), "
-            f"agreement {row['agreement']}")
+    return (
+        f"{row['seconds']} s: ours {o['encode_s']:.3f}+{o['decode_s']:.3f} s "
+        f"(peak {o['encode_peak_mib']}/{o['decode_peak_mib']} MiB), official "
+        f"{f.get('encode_s')}+{f['decode_s']:.3f} s (peak {f.get('encode_peak_mib')}/{f['decode_peak_mib']} MiB), "
+        f"agreement {row['agreement']}"
+    )
 
 
 # ---- report ------------------------------------------------------------------------------------
@@ -383,33 +414,52 @@ def markdown(result: dict) -> str:
                 f"{_fmt_gib(o['encode_peak_mib'])} | {_fmt_gib(f.get('encode_peak_mib'))} | "
                 f"{_fmt_gib(o['decode_peak_mib'])} | {_fmt_gib(f['decode_peak_mib'])} | {_fmt_pct(row['agreement'])} | "
                 f"{_fmt_pct(row.get('agreement_vs_official_default'))} | {_fmt_pct(row.get('official_tf32_vs_fp32'))} | "
-                f"{_fmt_pct(row.get('official_fp32_algorithm_noise'))} |")
+                f"{_fmt_pct(row.get('official_fp32_algorithm_noise'))} |"
+            )
     batch_rows = [(r["dtype"], r["batch"]) for r in result["runs"] if r.get("batch")]
     if batch_rows:
-        lines += ["", "## Batch of short clips", "",
-                  "| dtype | clips | ours enc s | ours dec s | official enc s | official dec s | ours peak GiB (enc/dec) "
-                  "| official peak GiB (enc/dec) | min agreement (vs TF32 official in fp32) |",
-                  "|---|---|---|---|---|---|---|---|---|"]
+        lines += [
+            "",
+            "## Batch of short clips",
+            "",
+            "| dtype | clips | ours enc s | ours dec s | official enc s | official dec s | ours peak GiB (enc/dec) "
+            "| official peak GiB (enc/dec) | min agreement (vs TF32 official in fp32) |",
+            "|---|---|---|---|---|---|---|---|---|",
+        ]
         for dtype, b in batch_rows:
             o, f = b["ours"], b["official"]
             lines.append(
                 f"| {dtype} | {b['clips']} × {b['seconds_each']:g} s | {_fmt_s(o['encode_s'])} | {_fmt_s(o['decode_s'])} | "
                 f"{_fmt_s(f['encode_s'])} | {_fmt_s(f['decode_s'])} | {_fmt_gib(o['encode_peak_mib'])} / "
                 f"{_fmt_gib(o['decode_peak_mib'])} | {_fmt_gib(f['encode_peak_mib'])} / {_fmt_gib(f['decode_peak_mib'])} | "
-                f"{_fmt_pct(b['agreement_min'])} |")
-    lines += ["", "## Context made to matter (every transformer layer scale set to 1.0)", "",
-              "| dtype | length | agreement | vs TF32 official | naive chunks agreement |", "|---|---|---|---|---|"]
+                f"{_fmt_pct(b['agreement_min'])} |"
+            )
+    lines += [
+        "",
+        "## Context made to matter (every transformer layer scale set to 1.0)",
+        "",
+        "| dtype | length | agreement | vs TF32 official | naive chunks agreement |",
+        "|---|---|---|---|---|",
+    ]
     for run in result["runs"]:
         for row in run["context_rows"]:
-            lines.append(f"| {run['dtype']} | {_fmt_len(row['seconds'])} | {_fmt_pct(row['agreement'])} | "
-                         f"{_fmt_pct(row.get('agreement_vs_official_default'))} | "
-                         f"{_fmt_pct(row.get('naive_chunks_agreement'))} |")
-    lines += ["", "## Decode seams against a whole-utterance decode of the same codes", "",
-              f"Ours and the official path both cut at every 300 frames. Per seam: the {SEAM_WINDOW_FRAMES} frames "
-              "(2 s) after it; cells give the worst seam (largest max abs difference / lowest SNR) and the whole clip. "
-              "Per-seam figures are in the JSON.", "",
-              "| dtype | init | convolutions | length | seams | ours worst seam | official worst seam | ours whole clip "
-              "| official whole clip |", "|---|---|---|---|---|---|---|---|---|"]
+            lines.append(
+                f"| {run['dtype']} | {_fmt_len(row['seconds'])} | {_fmt_pct(row['agreement'])} | "
+                f"{_fmt_pct(row.get('agreement_vs_official_default'))} | "
+                f"{_fmt_pct(row.get('naive_chunks_agreement'))} |"
+            )
+    lines += [
+        "",
+        "## Decode seams against a whole-utterance decode of the same codes",
+        "",
+        f"Ours and the official path both cut at every 300 frames. Per seam: the {SEAM_WINDOW_FRAMES} frames "
+        "(2 s) after it; cells give the worst seam (largest max abs difference / lowest SNR) and the whole clip. "
+        "Per-seam figures are in the JSON.",
+        "",
+        "| dtype | init | convolutions | length | seams | ours worst seam | official worst seam | ours whole clip "
+        "| official whole clip |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     for run in result["runs"]:
         for init, rows in (("stock", run["rows"]), ("layer scale 1.0", run["context_rows"])):
             for row in rows:
@@ -419,7 +469,8 @@ def markdown(result: dict) -> str:
                         f"| {run['dtype']} | {init} | {mode} | {_fmt_len(row['seconds'])} | {len(seams['seams'])} | "
                         f"{_fmt_err(worst(seams, 'ours'))} | {_fmt_err(worst(seams, 'official'))} | "
                         f"{_fmt_err((whole['ours']['max_abs'], whole['ours']['snr_db']))} | "
-                        f"{_fmt_err((whole['official']['max_abs'], whole['official']['snr_db']))} |")
+                        f"{_fmt_err((whole['official']['max_abs'], whole['official']['snr_db']))} |"
+                    )
     lines.append("")
     return "\n".join(lines)
 
@@ -468,7 +519,9 @@ def main(argv=None) -> dict:
     result = {
         "meta": {
             "device": args.device,
-            "device_name": torch.cuda.get_device_name(torch.device(args.device)) if cuda else platform.processor() or "CPU",
+            "device_name": torch.cuda.get_device_name(torch.device(args.device))
+            if cuda
+            else platform.processor() or "CPU",
             "torch": torch.__version__,
             "cudnn": torch.backends.cudnn.version() if cuda else None,
             "checkpoint": "tiny random" if args.tiny else "full-size random (published config)",

@@ -54,7 +54,9 @@ def main(argv=None):
     p.add_argument("--compile", action="store_true", help="also try a torch.compile'd SnakeBeta")
     p.add_argument("--device", default="cuda:0")
     p.add_argument("--dtypes", default="float32,bfloat16")
-    p.add_argument("--snake-only", action="store_true", help="only time our decode with and without the fused SnakeBeta")
+    p.add_argument(
+        "--snake-only", action="store_true", help="only time our decode with and without the fused SnakeBeta"
+    )
     args = p.parse_args(argv)
     results: dict = {}
     x = signal(args.seconds, 1, args.device)
@@ -68,7 +70,9 @@ def main(argv=None):
         if args.snake_only:
             with torch.inference_mode():
                 for frames in (300, 600):
-                    r[f"ours_decode_fused_snake_chunk_{frames}"] = best_of(lambda: decoding.decode(model, codes_t, frames))
+                    r[f"ours_decode_fused_snake_chunk_{frames}"] = best_of(
+                        lambda: decoding.decode(model, codes_t, frames)
+                    )
                 kernel, kernels._SNAKE_KERNEL = kernels._SNAKE_KERNEL, False  # the module's own SnakeBeta
                 try:
                     r["ours_decode_unfused_snake_chunk_300"] = best_of(lambda: decoding.decode(model, codes_t, 300))
@@ -86,7 +90,8 @@ def main(argv=None):
             with torch.inference_mode():
                 r[f"ours_decode_benchmark_{bench_flag}"] = best_of(lambda: decoding.decode(model, codes_t, 300))
                 r[f"ours_encode_benchmark_{bench_flag}"] = best_of(
-                    lambda: encoding.encode(model, torch.from_numpy(x), 20 * SR, kv_device_bytes=1280 << 20))
+                    lambda: encoding.encode(model, torch.from_numpy(x), 20 * SR, kv_device_bytes=1280 << 20)
+                )
             r[f"official_decode_benchmark_{bench_flag}"] = best_of(lambda: official_decode(tok, codes))
             r[f"official_encode_benchmark_{bench_flag}"] = best_of(lambda: official_encode(tok, x))
             log.info("[%s] benchmark=%s %s", dtype, bench_flag, {k: round(v, 3) for k, v in r.items()})
@@ -110,7 +115,11 @@ def main(argv=None):
         with torch.inference_mode(), profile(activities=[activity]) as prof:
             decoding.decode(model, short, 300)
             _sync()
-        table = prof.key_averages().table(sort_by="cuda_time_total" if torch.cuda.is_available() else "cpu_time_total", row_limit=18, max_name_column_width=70)
+        table = prof.key_averages().table(
+            sort_by="cuda_time_total" if torch.cuda.is_available() else "cpu_time_total",
+            row_limit=18,
+            max_name_column_width=70,
+        )
         print(f"[{dtype}] decode 60 s kernel profile\n{table}")
         r["profile_decode_60s"] = table
 

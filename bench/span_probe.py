@@ -34,18 +34,30 @@ def probe(checkpoint: Path, spans: list[float], lengths: list[float], device: st
                 tok = engine._tokenizer  # the official wrapper around the same weights
                 with full_fp32():
                     official = try_oom(lambda: official_encode(tok, x))
-            rows.append({"seconds": seconds, "span_s": span, "encode_s": round(enc_s, 3),
-                         "encode_peak_mib": None if peak is None else round(peak, 1), "agreement": agreement(codes, official)})
+            rows.append(
+                {
+                    "seconds": seconds,
+                    "span_s": span,
+                    "encode_s": round(enc_s, 3),
+                    "encode_peak_mib": None if peak is None else round(peak, 1),
+                    "agreement": agreement(codes, official),
+                }
+            )
             log.info("%s", rows[-1])
             engine.unload()
     return rows
 
 
 def markdown(rows: list[dict]) -> str:
-    lines = ["| length s | span s | encode s | encode peak GiB | agreement vs official whole fp32 |", "|---|---|---|---|---|"]
+    lines = [
+        "| length s | span s | encode s | encode peak GiB | agreement vs official whole fp32 |",
+        "|---|---|---|---|---|",
+    ]
     for r in rows:
         agree = "—" if r["agreement"] is None else f"{100 * r['agreement']:.4f}%"
-        lines.append(f"| {r['seconds']:.0f} | {r['span_s']:.0f} | {r['encode_s']:.3f} | {(r['encode_peak_mib'] or 0) / 1024:.2f} | {agree} |")
+        lines.append(
+            f"| {r['seconds']:.0f} | {r['span_s']:.0f} | {r['encode_s']:.3f} | {(r['encode_peak_mib'] or 0) / 1024:.2f} | {agree} |"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -58,8 +70,12 @@ def main(argv=None):
     p.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
-    rows = probe(args.checkpoint, [float(s) for s in args.spans.split(",")],
-                 [float(s) for s in args.lengths.split(",")], args.device)
+    rows = probe(
+        args.checkpoint,
+        [float(s) for s in args.spans.split(",")],
+        [float(s) for s in args.lengths.split(",")],
+        args.device,
+    )
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "span_probe.json").write_text(json.dumps(rows, indent=2))
     (args.out / "span_probe.md").write_text(markdown(rows))

@@ -69,8 +69,13 @@ def time_roundtrip(handlers: Handlers, clip: Path) -> dict:
     start = time.perf_counter()
     handlers.metrics(outputs.original, outputs.reconstruction)
     metrics_s = time.perf_counter() - start
-    return {"wall_s": wall, "model_s": model, "overhead_s": wall - model, "metrics_s": metrics_s,
-            "total_s": wall - model + metrics_s}
+    return {
+        "wall_s": wall,
+        "model_s": model,
+        "overhead_s": wall - model,
+        "metrics_s": metrics_s,
+        "total_s": wall - model + metrics_s,
+    }
 
 
 def time_encode(handlers: Handlers, clip: Path) -> dict:
@@ -145,15 +150,29 @@ def run(model: str | None, device: str, repeats: int, work: Path) -> dict:
             "decode_overhead": summarize([r["overhead_s"] for r in decodes]),
             "stages_median_s": {k: statistics.median(s[k] for s in stage_runs) for k in stage_runs[0]},
         }
-        logger.info("%s: round-trip UI work median %.3f s", name, results["cases"][name]["roundtrip_overhead"]["median_s"])
+        logger.info(
+            "%s: round-trip UI work median %.3f s", name, results["cases"][name]["roundtrip_overhead"]["median_s"]
+        )
     headline = max(c["roundtrip_overhead"]["median_s"] for c in results["cases"].values())
-    results.update({
-        "clip_s": CLIP_S, "budget_s": BUDGET_S, "headline_median_s": headline, "within_budget": headline <= BUDGET_S,
-        "model": model, "device": device, "repeats": repeats,
-        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform(),
-                    "loadavg_before": load_before, "loadavg_after": os.getloadavg()},
-        "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-    })
+    results.update(
+        {
+            "clip_s": CLIP_S,
+            "budget_s": BUDGET_S,
+            "headline_median_s": headline,
+            "within_budget": headline <= BUDGET_S,
+            "model": model,
+            "device": device,
+            "repeats": repeats,
+            "machine": {
+                "cpus": os.cpu_count(),
+                "python": platform.python_version(),
+                "platform": platform.platform(),
+                "loadavg_before": load_before,
+                "loadavg_after": os.getloadavg(),
+            },
+            "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        }
+    )
     return results
 
 
@@ -178,17 +197,30 @@ def markdown(r: dict) -> str:
     ]
     for name, c in r["cases"].items():
         o = c["roundtrip_overhead"]
-        lines.append(f"| {name} | **{o['median_s']:.3f} s** ({o['min_s']:.3f}..{o['max_s']:.3f}) | "
-                     f"{c['metrics_event']['median_s']:.3f} s | {c['both_events']['median_s']:.3f} s | "
-                     f"{c['encode_overhead']['median_s']:.3f} s | {c['decode_overhead']['median_s']:.3f} s | "
-                     f"{c['roundtrip_model']['median_s']:.3f} s |")
-    lines += ["", "Stages of the round trip, measured one after another (medians, seconds):", "",
-              "| stage | " + " | ".join(r["cases"]) + " |", "|---|" + "---|" * len(r["cases"])]
+        lines.append(
+            f"| {name} | **{o['median_s']:.3f} s** ({o['min_s']:.3f}..{o['max_s']:.3f}) | "
+            f"{c['metrics_event']['median_s']:.3f} s | {c['both_events']['median_s']:.3f} s | "
+            f"{c['encode_overhead']['median_s']:.3f} s | {c['decode_overhead']['median_s']:.3f} s | "
+            f"{c['roundtrip_model']['median_s']:.3f} s |"
+        )
+    lines += [
+        "",
+        "Stages of the round trip, measured one after another (medians, seconds):",
+        "",
+        "| stage | " + " | ".join(r["cases"]) + " |",
+        "|---|" + "---|" * len(r["cases"]),
+    ]
     stage_names = next(iter(r["cases"].values()))["stages_median_s"]
     for stage in stage_names:
-        lines.append(f"| {stage} | " + " | ".join(f"{c['stages_median_s'][stage]:.3f}" for c in r["cases"].values()) + " |")
-    lines += ["", "The stages table times each step on its own (`/metrics` also re-reads the two 24 kHz WAVs "
-              "it compares). Reproduce: `python -m bench.ui_overhead`.", ""]
+        lines.append(
+            f"| {stage} | " + " | ".join(f"{c['stages_median_s'][stage]:.3f}" for c in r["cases"].values()) + " |"
+        )
+    lines += [
+        "",
+        "The stages table times each step on its own (`/metrics` also re-reads the two 24 kHz WAVs "
+        "it compares). Reproduce: `python -m bench.ui_overhead`.",
+        "",
+    ]
     return "\n".join(lines)
 
 

@@ -65,13 +65,19 @@ class Metric:
 # --------------------------------------------------------------------------- spectrograms
 
 
-def log_mel(x, sample_rate: int = SAMPLE_RATE, n_fft: int = N_FFT, hop: int = HOP,
-            n_mels: int = N_MELS) -> np.ndarray:
+def log_mel(x, sample_rate: int = SAMPLE_RATE, n_fft: int = N_FFT, hop: int = HOP, n_mels: int = N_MELS) -> np.ndarray:
     """Log-mel power spectrogram in dB, shape (n_mels, 1 + len(x) // hop); frame i is
     centred at i * hop / sample_rate seconds."""
     audio = torch.from_numpy(_mono(x))
-    spec = torch.stft(audio, n_fft, hop_length=hop, window=torch.hann_window(n_fft),
-                      center=True, pad_mode="constant", return_complex=True)
+    spec = torch.stft(
+        audio,
+        n_fft,
+        hop_length=hop,
+        window=torch.hann_window(n_fft),
+        center=True,
+        pad_mode="constant",
+        return_complex=True,
+    )
     power = spec.real.square() + spec.imag.square()  # (n_fft // 2 + 1, frames)
     fbank = torch.from_numpy(_mel_filterbank(sample_rate, n_fft, n_mels))
     mel = fbank @ power
@@ -112,8 +118,9 @@ def _mono(x) -> np.ndarray:
 # --------------------------------------------------------------------------- metrics
 
 
-def compare(reference, degraded, sample_rate: int = SAMPLE_RATE,
-            max_seconds: float | None = METRIC_WINDOW_S) -> list[Metric]:
+def compare(
+    reference, degraded, sample_rate: int = SAMPLE_RATE, max_seconds: float | None = METRIC_WINDOW_S
+) -> list[Metric]:
     """Metrics of ``degraded`` against ``reference``, trimmed to the shorter of the two.
     PESQ and STOI look at the first ``max_seconds`` (None: everything)."""
     ref, deg = _mono(reference), _mono(degraded)
@@ -123,8 +130,10 @@ def compare(reference, degraded, sample_rate: int = SAMPLE_RATE,
     ref, deg = ref[:n], deg[:n]
     window = n if max_seconds is None else min(n, int(max_seconds * sample_rate))
     scope = _scope_note(window, n, sample_rate)
-    at = {rate: (_resample(ref[:window], sample_rate, rate), _resample(deg[:window], sample_rate, rate))
-          for rate in {PESQ_WB_RATE, PESQ_NB_RATE, STOI_RATE}}
+    at = {
+        rate: (_resample(ref[:window], sample_rate, rate), _resample(deg[:window], sample_rate, rate))
+        for rate in {PESQ_WB_RATE, PESQ_NB_RATE, STOI_RATE}
+    }
     silent = _rms(ref[:window]) < SILENCE_RMS
     return [
         _guarded(_pesq_metric, "PESQ-WB", *at[PESQ_WB_RATE], PESQ_WB_RATE, "wb", silent, scope),
@@ -142,8 +151,7 @@ def quick_compare(reference, degraded, mels: tuple[np.ndarray, np.ndarray] | Non
     n = min(ref.size, deg.size)
     a, b = mels if mels is not None else (log_mel(ref[:n]), log_mel(deg[:n]))
     frames = min(a.shape[1], b.shape[1])
-    distance = _metric("Log-mel distance", mel_difference_db(a[:, :frames], b[:, :frames]).mean(),
-                       MEL_DISTANCE_NOTE)
+    distance = _metric("Log-mel distance", mel_difference_db(a[:, :frames], b[:, :frames]).mean(), MEL_DISTANCE_NOTE)
     return [_guarded(_si_sdr_metric, "SI-SDR", ref[:n], deg[:n]), distance]
 
 
@@ -209,8 +217,7 @@ def _si_sdr_metric(name, ref, deg) -> Metric:
 
 def _mel_distance_metric(name, ref, deg, sample_rate) -> Metric:
     a, b = log_mel(ref, sample_rate), log_mel(deg, sample_rate)
-    return _metric(name, mel_difference_db(a, b).mean(),
-                   MEL_DISTANCE_NOTE)
+    return _metric(name, mel_difference_db(a, b).mean(), MEL_DISTANCE_NOTE)
 
 
 def mel_difference_db(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -252,7 +259,14 @@ def spectrogram_figure(reference, reconstruction, sample_rate: int = SAMPLE_RATE
     panels = [
         (a, "Original", "magma", vmin, vmax, "dB"),
         (b, "Reconstruction", "magma", vmin, vmax, "dB"),
-        (np.maximum(b, vmin) - np.maximum(a, vmin), "Difference (reconstruction - original)", "RdBu_r", -DIFF_RANGE_DB, DIFF_RANGE_DB, "dB"),
+        (
+            np.maximum(b, vmin) - np.maximum(a, vmin),
+            "Difference (reconstruction - original)",
+            "RdBu_r",
+            -DIFF_RANGE_DB,
+            DIFF_RANGE_DB,
+            "dB",
+        ),
     ]
     for ax, cax, (mel, title, cmap, low, high, label) in zip(axes, caxes, panels):
         _draw_mel(fig, ax, cax, mel, sample_rate, duration, title, cmap, low, high, label)
@@ -260,8 +274,7 @@ def spectrogram_figure(reference, reconstruction, sample_rate: int = SAMPLE_RATE
     return fig
 
 
-def single_spectrogram_figure(x, sample_rate: int = SAMPLE_RATE,
-                              title: str = "Log-mel spectrogram") -> Figure:
+def single_spectrogram_figure(x, sample_rate: int = SAMPLE_RATE, title: str = "Log-mel spectrogram") -> Figure:
     """One log-mel spectrogram, TOP_DB deep."""
     audio = _mono(x)
     mel = log_mel(audio, sample_rate)
@@ -276,8 +289,17 @@ def _draw_mel(fig, ax, cax, mel, sample_rate, duration, title, cmap, vmin, vmax,
     frames = mel.shape[1]
     image = _pool_columns(mel, MAX_IMAGE_COLUMNS)
     extent = (0.0, frames * HOP / sample_rate, 0.0, mel.shape[0])
-    im = ax.imshow(image, origin="lower", aspect="auto", extent=extent, cmap=cmap,
-                   vmin=vmin, vmax=vmax, interpolation="nearest", rasterized=True)
+    im = ax.imshow(
+        image,
+        origin="lower",
+        aspect="auto",
+        extent=extent,
+        cmap=cmap,
+        vmin=vmin,
+        vmax=vmax,
+        interpolation="nearest",
+        rasterized=True,
+    )
     ax.set_xlim(0.0, duration)
     ax.set_title(title)
     ax.set_ylabel("frequency (kHz)")
@@ -292,9 +314,17 @@ def _panels(rows: int, panel_height_in: float) -> tuple[Figure, list, list]:
     top_in, bottom_in, gap_in = 0.35, 0.55, 0.45  # title room, x-label room, between panels
     height = top_in + bottom_in + rows * panel_height_in + (rows - 1) * gap_in
     fig = Figure(figsize=(FIG_WIDTH_IN, height), dpi=FIG_DPI)
-    grid = fig.add_gridspec(rows, 2, width_ratios=(70, 1), left=0.07, right=0.93,
-                            bottom=bottom_in / height, top=1 - top_in / height,
-                            hspace=gap_in / panel_height_in, wspace=0.015)
+    grid = fig.add_gridspec(
+        rows,
+        2,
+        width_ratios=(70, 1),
+        left=0.07,
+        right=0.93,
+        bottom=bottom_in / height,
+        top=1 - top_in / height,
+        hspace=gap_in / panel_height_in,
+        wspace=0.015,
+    )
     axes: list = []
     caxes: list = []
     for row in range(rows):
@@ -346,7 +376,8 @@ def mel_png(mel: np.ndarray, path, vmin: float, vmax: float, width: int = 1000) 
     path = Path(path)
     with open(path, "xb") as f:
         Image.fromarray(rgb).resize((max(width, 1), 2 * mel.shape[0]), Image.Resampling.NEAREST).save(
-            f, format="PNG", compress_level=PNG_COMPRESS_LEVEL)
+            f, format="PNG", compress_level=PNG_COMPRESS_LEVEL
+        )
     return path
 
 

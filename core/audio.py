@@ -22,14 +22,32 @@ import numpy as np
 import soundfile as sf
 import soxr
 
-from .audio_blocks import (BLOCK_FRAMES, RESAMPLE_QUALITY, Audio, AudioFacts, AudioLimits, Collector, Source, finish,
-                           to_float32, too_long)
+from .audio_blocks import (
+    BLOCK_FRAMES,
+    RESAMPLE_QUALITY,
+    Audio,
+    AudioFacts,
+    AudioLimits,
+    Collector,
+    Source,
+    finish,
+    to_float32,
+    too_long,
+)
 from .audio_readers import FORMATS, Unreadable, load_with_av, load_with_soundfile
 from .codec import MIB, SAMPLE_RATE
 from .errors import AudioInputError
 
-__all__ = ["Audio", "AudioFacts", "AudioLimits", "audio_from_array", "describe_formats", "load_audio", "resample",
-           "write_wav"]
+__all__ = [
+    "Audio",
+    "AudioFacts",
+    "AudioLimits",
+    "audio_from_array",
+    "describe_formats",
+    "load_audio",
+    "resample",
+    "write_wav",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -46,8 +64,7 @@ def load_audio(path, limits: AudioLimits = AudioLimits()) -> Audio:
         return load_with_av(path, limits)
 
 
-def audio_from_array(samples, sample_rate: int, name: str = "array",
-                     limits: AudioLimits = AudioLimits()) -> Audio:
+def audio_from_array(samples, sample_rate: int, name: str = "array", limits: AudioLimits = AudioLimits()) -> Audio:
     """Turn an array of shape (n,) or (n, channels) into float32 mono at 24 kHz.
 
     int16/int32/uint8 arrays are scaled to [-1, 1); float arrays are taken as they are.
@@ -60,7 +77,7 @@ def audio_from_array(samples, sample_rate: int, name: str = "array",
     source = Source(f"array/{x.dtype}", sample_rate, x.shape[1], x.shape[0])
     collector = Collector(name, source, limits)
     for start in range(0, x.shape[0], BLOCK_FRAMES):
-        collector.add(to_float32(x[start:start + BLOCK_FRAMES]))
+        collector.add(to_float32(x[start : start + BLOCK_FRAMES]))
     return finish(name, source, collector, limits)
 
 
@@ -99,13 +116,12 @@ def _check_file(path, limits: AudioLimits) -> Path:
     if path is None or str(path) == "":
         raise AudioInputError("No audio file was given. Choose a file or record a clip.")
     if not isinstance(path, (str, os.PathLike)):
-        raise AudioInputError(
-            f"Expected the path of an audio file, got {type(path).__name__}. Give a file path.")
+        raise AudioInputError(f"Expected the path of an audio file, got {type(path).__name__}. Give a file path.")
     text = str(path)
     if text.lower().startswith(URL_PREFIXES):
         raise AudioInputError(
-            f"'{text}' is a URL; audio is only read from local files. Download it first, "
-            "then give the downloaded file.")
+            f"'{text}' is a URL; audio is only read from local files. Download it first, then give the downloaded file."
+        )
     path = Path(path)
     name = path.name
     if not path.exists():
@@ -118,11 +134,13 @@ def _check_file(path, limits: AudioLimits) -> Path:
     if size == 0:
         raise AudioInputError(
             f"'{name}' is empty (0 bytes). It was probably not saved or uploaded completely; "
-            "try again with the complete file.")
+            "try again with the complete file."
+        )
     if size > limits.max_file_bytes:
         raise AudioInputError(
             f"'{name}' is {size / MIB:.0f} MiB, over the {limits.max_file_bytes / MIB:.0f} "
-            "MiB limit. Cut it into shorter pieces or compress it (e.g. FLAC) and try again.")
+            "MiB limit. Cut it into shorter pieces or compress it (e.g. FLAC) and try again."
+        )
     return path
 
 
@@ -131,17 +149,16 @@ def _check_array(samples, name: str) -> np.ndarray:
         raise AudioInputError(f"No audio was given for '{name}'. Record or choose a clip.")
     x = np.asarray(samples)
     if not (np.issubdtype(x.dtype, np.integer) or np.issubdtype(x.dtype, np.floating)):
-        raise AudioInputError(
-            f"'{name}' has samples of type {x.dtype}; give integer or float samples.")
+        raise AudioInputError(f"'{name}' has samples of type {x.dtype}; give integer or float samples.")
     if x.ndim == 1:
         x = x[:, None]
     if x.ndim != 2 or x.shape[1] == 0 or x.shape[1] > 64:
         raise AudioInputError(
             f"'{name}' has shape {x.shape}; give samples shaped (n,) or (n, channels) "
-            "(transpose a (channels, n) array).")
+            "(transpose a (channels, n) array)."
+        )
     if x.shape[0] == 0:
-        raise AudioInputError(
-            f"'{name}' contains no audio samples. Record or choose a longer clip.")
+        raise AudioInputError(f"'{name}' contains no audio samples. Record or choose a longer clip.")
     return x
 
 
@@ -152,6 +169,5 @@ def _check_rate(sample_rate, name: str) -> int:
     except (TypeError, ValueError):
         valid = False
     if not valid:
-        raise AudioInputError(
-            f"'{name}' has sample rate {sample_rate!r}; give a positive whole number of Hz.")
+        raise AudioInputError(f"'{name}' has sample rate {sample_rate!r}; give a positive whole number of Hz.")
     return rate

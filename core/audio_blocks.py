@@ -94,12 +94,15 @@ def check_complete(name: str, source: Source, frames: int) -> None:
         raise AudioInputError(
             f"'{name}' is cut off: its header promises {declared / source.sample_rate:.2f} s of "
             f"audio but the file holds only {frames / source.sample_rate:.2f} s. It was probably "
-            "not copied or uploaded completely; get the complete file or re-export it.")
+            "not copied or uploaded completely; get the complete file or re-export it."
+        )
 
 
 def too_long(name: str, seconds: float, max_s: float) -> str:
-    return (f"'{name}' is {minutes(seconds)} long, over the {minutes(max_s)} "
-            "limit. Cut it into shorter pieces and try again.")
+    return (
+        f"'{name}' is {minutes(seconds)} long, over the {minutes(max_s)} "
+        "limit. Cut it into shorter pieces and try again."
+    )
 
 
 def minutes(seconds: float) -> str:
@@ -124,8 +127,9 @@ class Collector:
         self.parts: list[np.ndarray] = []
         self.stream = None
         if source.sample_rate != SAMPLE_RATE:
-            self.stream = soxr.ResampleStream(source.sample_rate, SAMPLE_RATE, 1,
-                                              dtype="float32", quality=RESAMPLE_QUALITY)
+            self.stream = soxr.ResampleStream(
+                source.sample_rate, SAMPLE_RATE, 1, dtype="float32", quality=RESAMPLE_QUALITY
+            )
 
     def add(self, block: np.ndarray) -> None:
         finite = np.isfinite(block).all(axis=1)
@@ -134,12 +138,14 @@ class Collector:
             raise AudioInputError(
                 f"'{self.name}' contains NaN or infinite sample values (the first at "
                 f"{first:.2f} s). The file is damaged or was written by a broken program; "
-                "re-export it.")
+                "re-export it."
+            )
         self.frames += block.shape[0]
         if self.frames > self.max_frames:
             raise AudioInputError(
                 f"'{self.name}' is longer than the {minutes(self.limits.max_duration_s)} "
-                "limit. Cut it into shorter pieces and try again.")
+                "limit. Cut it into shorter pieces and try again."
+            )
         self.clipped += int(np.count_nonzero(np.abs(block) >= CLIP_LEVEL))
         mono = block[:, 0] if block.shape[1] == 1 else block.mean(axis=1, dtype=np.float32)
         self._keep(mono if self.stream is None else self.stream.resample_chunk(mono))
@@ -162,14 +168,15 @@ class Collector:
 def finish(name: str, source: Source, collector: Collector, limits: AudioLimits) -> Audio:
     if collector.frames == 0:
         raise AudioInputError(
-            f"'{name}' contains no audio samples. It may be damaged or cut off; "
-            "record or export it again.")
+            f"'{name}' contains no audio samples. It may be damaged or cut off; record or export it again."
+        )
     mono = collector.finish()
     duration_s = collector.frames / source.sample_rate
     if mono.size < limits.min_samples:
         raise AudioInputError(
             f"'{name}' is {duration_s * 1000:.0f} ms long; the codec needs at least "
-            f"{limits.min_samples / SAMPLE_RATE * 1000:.0f} ms (one frame). Give a longer clip.")
+            f"{limits.min_samples / SAMPLE_RATE * 1000:.0f} ms (one frame). Give a longer clip."
+        )
     rms = math.sqrt(collector.sum_squares / mono.size)
     rms_dbfs = max(SILENCE_FLOOR_DBFS, 20 * math.log10(rms)) if rms > 0 else SILENCE_FLOOR_DBFS
     facts = AudioFacts(
@@ -184,8 +191,15 @@ def finish(name: str, source: Source, collector: Collector, limits: AudioLimits)
         near_silent=rms_dbfs < NEAR_SILENCE_DBFS,
         warnings=_warnings(source, collector.clipped, rms_dbfs),
     )
-    logger.info("Loaded %s: %s, %d Hz, %d ch, %.2f s, %.1f dBFS", name, facts.format,
-                facts.sample_rate, facts.channels, facts.duration_s, facts.rms_dbfs)
+    logger.info(
+        "Loaded %s: %s, %d Hz, %d ch, %.2f s, %.1f dBFS",
+        name,
+        facts.format,
+        facts.sample_rate,
+        facts.channels,
+        facts.duration_s,
+        facts.rms_dbfs,
+    )
     return Audio(samples=mono, facts=facts)
 
 

@@ -64,8 +64,15 @@ def _soundfile_format(f: sf.SoundFile) -> str:
     return f.format.lower()
 
 
-_PCM_BYTES = {"PCM_S8": 1, "PCM_U8": 1, "PCM_16": 2, "PCM_24": 3, "PCM_32": 4, "FLOAT": 4,
-              "DOUBLE": 8}  # bytes per sample of uncompressed WAV subtypes
+_PCM_BYTES = {
+    "PCM_S8": 1,
+    "PCM_U8": 1,
+    "PCM_16": 2,
+    "PCM_24": 3,
+    "PCM_32": 4,
+    "FLOAT": 4,
+    "DOUBLE": 8,
+}  # bytes per sample of uncompressed WAV subtypes
 
 
 def _wav_declared_frames(path: Path, f: sf.SoundFile) -> int | None:
@@ -107,18 +114,24 @@ def load_with_av(path: Path, limits: AudioLimits) -> Audio:
     except (av.FFmpegError, ValueError, UnicodeDecodeError) as e:
         raise AudioInputError(
             f"'{path.name}' is not an audio file this program can read, or it is damaged "
-            f"({_without_path(str(e), path)}). Give a file in one of these formats: {FORMATS}.") from e
+            f"({_without_path(str(e), path)}). Give a file in one of these formats: {FORMATS}."
+        ) from e
     with container:
         if not container.streams.audio:
             raise AudioInputError(f"'{path.name}' has no audio track. Accepted formats: {FORMATS}.")
         stream = container.streams.audio[0]
         rate, channels = int(stream.codec_context.sample_rate or 0), int(stream.codec_context.channels or 0)
         if rate <= 0 or channels <= 0:
-            raise AudioInputError(f"'{path.name}' declares {rate} Hz and {channels} channels; it is damaged. "
-                                  "Re-export it.")
+            raise AudioInputError(
+                f"'{path.name}' declares {rate} Hz and {channels} channels; it is damaged. Re-export it."
+            )
         demuxer = container.format.name
-        source = Source(_av_format(demuxer, stream.codec_context.name, path), rate, channels,
-                        _av_declared_frames(container, stream, rate))
+        source = Source(
+            _av_format(demuxer, stream.codec_context.name, path),
+            rate,
+            channels,
+            _av_declared_frames(container, stream, rate),
+        )
         check_declared(path.name, source, limits)
         collector = Collector(path.name, source, limits)
         problems = _decode_av(container, stream, collector, path)
@@ -165,8 +178,10 @@ def _decode_av(container, stream, collector: Collector, path: Path) -> str:
             for out in to_float.resample(frame):
                 collector.add(out.to_ndarray().reshape(-1, out.layout.nb_channels))
         if time.monotonic() > deadline:
-            raise AudioInputError(f"Decoding '{path.name}' took longer than {AV_DECODE_TIMEOUT_S} s. Convert it "
-                                  "to WAV or FLAC and try again.")
+            raise AudioInputError(
+                f"Decoding '{path.name}' took longer than {AV_DECODE_TIMEOUT_S} s. Convert it "
+                "to WAV or FLAC and try again."
+            )
     for out in to_float.resample(None):
         collector.add(out.to_ndarray().reshape(-1, out.layout.nb_channels))
     return "; ".join(problems[:3])

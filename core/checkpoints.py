@@ -88,14 +88,11 @@ def full_config(reference: Path = REFERENCE_CONFIG):
     try:
         raw = json.loads(Path(reference).read_text())
     except OSError as e:
-        raise FileNotFoundError(
-            f"Reference config not found at {reference}; pass its path explicitly."
-        ) from e
+        raise FileNotFoundError(f"Reference config not found at {reference}; pass its path explicitly.") from e
     keep = {
         k: v
         for k, v in raw.items()
-        if not k.startswith("_") and k not in ("facts", "preprocessor_config")
-        and not k.startswith("published_")
+        if not k.startswith("_") and k not in ("facts", "preprocessor_config") and not k.startswith("published_")
     }
     return Qwen3TTSTokenizerV2Config(**keep)
 
@@ -124,8 +121,10 @@ def _rescale_decoder_convs(model, generator: torch.Generator) -> None:
     """
     convs = [m for m in model.decoder.modules() if isinstance(m, (torch.nn.Conv1d, torch.nn.ConvTranspose1d))]
     for conv in convs:
-        fan_in = conv.weight.shape[1] * conv.weight.shape[2] if isinstance(conv, torch.nn.Conv1d) else (
-            conv.weight.shape[0] * conv.weight.shape[2] // max(conv.stride[0], 1)
+        fan_in = (
+            conv.weight.shape[1] * conv.weight.shape[2]
+            if isinstance(conv, torch.nn.Conv1d)
+            else (conv.weight.shape[0] * conv.weight.shape[2] // max(conv.stride[0], 1))
         )
         std = (1.0 / max(fan_in, 1)) ** 0.5
         conv.weight.data.copy_(torch.randn(conv.weight.shape, generator=generator) * std)
@@ -163,8 +162,11 @@ def save_checkpoint(model, directory: Path, kind: str = "random") -> Path:
     directory.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(directory, safe_serialization=True)
     (directory / "preprocessor_config.json").write_text(json.dumps(PREPROCESSOR_CONFIG, indent=2))
-    marker = {"random_weights": True, "kind": kind,
-              "note": "Built by Codec Workbench with random weights: it says nothing about audio quality."}
+    marker = {
+        "random_weights": True,
+        "kind": kind,
+        "note": "Built by Codec Workbench with random weights: it says nothing about audio quality.",
+    }
     (directory / MARKER_FILE).write_text(json.dumps(marker, indent=2))
     logger.info("wrote checkpoint to %s", directory)
     return directory

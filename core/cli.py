@@ -27,9 +27,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     check = sub.add_parser("check", help="run the three-step readiness check")
     check.add_argument("--json", action="store_true", help="print the report as JSON")
-    for name, help_text in (("encode", "audio files -> token files (.npz)"),
-                            ("decode", "token files (.npz) -> WAV files"),
-                            ("roundtrip", "audio files -> token files + reconstructed WAVs")):
+    for name, help_text in (
+        ("encode", "audio files -> token files (.npz)"),
+        ("decode", "token files (.npz) -> WAV files"),
+        ("roundtrip", "audio files -> token files + reconstructed WAVs"),
+    ):
         p = sub.add_parser(name, help=help_text)
         p.add_argument("files", nargs="+", type=Path)
         p.add_argument("-o", "--output-dir", type=Path, required=True, help="where to write results")
@@ -61,7 +63,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _add_tokenize_parser(sub) -> None:
-    p = sub.add_parser("tokenize", help="a dataset (folder, JSONL manifest, Parquet) -> Parquet shards of codes, on Ray")
+    p = sub.add_parser(
+        "tokenize", help="a dataset (folder, JSONL manifest, Parquet) -> Parquet shards of codes, on Ray"
+    )
     p.add_argument("input", type=Path, help="folder of audio (recursive), .jsonl manifest or .parquet table")
     p.add_argument("-o", "--output-dir", type=Path, required=True, help="new folder, or one to resume")
     p.add_argument("--jsonl", action="store_true", help="also write finetune.jsonl (Qwen3-TTS fine-tuning format)")
@@ -84,10 +88,23 @@ def cmd_tokenize(args) -> int:
     for name in ("shard_size", "batch_files", "object_store_mb"):
         if getattr(args, name) < 1:
             raise CodecError(f"--{name.replace('_', '-')} must be at least 1.")
-    options = TokenizeOptions(shard_size=args.shard_size, address=args.address, num_cpus=args.num_cpus,
-                              object_store_mib=args.object_store_mb, actors=args.actors, batch_files=args.batch_files)
-    manifest = tokenize(args.input, args.output_dir, settings_from_args(args), options, jsonl=args.jsonl,
-                        audio_column=args.audio_column, show_progress=not args.no_progress)
+    options = TokenizeOptions(
+        shard_size=args.shard_size,
+        address=args.address,
+        num_cpus=args.num_cpus,
+        object_store_mib=args.object_store_mb,
+        actors=args.actors,
+        batch_files=args.batch_files,
+    )
+    manifest = tokenize(
+        args.input,
+        args.output_dir,
+        settings_from_args(args),
+        options,
+        jsonl=args.jsonl,
+        audio_column=args.audio_column,
+        show_progress=not args.no_progress,
+    )
     for line in summary_lines(manifest):
         print(line)
     print(f"-> {args.output_dir}/manifest.json")
@@ -120,8 +137,10 @@ def _check_outputs(files: list[Path], directory: Path, suffixes: tuple[str, ...]
         for suffix in suffixes:
             path = directory / (source.stem + suffix)
             if path in owners:
-                raise CodecError(f"{owners[path]} and {source} have the same name: both would write {path}. "
-                                 "Rename one, or run them with separate --output-dir folders.")
+                raise CodecError(
+                    f"{owners[path]} and {source} have the same name: both would write {path}. "
+                    "Rename one, or run them with separate --output-dir folders."
+                )
             owners[path] = source
             if path.exists():
                 raise CodecError(f"{path} already exists; choose another --output-dir or remove it.")
@@ -225,6 +244,7 @@ def cmd_ladder(args) -> int:
     with open(report, "x") as f:
         json.dump({"source": str(args.file), "levels": rows}, f, indent=2)
     print(f"wrote {report}")
+    return 0
 
 
 def cmd_evaluate(args) -> int:
@@ -268,16 +288,27 @@ def cmd_doctor(args) -> int:
     return run(args)
 
 
-COMMANDS = {"check": cmd_check, "encode": cmd_encode, "decode": cmd_decode,
-            "roundtrip": cmd_roundtrip, "ladder": cmd_ladder, "tokenize": cmd_tokenize,
-            "evaluate": cmd_evaluate, "abx-export": cmd_abx_export,
-            "build-checkpoint": cmd_build_checkpoint, "doctor": cmd_doctor}
+COMMANDS = {
+    "check": cmd_check,
+    "encode": cmd_encode,
+    "decode": cmd_decode,
+    "roundtrip": cmd_roundtrip,
+    "ladder": cmd_ladder,
+    "tokenize": cmd_tokenize,
+    "evaluate": cmd_evaluate,
+    "abx-export": cmd_abx_export,
+    "build-checkpoint": cmd_build_checkpoint,
+    "doctor": cmd_doctor,
+}
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING, stream=sys.stderr,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.WARNING,
+        stream=sys.stderr,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
     try:
         return COMMANDS[args.command](args)
     except (CodecError, FileExistsError, FileNotFoundError) as e:

@@ -20,6 +20,7 @@ import torch
 from .codec import SAMPLES_PER_FRAME, Progress, ceil_div
 from .kernels import snake_beta
 
+
 def decode_whole(model, codes: torch.Tensor) -> torch.Tensor:
     """The whole-utterance reference decode: one forward pass over all frames (memory grows)."""
     return model.decoder(codes.T[None].to(next(model.parameters()).device)).reshape(-1)
@@ -31,8 +32,9 @@ def decode_official(model, codes: torch.Tensor, chunk_frames: int = 300, left_co
     return wav.reshape(-1)[: codes.shape[0] * SAMPLES_PER_FRAME]
 
 
-def decode(model, codes: torch.Tensor, chunk_frames: int = 300, on_progress: Progress | None = None,
-           runner=None) -> torch.Tensor:
+def decode(
+    model, codes: torch.Tensor, chunk_frames: int = 300, on_progress: Progress | None = None, runner=None
+) -> torch.Tensor:
     """Decode codes of shape (frames, 16) to a float32 waveform of frames * 1920 samples.
 
     Streams chunk by chunk with carried state (exact seams); the result is a CPU tensor, filled
@@ -43,8 +45,9 @@ def decode(model, codes: torch.Tensor, chunk_frames: int = 300, on_progress: Pro
     return decode_batch(model, [codes], chunk_frames, on_progress, runner)[0]
 
 
-def decode_batch(model, codes_list: list[torch.Tensor], chunk_frames: int = 300,
-                 on_progress: Progress | None = None, runner=None) -> list[torch.Tensor]:
+def decode_batch(
+    model, codes_list: list[torch.Tensor], chunk_frames: int = 300, on_progress: Progress | None = None, runner=None
+) -> list[torch.Tensor]:
     """Decode several code sequences together (padded with code 0 at the end; the decoder is causal,
     so padding never reaches a sequence's own samples); each result has frames * 1920 samples."""
     device = next(model.parameters()).device
@@ -62,7 +65,7 @@ def decode_batch(model, codes_list: list[torch.Tensor], chunk_frames: int = 300,
         chunk = codes[..., start:end]
         wav = stream.step(chunk)[:, 0] if runner is None else runner.step(stream, chunk)
         if sink is None:
-            out[:, start * SAMPLES_PER_FRAME: end * SAMPLES_PER_FRAME].copy_(wav)
+            out[:, start * SAMPLES_PER_FRAME : end * SAMPLES_PER_FRAME].copy_(wav)
         else:
             sink.put(index, wav, start * SAMPLES_PER_FRAME)
         del wav
@@ -79,8 +82,9 @@ class _HostSink:
 
     def __init__(self, out: torch.Tensor, chunk_samples: int):
         self.out = out
-        self.staging = [torch.empty(out.shape[0], chunk_samples, dtype=torch.float32, pin_memory=True)
-                        for _ in range(2)]
+        self.staging = [
+            torch.empty(out.shape[0], chunk_samples, dtype=torch.float32, pin_memory=True) for _ in range(2)
+        ]
         self.pending: list[tuple | None] = [None, None]  # per slot: (event, first sample, samples)
 
     def _drain(self, slot: int) -> None:
@@ -88,7 +92,7 @@ class _HostSink:
         if pending is not None:
             event, first, count = pending
             event.synchronize()
-            self.out[:, first:first + count].copy_(self.staging[slot][:, :count])
+            self.out[:, first : first + count].copy_(self.staging[slot][:, :count])
             self.pending[slot] = None
 
     def put(self, index: int, wav: torch.Tensor, first: int) -> None:
@@ -121,8 +125,8 @@ class _WindowCache:
         if layer_idx in self.keys:
             key_states = torch.cat([self.keys[layer_idx], key_states], dim=2)
             value_states = torch.cat([self.values[layer_idx], value_states], dim=2)
-        self.keys[layer_idx] = key_states[:, :, max(0, key_states.shape[2] - self.keep):].clone()
-        self.values[layer_idx] = value_states[:, :, max(0, value_states.shape[2] - self.keep):].clone()
+        self.keys[layer_idx] = key_states[:, :, max(0, key_states.shape[2] - self.keep) :].clone()
+        self.values[layer_idx] = value_states[:, :, max(0, value_states.shape[2] - self.keep) :].clone()
         return key_states, value_states
 
 
@@ -153,7 +157,7 @@ class DecoderStream:
         if prev is None:
             prev = x.new_zeros(x.shape[0], x.shape[1], pad)
         x = torch.cat([prev, x], dim=-1)
-        self.state[id(module)] = x[..., x.shape[-1] - pad:].clone()  # a view would pin the whole input
+        self.state[id(module)] = x[..., x.shape[-1] - pad :].clone()  # a view would pin the whole input
         return module.conv(x)
 
     # causal transposed convolution: previous input frames supply the overlapping tail
@@ -167,9 +171,9 @@ class DecoderStream:
         if prev is None:
             prev = x.new_zeros(x.shape[0], x.shape[1], overlap)
         x_in = torch.cat([prev, x], dim=-1)
-        self.state[id(module)] = x_in[..., x_in.shape[-1] - overlap:].clone()
+        self.state[id(module)] = x_in[..., x_in.shape[-1] - overlap :].clone()
         y = conv(x_in)
-        return y[..., overlap * stride: (overlap + x.shape[-1]) * stride]
+        return y[..., overlap * stride : (overlap + x.shape[-1]) * stride]
 
     def _convnext(self, block, x):
         residual = x
@@ -183,7 +187,10 @@ class DecoderStream:
 
     def _decoder_block(self, block, x):
         from qwen_tts.core.tokenizer_12hz.modeling_qwen3_tts_tokenizer_v2 import (
-            Qwen3TTSTokenizerV2CausalTransConvNet, Qwen3TTSTokenizerV2DecoderDecoderResidualUnit, SnakeBeta)
+            Qwen3TTSTokenizerV2CausalTransConvNet,
+            Qwen3TTSTokenizerV2DecoderDecoderResidualUnit,
+            SnakeBeta,
+        )
 
         for layer in block.block:
             if isinstance(layer, Qwen3TTSTokenizerV2CausalTransConvNet):
@@ -207,8 +214,15 @@ class DecoderStream:
         mask = ((key <= query) & (key > query - self.window))[None, None]
         cos_sin = tr.rotary_emb(x, positions)
         for layer in tr.layers[: tr.config.num_hidden_layers]:
-            x = layer(x, attention_mask=mask, position_ids=positions, past_key_values=self.cache,
-                      use_cache=True, cache_position=positions[0], position_embeddings=cos_sin)
+            x = layer(
+                x,
+                attention_mask=mask,
+                position_ids=positions,
+                past_key_values=self.cache,
+                use_cache=True,
+                cache_position=positions[0],
+                position_embeddings=cos_sin,
+            )
         return tr.output_proj(tr.norm(x))
 
     def step(self, codes: torch.Tensor) -> torch.Tensor:
@@ -228,7 +242,10 @@ class DecoderStream:
         """The convolution stack (upsampling blocks and decoder blocks): hidden -> audio (B, 1, T * 1920).
         Tensors in, tensors out and ``self.state`` updated, so ``torch.compile`` can take it whole."""
         from qwen_tts.core.tokenizer_12hz.modeling_qwen3_tts_tokenizer_v2 import (
-            Qwen3TTSTokenizerV2CausalConvNet, Qwen3TTSTokenizerV2DecoderDecoderBlock, SnakeBeta)
+            Qwen3TTSTokenizerV2CausalConvNet,
+            Qwen3TTSTokenizerV2DecoderDecoderBlock,
+            SnakeBeta,
+        )
 
         dec = self.decoder
         for transposed, convnext in dec.upsample:

@@ -52,9 +52,16 @@ def conv_context_samples(model) -> int:
     return ceil_div(field + stride, SAMPLES_PER_FRAME) * SAMPLES_PER_FRAME
 
 
-def encode(model, wav: torch.Tensor, chunk_samples: int | None = None, *, span_steps: int = DEFAULT_SPAN_STEPS,
-           kv_device_bytes: int | None = None, host_block_steps: int = HOST_BLOCK_STEPS,
-           on_progress: Progress | None = None) -> torch.Tensor:
+def encode(
+    model,
+    wav: torch.Tensor,
+    chunk_samples: int | None = None,
+    *,
+    span_steps: int = DEFAULT_SPAN_STEPS,
+    kv_device_bytes: int | None = None,
+    host_block_steps: int = HOST_BLOCK_STEPS,
+    on_progress: Progress | None = None,
+) -> torch.Tensor:
     """Encode a mono 24 kHz waveform of shape (samples,) to codes of shape (frames, 16).
 
     ``wav`` may stay on the CPU: windows move to the model's device one at a time. A clip of at
@@ -67,8 +74,9 @@ def encode(model, wav: torch.Tensor, chunk_samples: int | None = None, *, span_s
     if chunk_samples is None or total <= chunk_samples:
         device = next(model.parameters()).device
         return encode_batch(model, [wav.to(device)])[0]
-    return _encode_streaming(model, wav, chunk_samples, span_steps, kv_device_bytes, host_block_steps,
-                             on_progress or _no_progress)
+    return _encode_streaming(
+        model, wav, chunk_samples, span_steps, kv_device_bytes, host_block_steps, on_progress or _no_progress
+    )
 
 
 def _no_progress(fraction: float) -> None:
@@ -89,8 +97,9 @@ def encode_batch(model, wavs: list[torch.Tensor]) -> list[torch.Tensor]:
     return [codes.to(torch.long) for codes in out.audio_codes]
 
 
-def _encode_streaming(model, wav, chunk_samples, span_steps, kv_device_bytes, host_block_steps,
-                      on_progress: Progress) -> torch.Tensor:
+def _encode_streaming(
+    model, wav, chunk_samples, span_steps, kv_device_bytes, host_block_steps, on_progress: Progress
+) -> torch.Tensor:
     mimi = model.encoder
     device = next(model.parameters()).device
     dtype = next(model.parameters()).dtype
@@ -111,17 +120,18 @@ def _encode_streaming(model, wav, chunk_samples, span_steps, kv_device_bytes, ho
             low = max(0, start - context)
             window = wav[low:end].to(device=device, dtype=dtype, non_blocking=True)
             embedded = mimi.encoder(window[None, None])
-            pieces.append(embedded[..., (start - low) // SAMPLES_PER_STEP:])
+            pieces.append(embedded[..., (start - low) // SAMPLES_PER_STEP :])
             del window, embedded
             on_progress(end / total)
         steps = torch.cat(pieces, dim=-1) if len(pieces) > 1 else pieces[0]
         del pieces
-        hidden = _encoder_transformer_span(mimi.encoder_transformer, steps.transpose(1, 2), kv,
-                                           span_start // SAMPLES_PER_STEP).transpose(1, 2)
+        hidden = _encoder_transformer_span(
+            mimi.encoder_transformer, steps.transpose(1, 2), kv, span_start // SAMPLES_PER_STEP
+        ).transpose(1, 2)
         if tail is None:
             down = mimi.downsample(hidden)
         else:
-            down = mimi.downsample(torch.cat([tail, hidden], dim=-1))[..., tail.shape[-1] // 2:]
+            down = mimi.downsample(torch.cat([tail, hidden], dim=-1))[..., tail.shape[-1] // 2 :]
         tail = hidden[..., -2:].clone()
         codes.append(mimi.quantizer.encode(down, num_q)[:, 0])  # (codebooks, frames)
     kv.close()

@@ -176,13 +176,14 @@ class Engine:
             cuda = readiness.check_cuda(self.device)
             if self._tokenizer is None:
                 why = self.error or "model not loaded"
-                steps = (cuda, readiness.unchecked("weights", readiness.FAIL, why),
-                         readiness.unchecked("roundtrip", readiness.SKIPPED, "skipped: no model"))
+                steps = (
+                    cuda,
+                    readiness.unchecked("weights", readiness.FAIL, why),
+                    readiness.unchecked("roundtrip", readiness.SKIPPED, "skipped: no model"),
+                )
             else:
                 weights = readiness.check_weights(self._tokenizer.model, self.device)
-                trip = readiness.check_roundtrip(
-                    lambda x: self.encode_array(x).codes, lambda c: self.decode(c).samples
-                )
+                trip = readiness.check_roundtrip(lambda x: self.encode_array(x).codes, lambda c: self.decode(c).samples)
                 steps = (cuda, weights, trip)
             self.last_report = readiness.ReadinessReport(steps, time.time())
             logger.info("readiness: %s", ", ".join(f"{s.name}={s.status}" for s in steps))
@@ -197,12 +198,18 @@ class Engine:
     def encode_array(self, samples: np.ndarray, progress: Progress | None = None) -> EncodeResult:
         samples = np.ascontiguousarray(samples, dtype=np.float32).reshape(-1)
         _check_not_empty([samples])
-        codes, seconds, peak = self._job("encode", [samples.size],
-                                         lambda plan: self._encode_tensor(samples, plan, progress))
+        codes, seconds, peak = self._job(
+            "encode", [samples.size], lambda plan: self._encode_tensor(samples, plan, progress)
+        )
         return EncodeResult(codes, int(samples.size), seconds, peak)
 
-    def decode(self, codes, original_samples: int | None = None,
-               progress: Progress | None = None, codebooks: int = NUM_CODEBOOKS) -> DecodeResult:
+    def decode(
+        self,
+        codes,
+        original_samples: int | None = None,
+        progress: Progress | None = None,
+        codebooks: int = NUM_CODEBOOKS,
+    ) -> DecodeResult:
         """Decode codes (frames, 16); trim to ``original_samples`` when given. ``progress(fraction)``
         is called after each decoded chunk. ``codebooks`` < 16 decodes with the first k only (core.ladder)."""
         codes = check_codes(codes, original_samples)
@@ -224,8 +231,11 @@ class Engine:
         with self._lock:
             self._refuse_if_too_big("roundtrip", [int(np.asarray(audio.samples).size)])
             encoded = self.encode(audio, lambda f: report(share * f))
-            decoded = self.decode(encoded.codes, original_samples=encoded.original_samples,
-                                  progress=lambda f: report(share + (1 - share) * f))
+            decoded = self.decode(
+                encoded.codes,
+                original_samples=encoded.original_samples,
+                progress=lambda f: report(share + (1 - share) * f),
+            )
         return RoundTripResult(encoded, decoded)
 
     def encode_batch(self, clips) -> list[EncodeResult]:
@@ -234,8 +244,9 @@ class Engine:
         if not arrays:
             return []
         _check_not_empty(arrays)
-        codes_list, seconds, peak = self._job("encode", [a.size for a in arrays],
-                                              lambda plan: self._encode_batch_tensors(arrays, plan))
+        codes_list, seconds, peak = self._job(
+            "encode", [a.size for a in arrays], lambda plan: self._encode_batch_tensors(arrays, plan)
+        )
         share = seconds / max(len(arrays), 1)
         return [EncodeResult(c, a.size, share, peak) for c, a in zip(codes_list, arrays)]
 
@@ -244,16 +255,25 @@ class Engine:
         if not checked:
             return []
         check_duration([c.shape[0] for c in checked], self.settings.max_duration_s)
-        (wavs, warnings), seconds, peak = self._job("decode", [c.shape[0] * SAMPLES_PER_FRAME for c in checked],
-                                                    lambda plan: self._decode_batch_tensors(checked, plan))
+        (wavs, warnings), seconds, peak = self._job(
+            "decode",
+            [c.shape[0] * SAMPLES_PER_FRAME for c in checked],
+            lambda plan: self._decode_batch_tensors(checked, plan),
+        )
         share = seconds / max(len(checked), 1)
         return [DecodeResult(w, SAMPLE_RATE, share, peak, warnings) for w in wavs]
 
     # ---- model calls (run inside _job, with a chunk plan) ------------------------------
     def _encode_tensor(self, samples: np.ndarray, plan: ChunkPlan, progress=None) -> np.ndarray:
         wav = torch.from_numpy(samples)  # stays on the host when chunked: windows move one at a time
-        codes = encoding.encode(self.model, wav, plan.encode_chunk_samples, span_steps=plan.encode_span_steps,
-                                 kv_device_bytes=plan.kv_device_bytes, on_progress=progress)
+        codes = encoding.encode(
+            self.model,
+            wav,
+            plan.encode_chunk_samples,
+            span_steps=plan.encode_span_steps,
+            kv_device_bytes=plan.kv_device_bytes,
+            on_progress=progress,
+        )
         return codes.cpu().numpy()
 
     def _encode_batch_tensors(self, arrays, plan: ChunkPlan) -> list[np.ndarray]:
@@ -285,8 +305,9 @@ class Engine:
         chunks = 0
         for group in planner.groups(order, frames, plan.decode_chunk_frames):
             chunk = max(1, plan.decode_chunk_frames // len(group))  # a chunk call holds ≈ one clip's chunk
-            wavs = decoding.decode_batch(self.model, [torch.from_numpy(codes_list[i]) for i in group], chunk,
-                                         runner=self._runner)
+            wavs = decoding.decode_batch(
+                self.model, [torch.from_numpy(codes_list[i]) for i in group], chunk, runner=self._runner
+            )
             chunks += ceil_div(max(frames[i] for i in group), chunk)
             for i, w in zip(group, wavs):
                 out[i] = w.float().numpy()
@@ -308,8 +329,15 @@ class Engine:
             free = free_now + torch.cuda.memory_reserved(dev) - torch.cuda.memory_allocated(dev)  # free + our cache
         return planner.choose(dims, self.settings, operation, lengths, free, host_free)
 
-    def estimate(self, operation: str = "roundtrip", seconds: float | None = None, *, samples: int | None = None,
-                 frames: int | None = None, clips: int = 1) -> MemoryEstimate:
+    def estimate(
+        self,
+        operation: str = "roundtrip",
+        seconds: float | None = None,
+        *,
+        samples: int | None = None,
+        frames: int | None = None,
+        clips: int = 1,
+    ) -> MemoryEstimate:
         """Pre-flight estimate of a job's peak device memory, and whether it fits now.
 
         Give the audio length as ``seconds``, ``samples`` or code ``frames`` (per clip; ``clips``
@@ -386,10 +414,15 @@ class Engine:
                         f"chunks ({plan.encode_chunk_samples / SAMPLE_RATE:.1f} s encode windows, "
                         f"{plan.decode_chunk_frames} decode frames; floor min_chunk_s={self.settings.min_chunk_s:g}). "
                         f"Free memory on the device (Clear VRAM, stop other GPU programs) or use a shorter clip. "
-                        f"({failed})")
-                logger.warning("%s ran out of memory (%s); retrying with %.1f s windows and %d-frame chunks",
-                               operation, failed, smaller.encode_chunk_samples / SAMPLE_RATE,
-                               smaller.decode_chunk_frames)
+                        f"({failed})"
+                    )
+                logger.warning(
+                    "%s ran out of memory (%s); retrying with %.1f s windows and %d-frame chunks",
+                    operation,
+                    failed,
+                    smaller.encode_chunk_samples / SAMPLE_RATE,
+                    smaller.decode_chunk_frames,
+                )
                 plan = smaller
             seconds = time.perf_counter() - start
             peak = memory.peak_mib(self.device)
@@ -446,5 +479,7 @@ def _check_not_empty(arrays) -> None:
     for i, a in enumerate(arrays):
         if a.size == 0:
             which = "" if len(arrays) == 1 else f" (clip {i + 1} of {len(arrays)})"
-            raise AudioInputError(f"There are no audio samples to encode{which}. Give a clip of at least one "
-                                  f"frame ({SAMPLES_PER_FRAME} samples, 80 ms at 24 kHz).")
+            raise AudioInputError(
+                f"There are no audio samples to encode{which}. Give a clip of at least one "
+                f"frame ({SAMPLES_PER_FRAME} samples, 80 ms at 24 kHz)."
+            )

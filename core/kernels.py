@@ -32,8 +32,9 @@ def _snake_kernel():
             return None
 
         @triton.jit
-        def snake(x_ptr, a_ptr, ib_ptr, out_ptr, n, channels, length, stride_b, stride_c, stride_t,
-                  BLOCK: tl.constexpr):
+        def snake(
+            x_ptr, a_ptr, ib_ptr, out_ptr, n, channels, length, stride_b, stride_c, stride_t, BLOCK: tl.constexpr
+        ):
             offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
             mask = offs < n
             t = offs % length
@@ -61,8 +62,9 @@ def snake_beta(module, x: torch.Tensor) -> torch.Tensor:
     out = torch.empty(x.shape, dtype=x.dtype, device=x.device)
     n = out.numel()
     try:
-        kernel[(ceil_div(n, SNAKE_BLOCK),)](x, a, inv_b, out, n, x.shape[1], x.shape[2], x.stride(0), x.stride(1),
-                                              x.stride(2), BLOCK=SNAKE_BLOCK)
+        kernel[(ceil_div(n, SNAKE_BLOCK),)](
+            x, a, inv_b, out, n, x.shape[1], x.shape[2], x.stride(0), x.stride(1), x.stride(2), BLOCK=SNAKE_BLOCK
+        )
     except Exception as e:  # e.g. no C compiler for Triton's launcher: use the module from now on
         if "out of memory" in str(e).lower():
             raise

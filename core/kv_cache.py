@@ -43,7 +43,8 @@ def attention_with_lse(q, k, v, scale: float, causal: bool):
     try:
         if q.is_cuda:
             out, lse, *_ = torch.ops.aten._scaled_dot_product_efficient_attention(
-                q, k, v, None, True, 0.0, causal, scale=scale)
+                q, k, v, None, True, 0.0, causal, scale=scale
+            )
             return out, lse[..., :length].float()
         if q.dtype == torch.float32:
             out, lse = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(q, k, v, 0.0, causal, scale=scale)
@@ -67,14 +68,22 @@ class KVStore:
     host memory, streamed back ``HOST_BLOCK_STEPS`` at a time through one staging buffer.
     """
 
-    def __init__(self, transformer, steps_total: int, device, dtype, device_bytes: int | None,
-                 host_block_steps: int = HOST_BLOCK_STEPS):
+    def __init__(
+        self,
+        transformer,
+        steps_total: int,
+        device,
+        dtype,
+        device_bytes: int | None,
+        host_block_steps: int = HOST_BLOCK_STEPS,
+    ):
         attn = transformer.layers[0].self_attn
         self.layers = len(transformer.layers)
         self.heads, self.head_dim = attn.num_key_value_heads, attn.head_dim
         self.device, self.dtype = torch.device(device), dtype
-        per_step = kv_bytes_per_step(self.layers, self.heads, self.head_dim,
-                                     torch.empty((), dtype=dtype).element_size())
+        per_step = kv_bytes_per_step(
+            self.layers, self.heads, self.head_dim, torch.empty((), dtype=dtype).element_size()
+        )
         cap = steps_total if device_bytes is None else max(0, device_bytes // per_step)
         self.device_steps = min(steps_total, cap)
         self.host_steps = steps_total - self.device_steps
@@ -85,22 +94,28 @@ class KVStore:
         self.hv: list[torch.Tensor] = []
         self.stage: list[torch.Tensor] = []  # device staging buffers (keys, values) for host blocks
         if self.host_steps:
-            logger.info("encoder keys/values: %d steps on %s, %d in pinned host memory",
-                        self.device_steps, device, self.host_steps)
+            logger.info(
+                "encoder keys/values: %d steps on %s, %d in pinned host memory",
+                self.device_steps,
+                device,
+                self.host_steps,
+            )
             hshape = (1, self.heads, self.host_steps, self.head_dim)
             pin = self.device.type == "cuda"
             self.hk = [torch.empty(hshape, dtype=dtype, pin_memory=pin) for _ in range(self.layers)]
             self.hv = [torch.empty(hshape, dtype=dtype, pin_memory=pin) for _ in range(self.layers)]
             block = max(1, min(host_block_steps, self.host_steps))
-            self.stage = [torch.empty((1, self.heads, block, self.head_dim), device=device, dtype=dtype)
-                          for _ in range(2)]
+            self.stage = [
+                torch.empty((1, self.heads, block, self.head_dim), device=device, dtype=dtype) for _ in range(2)
+            ]
         self.filled = 0  # steps stored (all layers)
 
     def attend(self, layer: int, q, k_new, v_new, scale: float, groups: int) -> torch.Tensor:
         """Attention of the new steps' queries over every stored step plus the new steps (causal)."""
         if self.filled == 0:
-            return F.scaled_dot_product_attention(q, _repeat_kv(k_new, groups), _repeat_kv(v_new, groups),
-                                                  is_causal=True, scale=scale)
+            return F.scaled_dot_product_attention(
+                q, _repeat_kv(k_new, groups), _repeat_kv(v_new, groups), is_causal=True, scale=scale
+            )
         length = k_new.shape[2]
         if self.filled + length <= self.device_steps:
             # everything fits on the device: one fused kernel over [past | new] with the causal
@@ -108,16 +123,27 @@ class KVStore:
             from torch.nn.attention.bias import causal_lower_right
 
             end = self.filled + length
-            self.k[layer][:, :, self.filled:end].copy_(k_new)
-            self.v[layer][:, :, self.filled:end].copy_(v_new)
-            return F.scaled_dot_product_attention(q, _repeat_kv(self.k[layer][:, :, :end], groups),
-                                                  _repeat_kv(self.v[layer][:, :, :end], groups),
-                                                  attn_mask=causal_lower_right(q.shape[2], end), scale=scale)
+            self.k[layer][:, :, self.filled : end].copy_(k_new)
+            self.v[layer][:, :, self.filled : end].copy_(v_new)
+            return F.scaled_dot_product_attention(
+                q,
+                _repeat_kv(self.k[layer][:, :, :end], groups),
+                _repeat_kv(self.v[layer][:, :, :end], groups),
+                attn_mask=causal_lower_right(q.shape[2], end),
+                scale=scale,
+            )
         parts = []
         on_device = min(self.filled, self.device_steps)
         if on_device:
-            parts.append(attention_with_lse(q, _repeat_kv(self.k[layer][:, :, :on_device], groups),
-                                            _repeat_kv(self.v[layer][:, :, :on_device], groups), scale, False))
+            parts.append(
+                attention_with_lse(
+                    q,
+                    _repeat_kv(self.k[layer][:, :, :on_device], groups),
+                    _repeat_kv(self.v[layer][:, :, :on_device], groups),
+                    scale,
+                    False,
+                )
+            )
         on_host = max(0, self.filled - self.device_steps)
         for low in range(0, on_host, self.stage[0].shape[2] if on_host else 1):
             high = min(low + self.stage[0].shape[2], on_host)
@@ -135,12 +161,12 @@ class KVStore:
         split = max(0, min(length, self.device_steps - start))
         written = 0 < start and start + length <= self.device_steps  # ``attend`` stored them already
         if split and not written:
-            self.k[layer][:, :, start:start + split].copy_(k[:, :, :split])
-            self.v[layer][:, :, start:start + split].copy_(v[:, :, :split])
+            self.k[layer][:, :, start : start + split].copy_(k[:, :, :split])
+            self.v[layer][:, :, start : start + split].copy_(v[:, :, :split])
         if split < length:
             low = start + split - self.device_steps
-            self.hk[layer][:, :, low:low + length - split].copy_(k[:, :, split:], non_blocking=True)
-            self.hv[layer][:, :, low:low + length - split].copy_(v[:, :, split:], non_blocking=True)
+            self.hk[layer][:, :, low : low + length - split].copy_(k[:, :, split:], non_blocking=True)
+            self.hv[layer][:, :, low : low + length - split].copy_(v[:, :, split:], non_blocking=True)
 
     def advance(self, steps: int) -> None:
         self.filled += steps

@@ -15,7 +15,6 @@ from .codec import MIB
 logger = logging.getLogger(__name__)
 
 
-
 @dataclass(frozen=True)
 class DeviceMemory:
     device: str  # "cuda:0" or "cpu"

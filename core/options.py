@@ -62,8 +62,7 @@ class Spec:
         try:
             return self.parse(raw)
         except ValueError as e:
-            raise SettingsError(f"{self.env} / {self.flag}: {raw!r} is not a valid {self.kind}"
-                                f"{self._hint()}.") from e
+            raise SettingsError(f"{self.env} / {self.flag}: {raw!r} is not a valid {self.kind}{self._hint()}.") from e
 
     def _hint(self) -> str:
         if self.choices:
@@ -85,8 +84,16 @@ def specs(cls) -> list[Spec]:
         if kind not in _CASTS:
             raise TypeError(f"{cls.__name__}.{f.name}: options are str, float, int or bool, not {f.type}")
         flag = f.metadata.get("flag") or "--" + f.name.replace("_", "-")
-        out.append(Spec(f.name, flag, ENV_PREFIX + f.name.upper(), kind, f.metadata.get("help", ""),
-                        tuple(f.metadata.get("choices") or ())))
+        out.append(
+            Spec(
+                f.name,
+                flag,
+                ENV_PREFIX + f.name.upper(),
+                kind,
+                f.metadata.get("help", ""),
+                tuple(f.metadata.get("choices") or ()),
+            )
+        )
     return out
 
 
@@ -95,8 +102,9 @@ def add_arguments(parser: argparse.ArgumentParser, cls) -> None:
     for spec in specs(cls):
         text = f"{spec.help} [env {spec.env}]"
         if spec.kind == "bool":
-            parser.add_argument(spec.flag, dest=spec.name, default=None, action=argparse.BooleanOptionalAction,
-                                help=text)
+            parser.add_argument(
+                spec.flag, dest=spec.name, default=None, action=argparse.BooleanOptionalAction, help=text
+            )
         else:
             parser.add_argument(spec.flag, dest=spec.name, default=None, type=spec.argparse_type, help=text)
 

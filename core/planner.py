@@ -119,8 +119,10 @@ def smaller(plan: ChunkPlan, settings: Settings) -> ChunkPlan | None:
     """The plan to retry with after an out-of-memory error: halved, not below the floor."""
     floor_samples, floor_frames = floors(settings)
     # halved, not below the floor, and never above the current plan (settings may start below the floor)
-    chunk = min(plan.encode_chunk_samples,
-                max(floor_samples, plan.encode_chunk_samples // 2 // SAMPLES_PER_FRAME * SAMPLES_PER_FRAME))
+    chunk = min(
+        plan.encode_chunk_samples,
+        max(floor_samples, plan.encode_chunk_samples // 2 // SAMPLES_PER_FRAME * SAMPLES_PER_FRAME),
+    )
     frames = min(plan.decode_chunk_frames, max(floor_frames, plan.decode_chunk_frames // 2))
     kv = None if plan.kv_device_bytes is None else plan.kv_device_bytes // 2
     if chunk >= plan.encode_chunk_samples and frames >= plan.decode_chunk_frames:
@@ -237,13 +239,16 @@ def describe(operation: str, lengths: list[int], peak: float, available: float, 
     fits = peak <= available
     verdict = "fits" if fits else "does not fit: free memory (Clear VRAM) or use a shorter clip"
     where = "GPU" if device.startswith("cuda") else "RAM"
-    message = (f"{operation} of {seconds:.1f} s needs ≈{peak / MIB / 1024:.2f} GiB of {where} "
-               f"(model weights included); {available / MIB / 1024:.2f} GiB available on {device}: {verdict}.")
+    message = (
+        f"{operation} of {seconds:.1f} s needs ≈{peak / MIB / 1024:.2f} GiB of {where} "
+        f"(model weights included); {available / MIB / 1024:.2f} GiB available on {device}: {verdict}."
+    )
     return MemoryEstimate(operation, seconds, round(peak / MIB, 1), round(available / MIB, 1), fits, message)
 
 
-def choose(dims: ModelDims, settings: Settings, operation: str, lengths: list[int], free_bytes: float,
-           host_free_bytes: float) -> tuple[ChunkPlan | None, MemoryEstimate]:
+def choose(
+    dims: ModelDims, settings: Settings, operation: str, lengths: list[int], free_bytes: float, host_free_bytes: float
+) -> tuple[ChunkPlan | None, MemoryEstimate]:
     """The largest plan whose estimate fits (halving down to the floor), and that estimate; (None,
     the first estimate) when none fits. ``free_bytes``: device memory a job can still take (free plus
     our cache; available RAM on the CPU); ``host_free_bytes``: available host RAM."""
@@ -253,14 +258,20 @@ def choose(dims: ModelDims, settings: Settings, operation: str, lengths: list[in
     plan: ChunkPlan | None = base_plan(settings)
     first = None
     while plan is not None:
-        estimate = describe(operation, lengths, peak_bytes(dims, operation, lengths, plan, settings.is_cuda),
-                            available, settings.device)
+        estimate = describe(
+            operation, lengths, peak_bytes(dims, operation, lengths, plan, settings.is_cuda), available, settings.device
+        )
         host = host_bytes(dims, operation, lengths, plan, settings.is_cuda)
         if host > host_free:
-            estimate = dataclasses.replace(estimate, fits=False, message=(
-                f"{operation} of {estimate.seconds:.1f} s also needs ≈{host / MIB / 1024:.2f} GiB of "
-                f"host RAM (offloaded keys/values, decoded audio); {host_free / MIB / 1024:.2f} GiB "
-                "available: does not fit. Use a shorter clip."))
+            estimate = dataclasses.replace(
+                estimate,
+                fits=False,
+                message=(
+                    f"{operation} of {estimate.seconds:.1f} s also needs ≈{host / MIB / 1024:.2f} GiB of "
+                    f"host RAM (offloaded keys/values, decoded audio); {host_free / MIB / 1024:.2f} GiB "
+                    "available: does not fit. Use a shorter clip."
+                ),
+            )
         first = first or estimate
         if estimate.fits:
             return plan, estimate

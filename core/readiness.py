@@ -41,8 +41,11 @@ class ReadinessReport:
 
     def problems(self) -> list[str]:
         """Why the report is not ``ok``, one line per step at fault (empty when ok)."""
-        return [f"{s.title}: {s.status} ({s.detail})" for s in self.steps
-                if s.status == FAIL or (s.name == "roundtrip" and s.status != PASS)]
+        return [
+            f"{s.title}: {s.status} ({s.detail})"
+            for s in self.steps
+            if s.status == FAIL or (s.name == "roundtrip" and s.status != PASS)
+        ]
 
     def step(self, name: str) -> Step:
         return next(s for s in self.steps if s.name == name)
@@ -80,8 +83,10 @@ def check_cuda(device: str) -> Step:
             "free_mib": round(free / MIB),
             "bf16": bool(torch.cuda.is_bf16_supported(including_emulation=False)),  # as the engine decides
         }
-        detail = (f"{props.name}, compute {data['capability']}, {data['free_mib']} of "
-                  f"{data['total_mib']} MiB free, native bf16: {'yes' if data['bf16'] else 'no'}")
+        detail = (
+            f"{props.name}, compute {data['capability']}, {data['free_mib']} of "
+            f"{data['total_mib']} MiB free, native bf16: {'yes' if data['bf16'] else 'no'}"
+        )
         return PASS, detail, data
 
     return _timed("cuda", STEP_TITLES["cuda"], run)
@@ -101,19 +106,34 @@ def check_weights(model: torch.nn.Module | None, device: str) -> Step:
             return FAIL, "no model loaded", {}
         target = torch.device(device)
         tensors = list(model.named_parameters()) + list(model.named_buffers())
-        misplaced = [n for n, t in tensors if t.device.type != target.type
-                     or (target.index is not None and t.device.index != target.index)]
+        misplaced = [
+            n
+            for n, t in tensors
+            if t.device.type != target.type or (target.index is not None and t.device.index != target.index)
+        ]
         need = model_bytes(model)
-        data = {"tensors": len(tensors), "bytes": need, "mib": round(need / MIB, 1),
-                "dtype": str(next(model.parameters()).dtype).replace("torch.", "")}
+        data = {
+            "tensors": len(tensors),
+            "bytes": need,
+            "mib": round(need / MIB, 1),
+            "dtype": str(next(model.parameters()).dtype).replace("torch.", ""),
+        }
         if misplaced:
             return FAIL, f"{len(misplaced)} tensors are not on {device}, e.g. {misplaced[0]}", data
         if target.type == "cuda":
             allocated = torch.cuda.memory_allocated(target)
             data["allocated_mib"] = round(allocated / MIB, 1)
             if allocated < need:
-                return FAIL, f"only {allocated / MIB:.0f} MiB allocated on {device}, weights need {need / MIB:.0f} MiB", data
-        return PASS, f"{data['mib']:.0f} MiB of weights resident on {device} ({data['dtype']}, {len(tensors)} tensors)", data
+                return (
+                    FAIL,
+                    f"only {allocated / MIB:.0f} MiB allocated on {device}, weights need {need / MIB:.0f} MiB",
+                    data,
+                )
+        return (
+            PASS,
+            f"{data['mib']:.0f} MiB of weights resident on {device} ({data['dtype']}, {len(tensors)} tensors)",
+            data,
+        )
 
     return _timed("weights", STEP_TITLES["weights"], run)
 
@@ -149,7 +169,11 @@ def check_roundtrip(encode, decode) -> Step:
         data = {"frames": frames, "seconds": round(elapsed, 4), "input_s": TEST_SIGNAL_S}
         if problems:
             return FAIL, "; ".join(problems), data
-        return PASS, f"{TEST_SIGNAL_S:.0f} s test signal -> {frames} x {NUM_CODEBOOKS} codes -> audio in {elapsed * 1000:.0f} ms", data
+        return (
+            PASS,
+            f"{TEST_SIGNAL_S:.0f} s test signal -> {frames} x {NUM_CODEBOOKS} codes -> audio in {elapsed * 1000:.0f} ms",
+            data,
+        )
 
     return _timed("roundtrip", STEP_TITLES["roundtrip"], run)
 

@@ -58,30 +58,42 @@ class Settings:
     dtype: str = option("float32", "float32 (published) or bfloat16 (GPUs with native bf16 only)")
     max_duration_s: float = option(1800.0, "longest input accepted, seconds (30 min)", flag="--max-duration")
     max_file_mb: float = option(1024.0, "largest input file accepted, MiB")
-    cleanup_threshold: float = option(0.8, "after a job, clear cached VRAM when reserved memory passes this share "
-                                           "of the card")
-    encode_chunk_s: float = option(20.0, "audio seconds per encoder convolution window (sets encode activation "
-                                         "memory)")
-    encode_span_s: float = option(600.0, "audio seconds per encoder transformer span (attends to all earlier "
-                                         "audio); clips up to 10 min run in one span, like the official encode")
-    encode_kv_device_mib: float = option(640.0, "encoder keys/values kept on the GPU, MiB (≈20 min of audio); "
-                                                "older ones go to pinned host RAM")
+    cleanup_threshold: float = option(
+        0.8, "after a job, clear cached VRAM when reserved memory passes this share of the card"
+    )
+    encode_chunk_s: float = option(20.0, "audio seconds per encoder convolution window (sets encode activation memory)")
+    encode_span_s: float = option(
+        600.0,
+        "audio seconds per encoder transformer span (attends to all earlier "
+        "audio); clips up to 10 min run in one span, like the official encode",
+    )
+    encode_kv_device_mib: float = option(
+        640.0, "encoder keys/values kept on the GPU, MiB (≈20 min of audio); older ones go to pinned host RAM"
+    )
     decode_chunk_frames: int = option(300, "code frames per decode chunk (state carries across, so seams are exact)")
     batch_audio_s: float = option(60.0, "padded audio seconds per batched encode call (bounds batch memory)")
     min_chunk_s: float = option(5.0, "out-of-memory retries halve the chunks down to this floor, seconds")
-    cudnn_benchmark: bool = option(False, "let cuDNN time conv algorithms per new shape (measured: no faster, "
-                                          "more memory)")
-    strict_fp32_encode: bool = option(True, "fp32 encodes run convolutions in full fp32, not TF32, so chunked "
-                                            "codes reproduce")
-    max_batch_memory_fraction: float = option(0.9, "refuse jobs whose estimated peak exceeds this share of free "
-                                                   "memory")
-    data_dir: str = option("", "folder for stored results such as blind-test answers (empty: "
-                               "$XDG_DATA_HOME/codec-workbench, else ~/.local/share/codec-workbench)")
-    decode_dtype: str | None = option(None, "decoder precision (default: as --dtype); bfloat16 also runs on CPU, "
-                                            "where encodes stay fp32; bf16 chunks that break are redone in fp32",
-                                      choices=DTYPES)
-    compile_decoder: bool = option(False, "torch.compile the decoder in the background after loading (decodes "
-                                          "stay eager until it is done)")
+    cudnn_benchmark: bool = option(
+        False, "let cuDNN time conv algorithms per new shape (measured: no faster, more memory)"
+    )
+    strict_fp32_encode: bool = option(
+        True, "fp32 encodes run convolutions in full fp32, not TF32, so chunked codes reproduce"
+    )
+    max_batch_memory_fraction: float = option(0.9, "refuse jobs whose estimated peak exceeds this share of free memory")
+    data_dir: str = option(
+        "",
+        "folder for stored results such as blind-test answers (empty: "
+        "$XDG_DATA_HOME/codec-workbench, else ~/.local/share/codec-workbench)",
+    )
+    decode_dtype: str | None = option(
+        None,
+        "decoder precision (default: as --dtype); bfloat16 also runs on CPU, "
+        "where encodes stay fp32; bf16 chunks that break are redone in fp32",
+        choices=DTYPES,
+    )
+    compile_decoder: bool = option(
+        False, "torch.compile the decoder in the background after loading (decodes stay eager until it is done)"
+    )
 
     def __post_init__(self) -> None:
         """Check values that do not need the model; raise SettingsError saying what to change."""
@@ -92,8 +104,10 @@ class Settings:
         if self.dtype not in DTYPES:
             raise SettingsError(f"dtype {self.dtype!r} is not supported: use one of {', '.join(DTYPES)}.")
         if self.dtype == "bfloat16" and not self.is_cuda:
-            raise SettingsError("bfloat16 runs only on a GPU with native bf16 support; on CPU use --dtype float32 "
-                                "(--decode-dtype bfloat16 runs only the decoder in bf16, guarded).")
+            raise SettingsError(
+                "bfloat16 runs only on a GPU with native bf16 support; on CPU use --dtype float32 "
+                "(--decode-dtype bfloat16 runs only the decoder in bf16, guarded)."
+            )
         if self.decode_dtype is not None and self.decode_dtype not in DTYPES:
             raise SettingsError(f"decode dtype {self.decode_dtype!r} is not supported: use one of {', '.join(DTYPES)}.")
         for name in (*_POSITIVE, *_SHARES, "encode_kv_device_mib"):

@@ -26,8 +26,17 @@ from typing import Any
 
 import numpy as np
 
-from core.codec import (BITS_PER_CODE, CODEBOOK_SIZE, FRAME_RATE, MIB, NUM_CODEBOOKS, SAMPLE_RATE, ceil_div,
-                        codes_problem, length_problem)
+from core.codec import (
+    BITS_PER_CODE,
+    CODEBOOK_SIZE,
+    FRAME_RATE,
+    MIB,
+    NUM_CODEBOOKS,
+    SAMPLE_RATE,
+    ceil_div,
+    codes_problem,
+    length_problem,
+)
 from core.errors import TokenFileError
 from core.versions import installed_versions
 
@@ -171,9 +180,7 @@ def save_tokens(token_file: TokenFile, path) -> Path:
     try:
         handle = open(path, "xb")
     except FileExistsError as e:
-        raise FileExistsError(
-            f"{path} already exists; choose another name or delete it first"
-        ) from e
+        raise FileExistsError(f"{path} already exists; choose another name or delete it first") from e
     try:
         with handle:
             arrays: dict[str, Any] = {CODES_KEY: token_file.codes, METADATA_KEY: np.array(json.dumps(metadata))}
@@ -225,8 +232,9 @@ def _check_container(path: Path) -> None:
     if size == 0:
         raise _bad(path, "the file is empty")
     if size > MAX_FILE_BYTES:
-        raise _bad(path, f"the file is {size / MIB:.0f} MiB, over the "
-                   f"{MAX_FILE_BYTES // MIB} MiB limit for token files")
+        raise _bad(
+            path, f"the file is {size / MIB:.0f} MiB, over the {MAX_FILE_BYTES // MIB} MiB limit for token files"
+        )
     try:
         with zipfile.ZipFile(path) as archive:
             members = {info.filename: info.file_size for info in archive.infolist()}
@@ -235,8 +243,11 @@ def _check_container(path: Path) -> None:
     names = {name.removesuffix(".npy") for name in members}
     missing = sorted({CODES_KEY, METADATA_KEY} - names)
     if missing:
-        raise _bad(path, f"not a token file: the archive lacks {', '.join(missing)} "
-                   f"(it holds {', '.join(sorted(names)) or 'nothing'})")
+        raise _bad(
+            path,
+            f"not a token file: the archive lacks {', '.join(missing)} "
+            f"(it holds {', '.join(sorted(names)) or 'nothing'})",
+        )
     if sum(members.values()) > MAX_UNCOMPRESSED_BYTES:
         raise _bad(path, f"the archive unpacks to over {MAX_UNCOMPRESSED_BYTES // MIB} MiB")
 
@@ -245,8 +256,13 @@ def _sniff(path: Path) -> str:
     """A hint at what the file really is, from its first bytes."""
     with open(path, "rb") as f:
         head = f.read(12)
-    kinds = {b"RIFF": "a WAV file", b"fLaC": "a FLAC file", b"OggS": "an Ogg file",
-             b"ID3": "an MP3 file", b"\x93NUMPY": "a single .npy array"}
+    kinds = {
+        b"RIFF": "a WAV file",
+        b"fLaC": "a FLAC file",
+        b"OggS": "an Ogg file",
+        b"ID3": "an MP3 file",
+        b"\x93NUMPY": "a single .npy array",
+    }
     for magic, kind in kinds.items():
         if head.startswith(magic):
             return f"; it looks like {kind} renamed to .npz"
@@ -268,8 +284,11 @@ def _check_codes_header(path: Path) -> None:
         raise _bad(path, f"the codes array has an unreadable header ({e})") from e
     declared = math.prod(shape) * dtype.itemsize
     if declared > stored - header:
-        raise _bad(path, f"the codes array declares shape {tuple(shape)} ({declared / MIB:,.0f} MiB) but the "
-                   f"file holds {max(stored - header, 0):,} bytes of it: it is damaged or was crafted")
+        raise _bad(
+            path,
+            f"the codes array declares shape {tuple(shape)} ({declared / MIB:,.0f} MiB) but the "
+            f"file holds {max(stored - header, 0):,} bytes of it: it is damaged or was crafted",
+        )
 
 
 def _read_arrays(path: Path) -> tuple[np.ndarray, np.ndarray]:
@@ -294,22 +313,20 @@ def _parse_metadata(path: Path, array: np.ndarray) -> dict:
     if not isinstance(meta, dict):
         raise _bad(path, "the metadata is not a JSON object")
     if meta.get("format") != FORMAT_NAME:
-        raise _bad(path, f"not a Codec Workbench token file (format is {meta.get('format')!r}, "
-                   f"expected {FORMAT_NAME!r})")
+        raise _bad(
+            path, f"not a Codec Workbench token file (format is {meta.get('format')!r}, expected {FORMAT_NAME!r})"
+        )
     _check_version(path, meta.get("format_version"))
     for name, types in _REQUIRED_METADATA.items():
         if name not in meta:
             raise _bad(path, f"the metadata lacks the field {name!r}")
         value = meta[name]
         if not isinstance(value, types) or isinstance(value, bool):
-            raise _bad(path, f"the metadata field {name!r} has the wrong type "
-                       f"({type(value).__name__})")
+            raise _bad(path, f"the metadata field {name!r} has the wrong type ({type(value).__name__})")
     if meta["sample_rate"] != SAMPLE_RATE:
-        raise _bad(path, f"the codes are for {meta['sample_rate']} Hz audio; this codec works "
-                   f"at {SAMPLE_RATE} Hz")
+        raise _bad(path, f"the codes are for {meta['sample_rate']} Hz audio; this codec works at {SAMPLE_RATE} Hz")
     if meta["frame_rate"] != FRAME_RATE:
-        raise _bad(path, f"the codes are at {meta['frame_rate']} frames/s; this codec makes "
-                   f"{FRAME_RATE} frames/s")
+        raise _bad(path, f"the codes are at {meta['frame_rate']} frames/s; this codec makes {FRAME_RATE} frames/s")
     for name, expected in (("num_codebooks", NUM_CODEBOOKS), ("codebook_size", CODEBOOK_SIZE)):
         if meta.get(name, expected) != expected:
             raise _bad(path, f"the metadata says {name} = {meta[name]!r}; this codec has {expected}")
@@ -320,9 +337,11 @@ def _check_version(path: Path, version) -> None:
     if not isinstance(version, int) or isinstance(version, bool) or version < 1:
         raise _bad(path, f"the format version {version!r} is not valid")
     if version > FORMAT_VERSION:
-        raise _bad(path, f"format version {version} was made by a newer Codec Workbench "
-                   f"(this one reads version {FORMAT_VERSION})",
-                   "Upgrade Codec Workbench to load it.")
+        raise _bad(
+            path,
+            f"format version {version} was made by a newer Codec Workbench (this one reads version {FORMAT_VERSION})",
+            "Upgrade Codec Workbench to load it.",
+        )
 
 
 def _frozen_int16(codes: np.ndarray) -> np.ndarray:

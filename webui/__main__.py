@@ -57,9 +57,14 @@ def options_from_args(args, env) -> tuple[UiOptions, ServerOptions]:
 
 
 def split_options(web: WebOptions, env) -> tuple[UiOptions, ServerOptions]:
-    policy = url_input.UrlPolicy(int(web.url_max_mb * url_input.MIB), web.url_timeout_s) if web.enable_url_input else None
-    ui = UiOptions(temp_root=Path(web.temp_dir) if web.temp_dir else default_temp_root(),
-                   max_age_s=web.keep_files_s, url_policy=policy)
+    policy = (
+        url_input.UrlPolicy(int(web.url_max_mb * url_input.MIB), web.url_timeout_s) if web.enable_url_input else None
+    )
+    ui = UiOptions(
+        temp_root=Path(web.temp_dir) if web.temp_dir else default_temp_root(),
+        max_age_s=web.keep_files_s,
+        url_policy=policy,
+    )
     server = ServerOptions(host=web.host, port=web.port, auth=auth_from_env(env), quiet=True)
     return ui, server
 
@@ -104,8 +109,9 @@ def main(argv=None) -> int:
     try:
         storage.use_for_process(ui.temp_root)  # every temp file of this process under one root
     except OSError as e:
-        logger.error("cannot start: the temp folder %s cannot be created (%s); choose another --temp-dir",
-                     ui.temp_root, e)
+        logger.error(
+            "cannot start: the temp folder %s cannot be created (%s); choose another --temp-dir", ui.temp_root, e
+        )
         return 2
     from core.engine import Engine  # imports torch: after the flags are known to be valid
 
@@ -120,8 +126,12 @@ def main(argv=None) -> int:
     try:
         launch(demo, engine, ui, server, started_at)
     except OSError as e:
-        logger.error("cannot serve on %s:%s (%s); choose another --port / CODEC_PORT or stop what uses it",
-                     server.host, server.port, e)
+        logger.error(
+            "cannot serve on %s:%s (%s); choose another --port / CODEC_PORT or stop what uses it",
+            server.host,
+            server.port,
+            e,
+        )
         return 1
     _stage(f"serving on http://{server.host}:{server.port}", t)
     try:

@@ -95,20 +95,30 @@ def _status_bar(demo: gr.Blocks, handlers: Handlers) -> None:
             rerun = gr.Button(label("status.rerun"), elem_id="rerun-checks", size="sm")
             gr.Markdown(label("status.rerun_hint"), elem_classes="cw-hint")
     raw = gr.JSON(visible=False)
-    demo.load(handlers.status, outputs=[status, raw], api_name="status", show_progress="hidden",
-              concurrency_limit=None, concurrency_id="status")
+    demo.load(
+        handlers.status,
+        outputs=[status, raw],
+        api_name="status",
+        show_progress="hidden",
+        concurrency_limit=None,
+        concurrency_id="status",
+    )
     rerun.click(handlers.readiness, outputs=[status, raw], api_name="readiness", **MODEL_GROUP)
 
 
 def _audio_input(elem_id: str) -> gr.Audio:
-    return gr.Audio(sources=["upload", "microphone"], type="filepath", label=label("input.audio"),
-                    elem_id=elem_id)
+    return gr.Audio(sources=["upload", "microphone"], type="filepath", label=label("input.audio"), elem_id=elem_id)
 
 
 def _examples(inputs: gr.Audio, options: UiOptions, api_name: str) -> None:
     if options.examples:
-        gr.Examples([[str(p)] for p in options.examples], inputs=[inputs], label=label("input.examples"),
-                    api_name=api_name, api_visibility="private")
+        gr.Examples(
+            [[str(p)] for p in options.examples],
+            inputs=[inputs],
+            label=label("input.examples"),
+            api_name=api_name,
+            api_visibility="private",
+        )
 
 
 def _roundtrip_tab(handlers: Handlers, options: UiOptions, reviewer: review.ReviewHandlers) -> None:
@@ -123,44 +133,103 @@ def _roundtrip_tab(handlers: Handlers, options: UiOptions, reviewer: review.Revi
         _url_row(handlers, audio_in, options.url_policy)
     timing = gr.Markdown(elem_id="roundtrip-timing")
     with gr.Row():
-        original = gr.Audio(label=label("roundtrip.original"), type="filepath",
-                            interactive=False, elem_id="roundtrip-original", buttons=["download"])
-        reconstruction = gr.Audio(label=label("roundtrip.reconstruction"), type="filepath",
-                                  interactive=False, elem_id="roundtrip-reconstruction", buttons=["download"])
+        original = gr.Audio(
+            label=label("roundtrip.original"),
+            type="filepath",
+            interactive=False,
+            elem_id="roundtrip-original",
+            buttons=["download"],
+        )
+        reconstruction = gr.Audio(
+            label=label("roundtrip.reconstruction"),
+            type="filepath",
+            interactive=False,
+            elem_id="roundtrip-reconstruction",
+            buttons=["download"],
+        )
     with gr.Row():
         facts = gr.Markdown(elem_id="roundtrip-facts")
         summary = gr.Markdown(elem_id="roundtrip-tokens")
-    spectrogram = gr.Image(label=label("roundtrip.spectrogram"), type="filepath",
-                           interactive=False, elem_id="roundtrip-spectrogram", buttons=["download", "fullscreen"])
+    spectrogram = gr.Image(
+        label=label("roundtrip.spectrogram"),
+        type="filepath",
+        interactive=False,
+        elem_id="roundtrip-spectrogram",
+        buttons=["download", "fullscreen"],
+    )
     metrics = gr.Markdown(elem_id="roundtrip-metrics")
     verdict, report, report_files = review.verdict_components()
-    downloads = gr.File(label=label("roundtrip.downloads"), file_count="multiple",
-                        interactive=False, elem_id="roundtrip-downloads")
+    downloads = gr.File(
+        label=label("roundtrip.downloads"), file_count="multiple", interactive=False, elem_id="roundtrip-downloads"
+    )
     with gr.Accordion(label("common.raw_json"), open=False):
         details = gr.JSON(label=label("roundtrip.json"))
         metrics_details = gr.JSON(label=label("roundtrip.metrics_json"))
-    done = (run.click(handlers.clear_metrics, outputs=[metrics, metrics_details], api_name="roundtrip_clear",
-                      api_visibility="private", queue=False, show_progress="hidden")
-            .then(handlers.roundtrip, inputs=[audio_in],
-                  outputs=list(RoundTripView(original=original, reconstruction=reconstruction, timing=timing,
-                                             facts=facts, tokens=summary, spectrogram=spectrogram,
-                                             downloads=downloads, details=details)),
-                  api_name="roundtrip", **MODEL_GROUP))
-    after_metrics = done.success(handlers.metrics, inputs=[original, reconstruction], outputs=[metrics, metrics_details],
-                 api_name="metrics", **METRICS_GROUP)
+    done = run.click(
+        handlers.clear_metrics,
+        outputs=[metrics, metrics_details],
+        api_name="roundtrip_clear",
+        api_visibility="private",
+        queue=False,
+        show_progress="hidden",
+    ).then(
+        handlers.roundtrip,
+        inputs=[audio_in],
+        outputs=list(
+            RoundTripView(
+                original=original,
+                reconstruction=reconstruction,
+                timing=timing,
+                facts=facts,
+                tokens=summary,
+                spectrogram=spectrogram,
+                downloads=downloads,
+                details=details,
+            )
+        ),
+        api_name="roundtrip",
+        **MODEL_GROUP,
+    )
+    after_metrics = done.success(
+        handlers.metrics,
+        inputs=[original, reconstruction],
+        outputs=[metrics, metrics_details],
+        api_name="metrics",
+        **METRICS_GROUP,
+    )
     lab.add_lab(handlers, done, original, reconstruction, downloads)
-    review.wire_verdict_and_report(reviewer, run, after_metrics, dict(
-        original=original, reconstruction=reconstruction, downloads=downloads, details=details,
-        metrics_details=metrics_details, verdict=verdict, report=report, report_files=report_files), METRICS_GROUP)
+    review.wire_verdict_and_report(
+        reviewer,
+        run,
+        after_metrics,
+        dict(
+            original=original,
+            reconstruction=reconstruction,
+            downloads=downloads,
+            details=details,
+            metrics_details=metrics_details,
+            verdict=verdict,
+            report=report,
+            report_files=report_files,
+        ),
+        METRICS_GROUP,
+    )
 
 
 def _url_row(handlers: Handlers, audio_in: gr.Audio, policy: url_input.UrlPolicy) -> None:
     with gr.Row(equal_height=True):
-        url = gr.Textbox(label=label("url.label", mib=f"{policy.max_bytes / url_input.MIB:g}"), scale=4,
-                         elem_id="url-input")
+        url = gr.Textbox(
+            label=label("url.label", mib=f"{policy.max_bytes / url_input.MIB:g}"), scale=4, elem_id="url-input"
+        )
         fetch = gr.Button(label("url.fetch"), scale=1, elem_id="url-fetch")
-    fetch.click(handlers.fetch_url, inputs=[url], outputs=[audio_in], api_name="fetch_url",
-                concurrency_limit=2, concurrency_id="fetch")
+    fetch.click(
+        handlers.fetch_url,
+        inputs=[url],
+        outputs=[audio_in],
+        api_name="fetch_url",
+        concurrency_limit=2,
+        concurrency_id="fetch",
+    )
 
 
 def _encode_tab(handlers: Handlers, options: UiOptions) -> None:
@@ -173,31 +242,45 @@ def _encode_tab(handlers: Handlers, options: UiOptions) -> None:
     with gr.Row():
         token_file = gr.File(label=label("encode.token_file"), interactive=False, elem_id="encode-tokens")
         summary = gr.Markdown(elem_id="encode-summary")
-    heatmap = gr.Image(label=label("encode.heatmap"), type="filepath", interactive=False,
-                       elem_id="encode-heatmap")
+    heatmap = gr.Image(label=label("encode.heatmap"), type="filepath", interactive=False, elem_id="encode-heatmap")
     with gr.Accordion(label("common.raw_json"), open=False):
         details = gr.JSON()
-    run.click(handlers.encode, inputs=[audio_in], outputs=[token_file, summary, heatmap, details],
-              api_name="encode", **MODEL_GROUP)
+    run.click(
+        handlers.encode,
+        inputs=[audio_in],
+        outputs=[token_file, summary, heatmap, details],
+        api_name="encode",
+        **MODEL_GROUP,
+    )
 
 
 def _decode_tab(handlers: Handlers) -> None:
     with gr.Row():
         with gr.Column(scale=3):
-            token_in = gr.File(label=label("decode.token_file"), file_types=[".npz"],
-                               elem_id="decode-input")
+            token_in = gr.File(label=label("decode.token_file"), file_types=[".npz"], elem_id="decode-input")
         with gr.Column(scale=1, min_width=200):
             run = gr.Button(label("decode.run"), variant="primary", size="lg", elem_id="decode-run")
     with gr.Row():
-        audio_out = gr.Audio(label=label("decode.audio"), type="filepath", interactive=False,
-                             elem_id="decode-audio", buttons=["download"])
+        audio_out = gr.Audio(
+            label=label("decode.audio"),
+            type="filepath",
+            interactive=False,
+            elem_id="decode-audio",
+            buttons=["download"],
+        )
         summary = gr.Markdown(elem_id="decode-summary")
-    spectrogram = gr.Image(label=label("decode.spectrogram"), type="filepath", interactive=False,
-                           elem_id="decode-spectrogram")
+    spectrogram = gr.Image(
+        label=label("decode.spectrogram"), type="filepath", interactive=False, elem_id="decode-spectrogram"
+    )
     with gr.Accordion(label("common.raw_json"), open=False):
         details = gr.JSON()
-    run.click(handlers.decode, inputs=[token_in], outputs=[audio_out, summary, spectrogram, details],
-              api_name="decode", **MODEL_GROUP)
+    run.click(
+        handlers.decode,
+        inputs=[token_in],
+        outputs=[audio_out, summary, spectrogram, details],
+        api_name="decode",
+        **MODEL_GROUP,
+    )
 
 
 def _system_tab(handlers: Handlers, options: UiOptions) -> None:
@@ -217,6 +300,12 @@ def _system_tab(handlers: Handlers, options: UiOptions) -> None:
         report_raw = gr.JSON()
     diagnose.click(handlers.doctor, outputs=[report, report_raw], api_name="doctor", **MODEL_GROUP)
     timer = gr.Timer(options.stats_every_s)
-    timer.tick(handlers.stats, outputs=[stats, raw], api_name="stats", show_progress="hidden",
-               concurrency_limit=None, concurrency_id="stats")
+    timer.tick(
+        handlers.stats,
+        outputs=[stats, raw],
+        api_name="stats",
+        show_progress="hidden",
+        concurrency_limit=None,
+        concurrency_id="stats",
+    )
     clear.click(handlers.clear_vram, outputs=[cleared, cleared_raw], api_name="clear_vram", **MODEL_GROUP)

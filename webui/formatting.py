@@ -33,9 +33,11 @@ def status_html(report: dict | None, info: dict, lang: str = DEFAULT_LANGUAGE) -
     labels are translated; each step's detail is core's evidence (English, as in the log)."""
     steps = report["steps"] if report else []
     verdict = _verdict(report, info, lang)
-    parts = [f'<div class="cw-status cw-{verdict[0]}" id="cw-status">',
-             f'<div class="cw-verdict">{_esc(verdict[1])}</div>',
-             '<div class="cw-steps">']
+    parts = [
+        f'<div class="cw-status cw-{verdict[0]}" id="cw-status">',
+        f'<div class="cw-verdict">{_esc(verdict[1])}</div>',
+        '<div class="cw-steps">',
+    ]
     for step in steps or _pending_steps(lang):
         if info.get("error") and step["detail"] == info["error"]:
             step = {**step, "detail": text("status.see_below", lang)}  # said once, in the box
@@ -45,8 +47,9 @@ def status_html(report: dict | None, info: dict, lang: str = DEFAULT_LANGUAGE) -
     if info.get("random_weights"):
         parts.append(f'<div class="cw-fix" id="cw-random">{text("status.random_weights_html", lang)}</div>')
     if info.get("state") == "failed" and info.get("error"):
-        parts.append('<div class="cw-fix">'
-                     + text("status.not_loaded_html", lang, error=_esc_code(info["error"])) + "</div>")
+        parts.append(
+            '<div class="cw-fix">' + text("status.not_loaded_html", lang, error=_esc_code(info["error"])) + "</div>"
+        )
     parts.append("</div>")
     return "".join(parts)
 
@@ -62,8 +65,10 @@ def _verdict(report: dict | None, info: dict, lang: str) -> tuple[str, str]:
 
 
 def _pending_steps(lang: str) -> list[dict]:
-    return [{"name": n, "title": n, "status": SKIPPED, "detail": text("status.step_pending", lang), "seconds": 0.0}
-            for n in READINESS_STEPS]
+    return [
+        {"name": n, "title": n, "status": SKIPPED, "detail": text("status.step_pending", lang), "seconds": 0.0}
+        for n in READINESS_STEPS
+    ]
 
 
 def _translated(prefix: str, name: str, fallback: str, lang: str) -> str:
@@ -76,10 +81,12 @@ def _step_html(step: dict, lang: str) -> str:
     status = step["status"]
     title = _translated("status.step.", step["name"], step["title"], lang)
     word = _translated("status.word.", status, status, lang)
-    return (f'<div class="cw-step cw-step-{_esc(status)}" data-step="{_esc(step["name"])}">'
-            f'<span class="cw-icon">{STATUS_ICONS.get(status, "?")}</span> '
-            f'<b>{_esc(title)}</b> <span class="cw-word">{_esc(word)}</span>'
-            f'<div class="cw-detail">{_esc(step["detail"])}</div></div>')
+    return (
+        f'<div class="cw-step cw-step-{_esc(status)}" data-step="{_esc(step["name"])}">'
+        f'<span class="cw-icon">{STATUS_ICONS.get(status, "?")}</span> '
+        f'<b>{_esc(title)}</b> <span class="cw-word">{_esc(word)}</span>'
+        f'<div class="cw-detail">{_esc(step["detail"])}</div></div>'
+    )
 
 
 def _device_label(info: dict, lang: str) -> str:
@@ -128,8 +135,12 @@ def facts_markdown(facts: dict, lang: str = DEFAULT_LANGUAGE) -> str:
 
 def tokens_markdown(summary: dict, lang: str = DEFAULT_LANGUAGE) -> str:
     """Frames, codebooks, rates and compression of a token file's summary()."""
-    rate = text("tokens.bitrate_value", lang, kbps=f"{summary['bitrate_bps'] / 1000:.2f}",
-                nominal=f"{summary['nominal_bitrate_bps'] / 1000:.1f}")
+    rate = text(
+        "tokens.bitrate_value",
+        lang,
+        kbps=f"{summary['bitrate_bps'] / 1000:.2f}",
+        nominal=f"{summary['nominal_bitrate_bps'] / 1000:.1f}",
+    )
     rows = [
         (text("tokens.frames_codebooks", lang), f"{summary['frames']} × {summary['codebooks']}"),
         (text("tokens.frame_rate", lang), text("tokens.frame_rate_value", lang, rate=f"{summary['frame_rate']:g}")),
@@ -172,8 +183,14 @@ def metrics_markdown(metrics: list[dict], seconds: float | None = None, lang: st
 
 
 def timing_markdown(timing: dict, lang: str = DEFAULT_LANGUAGE) -> str:
-    out = text("timing.line", lang, model=f"{timing['model_s']:.2f}", encode=f"{timing['encode_s']:.2f}",
-               decode=f"{timing['decode_s']:.2f}", ui=f"{timing['ui_s']:.2f}")
+    out = text(
+        "timing.line",
+        lang,
+        model=f"{timing['model_s']:.2f}",
+        encode=f"{timing['encode_s']:.2f}",
+        decode=f"{timing['decode_s']:.2f}",
+        ui=f"{timing['ui_s']:.2f}",
+    )
     if timing.get("peak_gpu_mib") is not None:
         out += text("timing.peak_gpu", lang, mib=f"{timing['peak_gpu_mib']:.0f}")
     if timing.get("estimate"):
@@ -195,18 +212,23 @@ def stats_markdown(stats: dict, lang: str = DEFAULT_LANGUAGE) -> str:
             (text("stats.gpu", lang), stats.get("gpu_name", stats.get("device", "GPU"))),
             (text("stats.gpu_allocated", lang), f"{gpu['allocated_mib']:.0f} MiB"),
             (text("stats.gpu_reserved", lang), f"{gpu['reserved_mib']:.0f} MiB"),
-            (text("stats.gpu_free", lang),
-             text("stats.of_mib", lang, used=f"{gpu['free_mib']:.0f}", total=f"{gpu['total_mib']:.0f}")),
+            (
+                text("stats.gpu_free", lang),
+                text("stats.of_mib", lang, used=f"{gpu['free_mib']:.0f}", total=f"{gpu['total_mib']:.0f}"),
+            ),
         ]
     else:
         rows.append((text("stats.gpu", lang), text("stats.no_gpu", lang)))
-    ram = text("stats.of_mib", lang, used=f"{stats['system_ram_used_mib']:.0f}",
-               total=f"{stats['system_ram_total_mib']:.0f}")
+    ram = text(
+        "stats.of_mib", lang, used=f"{stats['system_ram_used_mib']:.0f}", total=f"{stats['system_ram_total_mib']:.0f}"
+    )
     rows += [
         (text("stats.rss", lang), f"{stats['process_rss_mib']:.0f} MiB"),
         (text("stats.ram", lang), f"{ram} ({stats['system_ram_percent']:.0f}%)"),
-        (text("stats.cpu", lang),
-         text("stats.cpu_value", lang, percent=f"{stats['cpu_percent']:.0f}", cores=stats.get("cpu_count", "?"))),
+        (
+            text("stats.cpu", lang),
+            text("stats.cpu_value", lang, percent=f"{stats['cpu_percent']:.0f}", cores=stats.get("cpu_count", "?")),
+        ),
     ]
     return _table((text("stats.title", lang), ""), rows)
 
@@ -216,9 +238,16 @@ def vram_markdown(result: dict, lang: str = DEFAULT_LANGUAGE) -> str:
     before, after = result["before"], result["after"]
     if before.get("device", "cpu") == "cpu":
         return text("vram.no_gpu", lang)
-    rows = [(text(f"vram.{key}", lang), f"{before[key]:.0f} MiB", f"{after[key]:.0f} MiB")
-            for key in ("allocated_mib", "reserved_mib", "free_mib")]
-    return "### " + text("vram.title", lang) + "\n" + _table(("", text("vram.before", lang), text("vram.after", lang)), rows)
+    rows = [
+        (text(f"vram.{key}", lang), f"{before[key]:.0f} MiB", f"{after[key]:.0f} MiB")
+        for key in ("allocated_mib", "reserved_mib", "free_mib")
+    ]
+    return (
+        "### "
+        + text("vram.title", lang)
+        + "\n"
+        + _table(("", text("vram.before", lang), text("vram.after", lang)), rows)
+    )
 
 
 # --------------------------------------------------------------------------- helpers

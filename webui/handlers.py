@@ -25,7 +25,6 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 
-
 @contextmanager
 def user_errors(action: str, lang: str = i18n.DEFAULT_LANGUAGE, temp_root: Path | None = None):
     """Turn any exception into a gr.Error the user can act on, in ``lang``; log the unexpected ones.
@@ -127,19 +126,25 @@ class Handlers:
         lang = i18n.language_of(request)
         source = _need_file(audio_path, "what.audio", lang)
         with user_errors("action.roundtrip", lang, self.workspace.root):
-            out = jobs.roundtrip(self.engine, source, self.workspace.new_dir("roundtrip"), self.limits,
-                                 i18n.progress_in(lang, progress))
-        logger.info("round trip of %s: model %.2f s, ours %.3f s", source.name, out.timing["model_s"], out.timing["ui_s"])
+            out = jobs.roundtrip(
+                self.engine, source, self.workspace.new_dir("roundtrip"), self.limits, i18n.progress_in(lang, progress)
+            )
+        logger.info(
+            "round trip of %s: model %.2f s, ours %.3f s", source.name, out.timing["model_s"], out.timing["ui_s"]
+        )
         details = {"input": out.facts, "tokens": out.summary, "timing": out.timing}
         return RoundTripView(
-            original=str(out.original_wav), reconstruction=str(out.reconstruction_wav),
-            timing=fmt.timing_markdown(out.timing, lang), facts=fmt.facts_markdown(out.facts, lang),
-            tokens=fmt.tokens_markdown(out.summary, lang), spectrogram=str(out.spectrogram_png),
-            downloads=[str(out.token_file), str(out.reconstruction_wav)], details=details,
+            original=str(out.original_wav),
+            reconstruction=str(out.reconstruction_wav),
+            timing=fmt.timing_markdown(out.timing, lang),
+            facts=fmt.facts_markdown(out.facts, lang),
+            tokens=fmt.tokens_markdown(out.summary, lang),
+            spectrogram=str(out.spectrogram_png),
+            downloads=[str(out.token_file), str(out.reconstruction_wav)],
+            details=details,
         )
 
-    def metrics(self, original_path, reconstruction_path, request: gr.Request | None = None,
-                progress=gr.Progress()):
+    def metrics(self, original_path, reconstruction_path, request: gr.Request | None = None, progress=gr.Progress()):
         """Objective metrics of a reconstruction against its original (the round trip's
         follow-up; the API accepts any two clips)."""
         lang = i18n.language_of(request)
@@ -158,8 +163,9 @@ class Handlers:
         lang = i18n.language_of(request)
         source = _need_file(audio_path, "what.audio", lang)
         with user_errors("action.encode", lang, self.workspace.root):
-            out = jobs.encode(self.engine, source, self.workspace.new_dir("encode"), self.limits,
-                              i18n.progress_in(lang, progress))
+            out = jobs.encode(
+                self.engine, source, self.workspace.new_dir("encode"), self.limits, i18n.progress_in(lang, progress)
+            )
         details = {"input": out.facts, "tokens": out.summary, "timing": out.timing}
         text = fmt.facts_markdown(out.facts, lang) + "\n\n" + fmt.tokens_markdown(out.summary, lang)
         return str(out.token_file), text, str(out.heatmap_png), details

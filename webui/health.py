@@ -79,8 +79,12 @@ def health_payload(engine, started_at: float, temp_root: Path | None = None) -> 
 
 def public_health(payload: dict) -> dict:
     """What /health shows to requests without the login, when the app has one."""
-    return {"status": payload["status"], "state": payload["engine"]["state"], "ready": payload["ready"],
-            "reason": payload["reason"]}
+    return {
+        "status": payload["status"],
+        "state": payload["engine"]["state"],
+        "ready": payload["ready"],
+        "reason": payload["reason"],
+    }
 
 
 def add_health_routes(app: FastAPI, engine, started_at: float | None = None, temp_root: Path | None = None) -> None:

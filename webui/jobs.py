@@ -75,9 +75,15 @@ def _timing(start: float, encoded=None, decoded=None) -> dict:
     encode_s = encoded.seconds if encoded else 0.0
     decode_s = decoded.seconds if decoded else 0.0
     peaks = [r.peak_mib for r in (encoded, decoded) if r is not None and r.peak_mib is not None]
-    return {"encode_s": encode_s, "decode_s": decode_s, "model_s": encode_s + decode_s, "total_s": total,
-            "ui_s": total - encode_s - decode_s, "peak_gpu_mib": max(peaks) if peaks else None,
-            "warnings": list(decoded.warnings) if decoded else []}  # e.g. bf16 chunks redone in fp32
+    return {
+        "encode_s": encode_s,
+        "decode_s": decode_s,
+        "model_s": encode_s + decode_s,
+        "total_s": total,
+        "ui_s": total - encode_s - decode_s,
+        "peak_gpu_mib": max(peaks) if peaks else None,
+        "warnings": list(decoded.warnings) if decoded else [],
+    }  # e.g. bf16 chunks redone in fp32
 
 
 def _preflight(engine, operation: str, samples: int, progress: Progress, at: float) -> str:
@@ -93,8 +99,9 @@ def _span(progress: Progress, low: float, high: float, key: str) -> Callable[[fl
     return lambda fraction: progress(low + (high - low) * fraction, key, percent=f"{fraction:.0%}")
 
 
-def _read_and_encode(engine, operation: str, source: Path, limits: AudioLimits, progress: Progress,
-                     low: float, high: float):
+def _read_and_encode(
+    engine, operation: str, source: Path, limits: AudioLimits, progress: Progress, low: float, high: float
+):
     """Read the audio, show the memory estimate, encode with progress on [low, high]."""
     progress(0.05, "job.reading")
     audio = load_audio(source, limits)
@@ -141,12 +148,20 @@ def roundtrip(engine, source: Path, folder: Path, limits: AudioLimits, progress:
     token_path = tokens.save_tokens(token_file, folder / f"{stem}_tokens.npz")
     figure = analysis.spectrogram_figure(audio.samples, decoded.samples)
     png = analysis.figure_to_png(figure, folder / f"{stem}_spectrogram.png")
-    return RoundTripOutput(original, reconstruction, token_path, png, audio.facts.to_dict(),
-                           token_file.summary(audio.facts.pcm_bps), _timing(start, encoded, decoded) | {"estimate": estimate})
+    return RoundTripOutput(
+        original,
+        reconstruction,
+        token_path,
+        png,
+        audio.facts.to_dict(),
+        token_file.summary(audio.facts.pcm_bps),
+        _timing(start, encoded, decoded) | {"estimate": estimate},
+    )
 
 
-def measure(original_path: Path, reconstruction_path: Path, limits: AudioLimits,
-            progress: Progress = _quiet) -> MetricsOutput:
+def measure(
+    original_path: Path, reconstruction_path: Path, limits: AudioLimits, progress: Progress = _quiet
+) -> MetricsOutput:
     """Objective metrics of a reconstruction against its original (any two files: both are
     read as 24 kHz mono and trimmed to the shorter)."""
     start = time.perf_counter()
@@ -165,8 +180,13 @@ def encode(engine, source: Path, folder: Path, limits: AudioLimits, progress: Pr
     token_file = _token_file(engine, encoded.codes, encoded.original_samples)
     path = tokens.save_tokens(token_file, folder / f"{stem}_tokens.npz")
     heatmap = analysis.figure_to_png(token_usage.usage_figure(encoded.codes), folder / f"{stem}_usage.png")
-    return EncodeOutput(path, heatmap, audio.facts.to_dict(), token_file.summary(audio.facts.pcm_bps),
-                        _timing(start, encoded) | {"estimate": estimate})
+    return EncodeOutput(
+        path,
+        heatmap,
+        audio.facts.to_dict(),
+        token_file.summary(audio.facts.pcm_bps),
+        _timing(start, encoded) | {"estimate": estimate},
+    )
 
 
 def decode(engine, source: Path, folder: Path, progress: Progress = _quiet) -> DecodeOutput:
@@ -175,14 +195,20 @@ def decode(engine, source: Path, folder: Path, progress: Progress = _quiet) -> D
     token_file = tokens.load_tokens(source)
     estimate = _preflight(engine, "decode", token_file.frames * SAMPLES_PER_FRAME, progress, 0.15)
     progress(0.2, "job.decoding")
-    decoded = engine.decode(token_file.codes, original_samples=token_file.original_samples,
-                            progress=_span(progress, 0.2, 0.8, "job.decoding_part"))
+    decoded = engine.decode(
+        token_file.codes,
+        original_samples=token_file.original_samples,
+        progress=_span(progress, 0.2, 0.8, "job.decoding_part"),
+    )
     progress(0.8, "job.plotting")
     stem = stem_of(source).removesuffix("_tokens")
     wav = write_wav(folder / f"{stem}_decoded.wav", decoded.samples)
     title = "Decoded audio: log-mel spectrogram"  # i18n-exempt: drawn into the PNG (no CJK font assumed)
     figure = analysis.single_spectrogram_figure(decoded.samples, title=title)
     png = analysis.figure_to_png(figure, folder / f"{stem}_spectrogram.png")
-    meta = {"model_source": token_file.model_source, "created": token_file.created,
-            "versions": dict(token_file.versions)}
+    meta = {
+        "model_source": token_file.model_source,
+        "created": token_file.created,
+        "versions": dict(token_file.versions),
+    }
     return DecodeOutput(wav, png, meta, token_file.summary(), _timing(start, decoded=decoded) | {"estimate": estimate})

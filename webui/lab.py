@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+from typing import Any
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,7 +24,10 @@ from .handlers import Handlers, _need_file, user_errors
 logger = logging.getLogger(__name__)
 
 PLAYER_JS = Path(__file__).resolve().parent / "static" / "flip_player.js"
-LAB_GROUP = {"concurrency_limit": 1, "concurrency_id": "lab"}  # CPU work of the timeline and token usage
+LAB_GROUP: dict[str, Any] = {
+    "concurrency_limit": 1,
+    "concurrency_id": "lab",
+}  # CPU work of the timeline and token usage
 PLAYER_CSS = Path(__file__).resolve().parent / "static" / "flip_player.css"
 JS_TEXT_KEYS = ("play", "pause", "loop", "worst", "legend_mel", "legend_snr")  # strings the player shows
 

@@ -96,7 +96,9 @@ def _source(
     gain_db: float | None = None,
     lufs: float | None | str = "measure",
 ) -> Source:
-    lufs = loudness.integrated_lufs(samples) if lufs == "measure" else lufs
+    measured = loudness.integrated_lufs(samples) if lufs == "measure" else lufs
+    assert not isinstance(measured, str)  # "measure" is the only string accepted
+    lufs = measured
     gain = loudness.matching_gain_db(reference_lufs, lufs) if gain_db is None else gain_db
     return Source(id_, key, label, str(path), round(gain, 2), None if lufs is None else round(lufs, 2))
 

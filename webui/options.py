@@ -26,8 +26,9 @@ class WebOptions:
     port: int = option(DEFAULT_PORT, "TCP port (0: the first free one from 7860 up)")
     enable_url_input: bool = option(False, "allow audio from public http(s) URLs")
     url_max_mb: float = option(url_input.DEFAULT_MAX_MB, "largest URL download, MiB")
-    url_timeout_s: float = option(url_input.DEFAULT_TIMEOUT_S, "time limit of a URL download, seconds",
-                                  flag="--url-timeout")
+    url_timeout_s: float = option(
+        url_input.DEFAULT_TIMEOUT_S, "time limit of a URL download, seconds", flag="--url-timeout"
+    )
     temp_dir: str = option("", "where per-request files go (default: a folder in the system temp folder)")
     keep_files_s: float = option(DEFAULT_MAX_AGE_S, "request files older than this are deleted, seconds")
     log_level: str = option("INFO", "how much to log", choices=LOG_LEVELS)

@@ -124,8 +124,7 @@ def blocked_key(address: str, policy: UrlPolicy = UrlPolicy()) -> str | None:
     return None
 
 
-def resolve_all(host: str, port: int, policy: UrlPolicy = UrlPolicy(),
-                resolver=socket.getaddrinfo) -> tuple[str, ...]:
+def resolve_all(host: str, port: int, policy: UrlPolicy = UrlPolicy(), resolver=socket.getaddrinfo) -> tuple[str, ...]:
     """Every address of ``host``, in the resolver's order of preference (RFC 6724: not
     sorted, which would put IPv6 first on machines without an IPv6 route); refuse when any
     of them is not public."""

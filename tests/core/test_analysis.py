@@ -110,7 +110,7 @@ def test_lengths_are_aligned_to_the_shorter(speech):
 def test_window_limits_pesq_and_says_so(speech):
     x = speech(3.0)
     y = x.copy()
-    y[2 * SR:] = with_snr(x[2 * SR:], -10.0)  # damage only after the window
+    y[2 * SR :] = with_snr(x[2 * SR :], -10.0)  # damage only after the window
     windowed = by_name(compare(x, y, max_seconds=1.5))
     whole = by_name(compare(x, y, max_seconds=None))
     assert "first 1.5 s of 3.0 s" in windowed["PESQ-WB"].note

@@ -56,8 +56,7 @@ def write(path: Path, x: np.ndarray, sample_rate: int, subtype: str | None = Non
 
 def encode(src: Path, dst: Path, *codec: str) -> Path:
     """Encode src with the ffmpeg command line (as a user's tools would)."""
-    subprocess.run(["ffmpeg", "-nostdin", "-v", "error", "-i", str(src), *codec, str(dst)],
-                   check=True, timeout=60)
+    subprocess.run(["ffmpeg", "-nostdin", "-v", "error", "-i", str(src), *codec, str(dst)], check=True, timeout=60)
     return dst
 
 
@@ -87,15 +86,18 @@ def rms_db(x: np.ndarray) -> float:
 # Reading files
 
 
-@pytest.mark.parametrize("ext, subtype, sample_rate, channels", [
-    ("wav", "PCM_16", 8000, 1),
-    ("wav", "PCM_24", 44100, 2),
-    ("wav", "FLOAT", 48000, 1),
-    ("wav", "PCM_U8", 16000, 1),
-    ("wav", "PCM_32", 24000, 2),
-    ("flac", "PCM_16", 44100, 2),
-    ("flac", "PCM_24", 16000, 1),
-])
+@pytest.mark.parametrize(
+    "ext, subtype, sample_rate, channels",
+    [
+        ("wav", "PCM_16", 8000, 1),
+        ("wav", "PCM_24", 44100, 2),
+        ("wav", "FLOAT", 48000, 1),
+        ("wav", "PCM_U8", 16000, 1),
+        ("wav", "PCM_32", 24000, 2),
+        ("flac", "PCM_16", 44100, 2),
+        ("flac", "PCM_24", 16000, 1),
+    ],
+)
 def test_lossless_files_decode_to_the_reference(tmp_path, ext, subtype, sample_rate, channels):
     path = write(tmp_path / f"in.{ext}", signal(1.3, sample_rate, channels), sample_rate, subtype)
     stored, _ = sf.read(path, dtype="float32", always_2d=True)  # what the file really holds
@@ -104,8 +106,7 @@ def test_lossless_files_decode_to_the_reference(tmp_path, ext, subtype, sample_r
 
     check_shape(audio, 1.3)
     facts = audio.facts
-    assert (facts.name, facts.format, facts.sample_rate, facts.channels) == (
-        f"in.{ext}", ext, sample_rate, channels)
+    assert (facts.name, facts.format, facts.sample_rate, facts.channels) == (f"in.{ext}", ext, sample_rate, channels)
     assert list(facts.warnings) == expected_warnings(sample_rate, channels)
     reference = resample(stored.mean(axis=1), sample_rate)
     assert audio.samples.size == reference.size
@@ -124,41 +125,44 @@ def check_lossy(audio: Audio, source: np.ndarray, source_rate: int, seconds: flo
     assert corr > 0.9, f"decoded audio does not match the source (correlation {corr:.2f})"
 
 
-@pytest.mark.parametrize("subtype, sample_rate, channels, fmt", [
-    ("VORBIS", 48000, 2, "ogg/vorbis"),
-    ("OPUS", 16000, 1, "opus"),
-])
+@pytest.mark.parametrize(
+    "subtype, sample_rate, channels, fmt",
+    [
+        ("VORBIS", 48000, 2, "ogg/vorbis"),
+        ("OPUS", 16000, 1, "opus"),
+    ],
+)
 def test_ogg_files_from_soundfile(tmp_path, subtype, sample_rate, channels, fmt):
     x = signal(1.5, sample_rate, channels)
     path = write(tmp_path / "in.ogg", x, sample_rate, subtype, format="OGG")
 
     audio = load_audio(path)
 
-    assert (audio.facts.format, audio.facts.sample_rate, audio.facts.channels) == (
-        fmt, sample_rate, channels)
+    assert (audio.facts.format, audio.facts.sample_rate, audio.facts.channels) == (fmt, sample_rate, channels)
     assert list(audio.facts.warnings) == expected_warnings(sample_rate, channels)
     check_lossy(audio, x, sample_rate, 1.5)
 
 
 @needs_ffmpeg
-@pytest.mark.parametrize("ext, codec, sample_rate, channels, fmt, decoded_rate", [
-    ("mp3", ["-c:a", "libmp3lame", "-b:a", "128k"], 44100, 2, "mp3", 44100),
-    ("m4a", ["-c:a", "aac", "-b:a", "128k"], 44100, 2, "m4a/aac", 44100),
-    ("m4a", ["-c:a", "aac", "-b:a", "64k"], 16000, 1, "m4a/aac", 16000),
-    ("webm", ["-c:a", "libopus", "-b:a", "96k"], 48000, 2, "webm", 48000),
-    ("opus", ["-c:a", "libopus", "-b:a", "96k"], 48000, 1, "opus", 48000),
-    ("ogg", ["-c:a", "libvorbis", "-q:a", "6"], 22050, 1, "ogg/vorbis", 22050),
-])
+@pytest.mark.parametrize(
+    "ext, codec, sample_rate, channels, fmt, decoded_rate",
+    [
+        ("mp3", ["-c:a", "libmp3lame", "-b:a", "128k"], 44100, 2, "mp3", 44100),
+        ("m4a", ["-c:a", "aac", "-b:a", "128k"], 44100, 2, "m4a/aac", 44100),
+        ("m4a", ["-c:a", "aac", "-b:a", "64k"], 16000, 1, "m4a/aac", 16000),
+        ("webm", ["-c:a", "libopus", "-b:a", "96k"], 48000, 2, "webm", 48000),
+        ("opus", ["-c:a", "libopus", "-b:a", "96k"], 48000, 1, "opus", 48000),
+        ("ogg", ["-c:a", "libvorbis", "-q:a", "6"], 22050, 1, "ogg/vorbis", 22050),
+    ],
+)
 def test_files_from_ffmpeg(tmp_path, ext, codec, sample_rate, channels, fmt, decoded_rate):
     x = signal(2.0, sample_rate, channels)
-    path = encode(write(tmp_path / "src.wav", x, sample_rate, "FLOAT"), tmp_path / f"in.{ext}",
-                  *codec)
+    path = encode(write(tmp_path / "src.wav", x, sample_rate, "FLOAT"), tmp_path / f"in.{ext}", *codec)
 
     audio = load_audio(path)
 
     facts = audio.facts
-    assert (facts.name, facts.format, facts.sample_rate, facts.channels) == (
-        f"in.{ext}", fmt, decoded_rate, channels)
+    assert (facts.name, facts.format, facts.sample_rate, facts.channels) == (f"in.{ext}", fmt, decoded_rate, channels)
     assert list(facts.warnings) == expected_warnings(decoded_rate, channels)
     check_lossy(audio, x, sample_rate, 2.0)
 
@@ -288,8 +292,7 @@ BAD_FILES = {
     "cut wav": (lambda d: truncated(d, "wav", "PCM_16"), "cut off"),
     "cut flac": (lambda d: truncated(d, "flac", "PCM_16"), "cut off"),
     "header only": (lambda d: truncated_to(d, 44), "cut off"),
-    "no samples": (lambda d: write(d / "no_samples.wav", np.zeros((0, 1), np.float32), 16000),
-                   "no audio samples"),
+    "no samples": (lambda d: write(d / "no_samples.wav", np.zeros((0, 1), np.float32), 16000), "no audio samples"),
     "short": (lambda d: write(d / "short.wav", signal(0.05, 16000, 1), 16000), "one frame"),
     "nan": (lambda d: float_wav_with(d, np.nan), "NaN"),
     "inf": (lambda d: float_wav_with(d, np.inf), "infinite"),
@@ -347,8 +350,12 @@ def test_duration_limit_holds_without_a_duration_in_the_header(tmp_path):
     src = write(tmp_path / "src.wav", signal(3.0, 48000, 1), 48000)
     path = tmp_path / "streamed.webm"  # written to a pipe: the header cannot say how long
     with open(path, "wb") as out:
-        subprocess.run(["ffmpeg", "-nostdin", "-v", "error", "-i", str(src), "-c:a", "libopus",
-                        "-f", "webm", "pipe:1"], stdout=out, check=True, timeout=60)
+        subprocess.run(
+            ["ffmpeg", "-nostdin", "-v", "error", "-i", str(src), "-c:a", "libopus", "-f", "webm", "pipe:1"],
+            stdout=out,
+            check=True,
+            timeout=60,
+        )
     with pytest.raises(AudioInputError, match="longer than the 2.0 s limit") as e:
         load_audio(path, AudioLimits(max_duration_s=2.0))
     assert "streamed.webm" in str(e.value)
@@ -378,8 +385,9 @@ def streamed(tmp_path: Path, name: str, *args: str, seconds: float = 3.0, rate: 
     src = write(tmp_path / "src.wav", signal(seconds, rate, 1), rate)
     path = tmp_path / name
     with open(path, "wb") as out:
-        subprocess.run(["ffmpeg", "-nostdin", "-v", "error", "-i", str(src), *args, "pipe:1"], stdout=out,
-                       check=True, timeout=60)
+        subprocess.run(
+            ["ffmpeg", "-nostdin", "-v", "error", "-i", str(src), *args, "pipe:1"], stdout=out, check=True, timeout=60
+        )
     return path
 
 
@@ -389,8 +397,25 @@ def vbr_mp3_without_xing(tmp_path: Path) -> Path:
     path = tmp_path / "vbr.mp3"
     quiet_then_loud = np.concatenate([np.zeros((4 * 24000, 1), np.float32), signal(4.0, 24000, 1) * 1.5])
     src = write(tmp_path / "src.wav", quiet_then_loud, 24000)
-    subprocess.run(["ffmpeg", "-nostdin", "-v", "error", "-i", str(src), "-c:a", "libmp3lame", "-q:a", "0",
-                    "-write_xing", "0", str(path)], check=True, timeout=60)
+    subprocess.run(
+        [
+            "ffmpeg",
+            "-nostdin",
+            "-v",
+            "error",
+            "-i",
+            str(src),
+            "-c:a",
+            "libmp3lame",
+            "-q:a",
+            "0",
+            "-write_xing",
+            "0",
+            str(path),
+        ],
+        check=True,
+        timeout=60,
+    )
     return path
 
 
@@ -439,8 +464,7 @@ def test_int16_stereo_array_like_gradio_microphone(tmp_path):
     audio = audio_from_array(pcm, 16000, name="microphone")
 
     facts = audio.facts
-    assert (facts.name, facts.format, facts.sample_rate, facts.channels) == (
-        "microphone", "array/int16", 16000, 2)
+    assert (facts.name, facts.format, facts.sample_rate, facts.channels) == ("microphone", "array/int16", 16000, 2)
     assert facts.clipped_samples == 5
     assert list(facts.warnings) == expected_warnings(16000, 2) + ["5 samples are clipped."]
     check_shape(audio, 1.2)
@@ -462,16 +486,19 @@ def test_other_array_types(dtype, scale, speech):
     np.testing.assert_allclose(audio.samples, expected.astype(np.float32), atol=1e-7)
 
 
-@pytest.mark.parametrize("samples, rate, words", [
-    (np.zeros(0, np.int16), 16000, "no audio samples"),
-    (np.zeros((4, 4, 4), np.float32), 16000, "shape"),
-    (np.array(["a", "b"]), 16000, "type"),
-    (np.full(48000, np.inf, np.float32), 48000, "infinite"),
-    (np.zeros(500, np.int16), 16000, "one frame"),
-    (np.zeros(48000, np.int16), 0, "sample rate"),
-    (np.zeros(16000 * 5, np.int16), 16000, "limit"),
-    (None, 16000, "No audio"),
-])
+@pytest.mark.parametrize(
+    "samples, rate, words",
+    [
+        (np.zeros(0, np.int16), 16000, "no audio samples"),
+        (np.zeros((4, 4, 4), np.float32), 16000, "shape"),
+        (np.array(["a", "b"]), 16000, "type"),
+        (np.full(48000, np.inf, np.float32), 48000, "infinite"),
+        (np.zeros(500, np.int16), 16000, "one frame"),
+        (np.zeros(48000, np.int16), 0, "sample rate"),
+        (np.zeros(16000 * 5, np.int16), 16000, "limit"),
+        (None, 16000, "No audio"),
+    ],
+)
 def test_bad_arrays_are_refused_by_name(samples, rate, words):
     with pytest.raises(AudioInputError, match=words) as e:
         audio_from_array(samples, rate, name="microphone", limits=AudioLimits(max_duration_s=4))

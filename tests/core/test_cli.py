@@ -13,8 +13,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def run(*args, timeout=180):
-    return subprocess.run([sys.executable, "-m", "core", *map(str, args)], cwd=ROOT,
-                          capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "core", *map(str, args)], cwd=ROOT, capture_output=True, text=True, timeout=timeout
+    )
 
 
 def test_check_json_on_cpu(tiny_checkpoint):

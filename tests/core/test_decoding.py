@@ -10,8 +10,10 @@ from core.codec import SAMPLES_PER_FRAME as FRAME
 
 def seam_errors(ours: torch.Tensor, whole: torch.Tensor, seams: list[int], frames: int = 5) -> list[float]:
     """Max abs difference in the ``frames`` frames after each seam (a seam = a chunk start)."""
-    return [(ours[s * FRAME:(s + frames) * FRAME] - whole[s * FRAME:(s + frames) * FRAME]).abs().max().item()
-            for s in seams]
+    return [
+        (ours[s * FRAME : (s + frames) * FRAME] - whole[s * FRAME : (s + frames) * FRAME]).abs().max().item()
+        for s in seams
+    ]
 
 
 def test_streamed_decode_matches_the_whole_decode_at_every_seam(tiny_model, speech, whole_codes):

@@ -57,7 +57,7 @@ def test_context_matters_on_this_checkpoint(tiny_model, speech, whole_codes, mon
     x = speech(6.0, seed=1)
     whole = whole_codes(model, x)
     step = 12 * FRAME  # whole frames per naive chunk
-    naive = torch.cat([whole_codes(model, x[i: i + step]) for i in range(0, x.size, step)])
+    naive = torch.cat([whole_codes(model, x[i : i + step]) for i in range(0, x.size, step)])
     assert (naive == whole).float().mean() < 0.95
     monkeypatch.setattr(encoding, "conv_context_samples", lambda m: 0)
     assert not torch.equal(chunked_codes(model, x, span_steps=60), whole)

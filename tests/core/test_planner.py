@@ -15,8 +15,17 @@ from core.codec import MIB, SAMPLE_RATE, SAMPLES_PER_FRAME
 from core.planner import ChunkPlan, ModelDims
 from core.settings import Settings
 
-DIMS = ModelDims(weight_bytes=651 * MIB, item_bytes=4, encoder_filters=64, encoder_hidden=512, encoder_layers=8,
-                 kv_heads=8, head_dim=64, conv_context_samples=5760, decoder_channels=96)
+DIMS = ModelDims(
+    weight_bytes=651 * MIB,
+    item_bytes=4,
+    encoder_filters=64,
+    encoder_hidden=512,
+    encoder_layers=8,
+    kv_heads=8,
+    head_dim=64,
+    conv_context_samples=5760,
+    decoder_channels=96,
+)
 GPU = Settings(model="unused", device="cuda:0")
 CPU = Settings(model="unused", device="cpu")
 
@@ -33,8 +42,13 @@ def test_base_plan_follows_the_settings_in_whole_frames():
     assert planner.base_plan(CPU).kv_device_bytes is None  # the CPU keeps every key and value in RAM
 
 
-@pytest.mark.parametrize("changes", [dict(encode_chunk_s=2.0, min_chunk_s=5.0, decode_chunk_frames=300),
-                                     dict(encode_chunk_s=20.0, min_chunk_s=5.0, decode_chunk_frames=10)])
+@pytest.mark.parametrize(
+    "changes",
+    [
+        dict(encode_chunk_s=2.0, min_chunk_s=5.0, decode_chunk_frames=300),
+        dict(encode_chunk_s=20.0, min_chunk_s=5.0, decode_chunk_frames=10),
+    ],
+)
 def test_oom_retries_never_grow_a_chunk_above_the_configured_one(changes):
     # with a chunk setting below the min_chunk_s floor, a retry used to jump *up* to the floor
     settings = dataclasses.replace(CPU, **changes)
@@ -43,8 +57,10 @@ def test_oom_retries_never_grow_a_chunk_above_the_configured_one(changes):
     while (smaller := planner.smaller(plan, settings)) is not None:
         assert smaller.encode_chunk_samples <= plan.encode_chunk_samples
         assert smaller.decode_chunk_frames <= plan.decode_chunk_frames
-        assert (smaller.encode_chunk_samples, smaller.decode_chunk_frames) != (plan.encode_chunk_samples,
-                                                                              plan.decode_chunk_frames)
+        assert (smaller.encode_chunk_samples, smaller.decode_chunk_frames) != (
+            plan.encode_chunk_samples,
+            plan.decode_chunk_frames,
+        )
         plan, steps = smaller, steps + 1
     assert steps >= 1
 
@@ -104,8 +120,11 @@ def test_cpu_estimate_counts_the_decoded_audio_in_ram():
     hour = [3600 * SAMPLE_RATE]
     plan = planner.base_plan(CPU)
     output = 4 * 3600 * SAMPLE_RATE
-    assert planner.peak_bytes(DIMS, "decode", hour, plan, False) - planner.peak_bytes(
-        DIMS, "decode", [plan.decode_chunk_frames * SAMPLES_PER_FRAME], plan, False) >= output * 0.99
+    assert (
+        planner.peak_bytes(DIMS, "decode", hour, plan, False)
+        - planner.peak_bytes(DIMS, "decode", [plan.decode_chunk_frames * SAMPLES_PER_FRAME], plan, False)
+        >= output * 0.99
+    )
     free = 500 * MIB
     chosen, estimate = planner.choose(DIMS, CPU, "decode", hour, free_bytes=free, host_free_bytes=free)
     assert chosen is None and not estimate.fits and "does not fit" in estimate.message

@@ -12,7 +12,9 @@ def test_cpu_readiness_reports_three_honest_steps(tiny_engine):
     cuda, weights, trip = report.steps
     assert cuda.status == "skipped" and "no CUDA" in cuda.detail and "CPU" in cuda.detail
     assert weights.status == "pass"
-    expected = sum(t.numel() * t.element_size() for t in list(tiny_engine.model.parameters()) + list(tiny_engine.model.buffers()))
+    expected = sum(
+        t.numel() * t.element_size() for t in list(tiny_engine.model.parameters()) + list(tiny_engine.model.buffers())
+    )
     assert weights.data["bytes"] == expected
     assert trip.status == "pass" and trip.data["frames"] == 13 and trip.seconds > 0
     assert report.ok
@@ -57,8 +59,9 @@ def test_cuda_step_reports_native_bf16_as_the_engine_decides(monkeypatch):
     from core.readiness import check_cuda
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
-    monkeypatch.setattr(torch.cuda, "get_device_properties",
-                        lambda dev: types.SimpleNamespace(name="Tesla T4", major=7, minor=5))
+    monkeypatch.setattr(
+        torch.cuda, "get_device_properties", lambda dev: types.SimpleNamespace(name="Tesla T4", major=7, minor=5)
+    )
     monkeypatch.setattr(torch.cuda, "mem_get_info", lambda dev: (8 << 30, 16 << 30))
     monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda including_emulation=True: including_emulation)
     step = check_cuda("cuda:0")

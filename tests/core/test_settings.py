@@ -61,8 +61,18 @@ def test_settings_are_frozen():
         Settings().device = "cuda:0"
 
 
-@pytest.mark.parametrize("field", ["max_duration_s", "max_file_mb", "encode_chunk_s", "encode_span_s",
-                                   "batch_audio_s", "min_chunk_s", "encode_kv_device_mib"])
+@pytest.mark.parametrize(
+    "field",
+    [
+        "max_duration_s",
+        "max_file_mb",
+        "encode_chunk_s",
+        "encode_span_s",
+        "batch_audio_s",
+        "min_chunk_s",
+        "encode_kv_device_mib",
+    ],
+)
 @pytest.mark.parametrize("value", [float("nan"), float("inf")])
 def test_non_finite_numbers_are_refused(field, value):
     # nan used to pass (nan <= 0 is False) and turned limits off or crashed later in int(nan)
@@ -76,8 +86,13 @@ def test_non_finite_number_in_environment_is_refused():
 
 
 # a valid value other than the default, per field type (str fields: their own)
-_OTHER = {"model": "/some/model", "device": "cuda:1", "dtype": "bfloat16", "data_dir": "/some/data",
-          "decode_dtype": "bfloat16"}
+_OTHER = {
+    "model": "/some/model",
+    "device": "cuda:1",
+    "dtype": "bfloat16",
+    "data_dir": "/some/data",
+    "decode_dtype": "bfloat16",
+}
 
 
 def _other(spec, default):
@@ -99,8 +114,11 @@ def test_every_field_has_a_flag_and_a_variable_that_set_it():
     for spec in specs(Settings):
         value = _other(spec, getattr(defaults, spec.name))
         text = str(value).lower() if isinstance(value, bool) else str(value)
-        flag = ([spec.flag] if value is True else [f"--no-{spec.flag[2:]}"]) if isinstance(value, bool) \
+        flag = (
+            ([spec.flag] if value is True else [f"--no-{spec.flag[2:]}"])
+            if isinstance(value, bool)
             else [spec.flag, text]
+        )
         extra = ["--device", "cuda:0"] if spec.name == "dtype" else []  # bf16 needs a GPU device
         assert getattr(parse(flag + extra, {}), spec.name) == value, spec.flag
         env = {spec.env: text, **({"CODEC_DEVICE": "cuda:0"} if extra else {})}
@@ -108,12 +126,15 @@ def test_every_field_has_a_flag_and_a_variable_that_set_it():
     assert len(specs(Settings)) == len(Settings.__dataclass_fields__) >= 15
 
 
-@pytest.mark.parametrize("changes, message", [
-    (dict(cleanup_threshold=1.5), "cleanup_threshold"),
-    (dict(max_batch_memory_fraction=0.0), "max_batch_memory_fraction"),
-    (dict(decode_chunk_frames=0), "decode_chunk_frames"),
-    (dict(min_chunk_s=-1.0), "min_chunk_s"),
-])
+@pytest.mark.parametrize(
+    "changes, message",
+    [
+        (dict(cleanup_threshold=1.5), "cleanup_threshold"),
+        (dict(max_batch_memory_fraction=0.0), "max_batch_memory_fraction"),
+        (dict(decode_chunk_frames=0), "decode_chunk_frames"),
+        (dict(min_chunk_s=-1.0), "min_chunk_s"),
+    ],
+)
 def test_values_are_checked_whichever_way_the_settings_are_made(changes, message):
     with pytest.raises(SettingsError, match=message):
         Settings(**changes)  # no validate() to forget: __post_init__ checks

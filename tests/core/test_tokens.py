@@ -44,8 +44,9 @@ def write_raw(path, codes, drop=(), **overrides):
 
 @pytest.mark.parametrize("frames", [1, 2, 375, 4001])
 def test_round_trip_is_lossless(tmp_path, frames):
-    original = make_token_file(random_codes(frames, seed=frames), frames * 1920 - 100,
-                               SOURCE, versions={"qwen-tts": "9.9"})
+    original = make_token_file(
+        random_codes(frames, seed=frames), frames * 1920 - 100, SOURCE, versions={"qwen-tts": "9.9"}
+    )
     path = save_tokens(original, tmp_path / "clip.npz")
     loaded = load_tokens(path)
     assert loaded == original
@@ -157,24 +158,26 @@ CORRUPTIONS = {
     "bare npy": (lambda p: _npy(p, random_codes(2)), "single .npy"),
     "no metadata": (lambda p: _npz(p, codes=random_codes(2)), "lacks metadata"),
     "no codes": (lambda p: _npz(p, metadata=np.array("{}")), "lacks codes"),
-    "metadata not json": (
-        lambda p: _npz(p, codes=random_codes(2), metadata=np.array("not json {")),
-        "not valid JSON"),
-    "metadata a number array": (
-        lambda p: _npz(p, codes=random_codes(2), metadata=np.arange(3)),
-        "not a JSON string"),
+    "metadata not json": (lambda p: _npz(p, codes=random_codes(2), metadata=np.array("not json {")), "not valid JSON"),
+    "metadata a number array": (lambda p: _npz(p, codes=random_codes(2), metadata=np.arange(3)), "not a JSON string"),
     "metadata a json list": (
         lambda p: _npz(p, codes=random_codes(2), metadata=np.array("[1, 2]")),
-        "not a JSON object"),
-    "wrong format name": (lambda p: write_raw(p, random_codes(2), format="other-tool"),
-                          "not a Codec Workbench token file"),
-    "newer version": (lambda p: write_raw(p, random_codes(2), format_version=2),
-                      "newer Codec Workbench.*Upgrade"),
+        "not a JSON object",
+    ),
+    "wrong format name": (
+        lambda p: write_raw(p, random_codes(2), format="other-tool"),
+        "not a Codec Workbench token file",
+    ),
+    "newer version": (lambda p: write_raw(p, random_codes(2), format_version=2), "newer Codec Workbench.*Upgrade"),
     "bad version": (lambda p: write_raw(p, random_codes(2), format_version="1"), "not valid"),
-    "missing field": (lambda p: write_raw(p, random_codes(2), drop=["original_samples"]),
-                      "lacks the field 'original_samples'"),
-    "field of wrong type": (lambda p: write_raw(p, random_codes(2), model_source=None),
-                            "'model_source' has the wrong type"),
+    "missing field": (
+        lambda p: write_raw(p, random_codes(2), drop=["original_samples"]),
+        "lacks the field 'original_samples'",
+    ),
+    "field of wrong type": (
+        lambda p: write_raw(p, random_codes(2), model_source=None),
+        "'model_source' has the wrong type",
+    ),
     "wrong sample rate": (lambda p: write_raw(p, random_codes(2), sample_rate=16_000), "24000 Hz"),
     "wrong frame rate": (lambda p: write_raw(p, random_codes(2), frame_rate=25.0), "frames/s"),
     "wrong codebook count": (lambda p: write_raw(p, random_codes(2), num_codebooks=8), "num_codebooks"),
@@ -184,12 +187,12 @@ CORRUPTIONS = {
     "float codes": (lambda p: write_raw(p, random_codes(2).astype(np.float32)), "integers"),
     "code too large": (lambda p: write_raw(p, np.full((2, 16), 2048)), "0..2047"),
     "negative code": (lambda p: write_raw(p, np.full((2, 16), -3)), "0..2047"),
-    "length too short": (lambda p: write_raw(p, random_codes(3), original_samples=2 * 1920),
-                         "does not fit 3 frames"),
-    "length too long": (lambda p: write_raw(p, random_codes(3), original_samples=3 * 1920 + 1),
-                        "does not fit 3 frames"),
-    "checksum mismatch": (lambda p: write_raw(p, random_codes(2), codes_sha256="ab" * 32),
-                          "checksum"),
+    "length too short": (lambda p: write_raw(p, random_codes(3), original_samples=2 * 1920), "does not fit 3 frames"),
+    "length too long": (
+        lambda p: write_raw(p, random_codes(3), original_samples=3 * 1920 + 1),
+        "does not fit 3 frames",
+    ),
+    "checksum mismatch": (lambda p: write_raw(p, random_codes(2), codes_sha256="ab" * 32), "checksum"),
 }
 
 

@@ -39,7 +39,10 @@ def gpu_engine(request, full_checkpoint):
 def test_readiness_reports_resident_weights(gpu_engine, speech):
     report = gpu_engine.check()
     cuda, weights, trip = report.steps
-    print(f"\n[{gpu_engine.settings.dtype}] readiness: " + " | ".join(f"{s.name}={s.status}: {s.detail}" for s in report.steps))
+    print(
+        f"\n[{gpu_engine.settings.dtype}] readiness: "
+        + " | ".join(f"{s.name}={s.status}: {s.detail}" for s in report.steps)
+    )
     assert report.ok
     assert cuda.status == "pass" and cuda.data["bf16"] is True
     assert abs(weights.data["mib"] - RESIDENT_MIB[gpu_engine.settings.dtype]) < 2, weights.data
@@ -51,8 +54,10 @@ def test_clear_vram_figures_move(gpu_engine, speech):
     gpu_engine.encode_array(speech(30.0))  # leaves cached blocks behind
     cleared = gpu_engine.clear_vram()
     before, after = cleared["before"], cleared["after"]
-    print(f"\n[{gpu_engine.settings.dtype}] clear VRAM: allocated {before['allocated_mib']} -> {after['allocated_mib']} MiB, "
-          f"reserved {before['reserved_mib']} -> {after['reserved_mib']} MiB, free {before['free_mib']} -> {after['free_mib']} MiB")
+    print(
+        f"\n[{gpu_engine.settings.dtype}] clear VRAM: allocated {before['allocated_mib']} -> {after['allocated_mib']} MiB, "
+        f"reserved {before['reserved_mib']} -> {after['reserved_mib']} MiB, free {before['free_mib']} -> {after['free_mib']} MiB"
+    )
     assert before["reserved_mib"] > before["allocated_mib"]
     assert after["reserved_mib"] < before["reserved_mib"]
     assert after["free_mib"] > before["free_mib"]
@@ -65,8 +70,10 @@ def test_chunked_encode_agrees_and_stays_small(gpu_engine, speech, whole_codes):
     x = x[: x.size - 777]
     result = gpu_engine.encode_array(x)
     agree = float(np.mean(result.codes == whole_codes(gpu_engine, x)))
-    print(f"\n[{gpu_engine.settings.dtype}] 100 s chunked encode: agreement {agree:.5f} with the whole-clip encode, "
-          f"peak {result.peak_mib:.0f} MiB")
+    print(
+        f"\n[{gpu_engine.settings.dtype}] 100 s chunked encode: agreement {agree:.5f} with the whole-clip encode, "
+        f"peak {result.peak_mib:.0f} MiB"
+    )
     if gpu_engine.settings.dtype == "float32":
         assert agree == 1.0  # full-fp32 encodes on both sides
     else:
@@ -80,7 +87,9 @@ def test_estimate_matches_measured_peak_within_reason(gpu_engine, speech):
     x = speech(120.0, seed=5)
     estimate = gpu_engine.estimate("encode", samples=x.size)
     measured = gpu_engine.encode_array(x).peak_mib
-    print(f"\n[{gpu_engine.settings.dtype}] 120 s encode: estimate {estimate.peak_mib:.0f} MiB, measured {measured:.0f} MiB")
+    print(
+        f"\n[{gpu_engine.settings.dtype}] 120 s encode: estimate {estimate.peak_mib:.0f} MiB, measured {measured:.0f} MiB"
+    )
     assert estimate.fits
     assert measured * 0.8 <= estimate.peak_mib <= measured * 2.0
 
@@ -97,8 +106,11 @@ def test_fused_snake_matches_the_module(gpu_engine):
             x = torch.randn(2, module.in_features, 3001, device="cuda", dtype=dtype)
             for view in (x, x[..., 1:]):  # contiguous and strided
                 ref = module(view).float()
-                worst = max(worst, ((snake := kernels.snake_beta(module, view).float()) - ref).abs().max().item()
-                            / ref.abs().max().item())
+                worst = max(
+                    worst,
+                    ((snake := kernels.snake_beta(module, view).float()) - ref).abs().max().item()
+                    / ref.abs().max().item(),
+                )
                 assert snake.shape == ref.shape
     print(f"\n[{gpu_engine.settings.dtype}] fused SnakeBeta: worst relative difference {worst:.2e}")
     assert worst < (1e-5 if dtype == torch.float32 else 2e-2)

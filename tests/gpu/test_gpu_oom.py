@@ -27,8 +27,9 @@ MIB = 1 << 20  # bytes in a MiB
 
 @pytest.fixture
 def fp32_engine(full_checkpoint):
-    engine = Engine(Settings(model=str(full_checkpoint), device="cuda:0", dtype="float32", encode_chunk_s=20.0,
-                             min_chunk_s=10.0))  # retries: 20 s windows -> 10 s (the floor) -> give up
+    engine = Engine(
+        Settings(model=str(full_checkpoint), device="cuda:0", dtype="float32", encode_chunk_s=20.0, min_chunk_s=10.0)
+    )  # retries: 20 s windows -> 10 s (the floor) -> give up
     assert engine.load(), engine.error
     yield engine
     torch.cuda.set_per_process_memory_fraction(1.0)
@@ -54,8 +55,10 @@ def cap_memory(extra_mib: float) -> tuple[bool, str]:
 
 
 def allocator() -> str:
-    return (f"allocator backend {torch.cuda.get_allocator_backend()}, "
-            f"PYTORCH_CUDA_ALLOC_CONF={os.environ.get('PYTORCH_CUDA_ALLOC_CONF')!r}")
+    return (
+        f"allocator backend {torch.cuda.get_allocator_backend()}, "
+        f"PYTORCH_CUDA_ALLOC_CONF={os.environ.get('PYTORCH_CUDA_ALLOC_CONF')!r}"
+    )
 
 
 def test_real_out_of_memory_retries_then_fails_clearly_then_recovers(fp32_engine, speech, caplog, whole_codes):
@@ -67,14 +70,18 @@ def test_real_out_of_memory_retries_then_fails_clearly_then_recovers(fp32_engine
     assert np.array_equal(free_run.codes, expected)
 
     enforced, figures = cap_memory(0.6 * need)
-    print(f"\n[float32] 60 s encode needs {need:.0f} MiB beyond {resident:.0f} MiB resident; cap +{0.6 * need:.0f} MiB "
-          f"({figures}) enforced: {enforced} ({allocator()})")
+    print(
+        f"\n[float32] 60 s encode needs {need:.0f} MiB beyond {resident:.0f} MiB resident; cap +{0.6 * need:.0f} MiB "
+        f"({figures}) enforced: {enforced} ({allocator()})"
+    )
     assert enforced, "the per-process memory fraction is not enforced here: " + allocator()
     with caplog.at_level(logging.WARNING, logger="core.engine"):
         result = fp32_engine.encode_array(x)
     retries = [r.getMessage() for r in caplog.records if "retrying" in r.getMessage()]
-    print(f"[float32] capped: {len(retries)} retr{'y' if len(retries) == 1 else 'ies'}, peak {result.peak_mib:.0f} MiB\n  "
-          + "\n  ".join(retries))
+    print(
+        f"[float32] capped: {len(retries)} retr{'y' if len(retries) == 1 else 'ies'}, peak {result.peak_mib:.0f} MiB\n  "
+        + "\n  ".join(retries)
+    )
     assert retries and np.array_equal(result.codes, expected)
 
     enforced, figures = cap_memory(0.0)  # nothing beyond what is reserved now: not even the 10 s floor fits
@@ -91,15 +98,23 @@ def test_real_out_of_memory_retries_then_fails_clearly_then_recovers(fp32_engine
 
 
 def test_refuses_what_cannot_fit_and_shrinks_what_can(full_checkpoint):
-    engine = Engine(Settings(model=str(full_checkpoint), device="cuda:0", dtype="float32",
-                             encode_chunk_s=3600.0, max_batch_memory_fraction=0.05))
+    engine = Engine(
+        Settings(
+            model=str(full_checkpoint),
+            device="cuda:0",
+            dtype="float32",
+            encode_chunk_s=3600.0,
+            max_batch_memory_fraction=0.05,
+        )
+    )
     assert engine.load(), engine.error
     try:
         big = engine.estimate("encode", 1800.0)  # whole-clip would need ≈53 GiB; 5% of the card is ≈7 GiB
         print(f"\n[float32] 30 min encode with 1 h windows allowed, 5% of free memory: {big.message}")
         assert big.fits and big.peak_mib < 0.05 * 141 * 1024  # the planner shrank the windows until it fits
-        tight = Engine(Settings(model=str(full_checkpoint), device="cuda:0", dtype="float32",
-                                max_batch_memory_fraction=1e-4))
+        tight = Engine(
+            Settings(model=str(full_checkpoint), device="cuda:0", dtype="float32", max_batch_memory_fraction=1e-4)
+        )
         assert tight.load(), tight.error
         try:
             refused = tight.estimate("decode", 60.0)

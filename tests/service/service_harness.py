@@ -39,16 +39,29 @@ def free_port() -> int:
 class Service:
     """supervisord (foreground, as a child of the test) running the webui program."""
 
-    def __init__(self, root: Path, model: str, *, device: str = "cpu", port: int | None = None,
-                 command: str | None = None, extra_env: dict[str, str] | None = None):
+    def __init__(
+        self,
+        root: Path,
+        model: str,
+        *,
+        device: str = "cpu",
+        port: int | None = None,
+        command: str | None = None,
+        extra_env: dict[str, str] | None = None,
+    ):
         self.root = Path(root)
         self.port = port or free_port()
         self.conf = self.root / "supervisord.conf"
         self.logs = self.root / "logs"
         self.app_log = self.logs / "webui.log"
         self.command = command or f"{sys.executable} -m webui"  # host and port come from the environment
-        env = {"CODEC_MODEL": model, "CODEC_DEVICE": device, "CODEC_DTYPE": "float32",
-               "CODEC_HOST": HOST, "CODEC_PORT": str(self.port)}
+        env = {
+            "CODEC_MODEL": model,
+            "CODEC_DEVICE": device,
+            "CODEC_DTYPE": "float32",
+            "CODEC_HOST": HOST,
+            "CODEC_PORT": str(self.port),
+        }
         env.update(extra_env or {})
         self.env_line = ",".join(f'{k}="{v}"' for k, v in env.items())
         self.proc: subprocess.Popen | None = None
@@ -59,10 +72,7 @@ class Service:
         self.logs.mkdir(parents=True, exist_ok=True)
         shutil.copy(CONFIG, self.conf)
         (self.root / "supervisord.local.conf").write_text(
-            "[program:webui]\n"
-            f"command = {self.command}\n"
-            f"directory = {REPO}\n"
-            f"environment = {self.env_line}\n"
+            f"[program:webui]\ncommand = {self.command}\ndirectory = {REPO}\nenvironment = {self.env_line}\n"
         )
 
     def start(self) -> "Service":
@@ -72,7 +82,11 @@ class Service:
         out = open(self.root / "supervisord.out", "wb")
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "supervisor.supervisord", "-n", "-c", str(self.conf)],
-            cwd=self.root, env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            cwd=self.root,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
             start_new_session=True,
         )
         out.close()
@@ -81,7 +95,10 @@ class Service:
     def ctl(self, *args: str, timeout: float = CTL_TIMEOUT_S) -> subprocess.CompletedProcess:
         return subprocess.run(
             [sys.executable, "-m", "supervisor.supervisorctl", "-c", str(self.conf), *args],
-            capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            stdin=subprocess.DEVNULL,
         )
 
     def app_pid(self) -> int | None:
@@ -104,8 +121,7 @@ class Service:
                     continue
                 if p.pid in self.app_pids:
                     found.append(p)
-                elif "webui" in " ".join(p.info["cmdline"] or []) and \
-                        p.environ().get("CODEC_PORT") == str(self.port):
+                elif "webui" in " ".join(p.info["cmdline"] or []) and p.environ().get("CODEC_PORT") == str(self.port):
                     found.append(p)
             except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
                 continue

@@ -88,7 +88,10 @@ def test_missing_weights_fail_with_reason(missing_engine):
 
 def _fake_engine(state: str, report: ReadinessReport | None):
     engine = SimpleNamespace(
-        state=SimpleNamespace(value=state), ready=state == "ready", last_report=report, error=None,
+        state=SimpleNamespace(value=state),
+        ready=state == "ready",
+        last_report=report,
+        error=None,
     )
     engine.not_ready_message = lambda: f"engine is {state}"
     engine.info = lambda: {"state": state, "error": None}

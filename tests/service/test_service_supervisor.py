@@ -84,7 +84,7 @@ def test_startup_stages_are_logged_with_times(service):
         positions.append(match.start())
     stages = positions[: len(STARTUP_STAGES)]
     assert stages == sorted(stages), "startup stages are logged out of order"
-    load, check = positions[len(STARTUP_STAGES):]
+    load, check = positions[len(STARTUP_STAGES) :]
     assert load < check < stages[-1], "the model must be loaded and checked before serving"
 
 
@@ -93,8 +93,9 @@ def test_kill_9_is_restarted_and_ready_again(service):
     assert old, service.diagnostics()
     killed_at = time.monotonic()
     os.kill(old, signal.SIGKILL)
-    new = wait_until(lambda: (p := service.app_pid()) and p != old and p,
-                     RESTART_READY_S, "supervisord to start a new app process")
+    new = wait_until(
+        lambda: (p := service.app_pid()) and p != old and p, RESTART_READY_S, "supervisord to start a new app process"
+    )
     assert not psutil.pid_exists(old) or psutil.Process(old).status() == psutil.STATUS_ZOMBIE
     service.wait_for("/ready", 200, max(1.0, RESTART_READY_S - (time.monotonic() - killed_at)))
     elapsed = time.monotonic() - killed_at
@@ -110,8 +111,11 @@ def test_stop_leaves_no_app_process(service):
     group = os.getpgid(pid)
     result = service.ctl("stop", "webui", timeout=STOP_S + 30)
     assert "stopped" in result.stdout, result.stdout + result.stderr
-    wait_until(lambda: not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE,
-               5, f"app pid {pid} to exit")
+    wait_until(
+        lambda: not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE,
+        5,
+        f"app pid {pid} to exit",
+    )
     left = service.app_processes()
     assert not left, f"still running after stop: {[p.cmdline() for p in left]}"
     in_group = [p.pid for p in psutil.process_iter() if _pgid(p.pid) == group]

@@ -16,6 +16,7 @@ from webui.handlers import Handlers
 from webui.server import ServerOptions, launch
 from webui.workspace import Workspace
 
+
 def pytest_configure(config):
     # Gradio 6.17 still uses a Starlette constant Starlette deprecated; not ours to fix.
     config.addinivalue_line("filterwarnings", "ignore:'HTTP_422_UNPROCESSABLE_ENTITY' is deprecated")

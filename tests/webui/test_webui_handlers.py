@@ -55,8 +55,15 @@ def test_roundtrip_returns_players_facts_tokens_metrics_and_downloads(handlers):
     assert wav_path == out["reconstruction"]
     details = out["details"]
     assert [m["name"] for m in out["metrics_details"]["metrics"]] == [
-        "PESQ-WB", "PESQ-NB", "STOI", "SI-SDR", "Log-mel distance"]
-    assert details["tokens"]["compression_vs_original"] == pytest.approx(16_000 * 2 * 16 / details["tokens"]["bitrate_bps"])
+        "PESQ-WB",
+        "PESQ-NB",
+        "STOI",
+        "SI-SDR",
+        "Log-mel distance",
+    ]
+    assert details["tokens"]["compression_vs_original"] == pytest.approx(
+        16_000 * 2 * 16 / details["tokens"]["bitrate_bps"]
+    )
     assert details["timing"]["ui_s"] >= 0 and details["timing"]["model_s"] > 0
     assert _digest(source) == before  # the user's file is untouched
 
@@ -104,12 +111,15 @@ def test_metrics_are_cleared_while_a_new_round_trip_runs(handlers):
     assert handlers.clear_metrics() == ("", None)
 
 
-@pytest.mark.parametrize("method, value, words", [
-    ("roundtrip", None, "upload or record audio"),
-    ("encode", None, "upload or record audio"),
-    ("decode", None, "upload a .npz token file"),
-    ("roundtrip", "/nonexistent/clip.wav", "upload it again"),
-])
+@pytest.mark.parametrize(
+    "method, value, words",
+    [
+        ("roundtrip", None, "upload or record audio"),
+        ("encode", None, "upload or record audio"),
+        ("decode", None, "upload a .npz token file"),
+        ("roundtrip", "/nonexistent/clip.wav", "upload it again"),
+    ],
+)
 def test_missing_input_says_what_to_do(handlers, method, value, words):
     with pytest.raises(gr.Error, match=words):
         getattr(handlers, method)(value)

@@ -24,8 +24,18 @@ WEBUI = Path(i18n.__file__).resolve().parent
 ZH = gr.Request(headers={"accept-language": "zh-CN,zh;q=0.9"})  # what Chromium sends with a zh-CN locale
 EN = gr.Request(headers={"accept-language": "en-US,en;q=0.9"})
 # modules whose strings reach the page; i18n.py itself only holds mechanism text (KeyError for bugs)
-SCANNED = ("app.py", "handlers.py", "formatting.py", "jobs.py", "url_input.py", "doctor_panel.py", "lab.py",
-           "lab_jobs.py", "abx.py", "review.py")
+SCANNED = (
+    "app.py",
+    "handlers.py",
+    "formatting.py",
+    "jobs.py",
+    "url_input.py",
+    "doctor_panel.py",
+    "lab.py",
+    "lab_jobs.py",
+    "abx.py",
+    "review.py",
+)
 _KEY = re.compile(r"^[a-z_]+(\.[A-Za-z0-9_ -]+)+$")
 _WORDS = re.compile(r"[A-Za-z]{2,}[ ,:;]+[A-Za-z]{2,}")  # two words in a row: prose, not an identifier
 _MARKUP = re.compile(r"<[^>]*>|\{[^}]*\}|`[^`]*`")

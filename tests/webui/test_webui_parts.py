@@ -49,8 +49,17 @@ STEPS = [
     {"name": "weights", "title": "Weights resident", "status": "fail", "detail": "<b>x</b> missing", "seconds": 0.0},
     {"name": "roundtrip", "title": "Test round trip", "status": "skipped", "detail": "no model", "seconds": 0.0},
 ]
-INFO = {"state": "failed", "error": "Model directory /m does not exist.", "model": "/m", "model_path": None,
-        "device": "cpu", "device_label": "CPU", "dtype": "float32", "resident_mib": None, "load_seconds": None}
+INFO = {
+    "state": "failed",
+    "error": "Model directory /m does not exist.",
+    "model": "/m",
+    "model_path": None,
+    "device": "cpu",
+    "device_label": "CPU",
+    "dtype": "float32",
+    "resident_mib": None,
+    "load_seconds": None,
+}
 
 
 def test_status_html_escapes_and_explains_failure():
@@ -66,11 +75,24 @@ def test_status_html_before_any_check_shows_three_pending_steps():
 
 
 def test_gpu_stats_and_clear_vram_before_after():
-    gpu = {"device": "cuda:0", "allocated_mib": 1500.0, "reserved_mib": 6000.0, "free_mib": 70000.0,
-           "total_mib": 81559.0}
-    stats = {"device": "cuda:0", "gpu": gpu, "gpu_name": "NVIDIA H100", "process_rss_mib": 2048.0,
-             "system_ram_used_mib": 9000.0, "system_ram_total_mib": 64000.0, "system_ram_percent": 14.1,
-             "cpu_percent": 37.0, "cpu_count": 16}
+    gpu = {
+        "device": "cuda:0",
+        "allocated_mib": 1500.0,
+        "reserved_mib": 6000.0,
+        "free_mib": 70000.0,
+        "total_mib": 81559.0,
+    }
+    stats = {
+        "device": "cuda:0",
+        "gpu": gpu,
+        "gpu_name": "NVIDIA H100",
+        "process_rss_mib": 2048.0,
+        "system_ram_used_mib": 9000.0,
+        "system_ram_total_mib": 64000.0,
+        "system_ram_percent": 14.1,
+        "cpu_percent": 37.0,
+        "cpu_count": 16,
+    }
     text = fmt.stats_markdown(stats)
     for expected in ("NVIDIA H100", "1500 MiB", "6000 MiB", "70000 of 81559 MiB", "2048 MiB", "37% of 16 cores"):
         assert expected in text
@@ -80,17 +102,34 @@ def test_gpu_stats_and_clear_vram_before_after():
 
 
 def test_metric_table_shows_missing_values_with_their_note():
-    metrics = [{"name": "PESQ-WB", "value": None, "meaning": "quality", "better": "higher",
-                "note": "the original is silent", "unit": ""},
-               {"name": "SI-SDR", "value": 12.3456, "meaning": "fidelity", "better": "higher", "note": "", "unit": "dB"}]
+    metrics = [
+        {
+            "name": "PESQ-WB",
+            "value": None,
+            "meaning": "quality",
+            "better": "higher",
+            "note": "the original is silent",
+            "unit": "",
+        },
+        {"name": "SI-SDR", "value": 12.3456, "meaning": "fidelity", "better": "higher", "note": "", "unit": "dB"},
+    ]
     text = fmt.metrics_markdown(metrics)
     assert "| n/a |" in text and "the original is silent" in text and "12.346 dB" in text
 
 
 def test_facts_show_warnings_or_say_there_are_none():
-    facts = {"name": "a|b.wav", "format": "wav", "sample_rate": 48000, "channels": 2, "duration_s": 1.5,
-             "peak": 1.0, "rms_dbfs": -20.0, "clipped_samples": 12, "near_silent": False,
-             "warnings": ["12 samples are clipped."]}
+    facts = {
+        "name": "a|b.wav",
+        "format": "wav",
+        "sample_rate": 48000,
+        "channels": 2,
+        "duration_s": 1.5,
+        "peak": 1.0,
+        "rms_dbfs": -20.0,
+        "clipped_samples": 12,
+        "near_silent": False,
+        "warnings": ["12 samples are clipped."],
+    }
     text = fmt.facts_markdown(facts)
     assert "⚠ 12 samples are clipped." in text and "a\\|b.wav" in text and "0.0 dBFS" in text
     assert "No warnings" in fmt.facts_markdown({**facts, "warnings": [], "peak": 0.0})
@@ -110,8 +149,14 @@ def test_defaults_bind_loopback_7860_without_auth_or_urls():
 
 
 def test_flags_and_environment():
-    env = {"CODEC_HOST": "0.0.0.0", "CODEC_PORT": "9000", "CODEC_AUTH_USER": "ann", "CODEC_AUTH_PASSWORD": "pw",
-           "CODEC_ENABLE_URL_INPUT": "1", "CODEC_TEMP_DIR": "/tmp/cw-x"}
+    env = {
+        "CODEC_HOST": "0.0.0.0",
+        "CODEC_PORT": "9000",
+        "CODEC_AUTH_USER": "ann",
+        "CODEC_AUTH_PASSWORD": "pw",
+        "CODEC_ENABLE_URL_INPUT": "1",
+        "CODEC_TEMP_DIR": "/tmp/cw-x",
+    }
     ui, server = options_from_args(_args(["--port", "9100", "--url-max-mb", "5"]), env)
     assert (server.host, server.port, server.auth) == ("0.0.0.0", 9100, ("ann", "pw"))
     assert ui.url_policy.max_bytes == 5 << 20 and str(ui.temp_root) == "/tmp/cw-x"
@@ -137,7 +182,9 @@ def test_model_events_share_one_group_and_stats_stay_outside(engine, tmp_path):
     events = {fn.api_name: fn for fn in demo.fns.values()}
     for name in ("roundtrip", "encode", "decode", "clear_vram", "readiness"):
         assert (events[name].concurrency_id, events[name].concurrency_limit) == (
-            MODEL_GROUP["concurrency_id"], MODEL_GROUP["concurrency_limit"]), name
+            MODEL_GROUP["concurrency_id"],
+            MODEL_GROUP["concurrency_limit"],
+        ), name
     assert events["stats"].concurrency_id != "model" and events["status"].concurrency_id != "model"
     assert events["metrics"].concurrency_id == "metrics"  # CPU only: does not hold up the next model job
     assert all(fn.api_name for fn in demo.fns.values())  # every event is named
@@ -150,9 +197,15 @@ def test_roundtrip_outputs_are_wired_in_the_order_the_handler_names_them(engine,
     demo = build_app(engine, UiOptions(temp_root=tmp_path))
     event = next(fn for fn in demo.fns.values() if fn.api_name == "roundtrip")
     ids = [getattr(block, "elem_id", None) for block in event.outputs]
-    expected = {"original": "roundtrip-original", "reconstruction": "roundtrip-reconstruction",
-                "timing": "roundtrip-timing", "facts": "roundtrip-facts", "tokens": "roundtrip-tokens",
-                "spectrogram": "roundtrip-spectrogram", "downloads": "roundtrip-downloads"}
+    expected = {
+        "original": "roundtrip-original",
+        "reconstruction": "roundtrip-reconstruction",
+        "timing": "roundtrip-timing",
+        "facts": "roundtrip-facts",
+        "tokens": "roundtrip-tokens",
+        "spectrogram": "roundtrip-spectrogram",
+        "downloads": "roundtrip-downloads",
+    }
     assert ids[:-1] == [expected[name] for name in RoundTripView._fields[:-1]]
     assert len(ids) == len(RoundTripView._fields)  # the last, "details", is the raw JSON
 
@@ -222,8 +275,15 @@ def test_every_web_option_has_a_flag_and_a_variable():
 
     for spec in specs(WebOptions):
         assert spec.env.startswith("CODEC_") and spec.flag.startswith("--")
-    ui, server = options_from_args(_args([]), {"CODEC_URL_MAX_MB": "3", "CODEC_ENABLE_URL_INPUT": "yes",
-                                               "CODEC_URL_TIMEOUT_S": "4", "CODEC_KEEP_FILES_S": "60"})
+    ui, server = options_from_args(
+        _args([]),
+        {
+            "CODEC_URL_MAX_MB": "3",
+            "CODEC_ENABLE_URL_INPUT": "yes",
+            "CODEC_URL_TIMEOUT_S": "4",
+            "CODEC_KEEP_FILES_S": "60",
+        },
+    )
     assert ui.url_policy.max_bytes == 3 << 20 and ui.url_policy.timeout_s == 4.0 and ui.max_age_s == 60.0
 
 

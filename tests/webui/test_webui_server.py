@@ -23,7 +23,6 @@ from webui.app import UiOptions, build_app
 from webui.server import ServerOptions, launch
 
 
-
 REPO = Path(__file__).resolve().parents[2]
 ENDPOINTS = {"/status", "/readiness", "/roundtrip", "/metrics", "/encode", "/decode", "/stats", "/clear_vram"}
 
@@ -55,12 +54,16 @@ def test_status_and_readiness(client):
     assert "Weights resident" in html and raw["engine"]["state"] == "ready"
     html, raw = client.predict(api_name="/readiness")
     assert raw["readiness"]["ok"] is True and [s["name"] for s in raw["readiness"]["steps"]] == [
-        "cuda", "weights", "roundtrip"]
+        "cuda",
+        "weights",
+        "roundtrip",
+    ]
 
 
 def test_roundtrip_encode_decode(client, clip):
-    (original, reconstruction, timing, facts, tokens, spectrogram, downloads,
-     details) = client.predict(handle_file(str(clip)), api_name="/roundtrip")
+    (original, reconstruction, timing, facts, tokens, spectrogram, downloads, details) = client.predict(
+        handle_file(str(clip)), api_name="/roundtrip"
+    )
     frames = math.ceil(3 * 24_000 / 1920)
     assert Path(original).is_file() and Path(reconstruction).is_file() and Path(spectrogram).is_file()
     assert f"{frames} × 16" in tokens and "Model time" in timing and "Input" in facts
@@ -84,12 +87,15 @@ def test_stats_and_clear_vram(client):
     assert set(result) == {"before", "after"}
 
 
-@pytest.mark.parametrize("endpoint, fixture, words", [
-    ("/roundtrip", "bad_audio", "not an audio file"),
-    ("/metrics", "bad_audio", "not an audio file"),
-    ("/encode", "bad_audio", "not an audio file"),
-    ("/decode", "bad_tokens", "token file"),
-])
+@pytest.mark.parametrize(
+    "endpoint, fixture, words",
+    [
+        ("/roundtrip", "bad_audio", "not an audio file"),
+        ("/metrics", "bad_audio", "not an audio file"),
+        ("/encode", "bad_audio", "not an audio file"),
+        ("/decode", "bad_tokens", "token file"),
+    ],
+)
 def test_bad_file_on_each_input_endpoint(client, request, endpoint, fixture, words):
     bad = handle_file(str(request.getfixturevalue(fixture)))
     args = (bad, bad) if endpoint == "/metrics" else (bad,)
@@ -115,8 +121,9 @@ def test_login_required_when_auth_is_set(engine, tmp_path, free_port):
 def _start(args, env_extra=None, tmp_path=None):
     env = {**os.environ, "PYTHONUNBUFFERED": "1", "GRADIO_ANALYTICS_ENABLED": "False", **(env_extra or {})}
     log = open(tmp_path / "server.log", "w+")
-    proc = subprocess.Popen([sys.executable, "-m", "webui", *args], cwd=REPO, env=env,
-                            stdout=log, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "webui", *args], cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT
+    )
     return proc, log
 
 
@@ -135,8 +142,10 @@ def _wait_for(url: str, proc, seconds: float = 120.0) -> None:
 @pytest.mark.slow
 def test_python_m_webui_warms_up_serves_and_stops_on_sigterm(tiny_checkpoint, tmp_path, free_port):
     port = free_port
-    proc, log = _start(["--model", str(tiny_checkpoint), "--device", "cpu", "--port", str(port),
-                        "--temp-dir", str(tmp_path / "work")], tmp_path=tmp_path)
+    proc, log = _start(
+        ["--model", str(tiny_checkpoint), "--device", "cpu", "--port", str(port), "--temp-dir", str(tmp_path / "work")],
+        tmp_path=tmp_path,
+    )
     try:
         _wait_for(f"http://127.0.0.1:{port}/health", proc)
         assert _get(f"http://127.0.0.1:{port}/ready")[0] == 200  # warmed up before serving
@@ -147,8 +156,14 @@ def test_python_m_webui_warms_up_serves_and_stops_on_sigterm(tiny_checkpoint, tm
             proc.kill()
     log.seek(0)
     text = log.read()
-    for stage in ("startup: settings", "startup: model loaded and checked: ready", "startup: UI built",
-                  "startup: serving on http://127.0.0.1", "received SIGTERM", "stopped"):
+    for stage in (
+        "startup: settings",
+        "startup: model loaded and checked: ready",
+        "startup: UI built",
+        "startup: serving on http://127.0.0.1",
+        "received SIGTERM",
+        "stopped",
+    ):
         assert stage in text, text
     assert text.index("model loaded and checked") < text.index("serving on")
 
@@ -156,8 +171,9 @@ def test_python_m_webui_warms_up_serves_and_stops_on_sigterm(tiny_checkpoint, tm
 @pytest.mark.slow
 def test_missing_weights_still_serve_the_page(tmp_path, free_port):
     port = free_port
-    proc, log = _start(["--model", str(tmp_path / "nowhere"), "--device", "cpu", "--port", str(port)],
-                       tmp_path=tmp_path)
+    proc, log = _start(
+        ["--model", str(tmp_path / "nowhere"), "--device", "cpu", "--port", str(port)], tmp_path=tmp_path
+    )
     try:
         _wait_for(f"http://127.0.0.1:{port}/health", proc)
         status, body = _get(f"http://127.0.0.1:{port}/ready")
@@ -195,8 +211,7 @@ def test_port_in_use_exits_with_a_message(tiny_checkpoint, tmp_path):
         taken.bind(("127.0.0.1", 0))
         taken.listen(1)
         port = taken.getsockname()[1]
-        proc, log = _start(["--model", str(tiny_checkpoint), "--device", "cpu", "--port", str(port)],
-                           tmp_path=tmp_path)
+        proc, log = _start(["--model", str(tiny_checkpoint), "--device", "cpu", "--port", str(port)], tmp_path=tmp_path)
         assert proc.wait(timeout=120) == 1
     log.seek(0)
     assert "choose another --port" in log.read()

@@ -24,43 +24,50 @@ def fake_resolver(*addresses):
     def resolve(host, port, type=0):  # noqa: A002 - mirrors socket.getaddrinfo
         family = lambda a: socket.AF_INET6 if ":" in a else socket.AF_INET  # noqa: E731
         return [(family(a), socket.SOCK_STREAM, 6, "", (a, port)) for a in addresses]
+
     return resolve
 
 
-@pytest.mark.parametrize("url, words", [
-    ("ftp://example.com/a.wav", "Only http:// and https://"),
-    ("file:///etc/passwd", "Only http:// and https://"),
-    ("javascript:alert(1)", "Only http:// and https://"),
-    ("example.com/a.wav", "no scheme"),
-    ("", "Enter an audio URL"),
-    ("https://user:pw@example.com/a.wav", "user name or password"),
-    ("http:///a.wav", "no host"),
-    ("http://example.com:99999/a.wav", "not a valid URL"),
-])
+@pytest.mark.parametrize(
+    "url, words",
+    [
+        ("ftp://example.com/a.wav", "Only http:// and https://"),
+        ("file:///etc/passwd", "Only http:// and https://"),
+        ("javascript:alert(1)", "Only http:// and https://"),
+        ("example.com/a.wav", "no scheme"),
+        ("", "Enter an audio URL"),
+        ("https://user:pw@example.com/a.wav", "user name or password"),
+        ("http:///a.wav", "no host"),
+        ("http://example.com:99999/a.wav", "not a valid URL"),
+    ],
+)
 def test_bad_urls_are_refused_before_any_lookup(url, words):
     with pytest.raises(AudioInputError, match=words):
         check(url, resolver=fake_resolver("93.184.216.34"))
 
 
-@pytest.mark.parametrize("address, words", [
-    ("127.0.0.1", "loopback"),
-    ("127.8.9.10", "loopback"),
-    ("::1", "loopback"),
-    ("10.1.2.3", "private"),
-    ("172.16.0.9", "private"),
-    ("192.168.1.1", "private"),
-    ("fd00::1", "private"),
-    ("169.254.169.254", "link-local"),
-    ("fe80::1", "link-local"),
-    ("::ffff:10.0.0.1", "private"),
-    ("::ffff:127.0.0.1", "loopback"),
-    ("0.0.0.0", "^an unspecified address"),  # not "private" (issue 8, item 7)
-    ("::", "^an unspecified address"),
-    ("255.255.255.255", "^the broadcast address"),
-    ("0.1.2.3", "this network"),
-    ("224.0.0.1", "multicast"),
-    ("100.64.0.1", "not a public"),
-])
+@pytest.mark.parametrize(
+    "address, words",
+    [
+        ("127.0.0.1", "loopback"),
+        ("127.8.9.10", "loopback"),
+        ("::1", "loopback"),
+        ("10.1.2.3", "private"),
+        ("172.16.0.9", "private"),
+        ("192.168.1.1", "private"),
+        ("fd00::1", "private"),
+        ("169.254.169.254", "link-local"),
+        ("fe80::1", "link-local"),
+        ("::ffff:10.0.0.1", "private"),
+        ("::ffff:127.0.0.1", "loopback"),
+        ("0.0.0.0", "^an unspecified address"),  # not "private" (issue 8, item 7)
+        ("::", "^an unspecified address"),
+        ("255.255.255.255", "^the broadcast address"),
+        ("0.1.2.3", "this network"),
+        ("224.0.0.1", "multicast"),
+        ("100.64.0.1", "not a public"),
+    ],
+)
 def test_non_public_addresses_are_blocked(address, words):
     import re
 
@@ -82,7 +89,12 @@ def test_host_resolving_to_any_private_address_is_refused(addresses):
 def test_public_host_is_pinned_to_the_checked_address():
     target = check("https://audio.example:8443/a/clip.wav?x=1", resolver=fake_resolver("93.184.216.34"))
     assert (target.scheme, target.host, target.port, target.path, target.address) == (
-        "https", "audio.example", 8443, "/a/clip.wav?x=1", "93.184.216.34")
+        "https",
+        "audio.example",
+        8443,
+        "/a/clip.wav?x=1",
+        "93.184.216.34",
+    )
 
 
 def test_loopback_url_is_refused_by_default(tmp_path):
@@ -225,15 +237,18 @@ def _trickle_server(delay_s: float, head: bytes, drip: bytes = b"x", drips: int 
     return listener, stop
 
 
-@pytest.mark.parametrize("head, drip", [
-    (b"HTTP/1.1 200 OK\r\nContent-Length: 150000\r\n\r\n", b"x"),  # body trickles in
-    (b"HTTP/1.1 200 OK\r\nX-Slow: ", b"x"),  # headers never end
-    # Responses without a length make http.client close the connection object at
-    # getresponse(): the deadline must survive that (issue 8, item 3).
-    (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n", b"1\r\nx\r\n"),  # chunked
-    (b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n", b"x"),  # close-delimited
-    (b"HTTP/1.0 200 OK\r\n\r\n", b"x"),  # HTTP/1.0, no length at all
-])
+@pytest.mark.parametrize(
+    "head, drip",
+    [
+        (b"HTTP/1.1 200 OK\r\nContent-Length: 150000\r\n\r\n", b"x"),  # body trickles in
+        (b"HTTP/1.1 200 OK\r\nX-Slow: ", b"x"),  # headers never end
+        # Responses without a length make http.client close the connection object at
+        # getresponse(): the deadline must survive that (issue 8, item 3).
+        (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n", b"1\r\nx\r\n"),  # chunked
+        (b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n", b"x"),  # close-delimited
+        (b"HTTP/1.0 200 OK\r\n\r\n", b"x"),  # HTTP/1.0, no length at all
+    ],
+)
 def test_a_slow_trickle_cannot_outlast_the_overall_time_limit(tmp_path, head, drip):
     """Each byte arrives well within the socket timeout, but the whole download must still
     end at the policy's time limit, whatever the shape of the response."""
@@ -263,6 +278,7 @@ def test_addresses_keep_the_resolvers_order():
 def test_an_unreachable_address_falls_back_to_the_next_checked_one(local_server, tmp_path):
     """127.0.0.0 refuses the connection (nothing listens there): the next address is tried."""
     port = int(local_server.rsplit(":", 1)[1])
-    path = fetch(f"http://audio.test:{port}/clip.wav", tmp_path, LOCAL,
-                 resolver=fake_resolver("127.0.0.0", "127.0.0.1"))
+    path = fetch(
+        f"http://audio.test:{port}/clip.wav", tmp_path, LOCAL, resolver=fake_resolver("127.0.0.0", "127.0.0.1")
+    )
     assert path.name == "clip.wav"
