@@ -13,23 +13,21 @@ to a whole-clip encode, audio equal to a whole-utterance decode; see docs/perfor
 
 from __future__ import annotations
 
-import contextlib
-import typing
 import enum
 import logging
 import threading
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import torch
 
-from . import batching, decoding, encoding, fast_decode, ladder, memory, planner, readiness
+from . import fast_decode, ladder, memory, model_calls, planner, readiness
 from .checkpoints import is_random_checkpoint
-from .codec import MIB, NUM_CODEBOOKS, SAMPLE_RATE, SAMPLES_PER_FRAME, Progress, ceil_div, check_codes, check_duration
+from .codec import MIB, NUM_CODEBOOKS, SAMPLE_RATE, SAMPLES_PER_FRAME, Progress, check_codes, check_duration
 from .errors import AudioInputError, CodecError, EngineNotReady, OutOfMemory
 from .planner import ChunkPlan, MemoryEstimate
+from .results import DecodeResult, EncodeResult, RoundTripResult
 from .settings import Settings
 from .weights import TORCH_DTYPES, check_device, load_tokenizer
 
@@ -45,29 +43,6 @@ class EngineState(str, enum.Enum):
     LOADING = "loading"
     READY = "ready"
     FAILED = "failed"
-
-
-@dataclass(frozen=True)
-class EncodeResult:
-    codes: np.ndarray  # (frames, 16) int64, values 0..2047
-    original_samples: int  # samples of the 24 kHz input (decode can trim to this)
-    seconds: float  # wall time of the model work
-    peak_mib: float | None  # peak GPU memory during the job (None on CPU)
-
-
-@dataclass(frozen=True)
-class DecodeResult:
-    samples: np.ndarray  # float32 mono at 24 kHz
-    sample_rate: int  # always 24000
-    seconds: float  # wall time of the model work
-    peak_mib: float | None  # peak GPU memory during the job (None on CPU)
-    warnings: tuple[str, ...] = ()  # for the user, e.g. bf16 chunks that were redone in fp32
-
-
-@dataclass(frozen=True)
-class RoundTripResult:
-    encoded: EncodeResult  # the codes
-    decoded: DecodeResult  # the reconstruction, trimmed to the input's length
 
 
 class Engine:
@@ -199,7 +174,7 @@ class Engine:
         samples = np.ascontiguousarray(samples, dtype=np.float32).reshape(-1)
         _check_not_empty([samples])
         codes, seconds, peak = self._job(
-            "encode", [samples.size], lambda plan: self._encode_tensor(samples, plan, progress)
+            "encode", [samples.size], lambda plan: model_calls.encode_tensor(self.model, samples, plan, progress)
         )
         return EncodeResult(codes, int(samples.size), seconds, peak)
 
@@ -217,7 +192,7 @@ class Engine:
 
         def work(plan):
             with ladder.codebook_depth(self.model, codebooks):  # inside the job: under the lock
-                return self._decode_tensor(codes, plan, progress)
+                return model_calls.decode_tensor(self.model, self._runner, codes, plan, progress)
 
         (wav, warnings), seconds, peak = self._job("decode", [codes.shape[0] * SAMPLES_PER_FRAME], work)
         if original_samples is not None:
@@ -245,7 +220,9 @@ class Engine:
             return []
         _check_not_empty(arrays)
         codes_list, seconds, peak = self._job(
-            "encode", [a.size for a in arrays], lambda plan: self._encode_batch_tensors(arrays, plan)
+            "encode",
+            [a.size for a in arrays],
+            lambda plan: model_calls.encode_batch_tensors(self.model, self._dims, arrays, plan),
         )
         share = seconds / max(len(arrays), 1)
         return [EncodeResult(c, a.size, share, peak) for c, a in zip(codes_list, arrays)]
@@ -258,60 +235,10 @@ class Engine:
         (wavs, warnings), seconds, peak = self._job(
             "decode",
             [c.shape[0] * SAMPLES_PER_FRAME for c in checked],
-            lambda plan: self._decode_batch_tensors(checked, plan),
+            lambda plan: model_calls.decode_batch_tensors(self.model, self._runner, checked, plan),
         )
         share = seconds / max(len(checked), 1)
         return [DecodeResult(w, SAMPLE_RATE, share, peak, warnings) for w in wavs]
-
-    # ---- model calls (run inside _job, with a chunk plan) ------------------------------
-    def _encode_tensor(self, samples: np.ndarray, plan: ChunkPlan, progress=None) -> np.ndarray:
-        wav = torch.from_numpy(samples)  # stays on the host when chunked: windows move one at a time
-        codes = encoding.encode(
-            self.model,
-            wav,
-            plan.encode_chunk_samples,
-            span_steps=plan.encode_span_steps,
-            kv_device_bytes=plan.kv_device_bytes,
-            on_progress=progress,
-        )
-        return codes.cpu().numpy()
-
-    def _encode_batch_tensors(self, arrays, plan: ChunkPlan) -> list[np.ndarray]:
-        out: list[np.ndarray | None] = [None] * len(arrays)
-        short = []
-        for i, a in enumerate(arrays):
-            if a.size > plan.encode_chunk_samples:
-                out[i] = self._encode_tensor(a, plan)
-            else:
-                short.append(i)
-        context = self._dims.conv_context_samples if self._dims else 0
-        sizes = [arrays[i].size for i in short]
-        for group, window in planner.batch_groups(short, sizes, plan.batch_samples, context, plan.batch_windows):
-            tensors = [torch.from_numpy(arrays[i]) for i in group]
-            for i, codes in zip(group, batching.encode_batch(self.model, tensors, window)):
-                out[i] = codes.cpu().numpy()
-        return typing.cast("list[np.ndarray]", out)  # every index was filled above
-
-    def _decode_tensor(self, codes: np.ndarray, plan: ChunkPlan, progress=None) -> tuple[np.ndarray, tuple]:
-        self._runner.take_warnings(0)  # a failed attempt's redone chunks do not belong to this one
-        wav = decoding.decode(self.model, torch.from_numpy(codes), plan.decode_chunk_frames, progress, self._runner)
-        return wav.float().numpy(), self._runner.take_warnings(ceil_div(codes.shape[0], plan.decode_chunk_frames))
-
-    def _decode_batch_tensors(self, codes_list, plan: ChunkPlan) -> tuple[list[np.ndarray], tuple]:
-        out: list[np.ndarray | None] = [None] * len(codes_list)
-        order = list(range(len(codes_list)))
-        frames = [c.shape[0] for c in codes_list]
-        self._runner.take_warnings(0)
-        chunks = 0
-        for group in planner.groups(order, frames, plan.decode_chunk_frames):
-            chunk = max(1, plan.decode_chunk_frames // len(group))  # a chunk call holds ≈ one clip's chunk
-            wavs = decoding.decode_batch(
-                self.model, [torch.from_numpy(codes_list[i]) for i in group], chunk, runner=self._runner
-            )
-            chunks += ceil_div(max(frames[i] for i in group), chunk)
-            for i, w in zip(group, wavs):
-                out[i] = w.float().numpy()
-        return typing.cast("list[np.ndarray]", out), self._runner.take_warnings(chunks)  # every index was filled
 
     # ---- planning, estimates, OOM retries -------------------------------------------------
     def _plan(self, operation: str, lengths: list[int]) -> tuple[ChunkPlan | None, MemoryEstimate]:
@@ -361,28 +288,6 @@ class Engine:
             raise OutOfMemory(estimate.message)
         return plan
 
-    @contextlib.contextmanager
-    def _backend_flags(self, operation: str):
-        """Backend flags for the engine's own jobs only (restored after, so other code in the process
-        keeps its settings): cuDNN autotuning as configured, and for fp32 encodes full-fp32
-        convolutions. PyTorch lets cuDNN use TF32 for fp32 convolutions by default; its ≈1e-3 relative
-        rounding depends on the algorithm cuDNN picks for each shape, and the quantizer's nearest-code
-        search turns that into different codes (≈1% with random codebooks on an H200), so chunked and
-        whole-clip encodes could only agree up to that noise. Decodes keep the default."""
-        if not self.settings.is_cuda:
-            yield
-            return
-        cudnn = torch.backends.cudnn
-        previous = cudnn.benchmark, cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32
-        cudnn.benchmark = self.settings.cudnn_benchmark
-        if operation == "encode" and self.settings.strict_fp32_encode and self.settings.dtype == "float32":
-            cudnn.allow_tf32 = False
-            torch.backends.cuda.matmul.allow_tf32 = False
-        try:
-            yield
-        finally:
-            cudnn.benchmark, cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32 = previous
-
     def _job(self, operation: str, lengths: list[int], work):
         """Run ``work(plan)`` under the lock with a pre-flight check, timing, peak memory, OOM
         retries with smaller chunks (down to the floor) and cleanup."""
@@ -395,7 +300,7 @@ class Engine:
                 memory.reset_peak(self.device)
                 failed = None
                 try:
-                    with torch.inference_mode(), self._backend_flags(operation):
+                    with torch.inference_mode(), model_calls.backend_flags(self.settings, operation):
                         result = work(plan)
                     if self.settings.is_cuda:
                         torch.cuda.synchronize(torch.device(self.device))
