@@ -26,6 +26,7 @@ from contextlib import closing
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from .codec import NUM_CODEBOOKS
 from .errors import CodecError
 
 logger = logging.getLogger(__name__)
@@ -37,6 +38,7 @@ MAX_TRIALS = 100  # more trials tire listeners without adding much
 CHOICES = ("A", "B")  # A: original, B: codec output
 SURE_P = 0.05  # p below this: "you can tell them apart"
 PROBABLY_P = 0.10  # p below this: "you can probably tell them apart"
+LEVEL_CHOICES = (NUM_CODEBOOKS, 8, 4, 2, 1)  # codebooks offered for B on the page (the API takes any 1..16)
 CSV_FIELDS = ("session", "trial", "clip_sha256", "level", "x_is", "answer", "correct", "seconds", "answered_at")
 
 _SCHEMA = """
@@ -44,7 +46,7 @@ CREATE TABLE IF NOT EXISTS sessions (
     session TEXT PRIMARY KEY,      -- sha256 of the client's token
     created REAL NOT NULL,         -- unix time
     clip_sha256 TEXT NOT NULL,     -- checksum of the original clip's samples
-    level TEXT NOT NULL,           -- what B is, e.g. "16 codebooks"
+    level TEXT NOT NULL,           -- what B is, e.g. "2 of 16 codebooks, 275 bit/s" (level_name)
     seed INTEGER NOT NULL,
     plan TEXT NOT NULL,            -- X per trial, e.g. "ABBA..."
     presented_at REAL NOT NULL     -- when the current trial was shown (times the answer)
@@ -98,8 +100,15 @@ def binomial_p(correct: int, n: int) -> float:
     return sum(math.comb(n, k) for k in range(correct, n + 1)) / 2**n
 
 
-def score(correct: int, trials: int, planned: int | None = None) -> Score:
-    """The score, its p-value and the sentence for a room of non-experts."""
+def level_name(codebooks: int) -> str:
+    """What B is, as stored with every answer and said in the sentence: "2 of 16 codebooks, 275 bit/s"."""
+    from .ladder import bitrate_bps  # torch: only when a test starts, not at import
+
+    return f"{codebooks} of {NUM_CODEBOOKS} codebooks, {bitrate_bps(codebooks):g} bit/s"
+
+
+def score(correct: int, trials: int, planned: int | None = None, level: str | None = None) -> Score:
+    """The score, its p-value and the sentence for a room of non-experts (naming B's ``level`` if given)."""
     p = binomial_p(correct, trials)
     if trials == 0:
         verdict, words = "cannot", "no answers yet"
@@ -109,7 +118,8 @@ def score(correct: int, trials: int, planned: int | None = None) -> Score:
         verdict, words = "probably", "you can probably tell them apart"
     else:
         verdict, words = "cannot", "you could not reliably tell them apart (no better than guessing)"
-    return Score(correct, trials, planned or trials, p, verdict, f"{correct} of {trials}: {words}, p = {p:.3f}")
+    sentence = f"{correct} of {trials}: {words}, p = {p:.3f}" + (f" (B: {level})" if level else "")
+    return Score(correct, trials, planned or trials, p, verdict, sentence)
 
 
 def clip_checksum(samples) -> str:
@@ -220,11 +230,11 @@ class AbxStore:
     def results(self, token: str) -> Score:
         """The score so far (the whole test once every trial is answered)."""
         with self._lock, closing(self._connect()) as conn:
-            session, _sha, _level, plan, _at = self._session(conn, token)
+            session, _sha, level, plan, _at = self._session(conn, token)
             correct, answered = conn.execute(
                 "SELECT COALESCE(SUM(correct), 0), COUNT(*) FROM trials WHERE session = ?", (session,)
             ).fetchone()
-        return score(int(correct), int(answered), len(plan))
+        return score(int(correct), int(answered), len(plan), level)
 
     def export_csv(self, path: str | Path, token: str | None = None) -> Path:
         """Write answered trials as CSV to a new file: one session's (with its token) or, for the

@@ -199,9 +199,10 @@ class Engine:
             wav = wav[:original_samples]
         return DecodeResult(wav, SAMPLE_RATE, seconds, peak, warnings)
 
-    def roundtrip(self, audio, progress: Progress | None = None) -> RoundTripResult:
+    def roundtrip(self, audio, progress: Progress | None = None, codebooks: int = NUM_CODEBOOKS) -> RoundTripResult:
         """Encode then decode under one lock. ``progress(fraction)`` covers the whole trip: the
-        encode up to ``ROUNDTRIP_ENCODE_SHARE``, the decode after it."""
+        encode up to ``ROUNDTRIP_ENCODE_SHARE``, the decode after it. ``codebooks`` < 16 decodes
+        with the first k only (core.ladder; the blind test's lower levels)."""
         report, share = progress or _no_progress, ROUNDTRIP_ENCODE_SHARE
         with self._lock:
             self._refuse_if_too_big("roundtrip", [int(np.asarray(audio.samples).size)])
@@ -210,6 +211,7 @@ class Engine:
                 encoded.codes,
                 original_samples=encoded.original_samples,
                 progress=lambda f: report(share + (1 - share) * f),
+                codebooks=codebooks,
             )
         return RoundTripResult(encoded, decoded)
 

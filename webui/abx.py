@@ -1,7 +1,9 @@
 """The "Blind test" tab: can a listener tell the original from the codec's output?
 
 A is the original, B the reconstruction, X one of them at random (core.abx plans it and keeps
-the answers in SQLite). Players are plain ``<audio>`` elements without waveforms, and X is a
+the answers in SQLite). B is the full rate (16 codebooks) or a ladder level: the decode of the
+clip's codes with their first k codebooks (core.ladder), to find the lowest bitrate a listener
+cannot tell apart. Players are plain ``<audio>`` elements without waveforms, and X is a
 fresh copy under a random name every trial, so neither the picture nor the file name gives the
 answer away. Keys: A / B answer, 1 / 2 / 3 play A / B / X. Nothing is shown about the answers
 until the last one is in.
@@ -16,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import html
 import logging
+import math
 import secrets
 import shutil
 from dataclasses import dataclass, field
@@ -26,6 +29,8 @@ import gradio as gr
 
 from core import abx
 from core.audio import SAMPLE_RATE, AudioLimits, audio_from_array, load_audio, write_wav
+from core.codec import NUM_CODEBOOKS
+from core.ladder import bitrate_bps
 
 from . import i18n
 from .handlers import _need_file, user_errors
@@ -36,8 +41,6 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-# i18n-exempt: stored with every answer in the database, not page text
-LEVEL = "full rate (16 codebooks, 2.2 kbit/s)"  # what B is; a bitrate ladder would add levels here
 MIN_REGION_S = 1.0  # s; shorter regions are too short to judge
 _MEANINGS = {"can": "abx.meaning_can", "probably": "abx.meaning_probably", "cannot": "abx.meaning_cannot"}
 _ABX_GROUP: dict[str, Any] = {
@@ -116,23 +119,29 @@ class AbxHandlers:
         prompt = i18n.text("abx.prompt", lang, n=trial.index + 1, total=trial.total)
         return trial.index, _player(x, "abx-x-audio", i18n.text("abx.x_caption", lang)), prompt
 
-    def start(self, audio_path, start_s, end_s, trials, request: gr.Request, progress=gr.Progress()):
-        """Round-trip the clip (or its region), then show A, B and the first X."""
+    def start(self, audio_path, start_s, end_s, trials, level, request: gr.Request, progress=gr.Progress()):
+        """Round-trip the clip (or its region) with B's ``level`` (codebooks kept; None: all 16),
+        then show A, B and the first X."""
         lang = i18n.language_of(request)
         source = _need_file(audio_path, "what.audio", lang)
         with user_errors("action.abx_start", lang):
+            codebooks = _codebooks(level)  # before any model work
             progress(0.1, desc=i18n.text("abx.preparing", lang))
             samples = _region(load_audio(source, self.limits).samples, start_s, end_s, lang)
-            result = self.engine.roundtrip(audio_from_array(samples, SAMPLE_RATE, limits=self.limits))
-            token, trial = self.store.start(abx.clip_checksum(samples), LEVEL, int(trials))
+            audio = audio_from_array(samples, SAMPLE_RATE, limits=self.limits)
+            result = self.engine.roundtrip(audio, codebooks=codebooks)
+            name = abx.level_name(codebooks)
+            token, trial = self.store.start(abx.clip_checksum(samples), name, int(trials))
             folder = self._folder(token)
             folder.mkdir(parents=True)
             write_wav(folder / "a.wav", samples)
             write_wav(folder / "b.wav", result.decoded.samples)
             index, x_player, prompt = self._trial_outputs(token, trial, lang)
-        logger.info("blind test started: %d trials on %.1f s", trial.total, samples.size / SAMPLE_RATE)
+        logger.info("blind test started: %d trials on %.1f s, B %s", trial.total, samples.size / SAMPLE_RATE, name)
         players = _player(folder / "a.wav", "abx-a-audio", i18n.text("abx.a_caption", lang)) + _player(
-            folder / "b.wav", "abx-b-audio", i18n.text("abx.b_caption", lang)
+            folder / "b.wav",
+            "abx-b-audio",
+            i18n.text("abx.b_caption", lang, codebooks=codebooks, bitrate=f"{bitrate_bps(codebooks):g}"),
         )
         return token, index, players, x_player, prompt, "", None
 
@@ -183,6 +192,19 @@ class AbxHandlers:
         return "\n".join(lines), str(csv_path), score.to_dict() | {"trials_detail": rows}
 
 
+def _codebooks(level) -> int:
+    """B's codebooks from the dropdown or an API caller: 1..16 (None or empty: the full rate)."""
+    if level is None or str(level).strip() == "":
+        return NUM_CODEBOOKS
+    try:
+        value = float(str(level).strip())
+    except ValueError:
+        value = math.nan
+    if not (value.is_integer() and 1 <= value <= NUM_CODEBOOKS):
+        raise i18n.TranslatedError("abx.bad_level", level=level, max=NUM_CODEBOOKS)
+    return int(value)
+
+
 def _region(samples, start_s, end_s, lang: str):
     """The selected part of the clip (end 0 or empty: to the end)."""
     start = max(float(start_s or 0.0), 0.0)
@@ -212,6 +234,14 @@ def abx_tab(demo: gr.Blocks, handlers: AbxHandlers, model_group: dict) -> None:
                 trials = gr.Radio(
                     list(TRIAL_CHOICES), value=abx.DEFAULT_TRIALS, label=i18n.label("abx.trials"), elem_id="abx-trials"
                 )
+                level = gr.Dropdown(
+                    [(f"{k} · {bitrate_bps(k):g} bit/s", k) for k in abx.LEVEL_CHOICES],
+                    value=NUM_CODEBOOKS,
+                    allow_custom_value=True,  # API callers may ask for any 1..16; _codebooks checks it
+                    label=i18n.label("abx.level"),
+                    info=i18n.label("abx.level_info"),
+                    elem_id="abx-level",
+                )
                 start = gr.Button(i18n.label("abx.start"), variant="primary", elem_id="abx-start")
         token = gr.Textbox(visible=False, elem_id="abx-token")
         trial = gr.Number(0, visible=False, precision=0, elem_id="abx-trial")
@@ -229,7 +259,7 @@ def abx_tab(demo: gr.Blocks, handlers: AbxHandlers, model_group: dict) -> None:
             raw = gr.JSON()
     start.click(
         handlers.start,
-        inputs=[audio_in, start_s, end_s, trials],
+        inputs=[audio_in, start_s, end_s, trials, level],
         outputs=[token, trial, references, x_player, prompt, results, csv_file],
         api_name="abx_start",
         **model_group,

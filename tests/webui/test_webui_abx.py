@@ -1,19 +1,30 @@
-"""The blind test as people use it: through the API (two private sessions) and in Debian's
-chromium with the keyboard (a 4-trial test ending in the score). Saves docs/abx.png."""
+"""The blind test as people use it: through the API (two private sessions), B at a ladder level
+(handlers called directly), and in Debian's chromium with the keyboard (a 4-trial test ending in
+the score). Saves docs/abx.png."""
 
 from __future__ import annotations
 
+import csv
 import re
 import socket
 from pathlib import Path
 
+import gradio as gr
+import numpy as np
 import pytest
+import soundfile as sf
 
+from core import abx
+from core.audio import load_audio
 from core.engine import Engine
 from core.settings import Settings
+from webui.abx import AbxHandlers
 from webui.app import ASSETS, UiOptions, build_app
 from webui.server import ServerOptions, launch
+from webui.workspace import Workspace
 
+EN = gr.Request(headers={"accept-language": "en-US,en;q=0.9"})
+ZH = gr.Request(headers={"accept-language": "zh-CN,zh;q=0.9"})
 REPO = Path(__file__).resolve().parents[2]
 CLIP = ASSETS / "speech_male_24k.wav"
 SCREENSHOT = REPO / "docs" / "abx.png"
@@ -66,6 +77,62 @@ def test_api_sessions_are_private_and_results_wait_for_the_last_answer(abx_serve
 
     with pytest.raises(AppError, match="unknown here"):
         other.predict("not-a-token", api_name="/abx_results")
+
+
+@pytest.fixture
+def abx_handlers(engine, tmp_path) -> AbxHandlers:
+    """The tab's handlers on the shared tiny engine, answers in a data folder of their own."""
+    handlers = AbxHandlers(engine, Workspace(tmp_path / "work"))
+    handlers.store = abx.AbxStore(tmp_path / "data")
+    return handlers
+
+
+def _b(handlers: AbxHandlers, token: str) -> np.ndarray:
+    return sf.read(handlers._folder(token) / "b.wav", dtype="float32")[0]
+
+
+def test_b_at_a_ladder_level_is_that_decode_and_every_trial_stores_the_level(abx_handlers, engine, clip):
+    full = engine.roundtrip(load_audio(clip)).decoded.samples  # the full-rate reconstruction
+    at_16 = abx_handlers.start(str(clip), 0, 0, 4, 16, EN)
+    np.testing.assert_array_equal(_b(abx_handlers, at_16[0]), full)
+    token, trial, references, *_ = abx_handlers.start(str(clip), 0, 0, 4, 2, EN)
+    b = _b(abx_handlers, token)
+    assert b.shape == full.shape and np.abs(b - full).max() > 1e-3  # 2 codebooks: another decode
+    assert "2 of 16 codebooks, 275 bit/s" in references  # B's caption says what B is
+
+    for _ in range(4):
+        trial, _x, _prompt = abx_handlers.answer(token, trial, "A", EN)
+    text, csv_path, raw = abx_handlers.results(token, EN)
+    with open(csv_path, newline="", encoding="utf-8") as f:
+        levels = [row["level"] for row in csv.DictReader(f)]
+    assert levels == [abx.level_name(2)] * 4 == ["2 of 16 codebooks, 275 bit/s"] * 4
+    assert [row["level"] for row in raw["trials_detail"]] == levels
+    assert "(B: 2 of 16 codebooks, 275 bit/s)" in text and raw["sentence"].endswith("(B: 2 of 16 codebooks, 275 bit/s)")
+
+
+@pytest.mark.parametrize("level", [0, 17, "abc", 2.5])
+def test_a_bad_level_is_refused_with_advice_and_the_next_start_works(abx_handlers, clip, level):
+    with pytest.raises(gr.Error, match=r"number of codebooks from 1 to 16 .*pick one in the list"):
+        abx_handlers.start(str(clip), 0, 0, 4, level, EN)
+    with pytest.raises(gr.Error, match="码本数"):
+        abx_handlers.start(str(clip), 0, 0, 4, level, ZH)
+    assert not list(abx_handlers.workspace.root.glob("*abx-*"))  # refused before any work or storage
+    token, trial, *_ = abx_handlers.start(str(clip), 0, 0, 4, None, EN)  # None: the full rate
+    abx_handlers.answer(token, trial, "B", EN)
+    assert abx_handlers.store.rows(token)[0]["level"] == abx.level_name(16)
+
+
+def test_api_callers_without_a_level_get_the_full_rate_and_a_bad_one_is_refused(abx_server):
+    from gradio_client import Client, handle_file
+    from gradio_client.exceptions import AppError
+
+    client = Client(abx_server[0], verbose=False)
+    with pytest.raises(AppError, match="1 to 16"):
+        client.predict(handle_file(str(CLIP)), 0, 2, 4, 17, api_name="/abx_start")
+    refs = client.predict(handle_file(str(CLIP)), 0, 2, 4, api_name="/abx_start")[2]  # the call before levels
+    assert "16 of 16 codebooks, 2200 bit/s" in refs
+    refs = client.predict(handle_file(str(CLIP)), 0, 2, 4, "8", api_name="/abx_start")[2]
+    assert "8 of 16 codebooks, 1100 bit/s" in refs
 
 
 def test_region_shorter_than_a_second_is_refused_with_advice(abx_server):
