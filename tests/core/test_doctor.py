@@ -147,21 +147,12 @@ def test_placement_compares_the_device_index():
 
 
 def test_memory_check_uses_the_engine_estimate(tiny_engine):
-    estimates = []
-    for label, seconds in (("30 s", 30.0), ("10 min", 600.0)):
-        e = tiny_engine.estimate("roundtrip", seconds=seconds)
-        estimates.append(
-            (
-                label,
-                {
-                    "seconds": e.seconds,
-                    "peak_mib": e.peak_mib,
-                    "available_mib": e.available_mib,
-                    "fits": e.fits,
-                    "message": e.message,
-                },
-            )
-        )
+    from core.doctor import run
+
+    estimates = run._estimates(tiny_engine, (("30 s", 30.0), ("10 min", 600.0)))  # what the doctor gathers
+    assert [e["peak_mib"] for _, e in estimates] == [
+        tiny_engine.estimate("roundtrip", seconds=s).peak_mib for s in (30.0, 600.0)
+    ]
     assert gpu.check_memory(estimates).status == PASS
     short, long = estimates
     starved = [(label, {**e, "fits": False, "available_mib": e["peak_mib"] / 2}) for label, e in estimates]
