@@ -18,6 +18,8 @@ from __future__ import annotations
 import torch
 
 from .codec import SAMPLES_PER_FRAME, Progress, ceil_div
+from . import conv_layout
+from .conv_layout import ChannelsLastConvs
 from .kernels import snake_beta
 
 
@@ -138,13 +140,19 @@ class DecoderStream:
     and the transformer its last keys and values at absolute positions.
     """
 
-    def __init__(self, decoder, batch: int = 1):
+    def __init__(self, decoder, batch: int = 1, convs: ChannelsLastConvs | None = None):
         self.decoder = decoder
         self.batch = batch
+        self.convs = convs  # run convolutions channels-last (``conv_layout``), or None for channels-first
         self.state: dict[int, torch.Tensor] = {}
         self.cache = _WindowCache(int(decoder.config.sliding_window))
         self.window = int(decoder.config.sliding_window)
         self.position = 0  # frames decoded so far
+
+    def _zeros(self, x, width):
+        """The left state before the first chunk: zeros, in the layout the convolutions run in."""
+        zeros = x.new_zeros(x.shape[0], x.shape[1], width)
+        return zeros if self.convs is None else conv_layout.channels_last(zeros)
 
     # causal convolution (stride 1): previous `padding` inputs instead of zeros
     def _conv(self, module, x):
@@ -152,10 +160,14 @@ class DecoderStream:
         if int(module.stride) != 1:
             raise ValueError("streaming decode expects stride-1 causal convolutions")
         if pad == 0:
-            return module.conv(x)
+            return module.conv(x) if self.convs is None else self.convs.conv(module.conv, x)
         prev = self.state.get(id(module))
         if prev is None:
-            prev = x.new_zeros(x.shape[0], x.shape[1], pad)
+            prev = self._zeros(x, pad)
+        if self.convs is not None:
+            x = conv_layout.cat_time(prev, conv_layout.channels_last(x))
+            self.state[id(module)] = conv_layout.tail_of(x, pad)
+            return self.convs.conv(module.conv, x)
         x = torch.cat([prev, x], dim=-1)
         self.state[id(module)] = x[..., x.shape[-1] - pad :].clone()  # a view would pin the whole input
         return module.conv(x)
@@ -169,10 +181,15 @@ class DecoderStream:
             return module(x)
         prev = self.state.get(id(module))
         if prev is None:
-            prev = x.new_zeros(x.shape[0], x.shape[1], overlap)
-        x_in = torch.cat([prev, x], dim=-1)
-        self.state[id(module)] = x_in[..., x_in.shape[-1] - overlap :].clone()
-        y = conv(x_in)
+            prev = self._zeros(x, overlap)
+        if self.convs is not None:
+            x_in = conv_layout.cat_time(prev, conv_layout.channels_last(x))
+            self.state[id(module)] = conv_layout.tail_of(x_in, overlap)
+            y = self.convs.conv_transpose(conv, x_in)
+        else:
+            x_in = torch.cat([prev, x], dim=-1)
+            self.state[id(module)] = x_in[..., x_in.shape[-1] - overlap :].clone()
+            y = conv(x_in)
         return y[..., overlap * stride : (overlap + x.shape[-1]) * stride]
 
     def _convnext(self, block, x):

@@ -29,7 +29,9 @@ from dataclasses import dataclass
 
 import torch
 
+from . import conv_layout
 from .codec import SAMPLES_PER_FRAME, ceil_div
+from .conv_layout import ChannelsLastConvs
 from .decoding import DecoderStream
 from .weights import TORCH_DTYPES
 
@@ -46,6 +48,7 @@ class DecodeOptions:
     dtype: str = "float32"  # precision of the decoder pass: "float32" or "bfloat16" (guarded, redone in fp32)
     compile: bool = False  # torch.compile the convolution stack for the shapes given to ``warm``
     compile_mode: str = "default"  # torch.compile mode ("default", "reduce-overhead" = CUDA graphs, ...)
+    channels_last: bool | None = None  # convolutions channels-last (``conv_layout``); None: on CPU only
 
 
 def broken(wav: torch.Tensor) -> str | None:
@@ -59,7 +62,9 @@ def broken(wav: torch.Tensor) -> str | None:
     return None
 
 
-def zero_state(decoder, batch: int, dtype: torch.dtype, device: torch.device) -> dict[int, torch.Tensor]:
+def zero_state(
+    decoder, batch: int, dtype: torch.dtype, device: torch.device, channels_last: bool = False
+) -> dict[int, torch.Tensor]:
     """The left state a fresh ``DecoderStream`` starts from (zeros), for every stateful convolution."""
     from qwen_tts.core.tokenizer_12hz.modeling_qwen3_tts_tokenizer_v2 import (
         Qwen3TTSTokenizerV2CausalConvNet,
@@ -77,7 +82,8 @@ def zero_state(decoder, batch: int, dtype: torch.dtype, device: torch.device) ->
                 continue
         else:
             continue
-        state[id(module)] = torch.zeros(batch, module.conv.in_channels, width, dtype=dtype, device=device)
+        zeros = torch.zeros(batch, module.conv.in_channels, width, dtype=dtype, device=device)
+        state[id(module)] = conv_layout.channels_last(zeros) if channels_last else zeros
     return state
 
 
@@ -85,10 +91,10 @@ class _CompiledStream(DecoderStream):
     """A ``DecoderStream`` whose convolution stack runs the compiled graph for warmed shapes."""
 
     def __init__(self, decoder, batch: int, owner: FastDecoder):
-        super().__init__(decoder, batch)
+        super().__init__(decoder, batch, owner.convs)
         self.owner = owner
         param = next(decoder.parameters())
-        self.state = zero_state(decoder, batch, param.dtype, param.device)
+        self.state = zero_state(decoder, batch, param.dtype, param.device, owner.convs is not None)
 
     def tail(self, hidden: torch.Tensor) -> torch.Tensor:
         if (hidden.shape[0], hidden.shape[-1]) in self.owner.warm_shapes:
@@ -119,6 +125,9 @@ class FastDecoder:
         self.decoder = decoder if source_dtype == self.dtype else copy.deepcopy(decoder).to(self.dtype)
         self._fp32 = decoder if source_dtype == torch.float32 else None  # built on the first redo otherwise
         self.guarded = self.dtype != torch.float32
+        device = next(decoder.parameters()).device
+        layout = options.channels_last if options.channels_last is not None else device.type == "cpu"
+        self.convs = ChannelsLastConvs() if layout else None  # shared by every stream of this decoder
         self.compiled_tail = (
             torch.compile(DecoderStream.tail, dynamic=False, mode=options.compile_mode) if options.compile else None
         )
@@ -165,7 +174,7 @@ class FastDecoder:
         return (
             _CompiledStream(self.decoder, batch, self)
             if self.compiled_tail is not None
-            else DecoderStream(self.decoder, batch)
+            else DecoderStream(self.decoder, batch, self.convs)
         )
 
     def step(self, stream: DecoderStream, codes: torch.Tensor) -> torch.Tensor:
@@ -224,7 +233,7 @@ class FastDecoder:
         names = self._module_names()
         ids32 = {name: id(m) for name, m in fp32.named_modules()}
         state, keys, values, position = before
-        redo = DecoderStream(fp32, stream.batch)
+        redo = DecoderStream(fp32, stream.batch, self.convs)
         redo.state = {ids32[names[k]]: t.float() for k, t in state.items()}
         redo.cache.keys = {k: t.float() for k, t in keys.items()}
         redo.cache.values = {k: t.float() for k, t in values.items()}

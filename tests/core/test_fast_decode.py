@@ -97,8 +97,9 @@ def test_broken_detects_non_finite_and_full_scale_output():
 def test_compiled_decoder_matches_eager_and_pads_the_last_chunk(model, codes):
     chunk = 8  # 38 frames: four full chunks and a last one of 6 frames, padded to 8
     fast = fast_decode.FastDecoder(model.decoder, fast_decode.DecodeOptions("float32", compile=True))
+    plain = fast_decode.FastDecoder(model.decoder, fast_decode.DecodeOptions("float32"))  # same layout, eager
     with torch.inference_mode():
-        ref = decoding.decode(model, codes, chunk)
+        ref = decoding.decode(model, codes, chunk, runner=plain)
         eager = decoding.decode(model, codes, chunk, runner=fast)  # not warmed yet: eager
         assert torch.equal(eager, ref)
         fast.warm([(1, chunk)])
