@@ -2,7 +2,7 @@
 # One GPU-machine session: install the carried wheels, build the full-size random checkpoint, then run
 # the named steps, each under its own time limit. Logs go under $OUT (or ./device-out): run.log (machine,
 # environment, build, step timings) plus each step's own files.
-#   bench/device_run.sh tests snake bench     (steps: tests, levers, snake, levers-compile, bench, bench-fp32, speed, coldstart)
+#   bench/device_run.sh tests snake bench     (steps: tests, levers, snake, levers-compile, bench, bench-fp32, speed, profile, pyc, importtime, coldstart)
 # Run from the repository root with .whl/ carried (see ../shared/device/wheels.sh).
 set -u
 OUT=${OUT:-$PWD/device-out}
@@ -26,8 +26,16 @@ for step in "$@"; do
     snake) timeout 90 python3 -m bench.levers --checkpoint "$CODEC_FULL_CHECKPOINT" --out "$OUT" --snake-only > "$OUT/levers-snake.log" 2>&1 ;;
     levers-compile) timeout 150 python3 -m bench.levers --checkpoint "$CODEC_FULL_CHECKPOINT" --out "$OUT" --compile > "$OUT/levers.log" 2>&1 ;;
     bench) timeout 420 python3 -m bench.codec_bench --checkpoint "$CODEC_FULL_CHECKPOINT" --out "$OUT" > "$OUT/bench.log" 2>&1 ;;
-    speed) timeout 240 python3 -m bench.speed_bench --checkpoint "$CODEC_FULL_CHECKPOINT" --lengths 10,60,600 --out "$OUT" > "$OUT/speed.log" 2>&1 ;;
-    coldstart) python3 -m compileall -q -j 0 /tmp/site . > /dev/null 2>&1; timeout 90 python3 -m bench.cold_start --checkpoint "$CODEC_FULL_CHECKPOINT" --out "$OUT" > "$OUT/cold_start.log" 2>&1 ;;
+    speed) timeout 240 python3 -m bench.speed_bench --checkpoint "$CODEC_FULL_CHECKPOINT" --lengths ${SPEED_LENGTHS:-10,600} --out "$OUT" > "$OUT/speed.log" 2>&1 ;;
+    profile) timeout 120 python3 -m bench.decode_profile --checkpoint "$CODEC_FULL_CHECKPOINT" --out "$OUT" > "$OUT/decode_profile.log" 2>&1 ;;
+    importtime) python3 -X importtime -m core check --model "$CODEC_FULL_CHECKPOINT" --device cuda:0 > /dev/null 2> "$OUT/importtime.txt"
+                awk -F'|' '/import time:/ {gsub(/ /,"",$2); print $2, $3}' "$OUT/importtime.txt" | sort -n -r | head -60 > "$OUT/importtime-top.txt" ;;
+    pyc) # bytecode for every importable package, as pip leaves an install; this image writes none itself
+         # (PYTHONDONTWRITEBYTECODE) and ships without it, so it goes to a prefix that later steps read
+         export PYTHONPYCACHEPREFIX=/tmp/pyc
+         python3 -m compileall -q -j 0 $(python3 -c "import sys; print(' '.join(p for p in sys.path if p.startswith('/') and not p.endswith('.zip')))") . > /dev/null 2>&1
+         echo "pyc: $(find /tmp/pyc -name '*.pyc' | wc -l) files under $PYTHONPYCACHEPREFIX" >> "$LOG" ;;
+    coldstart) python3 -m compileall -q -j 0 /tmp/site . > /dev/null 2>&1; timeout 120 python3 -m bench.cold_start --checkpoint "$CODEC_FULL_CHECKPOINT" --out "$OUT" --note "${COLD_NOTE:-}" > "$OUT/cold_start.log" 2>&1 ;;
     bench-fp32) timeout 240 python3 -m bench.codec_bench --checkpoint "$CODEC_FULL_CHECKPOINT" --out "$OUT" --dtypes float32 > "$OUT/bench.log" 2>&1 ;;
     *) echo "unknown step $step" ;;
   esac

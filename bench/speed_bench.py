@@ -8,7 +8,9 @@ The checkpoint is the full-size random one (built when missing) with every trans
 set to 1.0 in memory, so context matters (NOTES.md). The official path runs with PyTorch defaults
 (TF32 convolutions on a GPU); our engine runs with its own settings (full-fp32 encodes). Per length,
 each side runs ``--repeats`` times and the median is reported. Variants differ only in how the
-decoder runs (``core.fast_decode``): eager fp32, compiled fp32, bf16 with the guard. Each variant's
+decoder runs (``core.fast_decode``): eager or compiled, fp32 or bf16 with the guard, convolutions
+channels-first or channels-last (``core.conv_layout``; "eager" is the engine's default for the device:
+channels-last on CPU, channels-first on a GPU), cuDNN autotuning on or off. Each variant's
 codes are compared with the official encode in full fp32, its audio with our eager fp32 decode.
 Random weights: nothing here says anything about audio quality.
 """
@@ -47,13 +49,19 @@ from core.settings import Settings  # noqa: E402
 log = logging.getLogger("bench.speed")
 LAST_PEAK_MIB: float | None = None  # peak allocated device memory of the last ``median_timed`` (MiB)
 
-# name -> (decode dtype, compile mode or None)
+# name -> (decode dtype, compile mode or None, channels-last convolutions or None for the device's
+# default (core.fast_decode: on CPU only), cuDNN autotuning)
 VARIANTS = {
-    "eager": ("float32", None),
-    "compiled": ("float32", "default"),
-    "cudagraphs": ("float32", "reduce-overhead"),
-    "bf16": ("bfloat16", None),
-    "bf16-compiled": ("bfloat16", "default"),
+    "eager": ("float32", None, None, False),
+    "eager-cf": ("float32", None, False, False),
+    "eager-cl": ("float32", None, True, False),
+    "eager-cl-autotune": ("float32", None, True, True),
+    "compiled": ("float32", "default", None, False),
+    "compiled-cl": ("float32", "default", True, False),
+    "cudagraphs": ("float32", "reduce-overhead", None, False),
+    "bf16": ("bfloat16", None, None, False),
+    "bf16-cl": ("bfloat16", None, True, False),
+    "bf16-compiled": ("bfloat16", "default", None, False),
 }
 
 
@@ -117,10 +125,11 @@ def run(args) -> dict:
         }
         reference = None
         for name in args.variants:
-            dtype, mode = VARIANTS[name]
+            dtype, mode, layout, autotune = VARIANTS[name]
             if device == "cpu" and mode == "reduce-overhead":
                 continue
-            options = fast_decode.DecodeOptions(dtype, mode is not None, mode or "default")
+            torch.backends.cudnn.benchmark = autotune
+            options = fast_decode.DecodeOptions(dtype, mode is not None, mode or "default", layout)
             fast = eager if name == "eager" else fast_decode.FastDecoder(tok.model.decoder, options)
             engine._fast = fast
             compile_s = None
@@ -147,11 +156,14 @@ def run(args) -> dict:
                 "codes_agreement_vs_official_fp32": agreement(codes, strict),
                 "codes_agreement_vs_official_default": agreement(codes, off_codes),
                 "full_scale_share": float(np.mean(np.abs(decoded.samples) >= fast_decode.FULL_SCALE)),
+                "channels_last": fast.convs is not None,
+                "cudnn_benchmark": autotune,
             }
             if reference is not None:
                 entry["audio_vs_eager_fp32"] = error_stats(decoded.samples, reference)
             row["variants"][name] = entry
             log.info("%g s %s: %s", seconds, name, {k: v for k, v in entry.items() if not k.endswith("_all")})
+        torch.backends.cudnn.benchmark = False
         engine._fast = eager
         rows.append(row)
         log.info("%g s official: enc %.3f dec %.3f", seconds, off_enc, off_dec)
@@ -226,7 +238,8 @@ def main(argv=None) -> None:
     args = p.parse_args(argv)
     cuda = args.device.startswith("cuda")
     args.lengths = [float(s) for s in (args.lengths or ("10,600" if cuda else "10")).split(",")]
-    default_variants = "eager,compiled,cudagraphs,bf16" if cuda else "eager,bf16"  # CPU: a compile takes minutes
+    # eager is first: the others' audio is compared with it. CPU: no compile (no gain measured, minutes)
+    default_variants = "eager,eager-cl,eager-cl-autotune,compiled,compiled-cl,bf16" if cuda else "eager,eager-cf,bf16"
     args.variants = (args.variants or default_variants).split(",")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     result = run(args)

@@ -38,18 +38,37 @@ def _snake_kernel():
 
         @triton.jit
         def snake(
-            x_ptr, a_ptr, ib_ptr, out_ptr, n, channels, length, stride_b, stride_c, stride_t, BLOCK: tl.constexpr
+            x_ptr,
+            a_ptr,
+            ib_ptr,
+            out_ptr,
+            n,
+            channels,
+            length,
+            stride_b,
+            stride_c,
+            stride_t,
+            out_b,
+            out_c,
+            out_t,
+            BLOCK: tl.constexpr,
+            CHANNELS_FAST: tl.constexpr,
         ):
             offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
             mask = offs < n
-            t = offs % length
-            c = (offs // length) % channels
+            if CHANNELS_FAST:  # channels-last: neighbouring programs' lanes read neighbouring channels
+                c = offs % channels
+                t = (offs // channels) % length
+            else:
+                t = offs % length
+                c = (offs // length) % channels
             b = offs // (length * channels)
             x = tl.load(x_ptr + b * stride_b + c * stride_c + t * stride_t, mask=mask, other=0.0).to(tl.float32)
             a = tl.load(a_ptr + c, mask=mask, other=0.0)
             ib = tl.load(ib_ptr + c, mask=mask, other=0.0)
             s = tl.sin(x * a)
-            tl.store(out_ptr + offs, (x + ib * (s * s)).to(out_ptr.dtype.element_ty), mask=mask)
+            out = (x + ib * (s * s)).to(out_ptr.dtype.element_ty)
+            tl.store(out_ptr + b * out_b + c * out_c + t * out_t, out, mask=mask)
 
         _SNAKE_KERNEL = snake
     return _SNAKE_KERNEL or None
@@ -64,11 +83,25 @@ def snake_beta(module, x: torch.Tensor) -> torch.Tensor:
         return _snake_in_place(module, x) if x.dim() == 3 else module(x)
     a = torch.exp(module.alpha.float())
     inv_b = 1.0 / (torch.exp(module.beta.float()) + module.no_div_by_zero)
-    out = torch.empty(x.shape, dtype=x.dtype, device=x.device)
+    channels_fast = x.stride(1) == 1 and x.shape[1] > 1  # channels-last activations (core.conv_layout)
+    if channels_fast:  # the output keeps the layout, so the next convolution needs no reorder
+        out = torch.empty(x.shape[0], x.shape[2], x.shape[1], dtype=x.dtype, device=x.device).transpose(1, 2)
+    else:
+        out = torch.empty(x.shape, dtype=x.dtype, device=x.device)
     n = out.numel()
     try:
         kernel[(ceil_div(n, SNAKE_BLOCK),)](
-            x, a, inv_b, out, n, x.shape[1], x.shape[2], x.stride(0), x.stride(1), x.stride(2), BLOCK=SNAKE_BLOCK
+            x,
+            a,
+            inv_b,
+            out,
+            n,
+            x.shape[1],
+            x.shape[2],
+            *x.stride(),
+            *out.stride(),
+            BLOCK=SNAKE_BLOCK,
+            CHANNELS_FAST=channels_fast,
         )
     except Exception as e:  # e.g. no C compiler for Triton's launcher: use the module from now on
         if "out of memory" in str(e).lower():

@@ -16,6 +16,8 @@ import logging
 import os
 import re
 import socket
+import sys
+import time
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -120,9 +122,35 @@ def check_complete(model: torch.nn.Module, path: Path) -> None:
         )
 
 
+def lighten_transformers_import() -> None:
+    """Keep transformers from importing frameworks and libraries the tokenizer never uses.
+
+    Measured with ``python -X importtime`` (``bench/results/cold_start-cuda.md``):
+    - JAX/Flax and TensorFlow: transformers imports them when they are installed (its ``USE_FLAX`` and
+      ``USE_TF`` default to "auto"); jax took 1.0 s on the H200 machine's image. ``USE_TORCH=1``,
+      ``USE_TF=0`` and ``USE_FLAX=0`` are transformers' own switches; a value the user set is kept.
+    - scikit-learn: ``transformers.generation.candidate_generator`` imports it (with scipy.stats and
+      pandas) for assisted generation's ``roc_curve``; the tokenizer never generates. 1.7 of the 5.7 s
+      that importing qwen_tts took on the 2-core machine.
+    Does nothing once transformers is imported: another user of it came first and set it up.
+    """
+    if "transformers" in sys.modules:
+        return
+    for name, value in (("USE_TORCH", "1"), ("USE_TF", "0"), ("USE_FLAX", "0")):
+        os.environ.setdefault(name, value)
+    try:
+        from transformers.utils import import_utils
+    except Exception:  # transformers missing or broken: loading reports it
+        return
+    if hasattr(import_utils, "_sklearn_available"):
+        import_utils._sklearn_available = False
+
+
 def import_qwen_tts():
     """Import qwen_tts; its import prints a flash-attn notice to stdout, which we log instead
     so that ``--json`` output stays clean."""
+    if "qwen_tts" not in sys.modules:
+        lighten_transformers_import()
     sink = io.StringIO()
     with contextlib.redirect_stdout(sink):
         import qwen_tts
@@ -146,7 +174,9 @@ def check_device(device: str, dtype: str) -> None:
 
 def load_tokenizer(source: str, device: str, dtype: torch.dtype):
     """Load the official tokenizer wrapper on ``device``; raise WeightsError on any failure."""
+    start = time.perf_counter()
     Qwen3TTSTokenizer = import_qwen_tts().Qwen3TTSTokenizer
+    logger.info("imported qwen_tts in %.2f s", time.perf_counter() - start)
     path = resolve_source(source)
     try:
         tokenizer = Qwen3TTSTokenizer.from_pretrained(str(path), device_map=device, dtype=dtype)

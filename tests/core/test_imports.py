@@ -21,3 +21,20 @@ def test_importing_every_core_module_leaves_gradio_out():
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=CORE.parent, check=True
     )
     assert out.stdout.strip() == "[]", out.stdout
+
+
+def test_loading_the_tokenizer_classes_leaves_unused_frameworks_out():
+    """scikit-learn is installed here (librosa needs it) and transformers would import it at import
+    time; ``core.weights`` switches that off, and JAX/TensorFlow with transformers' own switches."""
+    import importlib.util
+
+    assert importlib.util.find_spec("sklearn") is not None, "the test needs scikit-learn installed to mean anything"
+    code = (
+        "import sys\nfrom core import weights\nweights.import_qwen_tts().Qwen3TTSTokenizer\n"
+        "import transformers.generation.candidate_generator\n"
+        "print(sorted({n.split('.')[0] for n in sys.modules} & {'sklearn', 'jax', 'tensorflow', 'pandas'}))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=CORE.parent, check=True
+    )
+    assert out.stdout.strip().splitlines()[-1] == "[]", out.stdout

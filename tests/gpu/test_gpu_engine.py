@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import torch
 
-from core import kernels
+from core import conv_layout, kernels
 from core.engine import Engine
 from core.settings import Settings
 
@@ -104,7 +104,8 @@ def test_fused_snake_matches_the_module(gpu_engine):
     with torch.inference_mode():
         for module in snakes[:: max(1, len(snakes) // 6)]:
             x = torch.randn(2, module.in_features, 3001, device="cuda", dtype=dtype)
-            for view in (x, x[..., 1:]):  # contiguous and strided
+            last = conv_layout.channels_last(x)
+            for view in (x, x[..., 1:], last, last[..., 1:]):  # contiguous, strided, channels-last, both
                 ref = module(view).float()
                 worst = max(
                     worst,
@@ -112,5 +113,6 @@ def test_fused_snake_matches_the_module(gpu_engine):
                     / ref.abs().max().item(),
                 )
                 assert snake.shape == ref.shape
+                assert (snake.stride(1) == 1) == (view.stride(1) == 1)  # channels-last stays channels-last
     print(f"\n[{gpu_engine.settings.dtype}] fused SnakeBeta: worst relative difference {worst:.2e}")
     assert worst < (1e-5 if dtype == torch.float32 else 2e-2)
