@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from . import fast_decode, ladder, memory, model_calls, planner, readiness
+from . import fast_decode, kernels, ladder, memory, model_calls, planner, readiness
 from .checkpoints import is_random_checkpoint
 from .codec import MIB, NUM_CODEBOOKS, SAMPLE_RATE, SAMPLES_PER_FRAME, Progress, check_codes, check_duration
 from .errors import AudioInputError, CodecError, EngineNotReady, OutOfMemory
@@ -99,7 +99,11 @@ class Engine:
             logger.info("loading %s on %s (%s)", self.settings.model, self.device, self.settings.dtype)
             try:
                 check_device(self.device, self.settings.dtype)
+                decode_dtype = TORCH_DTYPES[self.settings.decode_dtype or self.settings.dtype]
+                snake = kernels.warm_snake_in_background(self.device, decode_dtype) if self.settings.is_cuda else None
                 tokenizer, path = load_tokenizer(self.settings.model, self.device, TORCH_DTYPES[self.settings.dtype])
+                if snake is not None:
+                    snake.join()  # compiled while the model loaded
                 dims = planner.ModelDims.of(tokenizer.model)
                 self._tokenizer, self.model_path, self._dims = tokenizer, path, dims
                 self._fast = self._fast_decoder()
