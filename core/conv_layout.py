@@ -6,8 +6,8 @@ channels last, so every call reorders its input and output. Keeping the decoder'
 channels-last layout (a (B, C, T) tensor whose channels are adjacent in memory) and running each
 convolution as ``conv2d`` on a channels-last 4-D view with a channels-last weight removes those
 reorders. Measured on the 2-core Intel Xeon (AMX) machine, one convolution of the decoder's last
-block (96 channels, 10 s of audio, kernel 7): 317 → 153 ms in fp32, 203 → 67 ms in bf16; the
-1×1 convolution 138 → 60 ms and 183 → 28 ms (``python -m bench.cpu_layout``). The same arithmetic in
+block (96 channels, 10 s of audio, kernel 7): 279 → 170 ms in fp32, 189 → 49 ms in bf16; the
+1×1 convolution 119 → 58 ms and 114 → 20 ms (``python -m bench.cpu_layout``). The same arithmetic in
 another order: outputs differ from the channels-first ones by fp32 rounding (relative 1e-7).
 
 Elementwise layers (SnakeBeta, additions, the ConvNeXt norm and linears) run the model's own modules on
