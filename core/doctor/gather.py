@@ -72,6 +72,23 @@ def torch_facts() -> dict:
     return facts
 
 
+def cpu(cpuinfo: Path = Path("/proc/cpuinfo")) -> tuple[str | None, frozenset[str]]:
+    """The CPU's model name and feature flags (x86 ``flags``, Arm ``Features``); (None, {}) off Linux."""
+    try:
+        text = cpuinfo.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None, frozenset()
+    model, flags = None, frozenset()
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        key = key.strip().lower()
+        if key == "model name" and model is None:
+            model = value.strip()
+        elif key in ("flags", "features") and not flags:
+            flags = frozenset(value.split())
+    return model, flags
+
+
 def ffmpeg() -> tuple[str | None, str | None]:
     """(path, first line of ``ffmpeg -version``)."""
     path = shutil.which("ffmpeg")

@@ -58,6 +58,7 @@ def run_doctor(engine, options: DoctorOptions = DoctorOptions()) -> Report:
         gpu.check_placement(_named_tensors(engine), device, dtype),
         gpu.check_memory(_estimates(engine, options.job_lengths_s), settings.max_duration_s),
         _tones(engine),
+        host.check_cpu_decode(device, settings.decode_dtype or dtype, *gather.cpu()),
         host.check_supervisor(
             *gather.supervisor(options.repo / "supervisord.conf", host.PROGRAM),
             gather.log_tail(options.repo / "logs" / "supervisord.log"),

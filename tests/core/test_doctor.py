@@ -29,6 +29,7 @@ CHECK_NAMES = [
     "placement",
     "memory",
     "tones",
+    "cpu_decode",
     "supervisor",
     "ffmpeg",
     "packages",
@@ -340,3 +341,31 @@ def test_cli_json_and_exit_code(tiny_checkpoint, tmp_path):
     by_name = {c["name"]: c for c in doc["checks"]}
     assert by_name["data_dir"]["status"] == FAIL and doc["ok"] is False and proc.returncode == 1
     assert by_name["tones"]["status"] == PASS and doc["engine"]["state"] == "ready"
+
+
+@pytest.mark.parametrize(
+    "device,dtype,flags,status,words",
+    [
+        ("cuda:0", "float32", frozenset({"amx_bf16"}), SKIPPED, "cuda:0"),
+        ("cpu", "float32", frozenset({"avx2", "amx_bf16"}), PASS, "--decode-dtype bfloat16"),
+        ("cpu", "float32", frozenset({"avx2"}), PASS, "fp32 decode (exact)"),
+        ("cpu", "bfloat16", frozenset({"avx512_bf16"}), PASS, "native bf16 (avx512_bf16)"),
+        ("cpu", "bfloat16", frozenset({"avx2", "avx512f"}), WARN, "no native bf16"),
+    ],
+)
+def test_cpu_decode_precision_check(device, dtype, flags, status, words):
+    found = host.check_cpu_decode(device, dtype, "Some CPU", flags)
+    assert found.status == status and words in found.evidence, found
+    assert ("float32" in found.fix) == (status == WARN)
+
+
+def test_cpu_flags_are_read_from_cpuinfo(tmp_path):
+    x86 = tmp_path / "x86"
+    x86.write_text(
+        "processor\t: 0\nmodel name\t: Intel(R) Xeon(R)\nflags\t\t: fpu avx512f amx_bf16\n\nprocessor\t: 1\n"
+    )
+    arm = tmp_path / "arm"
+    arm.write_text("processor\t: 0\nFeatures\t: fp asimd bf16\n")
+    assert gather.cpu(x86) == ("Intel(R) Xeon(R)", frozenset({"fpu", "avx512f", "amx_bf16"}))
+    assert gather.cpu(arm) == (None, frozenset({"fp", "asimd", "bf16"}))
+    assert gather.cpu(tmp_path / "missing") == (None, frozenset())
