@@ -24,7 +24,7 @@ from http.cookies import CookieError, SimpleCookie
 from pathlib import Path
 
 from . import storage, uploads
-from .throttle import LoginThrottle, retry_after_header
+from .throttle import LoginThrottle, client_key, retry_after_header
 
 logger = logging.getLogger(__name__)
 
@@ -220,7 +220,7 @@ class Guard:
             await _respond(send, 507, "The server's disk is full; try again later.")
 
     async def _login(self, scope, receive, send):
-        client = (scope.get("client") or ("?", 0))[0]
+        client = client_key(scope)
         wait_s = self.throttle.retry_after_s(client)
         if wait_s > 0:
             return await _respond(

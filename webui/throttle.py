@@ -1,9 +1,15 @@
 """Login back-off per client: a few wrong passwords are free, then each further attempt must
 wait twice as long as the one before (1 s, 2 s, 4 s ... up to ``max_wait_s``). A right
-password resets the client. Clients are told how long to wait (HTTP 429, Retry-After)."""
+password resets the client. Clients are told how long to wait (HTTP 429, Retry-After).
+
+A client is its address. Behind the nginx of ``deploy/nginx`` every request comes from the proxy's
+address, so one stranger's wrong passwords would lock everyone out; that nginx sets ``X-Real-IP``
+to the address it saw, and ``client_key`` believes that header only from a proxy on this host
+(``TRUSTED_PROXIES``): a client talking to the app directly cannot pick its own key."""
 
 from __future__ import annotations
 
+import ipaddress
 import math
 import threading
 import time
@@ -16,6 +22,19 @@ FIRST_WAIT_S = 1.0  # wait after the first failure past the free ones; doubles e
 MAX_WAIT_S = 300.0  # longest wait between two attempts
 FORGET_AFTER_S = 3600.0  # a client quiet this long starts afresh
 MAX_CLIENTS = 10_000  # clients remembered at once (the oldest are forgotten first)
+TRUSTED_PROXIES = frozenset({"127.0.0.1", "::1"})  # peers whose X-Real-IP names the client (nginx on this host)
+
+
+def client_key(scope) -> str:
+    """The address a request comes from: the peer's, or the one a trusted proxy names in X-Real-IP."""
+    peer = (scope.get("client") or ("?", 0))[0]
+    if peer not in TRUSTED_PROXIES:
+        return peer
+    named = next((v for k, v in scope.get("headers") or () if k == b"x-real-ip"), b"").decode("latin-1").strip()
+    try:
+        return str(ipaddress.ip_address(named))
+    except ValueError:  # no header (a direct local client) or not an address: the peer itself
+        return peer
 
 
 @dataclass

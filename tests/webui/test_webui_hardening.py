@@ -272,9 +272,12 @@ def locked(engine, tmp_path_factory):
     demo.close()
 
 
-def _login(url: str, password: str):
+def _login(url: str, password: str, real_ip: str | None = None):
     data = f"username=ann&password={password}".encode()
-    return _request(url + "login", data, {"Content-Type": "application/x-www-form-urlencoded"})
+    headers = {"Content-Type": "application/x-www-form-urlencoded"}
+    if real_ip is not None:  # what deploy/nginx adds: the address it saw
+        headers["X-Real-IP"] = real_ip
+    return _request(url + "login", data, headers)
 
 
 def test_with_a_login_set_only_state_ready_and_reason_are_public(locked):
@@ -312,6 +315,29 @@ def test_wrong_passwords_back_off_per_client(locked):
         status = _login(locked, "s3cret")[0]
     assert status == 200  # then gets in, and the count starts afresh
     assert _login(locked, "wrong")[0] == 400
+
+
+def test_behind_the_proxy_each_client_backs_off_on_its_own(locked):
+    """Through nginx every request comes from 127.0.0.1; X-Real-IP (set by deploy/nginx) tells the
+    clients apart, so one client's wrong passwords do not lock out another."""
+    first = [_login(locked, "wrong", real_ip="203.0.113.7")[0] for _ in range(7)]
+    assert first[:5] == [400] * 5 and 429 in first[5:]
+    assert _login(locked, "wrong", real_ip="198.51.100.9")[0] == 400  # another client: its own count
+    assert _login(locked, "s3cret", real_ip="2001:db8::1")[0] == 200
+
+
+def test_only_a_proxy_on_this_host_can_name_the_client():
+    from webui.throttle import client_key
+
+    def scope(peer: str, real_ip: bytes | None = None) -> dict:
+        return {"client": (peer, 1234), "headers": [(b"x-real-ip", real_ip)] if real_ip is not None else []}
+
+    assert client_key(scope("127.0.0.1", b"203.0.113.7")) == "203.0.113.7"
+    assert client_key(scope("::1", b"2001:DB8:0::1")) == "2001:db8::1"  # one spelling per address
+    assert client_key(scope("192.0.2.5", b"203.0.113.7")) == "192.0.2.5"  # a remote peer cannot choose its key
+    assert client_key(scope("127.0.0.1", b"not an address")) == "127.0.0.1"
+    assert client_key(scope("127.0.0.1")) == "127.0.0.1"
+    assert client_key({"headers": []}) == "?"
 
 
 # ------------------------------------------------------------------ item 2: one root, whole process
