@@ -78,7 +78,8 @@ def cpu(cpuinfo: Path = Path("/proc/cpuinfo")) -> tuple[str | None, frozenset[st
         text = cpuinfo.read_text(encoding="utf-8", errors="replace")
     except OSError:
         return None, frozenset()
-    model, flags = None, frozenset()
+    model: str | None = None
+    flags: frozenset[str] = frozenset()
     for line in text.splitlines():
         key, _, value = line.partition(":")
         key = key.strip().lower()
