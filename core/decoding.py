@@ -17,9 +17,8 @@ from __future__ import annotations
 
 import torch
 
-from .codec import SAMPLES_PER_FRAME, Progress, ceil_div
 from . import conv_layout
-from .conv_layout import ChannelsLastConvs
+from .codec import SAMPLES_PER_FRAME, Progress, ceil_div
 from .kernels import snake_beta
 
 
@@ -140,7 +139,7 @@ class DecoderStream:
     and the transformer its last keys and values at absolute positions.
     """
 
-    def __init__(self, decoder, batch: int = 1, convs: ChannelsLastConvs | None = None):
+    def __init__(self, decoder, batch: int = 1, convs: conv_layout.ChannelsLastConvs | None = None):
         self.decoder = decoder
         self.batch = batch
         self.convs = convs  # run convolutions channels-last (``conv_layout``), or None for channels-first
@@ -149,28 +148,30 @@ class DecoderStream:
         self.window = int(decoder.config.sliding_window)
         self.position = 0  # frames decoded so far
 
-    def _zeros(self, x, width):
-        """The left state before the first chunk: zeros, in the layout the convolutions run in."""
-        zeros = x.new_zeros(x.shape[0], x.shape[1], width)
-        return zeros if self.convs is None else conv_layout.channels_last(zeros)
+    def _with_state(self, module, x, width):
+        """``x`` after the ``width`` inputs ``module`` saw last (zeros before the first chunk), in the
+        layout the convolutions run in; the new last ``width`` inputs become the state."""
+        prev = self.state.get(id(module))
+        if self.convs is None:
+            if prev is None:
+                prev = x.new_zeros(x.shape[0], x.shape[1], width)
+            x = torch.cat([prev, x], dim=-1)
+            self.state[id(module)] = x[..., x.shape[-1] - width :].clone()  # a view would pin the whole input
+            return x
+        if prev is None:
+            prev = conv_layout.channels_last(x.new_zeros(x.shape[0], x.shape[1], width))
+        x = conv_layout.cat_time(prev, conv_layout.channels_last(x))
+        self.state[id(module)] = conv_layout.tail_of(x, width)
+        return x
 
     # causal convolution (stride 1): previous `padding` inputs instead of zeros
     def _conv(self, module, x):
         pad = int(module.padding)
         if int(module.stride) != 1:
             raise ValueError("streaming decode expects stride-1 causal convolutions")
-        if pad == 0:
-            return module.conv(x) if self.convs is None else self.convs.conv(module.conv, x)
-        prev = self.state.get(id(module))
-        if prev is None:
-            prev = self._zeros(x, pad)
-        if self.convs is not None:
-            x = conv_layout.cat_time(prev, conv_layout.channels_last(x))
-            self.state[id(module)] = conv_layout.tail_of(x, pad)
-            return self.convs.conv(module.conv, x)
-        x = torch.cat([prev, x], dim=-1)
-        self.state[id(module)] = x[..., x.shape[-1] - pad :].clone()  # a view would pin the whole input
-        return module.conv(x)
+        if pad > 0:
+            x = self._with_state(module, x, pad)
+        return module.conv(x) if self.convs is None else self.convs.conv(module.conv, x)
 
     # causal transposed convolution: previous input frames supply the overlapping tail
     def _transposed(self, module, x):
@@ -179,17 +180,8 @@ class DecoderStream:
         overlap = ceil_div(kernel, stride) - 1
         if overlap == 0:
             return module(x)
-        prev = self.state.get(id(module))
-        if prev is None:
-            prev = self._zeros(x, overlap)
-        if self.convs is not None:
-            x_in = conv_layout.cat_time(prev, conv_layout.channels_last(x))
-            self.state[id(module)] = conv_layout.tail_of(x_in, overlap)
-            y = self.convs.conv_transpose(conv, x_in)
-        else:
-            x_in = torch.cat([prev, x], dim=-1)
-            self.state[id(module)] = x_in[..., x_in.shape[-1] - overlap :].clone()
-            y = conv(x_in)
+        x_in = self._with_state(module, x, overlap)
+        y = conv(x_in) if self.convs is None else self.convs.conv_transpose(conv, x_in)
         return y[..., overlap * stride : (overlap + x.shape[-1]) * stride]
 
     def _convnext(self, block, x):

@@ -31,7 +31,6 @@ import torch
 
 from . import conv_layout
 from .codec import SAMPLES_PER_FRAME, ceil_div
-from .conv_layout import ChannelsLastConvs
 from .decoding import DecoderStream
 from .weights import TORCH_DTYPES
 
@@ -127,7 +126,7 @@ class FastDecoder:
         self.guarded = self.dtype != torch.float32
         device = next(decoder.parameters()).device
         layout = options.channels_last if options.channels_last is not None else device.type == "cpu"
-        self.convs = ChannelsLastConvs() if layout else None  # shared by every stream of this decoder
+        self.convs = conv_layout.ChannelsLastConvs() if layout else None  # shared by every stream of this decoder
         self.compiled_tail = (
             torch.compile(DecoderStream.tail, dynamic=False, mode=options.compile_mode) if options.compile else None
         )
