@@ -1,10 +1,10 @@
-"""How ``core.audio`` decodes compressed input (PyAV in-process) against the ffmpeg command line
+"""How ``core.audio.files`` decodes compressed input (PyAV in-process) against the ffmpeg command line
 (what the first release ran as a subprocess): same samples, and how long each takes.
 
     python -m bench.audio_decoders            # needs the ffmpeg command line to make the files
 
 For every format the tests cover, a 2 s 44.1 kHz stereo tone is encoded with ffmpeg; each file is
-then decoded (best of 3) by ``core.audio_readers.load_with_av`` and by ``ffmpeg -f f32le`` piped into
+then decoded (best of 3) by ``core.audio.readers.load_with_av`` and by ``ffmpeg -f f32le`` piped into
 the same block collector, and the two mono 24 kHz results are compared sample by sample. Writes
 ``bench/results/audio_decoders.json``. Timings on a shared machine: compare the two columns, not runs.
 """
@@ -25,8 +25,8 @@ import soundfile as sf
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from core.audio_blocks import AudioLimits, Collector, Source, finish  # noqa: E402
-from core.audio_readers import load_with_av  # noqa: E402
+from core.audio.blocks import AudioLimits, Collector, Source, finish  # noqa: E402
+from core.audio.readers import load_with_av  # noqa: E402
 
 RATE = 44_100  # Hz of the source tone
 CASES = {  # extension -> ffmpeg codec options

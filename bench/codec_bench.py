@@ -1,4 +1,4 @@
-"""Ours (core.engine) against the official ``qwen_tts.Qwen3TTSTokenizer`` path, side by side, in one
+"""Ours (core.model.engine) against the official ``qwen_tts.Qwen3TTSTokenizer`` path, side by side, in one
 process on one device; writes ``bench/results/codec_bench.json`` and ``codec_bench.md``.
 
 On the GPU machine (builds the full-size random checkpoint when it is missing):
@@ -35,8 +35,8 @@ import torch
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from core import decoding  # noqa: E402
-from core.engine import Engine  # noqa: E402
+from core.nn import decoding  # noqa: E402
+from core.model.engine import Engine  # noqa: E402
 from core.settings import Settings  # noqa: E402
 
 SR = 24_000  # Hz
@@ -264,7 +264,7 @@ def run_dtype(args, dtype: str) -> dict:
     if args.batch:
         count, seconds = args.batch
         clips = [signal(seconds, 100 + i, device) for i in range(count)]
-        from core.audio import audio_from_array
+        from core.audio.files import audio_from_array
 
         audios = [audio_from_array(c, SR) for c in clips]
         for _ in range(2):
@@ -479,7 +479,7 @@ def markdown(result: dict) -> str:
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--checkpoint", type=Path, default=Path("/tmp/codec-full"), help="checkpoint dir (built if missing)")
-    p.add_argument("--reference", type=Path, default=ROOT / "bench" / "reference-config.json")
+    p.add_argument("--reference", type=Path, default=ROOT / "core" / "model" / "reference-config.json")
     p.add_argument("--tiny", action="store_true", help="build the tiny checkpoint instead (smoke runs)")
     p.add_argument("--device", default="cuda:0")
     p.add_argument("--dtypes", default="float32,bfloat16")
@@ -507,7 +507,7 @@ def main(argv=None) -> dict:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     args = parse_args(argv)
     if not (args.checkpoint / "config.json").is_file():
-        from core.checkpoints import build_full_checkpoint, build_tiny_checkpoint
+        from core.model.checkpoints import build_full_checkpoint, build_tiny_checkpoint
 
         start = time.perf_counter()
         if args.tiny:

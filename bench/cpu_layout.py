@@ -1,5 +1,5 @@
 """One convolution of each kind the decoder runs, channels-first (``conv1d`` as PyTorch runs it) against
-channels-last (``core.conv_layout``), fp32 and bf16, on this machine's CPU; writes ``cpu_layout.{json,md}``.
+channels-last (``core.nn.conv_layout``), fp32 and bf16, on this machine's CPU; writes ``cpu_layout.{json,md}``.
 
     python -m bench.cpu_layout --out bench/results
 
@@ -22,7 +22,7 @@ import torch
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from core.conv_layout import ChannelsLastConvs, channels_last  # noqa: E402
+from core.nn.conv_layout import ChannelsLastConvs, channels_last  # noqa: E402
 
 SHAPES = (
     (96, 240_000, 7, 1),

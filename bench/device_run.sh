@@ -15,7 +15,7 @@ export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1 CODEC_FULL_CHECKPOINT=${CODE
   echo "PYTORCH_CUDA_ALLOC_CONF=${PYTORCH_CUDA_ALLOC_CONF-<unset>}"; env | grep -E '^(PYTORCH|CUDA_)' ; } >> "$LOG" 2>&1
 start=$(date +%s)
 if [ ! -f "$CODEC_FULL_CHECKPOINT/config.json" ]; then
-  python3 -c "from core.checkpoints import build_full_checkpoint as b; b('$CODEC_FULL_CHECKPOINT', reference='bench/reference-config.json')" >> "$LOG" 2>&1
+  python3 -c "from core.model.checkpoints import build_full_checkpoint as b; b('$CODEC_FULL_CHECKPOINT', reference='core/model/reference-config.json')" >> "$LOG" 2>&1
 fi
 echo "checkpoint ready after $(( $(date +%s) - start )) s" | tee -a "$LOG"
 for step in "$@"; do

@@ -4,7 +4,7 @@ model decodes, plus the quality timeline. Budget: 1 s together on the 2-core dev
     python -m bench.lab_overhead                      # tiny random checkpoint, CPU
     python -m bench.lab_overhead --model DIR --device cuda:0 --long-minutes 0
 
-It calls the real Gradio handlers (``webui.lab.LabHandlers``) as the server does, minus the HTTP
+It calls the real Gradio handlers (``webui.tabs.lab.LabHandlers``) as the server does, minus the HTTP
 transport: ``/timeline`` (residual WAV, BS.1770 loudness of three versions, timeline, waveform
 envelope: no model work at all) and ``/ladder`` with the round trip's token file (so no encode),
 whose UI work is its wall time minus the five decodes the engine timed. The official
@@ -33,12 +33,13 @@ import torch
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from core import ladder, tokens  # noqa: E402
-from core.engine import Engine  # noqa: E402
+from core import tokens  # noqa: E402
+from core.nn import ladder  # noqa: E402
+from core.model.engine import Engine  # noqa: E402
 from core.settings import Settings  # noqa: E402
-from webui.handlers import Handlers  # noqa: E402
-from webui.lab import LabHandlers  # noqa: E402
-from webui.workspace import Workspace  # noqa: E402
+from webui.tabs.roundtrip import RoundTripHandlers  # noqa: E402
+from webui.tabs.lab import LabHandlers  # noqa: E402
+from webui.serving.workspace import Workspace  # noqa: E402
 
 logger = logging.getLogger("bench.lab_overhead")
 
@@ -59,7 +60,7 @@ def summarize(values: list[float]) -> dict:
 
 
 def time_lab(lab: LabHandlers, original: str, reconstruction: str, downloads: list[str]) -> dict:
-    from webui import lab_jobs
+    from webui.jobs import lab as lab_jobs
 
     lab_jobs._CACHE.clear()  # each run as a new clip: the timeline analyses it, the ladder reuses that
     start = time.perf_counter()
@@ -110,18 +111,19 @@ def long_clip(lab: LabHandlers, work: Path, minutes: float) -> dict:
 
 def run(model: str | None, device: str, repeats: int, long_minutes: float, work: Path) -> dict:
     if model is None:
-        from core.checkpoints import build_tiny_checkpoint
+        from core.model.checkpoints import build_tiny_checkpoint
 
         model = str(build_tiny_checkpoint(work / "tiny"))
     engine = Engine(Settings(model=model, device=device, max_duration_s=max(1800.0, long_minutes * 60 + 1)))
     if not engine.warm_up().ok:
         raise SystemExit(f"engine not ready: {engine.error}")
-    handlers = Handlers(engine, Workspace(work / "requests"))
-    lab = LabHandlers(handlers)
+    workspace = Workspace(work / "requests")
+    roundtrip = RoundTripHandlers(engine, workspace)
+    lab = LabHandlers(engine, workspace)
     clip = work / "clip_30s.wav"
     sf.write(clip, looped(CLIP_S), RATE, subtype="PCM_16")
     load_before = os.getloadavg()
-    out = handlers.roundtrip(str(clip))
+    out = roundtrip.roundtrip(str(clip))
     original, reconstruction, downloads = out[0], out[1], out[6]
     time_lab(lab, original, reconstruction, downloads)  # warm-up: imports, colour maps, pyloudnorm filters
     runs = [time_lab(lab, original, reconstruction, downloads) for _ in range(repeats)]

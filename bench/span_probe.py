@@ -14,7 +14,7 @@ import logging
 from pathlib import Path
 
 from bench.codec_bench import ROOT, agreement, full_fp32, official_encode, signal, timed, try_oom
-from core.engine import Engine
+from core.model.engine import Engine
 from core.settings import Settings
 
 log = logging.getLogger("bench")

@@ -8,8 +8,8 @@ The checkpoint is the full-size random one (built when missing) with every trans
 set to 1.0 in memory, so context matters (NOTES.md). The official path runs with PyTorch defaults
 (TF32 convolutions on a GPU); our engine runs with its own settings (full-fp32 encodes). Per length,
 each side runs ``--repeats`` times and the median is reported. Variants differ only in how the
-decoder runs (``core.fast_decode``): eager or compiled, fp32 or bf16 with the guard, convolutions
-channels-first or channels-last (``core.conv_layout``; "eager" is the engine's default for the device:
+decoder runs (``core.nn.fast_decode``): eager or compiled, fp32 or bf16 with the guard, convolutions
+channels-first or channels-last (``core.nn.conv_layout``; "eager" is the engine's default for the device:
 channels-last on CPU, channels-first on a GPU), cuDNN autotuning on or off. Each variant's
 codes are compared with the official encode in full fp32, its audio with our eager fp32 decode.
 Random weights: nothing here says anything about audio quality.
@@ -42,15 +42,15 @@ from bench.codec_bench import (  # noqa: E402
     signal,
     sync,
 )
-from core import fast_decode  # noqa: E402
-from core.engine import Engine  # noqa: E402
+from core.nn import fast_decode  # noqa: E402
+from core.model.engine import Engine  # noqa: E402
 from core.settings import Settings  # noqa: E402
 
 log = logging.getLogger("bench.speed")
 LAST_PEAK_MIB: float | None = None  # peak allocated device memory of the last ``median_timed`` (MiB)
 
 # name -> (decode dtype, compile mode or None, channels-last convolutions or None for the device's
-# default (core.fast_decode: on CPU only), cuDNN autotuning)
+# default (core.nn.fast_decode: on CPU only), cuDNN autotuning)
 VARIANTS = {
     "eager": ("float32", None, None, False),
     "eager-cf": ("float32", None, False, False),
@@ -85,10 +85,10 @@ def median_timed(fn, repeats: int, device: str):
 
 def ensure_checkpoint(path: Path) -> None:
     if not (path / "config.json").is_file():
-        from core.checkpoints import build_full_checkpoint
+        from core.model.checkpoints import build_full_checkpoint
 
         log.info("building the full-size random checkpoint in %s", path)
-        build_full_checkpoint(path, reference=ROOT / "bench" / "reference-config.json")
+        build_full_checkpoint(path, reference=ROOT / "core" / "model" / "reference-config.json")
 
 
 def run(args) -> dict:

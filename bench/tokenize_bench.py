@@ -33,7 +33,7 @@ sys.path.insert(0, str(ROOT))
 from bench.codec_bench import signal, timed  # noqa: E402
 from core.dataset.inputs import read_inputs  # noqa: E402
 from core.dataset.pipeline import TokenizeOptions, job_record, run  # noqa: E402
-from core.engine import Engine  # noqa: E402
+from core.model.engine import Engine  # noqa: E402
 from core.settings import Settings  # noqa: E402
 
 SR = 24_000  # Hz, the codec's rate
@@ -127,11 +127,11 @@ def batch_encodes(tok, checkpoint: str, variants, clips: list[np.ndarray], devic
 
 
 def direct_batches(engine, loop, budget_s: float | None) -> dict:
-    """core.batching.encode_batch on whole 32-clip batches (strict fp32, as the engine's encodes):
+    """core.nn.batching.encode_batch on whole 32-clip batches (strict fp32, as the engine's encodes):
     one pass, or front-end time windows sized so 32 x (window + context) ~ ``budget_s`` of audio."""
     from bench.codec_bench import full_fp32
-    from core import batching
-    from core.encoding import conv_context_samples
+    from core.nn import batching
+    from core.nn.encoding import conv_context_samples
 
     context = conv_context_samples(engine.model)
     window = None if budget_s is None else max(1920, int(budget_s * SR) // OFFICIAL_BATCH - context)
@@ -145,7 +145,7 @@ def direct_batches(engine, loop, budget_s: float | None) -> dict:
         "one pass" if window is None else f"front-end windows of {window / SR:.2f} s (+{context / SR:.2f} s context)"
     )
     return {
-        "path": f"ours: core.batching.encode_batch, 32 clips, {label}",
+        "path": f"ours: core.nn.batching.encode_batch, 32 clips, {label}",
         "window_samples": window,
         "wall_s": seconds,
         "peak_mib": peak,
@@ -264,7 +264,7 @@ def batch_part(args, checkpoint: Path, manifest: Path) -> dict:
     """The official loop, the batched encodes and the agreement of our batched codes with lone encodes."""
     official = official_loop(str(checkpoint), manifest, args.device)
     tok = official.pop("tok")
-    from core.audio import load_audio
+    from core.audio.files import load_audio
 
     clips = [load_audio(json.loads(line)["audio"]).samples for line in manifest.read_text().splitlines()]
     variants = [
@@ -317,10 +317,10 @@ def main(argv=None) -> dict:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     checkpoint = Path(args.checkpoint)
     if not (checkpoint / "config.json").exists():
-        from core.checkpoints import build_full_checkpoint, build_tiny_checkpoint
+        from core.model.checkpoints import build_full_checkpoint, build_tiny_checkpoint
 
         build_tiny_checkpoint(checkpoint) if args.tiny else build_full_checkpoint(
-            checkpoint, reference=ROOT / "bench" / "reference-config.json"
+            checkpoint, reference=ROOT / "core" / "model" / "reference-config.json"
         )
     manifest = args.work / "data" / "train.jsonl"
     if not manifest.exists():

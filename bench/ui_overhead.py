@@ -5,7 +5,7 @@ token file, formatting). Budget: 0.5 s on the 2-core development machine.
     python -m bench.ui_overhead                      # tiny random checkpoint, CPU
     python -m bench.ui_overhead --model DIR --device cuda:0
 
-It calls the real Gradio handlers (``webui.handlers.Handlers``) as the server does, minus
+It calls the real Gradio handlers (``webui.tabs.*``) as the server does, minus
 the HTTP transport, and subtracts the model time the engine measured around its own work:
 ``overhead = handler wall time - (encode seconds + decode seconds)``. The metrics (PESQ,
 STOI, ...) are the round trip's follow-up event ``/metrics`` and are reported beside it. The clip is real
@@ -34,12 +34,15 @@ import soundfile as sf
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from core import analysis, tokens  # noqa: E402
-from core.audio import load_audio, resample, write_wav  # noqa: E402
-from core.engine import Engine  # noqa: E402
+from core import tokens  # noqa: E402
+from core.analysis import metrics as analysis  # noqa: E402
+from core.audio.files import load_audio, resample, write_wav  # noqa: E402
+from core.model.engine import Engine  # noqa: E402
 from core.settings import Settings  # noqa: E402
-from webui.handlers import Handlers  # noqa: E402
-from webui.workspace import Workspace  # noqa: E402
+from webui.tabs.decode import DecodeHandlers  # noqa: E402
+from webui.tabs.encode import EncodeHandlers  # noqa: E402
+from webui.tabs.roundtrip import RoundTripHandlers  # noqa: E402
+from webui.serving.workspace import Workspace  # noqa: E402
 
 logger = logging.getLogger("bench.ui_overhead")
 
@@ -60,7 +63,7 @@ def make_clip(folder: Path, rate: int, channels: int) -> Path:
     return path
 
 
-def time_roundtrip(handlers: Handlers, clip: Path) -> dict:
+def time_roundtrip(handlers: RoundTripHandlers, clip: Path) -> dict:
     """The Round trip button: the /roundtrip event, then its /metrics follow-up."""
     start = time.perf_counter()
     outputs = handlers.roundtrip(str(clip))
@@ -78,7 +81,7 @@ def time_roundtrip(handlers: Handlers, clip: Path) -> dict:
     }
 
 
-def time_encode(handlers: Handlers, clip: Path) -> dict:
+def time_encode(handlers: EncodeHandlers, clip: Path) -> dict:
     start = time.perf_counter()
     outputs = handlers.encode(str(clip))
     wall = time.perf_counter() - start
@@ -86,7 +89,7 @@ def time_encode(handlers: Handlers, clip: Path) -> dict:
     return {"wall_s": wall, "model_s": model, "overhead_s": wall - model, "token_file": outputs[0]}
 
 
-def time_decode(handlers: Handlers, token_file: str) -> dict:
+def time_decode(handlers: DecodeHandlers, token_file: str) -> dict:
     start = time.perf_counter()
     outputs = handlers.decode(token_file)
     wall = time.perf_counter() - start
@@ -124,22 +127,27 @@ def summarize(values: list[float]) -> dict:
 
 def run(model: str | None, device: str, repeats: int, work: Path) -> dict:
     if model is None:
-        from core.checkpoints import build_tiny_checkpoint
+        from core.model.checkpoints import build_tiny_checkpoint
 
         model = str(build_tiny_checkpoint(work / "tiny"))
     engine = Engine(Settings(model=model, device=device))
     report = engine.warm_up()
     if not report.ok:
         raise SystemExit(f"engine not ready: {engine.error or report.to_dict()}")
-    handlers = Handlers(engine, Workspace(work / "requests"))
+    workspace = Workspace(work / "requests")
+    trip, enc, dec = (
+        RoundTripHandlers(engine, workspace),
+        EncodeHandlers(engine, workspace),
+        DecodeHandlers(engine, workspace),
+    )
     load_before = os.getloadavg()
     results = {"cases": {}}
     for name, (rate, channels) in CASES.items():
         clip = make_clip(work, rate, channels)
-        time_roundtrip(handlers, clip)  # warm-up: imports, font cache, PESQ tables
-        runs = [time_roundtrip(handlers, clip) for _ in range(repeats)]
-        encodes = [time_encode(handlers, clip) for _ in range(repeats)]
-        decodes = [time_decode(handlers, encodes[0]["token_file"]) for _ in range(repeats)]
+        time_roundtrip(trip, clip)  # warm-up: imports, font cache, PESQ tables
+        runs = [time_roundtrip(trip, clip) for _ in range(repeats)]
+        encodes = [time_encode(enc, clip) for _ in range(repeats)]
+        decodes = [time_decode(dec, encodes[0]["token_file"]) for _ in range(repeats)]
         stage_runs = [stages(engine, clip, work) for _ in range(repeats)]
         results["cases"][name] = {
             "roundtrip_overhead": summarize([r["overhead_s"] for r in runs]),

@@ -13,13 +13,13 @@ import logging
 import sys
 from pathlib import Path
 
-from .errors import CodecError
+from core.errors import CodecError
 
 logger = logging.getLogger(__name__)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from .settings import add_settings_arguments
+    from core.settings import add_settings_arguments
 
     parser = argparse.ArgumentParser(prog="python -m core", description="Qwen3-TTS-Tokenizer-12Hz codec engine")
     parser.add_argument("-v", "--verbose", action="store_true", help="log debug details and tracebacks")
@@ -46,7 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
     lad.add_argument("-o", "--output-dir", type=Path, required=True, help="where to write results")
     lad.add_argument("--levels", default="1,2,4,8,16", help="codebooks kept per level, 1..16 (default 1,2,4,8,16)")
     _add_tokenize_parser(sub)
-    from .doctor.cli import add_parser as add_doctor_parser
+    from core.doctor.cli import add_parser as add_doctor_parser
 
     add_doctor_parser(sub)
     for p in sub.choices.values():
@@ -80,10 +80,10 @@ def _add_tokenize_parser(sub) -> None:
 
 
 def cmd_tokenize(args) -> int:
-    from .dataset.job import tokenize
-    from .dataset.pipeline import TokenizeOptions
-    from .dataset.progress import summary_lines
-    from .settings import settings_from_args
+    from core.dataset.job import tokenize
+    from core.dataset.pipeline import TokenizeOptions
+    from core.dataset.progress import summary_lines
+    from core.settings import settings_from_args
 
     for name in ("shard_size", "batch_files", "object_store_mb"):
         if getattr(args, name) < 1:
@@ -112,8 +112,8 @@ def cmd_tokenize(args) -> int:
 
 
 def _engine(args):
-    from .engine import Engine
-    from .settings import settings_from_args
+    from core.model.engine import Engine
+    from core.settings import settings_from_args
 
     engine = Engine(settings_from_args(args))
     if not engine.load():
@@ -147,8 +147,8 @@ def _check_outputs(files: list[Path], directory: Path, suffixes: tuple[str, ...]
 
 
 def cmd_check(args) -> int:
-    from .engine import Engine
-    from .settings import settings_from_args
+    from core.model.engine import Engine
+    from core.settings import settings_from_args
 
     engine = Engine(settings_from_args(args))
     report = engine.warm_up()
@@ -163,14 +163,14 @@ def cmd_check(args) -> int:
 
 
 def _save_codes(engine, encoded, source: Path, out_dir: Path) -> Path:
-    from .tokens import make_token_file, save_tokens
+    from core.tokens import make_token_file, save_tokens
 
     token_file = make_token_file(encoded.codes, encoded.original_samples, engine.settings.model)
     return save_tokens(token_file, _out_path(out_dir, source, ".npz"))
 
 
 def cmd_encode(args) -> int:
-    from .audio import load_audio
+    from core.audio.files import load_audio
 
     _check_outputs(args.files, args.output_dir, (".npz",))
     engine = _engine(args)
@@ -182,8 +182,8 @@ def cmd_encode(args) -> int:
 
 
 def cmd_decode(args) -> int:
-    from .audio import write_wav
-    from .tokens import load_tokens
+    from core.audio.files import write_wav
+    from core.tokens import load_tokens
 
     _check_outputs(args.files, args.output_dir, (".wav",))
     engine = _engine(args)
@@ -196,7 +196,7 @@ def cmd_decode(args) -> int:
 
 
 def cmd_roundtrip(args) -> int:
-    from .audio import load_audio, write_wav
+    from core.audio.files import load_audio, write_wav
 
     _check_outputs(args.files, args.output_dir, (".npz", ".decoded.wav"))
     engine = _engine(args)
@@ -214,10 +214,11 @@ def cmd_ladder(args) -> int:
     the bitrates, and for audio input SI-SDR and log-mel distance against the input."""
     from tqdm import tqdm
 
-    from . import analysis, ladder
-    from .audio import load_audio, write_wav
-    from .codec import check_duration
-    from .tokens import load_tokens
+    from core.analysis import metrics as analysis
+    from core.nn import ladder
+    from core.audio.files import load_audio, write_wav
+    from core.codec import check_duration
+    from core.tokens import load_tokens
 
     levels = ladder.parse_levels(args.levels)
     suffixes = tuple(f".k{k:02d}.wav" for k in levels) + (".ladder.json",)
@@ -248,15 +249,15 @@ def cmd_ladder(args) -> int:
 
 
 def cmd_evaluate(args) -> int:
-    from .evaluate import cmd_evaluate as run, find_audio
+    from core.judging.evaluate import cmd_evaluate as run, find_audio
 
     find_audio(args.directory)  # a wrong folder fails before the model loads
     return run(args, _engine(args))
 
 
 def cmd_abx_export(args) -> int:
-    from .abx import AbxStore
-    from .settings import settings_from_args
+    from core.judging.abx import AbxStore
+    from core.settings import settings_from_args
 
     path = AbxStore(settings_from_args(args).data_dir).export_csv(args.output)
     print(f"wrote {path}")
@@ -264,7 +265,7 @@ def cmd_abx_export(args) -> int:
 
 
 def cmd_build_checkpoint(args) -> int:
-    from .checkpoints import (
+    from core.model.checkpoints import (
         REFERENCE_CONFIG,
         build_full_checkpoint,
         build_tiny_checkpoint,
@@ -283,7 +284,7 @@ def cmd_build_checkpoint(args) -> int:
 
 
 def cmd_doctor(args) -> int:
-    from .doctor.cli import cmd_doctor as run
+    from core.doctor.cli import cmd_doctor as run
 
     return run(args)
 

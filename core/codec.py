@@ -13,7 +13,8 @@ from typing import Callable
 
 import numpy as np
 
-from .errors import TokenFileError
+from core.errors import TokenFileError
+from core.units import minutes
 
 SAMPLE_RATE = 24_000  # Hz, the codec's input and output rate
 SAMPLES_PER_FRAME = 1920  # 24 kHz samples per code frame
@@ -22,7 +23,6 @@ SAMPLES_PER_STEP = 960  # 24 kHz samples per encoder transformer step (25 steps/
 NUM_CODEBOOKS = 16  # codebooks per frame (residual quantizers the 12 Hz tokenizer keeps)
 CODEBOOK_SIZE = 2048  # entries per codebook: codes are 0..2047
 BITS_PER_CODE = 11  # log2(CODEBOOK_SIZE)
-MIB = 1 << 20  # bytes in a MiB
 
 Progress = Callable[[float], None]  # progress(share of a job done, 0..1), called as long jobs go
 
@@ -80,8 +80,6 @@ def check_codes(codes, original_samples=None) -> np.ndarray:
 def check_duration(frames: list[int], max_duration_s: float) -> None:
     """Codes obey the audio input's duration limit, whatever brought them (a 2 KB token file can
     hold hours of codes); TokenFileError naming the limit and its flag otherwise."""
-    from .audio_blocks import minutes  # audio_blocks imports this module
-
     for n in frames:
         seconds = n * SAMPLES_PER_FRAME / SAMPLE_RATE
         if n > num_frames(math.floor(max_duration_s * SAMPLE_RATE)):  # a clip at the limit pads its last frame

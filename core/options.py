@@ -16,7 +16,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
-from .errors import SettingsError
+from core.errors import SettingsError
 
 ENV_PREFIX = "CODEC_"  # every variable starts with this
 _TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")

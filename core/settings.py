@@ -16,13 +16,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Mapping
 
-from . import options
-from .codec import MIB
-from .errors import SettingsError
-from .options import option
+from core import options
+from core.units import MIB
+from core.errors import SettingsError
+from core.options import option
 
 if TYPE_CHECKING:
-    from .audio_blocks import AudioLimits
+    from core.audio.blocks import AudioLimits
 
 DEFAULT_MODEL = "Qwen/Qwen3-TTS-Tokenizer-12Hz"  # hub id of the published checkpoint
 DTYPES = ("float32", "bfloat16")  # float32 is the published dtype
@@ -134,7 +134,7 @@ class Settings:
 
     def audio_limits(self) -> AudioLimits:
         """The limits that guard every way audio comes in (files, arrays, URLs, batches)."""
-        from .audio_blocks import AudioLimits
+        from core.audio.blocks import AudioLimits
 
         return AudioLimits(max_duration_s=self.max_duration_s, max_file_bytes=self.max_file_bytes)
 

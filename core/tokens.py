@@ -30,7 +30,6 @@ from core.codec import (
     BITS_PER_CODE,
     CODEBOOK_SIZE,
     FRAME_RATE,
-    MIB,
     NUM_CODEBOOKS,
     SAMPLE_RATE,
     ceil_div,
@@ -38,6 +37,7 @@ from core.codec import (
     length_problem,
 )
 from core.errors import TokenFileError
+from core.units import MIB
 from core.versions import installed_versions
 
 logger = logging.getLogger(__name__)

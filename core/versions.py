@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from importlib import metadata
 
-from . import __version__
+from core import __version__
 
 SELF = "codec-workbench"  # this project's distribution name
 

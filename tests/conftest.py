@@ -30,7 +30,7 @@ def pytest_collection_modifyitems(config, items):
 @pytest.fixture(scope="session")
 def tiny_checkpoint(tmp_path_factory) -> Path:
     """A tiny Qwen3-TTS-Tokenizer-12Hz checkpoint with random weights (a few MB)."""
-    from core.checkpoints import build_tiny_checkpoint
+    from core.model.checkpoints import build_tiny_checkpoint
 
     return build_tiny_checkpoint(tmp_path_factory.mktemp("tiny-ckpt"))
 
@@ -57,7 +57,7 @@ def speech():
 @pytest.fixture(scope="session")
 def tiny_engine(tiny_checkpoint):
     """A ready Engine on the tiny checkpoint, shared by tests that do not change its state."""
-    from core.engine import Engine
+    from core.model.engine import Engine
     from core.settings import Settings
 
     engine = Engine(Settings(model=str(tiny_checkpoint), device="cpu"))

@@ -21,10 +21,10 @@ from core import options
 from core.errors import SettingsError
 from core.settings import add_settings_arguments, settings_from_args
 
-from . import storage, url_input
-from .app import UiOptions, build_app, default_temp_root
-from .options import WebOptions
-from .server import ServerOptions, launch
+from webui.app import UiOptions, build_app, default_temp_root
+from webui.options import WebOptions
+from webui.server import ServerOptions, launch
+from webui.serving import storage, url_input
 
 logger = logging.getLogger("webui")
 
@@ -113,7 +113,7 @@ def main(argv=None) -> int:
             "cannot start: the temp folder %s cannot be created (%s); choose another --temp-dir", ui.temp_root, e
         )
         return 2
-    from core.engine import Engine  # imports torch: after the flags are known to be valid
+    from core.model.engine import Engine  # imports torch: after the flags are known to be valid
 
     engine = Engine(settings)
     t = _stage("engine created", t)

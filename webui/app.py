@@ -1,30 +1,26 @@
 """The Gradio Blocks app, built as a function of the engine: ``build_app(engine)``.
 
-Layout: a status bar (readiness steps, model, device, dtype, resident memory) above four
-tabs: Round trip, Encode, Decode, System. Every model event shares one concurrency group
-(``MODEL_GROUP``, limit 1) so the device runs one job at a time; the stats timer and the
-status read are outside it and answer while a job runs.
+Layout: the status bar (``webui.tabs.status_bar``) above the tabs, one module each under
+``webui/tabs/``: Round trip (with the listening lab and the verdict), Blind test, Evaluate files,
+Encode, Decode, System. Which events share a queue: ``webui.queues``.
 """
 
 from __future__ import annotations
 
 import logging
-from typing import Any
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import gradio as gr
 
-from . import abx, lab, review, storage, url_input
-from .handlers import Handlers, RoundTripView
-from .i18n import label
-from .workspace import DEFAULT_MAX_AGE_S, Workspace
+from webui.i18n import label
+from webui.serving import storage, url_input
+from webui.serving.workspace import DEFAULT_MAX_AGE_S, Workspace
+from webui.tabs import abx, decode, encode, evaluate, roundtrip, status_bar, system
 
 logger = logging.getLogger(__name__)
 
 ASSETS = Path(__file__).resolve().parent.parent / "assets"  # example clips
-MODEL_GROUP: dict[str, Any] = dict(concurrency_limit=1, concurrency_id="model")  # one device job at a time
-METRICS_GROUP = dict(concurrency_limit=1, concurrency_id="metrics")  # CPU only: PESQ, STOI, ...
 GRADIO_CACHE_CLEANUP = (3600, 3600)  # (every, older than) seconds: Gradio's own upload/output cache
 STATS_EVERY_S = 2.0  # seconds between system stats refreshes
 TITLE = "Codec Workbench"  # i18n-exempt: the product's name, in the browser tab (not a component prop)
@@ -66,246 +62,21 @@ class UiOptions:
 def build_app(engine, options: UiOptions | None = None) -> gr.Blocks:
     """The whole page for ``engine``; nothing outside this call holds UI state."""
     options = options or UiOptions()
-    handlers = Handlers(engine, Workspace(options.temp_root, options.max_age_s), options.url_policy)
-    reviewer = review.ReviewHandlers(engine, handlers.workspace)
+    workspace = Workspace(options.temp_root, options.max_age_s)
     with gr.Blocks(title=TITLE, analytics_enabled=False, delete_cache=GRADIO_CACHE_CLEANUP) as demo:
         gr.Markdown(label("app.intro"))
-        _status_bar(demo, handlers)
+        status_bar.build(demo, status_bar.StatusHandlers(engine, workspace))
         with gr.Tabs():
             with gr.Tab(label("tab.roundtrip"), id="roundtrip"):
-                _roundtrip_tab(handlers, options, reviewer)
+                roundtrip.build(roundtrip.RoundTripHandlers(engine, workspace, options.url_policy), options)
             with gr.Tab(label("abx.tab"), id="abx"):
-                abx.abx_tab(demo, abx.AbxHandlers(engine, handlers.workspace), MODEL_GROUP)
+                abx.build(demo, abx.AbxHandlers(engine, workspace))
             with gr.Tab(label("evaluate.tab"), id="evaluate"):
-                review.evaluate_tab(reviewer, MODEL_GROUP)
+                evaluate.build(evaluate.EvaluateHandlers(engine, workspace))
             with gr.Tab(label("tab.encode"), id="encode"):
-                _encode_tab(handlers, options)
+                encode.build(encode.EncodeHandlers(engine, workspace), options.examples)
             with gr.Tab(label("tab.decode"), id="decode"):
-                _decode_tab(handlers)
+                decode.build(decode.DecodeHandlers(engine, workspace))
             with gr.Tab(label("tab.system"), id="system"):
-                _system_tab(handlers, options)
+                system.build(system.SystemHandlers(engine, workspace), options.stats_every_s)
     return demo
-
-
-def _status_bar(demo: gr.Blocks, handlers: Handlers) -> None:
-    with gr.Row():
-        with gr.Column(scale=6):
-            status = gr.HTML(elem_id="status-bar")
-        with gr.Column(scale=1, min_width=160):
-            rerun = gr.Button(label("status.rerun"), elem_id="rerun-checks", size="sm")
-            gr.Markdown(label("status.rerun_hint"), elem_classes="cw-hint")
-    raw = gr.JSON(visible=False)
-    demo.load(
-        handlers.status,
-        outputs=[status, raw],
-        api_name="status",
-        show_progress="hidden",
-        concurrency_limit=None,
-        concurrency_id="status",
-    )
-    rerun.click(handlers.readiness, outputs=[status, raw], api_name="readiness", **MODEL_GROUP)
-
-
-def _audio_input(elem_id: str) -> gr.Audio:
-    return gr.Audio(sources=["upload", "microphone"], type="filepath", label=label("input.audio"), elem_id=elem_id)
-
-
-def _examples(inputs: gr.Audio, options: UiOptions, api_name: str) -> None:
-    if options.examples:
-        gr.Examples(
-            [[str(p)] for p in options.examples],
-            inputs=[inputs],
-            label=label("input.examples"),
-            api_name=api_name,
-            api_visibility="private",
-        )
-
-
-def _roundtrip_tab(handlers: Handlers, options: UiOptions, reviewer: review.ReviewHandlers) -> None:
-    with gr.Row():
-        with gr.Column(scale=3):
-            audio_in = _audio_input("roundtrip-input")
-            _examples(audio_in, options, "roundtrip_example")
-        with gr.Column(scale=1, min_width=200):
-            run = gr.Button(label("roundtrip.run"), variant="primary", size="lg", elem_id="roundtrip-run")
-            gr.Markdown(label("roundtrip.hint"))
-    if options.url_policy is not None:
-        _url_row(handlers, audio_in, options.url_policy)
-    timing = gr.Markdown(elem_id="roundtrip-timing")
-    with gr.Row():
-        original = gr.Audio(
-            label=label("roundtrip.original"),
-            type="filepath",
-            interactive=False,
-            elem_id="roundtrip-original",
-            buttons=["download"],
-        )
-        reconstruction = gr.Audio(
-            label=label("roundtrip.reconstruction"),
-            type="filepath",
-            interactive=False,
-            elem_id="roundtrip-reconstruction",
-            buttons=["download"],
-        )
-    with gr.Row():
-        facts = gr.Markdown(elem_id="roundtrip-facts")
-        summary = gr.Markdown(elem_id="roundtrip-tokens")
-    spectrogram = gr.Image(
-        label=label("roundtrip.spectrogram"),
-        type="filepath",
-        interactive=False,
-        elem_id="roundtrip-spectrogram",
-        buttons=["download", "fullscreen"],
-    )
-    metrics = gr.Markdown(elem_id="roundtrip-metrics")
-    verdict, report, report_files = review.verdict_components()
-    downloads = gr.File(
-        label=label("roundtrip.downloads"), file_count="multiple", interactive=False, elem_id="roundtrip-downloads"
-    )
-    with gr.Accordion(label("common.raw_json"), open=False):
-        details = gr.JSON(label=label("roundtrip.json"))
-        metrics_details = gr.JSON(label=label("roundtrip.metrics_json"))
-    done = run.click(
-        handlers.clear_metrics,
-        outputs=[metrics, metrics_details],
-        api_name="roundtrip_clear",
-        api_visibility="private",
-        queue=False,
-        show_progress="hidden",
-    ).then(
-        handlers.roundtrip,
-        inputs=[audio_in],
-        outputs=list(
-            RoundTripView(
-                original=original,
-                reconstruction=reconstruction,
-                timing=timing,
-                facts=facts,
-                tokens=summary,
-                spectrogram=spectrogram,
-                downloads=downloads,
-                details=details,
-            )
-        ),
-        api_name="roundtrip",
-        **MODEL_GROUP,
-    )
-    after_metrics = done.success(
-        handlers.metrics,
-        inputs=[original, reconstruction],
-        outputs=[metrics, metrics_details],
-        api_name="metrics",
-        **METRICS_GROUP,
-    )
-    lab.add_lab(handlers, done, original, reconstruction, downloads)
-    review.wire_verdict_and_report(
-        reviewer,
-        run,
-        after_metrics,
-        dict(
-            original=original,
-            reconstruction=reconstruction,
-            downloads=downloads,
-            details=details,
-            metrics_details=metrics_details,
-            verdict=verdict,
-            report=report,
-            report_files=report_files,
-        ),
-        METRICS_GROUP,
-    )
-
-
-def _url_row(handlers: Handlers, audio_in: gr.Audio, policy: url_input.UrlPolicy) -> None:
-    with gr.Row(equal_height=True):
-        url = gr.Textbox(
-            label=label("url.label", mib=f"{policy.max_bytes / url_input.MIB:g}"), scale=4, elem_id="url-input"
-        )
-        fetch = gr.Button(label("url.fetch"), scale=1, elem_id="url-fetch")
-    fetch.click(
-        handlers.fetch_url,
-        inputs=[url],
-        outputs=[audio_in],
-        api_name="fetch_url",
-        concurrency_limit=2,
-        concurrency_id="fetch",
-    )
-
-
-def _encode_tab(handlers: Handlers, options: UiOptions) -> None:
-    with gr.Row():
-        with gr.Column(scale=3):
-            audio_in = _audio_input("encode-input")
-            _examples(audio_in, options, "encode_example")
-        with gr.Column(scale=1, min_width=200):
-            run = gr.Button(label("encode.run"), variant="primary", size="lg", elem_id="encode-run")
-    with gr.Row():
-        token_file = gr.File(label=label("encode.token_file"), interactive=False, elem_id="encode-tokens")
-        summary = gr.Markdown(elem_id="encode-summary")
-    heatmap = gr.Image(label=label("encode.heatmap"), type="filepath", interactive=False, elem_id="encode-heatmap")
-    with gr.Accordion(label("common.raw_json"), open=False):
-        details = gr.JSON()
-    run.click(
-        handlers.encode,
-        inputs=[audio_in],
-        outputs=[token_file, summary, heatmap, details],
-        api_name="encode",
-        **MODEL_GROUP,
-    )
-
-
-def _decode_tab(handlers: Handlers) -> None:
-    with gr.Row():
-        with gr.Column(scale=3):
-            token_in = gr.File(label=label("decode.token_file"), file_types=[".npz"], elem_id="decode-input")
-        with gr.Column(scale=1, min_width=200):
-            run = gr.Button(label("decode.run"), variant="primary", size="lg", elem_id="decode-run")
-    with gr.Row():
-        audio_out = gr.Audio(
-            label=label("decode.audio"),
-            type="filepath",
-            interactive=False,
-            elem_id="decode-audio",
-            buttons=["download"],
-        )
-        summary = gr.Markdown(elem_id="decode-summary")
-    spectrogram = gr.Image(
-        label=label("decode.spectrogram"), type="filepath", interactive=False, elem_id="decode-spectrogram"
-    )
-    with gr.Accordion(label("common.raw_json"), open=False):
-        details = gr.JSON()
-    run.click(
-        handlers.decode,
-        inputs=[token_in],
-        outputs=[audio_out, summary, spectrogram, details],
-        api_name="decode",
-        **MODEL_GROUP,
-    )
-
-
-def _system_tab(handlers: Handlers, options: UiOptions) -> None:
-    gr.Markdown(label("system.refreshed", seconds=f"{options.stats_every_s:g}"))
-    stats = gr.Markdown(elem_id="system-stats")
-    with gr.Row():
-        clear = gr.Button(label("system.clear_vram"), elem_id="clear-vram", scale=1)
-        cleared = gr.Markdown(elem_id="clear-vram-result")
-    with gr.Accordion(label("common.raw_json"), open=False):
-        raw = gr.JSON(label=label("system.stats_json"))
-        cleared_raw = gr.JSON(label=label("system.clear_vram_json"))
-    with gr.Row():
-        diagnose = gr.Button(label("doctor.run"), elem_id="doctor-run", scale=1)
-        gr.Markdown(label("doctor.hint"), elem_classes="cw-hint")
-    report = gr.HTML(elem_id="doctor-panel")
-    with gr.Accordion(label("doctor.json"), open=False):
-        report_raw = gr.JSON()
-    diagnose.click(handlers.doctor, outputs=[report, report_raw], api_name="doctor", **MODEL_GROUP)
-    timer = gr.Timer(options.stats_every_s)
-    timer.tick(
-        handlers.stats,
-        outputs=[stats, raw],
-        api_name="stats",
-        show_progress="hidden",
-        concurrency_limit=None,
-        concurrency_id="stats",
-    )
-    clear.click(handlers.clear_vram, outputs=[cleared, cleared_raw], api_name="clear_vram", **MODEL_GROUP)

@@ -1,9 +1,9 @@
 """Serve the app: Gradio's own server, with /health and /ready on the same port.
 
-The health routes are built by ``webui.health.add_health_routes`` on a plain FastAPI app
+The health routes are built by ``webui.serving.health.add_health_routes`` on a plain FastAPI app
 and handed to Gradio's app at creation (``app_kwargs={"routes": ...}``), so they answer
 from the first request on, outside the UI's login (a supervisor can poll them). The
-hardening (``webui.guard`` middleware, ``webui.timeouts`` for slow clients) goes in the same
+hardening (``webui.serving.guard`` middleware, ``webui.serving.timeouts`` for slow clients) goes in the same
 way; see docs/webui.md, "Hardening".
 """
 
@@ -19,11 +19,11 @@ from fastapi import FastAPI
 from fastapi.routing import APIRoute
 from starlette.middleware import Middleware
 
-from . import timeouts
-from .app import ASSETS, CSS, UiOptions
-from .guard import Guard
-from .health import add_health_routes
-from .i18n import gradio_i18n
+from webui.app import ASSETS, CSS, UiOptions
+from webui.i18n import gradio_i18n
+from webui.serving import timeouts
+from webui.serving.guard import Guard
+from webui.serving.health import add_health_routes
 
 logger = logging.getLogger(__name__)
 

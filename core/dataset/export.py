@@ -15,7 +15,7 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
-from .shards import atomic_write_text, codes_of, read_errors, read_shards
+from core.dataset.shards import atomic_write_text, codes_of, read_errors, read_shards
 
 logger = logging.getLogger(__name__)
 

@@ -14,7 +14,7 @@ import logging
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import CodecError
+from core.errors import CodecError
 
 logger = logging.getLogger(__name__)
 

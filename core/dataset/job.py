@@ -6,11 +6,11 @@ import logging
 from dataclasses import asdict
 from pathlib import Path
 
-from ..settings import Settings
-from .export import run_record, write_outputs
-from .inputs import AUDIO_FIELD, read_inputs
-from .pipeline import TokenizeOptions, job_record, run
-from .progress import Progress
+from core.settings import Settings
+from core.dataset.export import run_record, write_outputs
+from core.dataset.inputs import AUDIO_FIELD, read_inputs
+from core.dataset.pipeline import TokenizeOptions, job_record, run
+from core.dataset.progress import Progress
 
 logger = logging.getLogger(__name__)
 
@@ -26,7 +26,7 @@ def tokenize(
     show_progress: bool = True,
 ) -> dict:
     """Tokenize ``source`` into ``out`` (resuming a job already there); return the manifest."""
-    from ..tokens import package_versions
+    from core.tokens import package_versions
 
     out = Path(out)
     options = options or TokenizeOptions()

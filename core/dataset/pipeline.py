@@ -1,6 +1,6 @@
 """The tokenize pipeline on Ray Data: read -> decode + resample (CPU tasks) -> encode (actor pool) -> write.
 
-Each encode actor owns one :class:`core.engine.Engine`: one actor per GPU (Ray gives each its own
+Each encode actor owns one :class:`core.model.engine.Engine`: one actor per GPU (Ray gives each its own
 device through ``CUDA_VISIBLE_DEVICES``), or CPU actors when the engine runs on the CPU. An actor
 gets ``batch_files`` decoded clips at a time and the engine packs them longest-first into padded
 batches within its memory budget, so each padded batch holds clips of similar length. The driver
@@ -24,11 +24,11 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ..codec import MIB
-from ..errors import CodecError
-from ..settings import Settings
-from .inputs import Inputs, Item
-from .shards import Done, Failed, ShardWriter, check_job, finished_shards, shard_of
+from core.units import MIB
+from core.errors import CodecError
+from core.settings import Settings
+from core.dataset.inputs import Inputs, Item
+from core.dataset.shards import Done, Failed, ShardWriter, check_job, finished_shards, shard_of
 
 logger = logging.getLogger(__name__)
 
@@ -255,7 +255,7 @@ def _sha256(path: str) -> str:
 
 
 def _reason(e: Exception) -> str:
-    from ..errors import CodecError
+    from core.errors import CodecError
 
     return str(e) if isinstance(e, (CodecError, OSError)) else f"{type(e).__name__}: {e}"
 
@@ -263,7 +263,7 @@ def _reason(e: Exception) -> str:
 def decode_files(batch: dict, limits) -> dict:
     """Ray task: read, downmix and resample each file to 24 kHz float32 under the engine's input
     ``limits`` (Settings.audio_limits); a file that fails gets its reason instead of samples."""
-    from ..audio import load_audio
+    from core.audio.files import load_audio
 
     samples, sha, errors = [], [], []
     for path in batch["path"]:
@@ -288,7 +288,7 @@ class EncodeActor:
     """Ray actor: one engine, loaded once; encodes batches of decoded clips."""
 
     def __init__(self, settings: Settings):
-        from ..engine import Engine
+        from core.model.engine import Engine
 
         self.engine = Engine(settings)
         if not self.engine.load():

@@ -6,7 +6,7 @@ import logging
 import time
 from dataclasses import dataclass, field
 
-from .shards import Done, Failed
+from core.dataset.shards import Done, Failed
 
 logger = logging.getLogger(__name__)
 

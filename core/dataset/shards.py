@@ -19,8 +19,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..codec import NUM_CODEBOOKS
-from ..errors import CodecError
+from core.codec import NUM_CODEBOOKS
+from core.errors import CodecError
 
 logger = logging.getLogger(__name__)
 

@@ -2,7 +2,7 @@
 status, evidence and a one-line fix (docs/doctor.md). Checks are pure functions of gathered facts
 (``gpu``, ``host``, ``tones``); ``gather`` touches the machine; ``run`` ties them together."""
 
-from .findings import FAIL, PASS, SKIPPED, STATUSES, WARN, Finding, Report
-from .run import DoctorOptions, run_doctor
+from core.doctor.findings import FAIL, PASS, SKIPPED, STATUSES, WARN, Finding, Report
+from core.doctor.run import DoctorOptions, run_doctor
 
 __all__ = ["FAIL", "PASS", "SKIPPED", "STATUSES", "WARN", "DoctorOptions", "Finding", "Report", "run_doctor"]

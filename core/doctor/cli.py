@@ -9,7 +9,7 @@ from pathlib import Path
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
-    from .run import DEFAULT_HOST, DEFAULT_PORT
+    from core.doctor.run import DEFAULT_HOST, DEFAULT_PORT
 
     p = sub.add_parser("doctor", help="diagnose the setup: GPU, memory, service, ffmpeg, packages, port, folders")
     p.add_argument("--json", action="store_true", help="print the report as JSON (keys: docs/doctor.md)")
@@ -26,7 +26,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
 
 
 def options_from_args(args, env=os.environ):
-    from .run import DEFAULT_HOST, DEFAULT_PORT, DoctorOptions
+    from core.doctor.run import DEFAULT_HOST, DEFAULT_PORT, DoctorOptions
 
     changes = {
         "host": args.host or env.get("CODEC_HOST") or DEFAULT_HOST,
@@ -39,9 +39,9 @@ def options_from_args(args, env=os.environ):
 
 
 def cmd_doctor(args) -> int:
-    from ..engine import Engine
-    from ..settings import settings_from_args
-    from .run import run_doctor
+    from core.model.engine import Engine
+    from core.settings import settings_from_args
+    from core.doctor.run import run_doctor
 
     engine = Engine(settings_from_args(args))
     if not args.no_model:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from .findings import FAIL, PASS, SKIPPED, WARN, Finding, finding
+from core.doctor.findings import FAIL, PASS, SKIPPED, WARN, Finding, finding
 
 SMI_QUERY = "index,uuid,name,memory.total,memory.free,driver_version"  # nvidia-smi --query-gpu fields, in order
 STRAY_SHOWN = 5  # stray tensors named in the evidence (all are in the JSON data)

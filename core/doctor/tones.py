@@ -8,9 +8,9 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ..audio import audio_from_array
-from ..codec import NUM_CODEBOOKS, num_frames
-from .findings import FAIL, PASS, SKIPPED, Finding, finding
+from core.audio.files import audio_from_array
+from core.codec import NUM_CODEBOOKS, num_frames
+from core.doctor.findings import FAIL, PASS, SKIPPED, Finding, finding
 
 TONE_RATES_HZ = (8_000, 16_000, 44_100, 48_000)  # sample rates of the test tones
 TONE_S = 1.0  # seconds per tone

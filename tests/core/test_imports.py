@@ -10,8 +10,12 @@ CORE = Path(__file__).resolve().parents[2] / "core"
 
 
 def test_importing_every_core_module_leaves_gradio_out():
-    modules = sorted(f"core.{p.stem}" for p in CORE.glob("*.py") if p.stem != "__main__")
-    assert "core.engine" in modules and "core.audio" in modules
+    modules = sorted(
+        ".".join(p.relative_to(CORE.parent).with_suffix("").parts).removesuffix(".__init__")
+        for p in CORE.rglob("*.py")
+        if p.stem != "__main__"
+    )
+    assert "core.model.engine" in modules and "core.audio.files" in modules
     code = (
         f"import importlib, sys\nfor m in {modules!r}: importlib.import_module(m)\n"
         "print(sorted(n for n in sys.modules if n.split('.')[0] in ('gradio', 'webui')))"
@@ -25,12 +29,12 @@ def test_importing_every_core_module_leaves_gradio_out():
 
 def test_loading_the_tokenizer_classes_leaves_unused_frameworks_out():
     """scikit-learn is installed here (librosa needs it) and transformers would import it at import
-    time; ``core.weights`` switches that off, and JAX/TensorFlow with transformers' own switches."""
+    time; ``core.model.weights`` switches that off, and JAX/TensorFlow with transformers' own switches."""
     import importlib.util
 
     assert importlib.util.find_spec("sklearn") is not None, "the test needs scikit-learn installed to mean anything"
     code = (
-        "import sys\nfrom core import weights\nweights.import_qwen_tts().Qwen3TTSTokenizer\n"
+        "import sys\nfrom core.model import weights\nweights.import_qwen_tts().Qwen3TTSTokenizer\n"
         "import transformers.generation.candidate_generator\n"
         "print(sorted({n.split('.')[0] for n in sys.modules} & {'sklearn', 'jax', 'tensorflow', 'pandas'}))"
     )

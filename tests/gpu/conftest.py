@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from core import encoding
+from core.nn import encoding
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 
@@ -19,9 +19,9 @@ def full_checkpoint(tmp_path_factory) -> Path:
     """CODEC_FULL_CHECKPOINT, built there (or in a temporary directory) when missing."""
     path = Path(os.environ.get("CODEC_FULL_CHECKPOINT", "") or tmp_path_factory.mktemp("full") / "ckpt")
     if not (path / "config.json").is_file():
-        from core.checkpoints import build_full_checkpoint
+        from core.model.checkpoints import build_full_checkpoint
 
-        build_full_checkpoint(path, reference=ROOT / "bench" / "reference-config.json")
+        build_full_checkpoint(path, reference=ROOT / "core" / "model" / "reference-config.json")
     return path
 
 

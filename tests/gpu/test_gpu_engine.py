@@ -5,7 +5,7 @@ Run on the device machine (tests/conftest.py skips them where CUDA is absent):
     CODEC_FULL_CHECKPOINT=/tmp/full python -m pytest -v -s -m gpu tests/gpu
 
 The checkpoint directory comes from CODEC_FULL_CHECKPOINT and is built there when missing
-(from bench/reference-config.json; see conftest.py). Figures are printed so the run's output can be committed.
+(from core/model/reference-config.json; see conftest.py). Figures are printed so the run's output can be committed.
 """
 
 from __future__ import annotations
@@ -15,8 +15,9 @@ import numpy as np
 import pytest
 import torch
 
-from core import conv_layout, kernels
-from core.engine import Engine
+from core.nn import conv_layout
+from core.nn import kernels
+from core.model.engine import Engine
 from core.settings import Settings
 
 pytestmark = pytest.mark.gpu

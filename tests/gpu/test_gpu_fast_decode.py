@@ -1,4 +1,4 @@
-"""The bf16 guard on the full-size checkpoint on a GPU (core.fast_decode)."""
+"""The bf16 guard on the full-size checkpoint on a GPU (core.nn.fast_decode)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from core.engine import Engine
+from core.model.engine import Engine
 from core.settings import Settings
 
 pytestmark = pytest.mark.gpu
@@ -36,7 +36,7 @@ def test_bf16_decode_of_the_full_model_is_guarded(full_checkpoint, speech):
 
 def test_channels_last_decode_of_the_full_model_equals_channels_first(full_checkpoint, speech):
     """Both layouts in strict fp32 (TF32 off on both sides): the same decode up to fp32 rounding."""
-    from core import fast_decode
+    from core.nn import fast_decode
 
     engine = Engine(Settings(model=str(full_checkpoint), device="cuda:0"))
     assert engine.load(), engine.error

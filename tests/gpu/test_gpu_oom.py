@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 import torch
 
-from core.engine import Engine
+from core.model.engine import Engine
 from core.errors import OutOfMemory
 from core.settings import Settings
 
@@ -75,7 +75,7 @@ def test_real_out_of_memory_retries_then_fails_clearly_then_recovers(fp32_engine
         f"({figures}) enforced: {enforced} ({allocator()})"
     )
     assert enforced, "the per-process memory fraction is not enforced here: " + allocator()
-    with caplog.at_level(logging.WARNING, logger="core.engine"):
+    with caplog.at_level(logging.WARNING, logger="core.model.engine"):
         result = fp32_engine.encode_array(x)
     retries = [r.getMessage() for r in caplog.records if "retrying" in r.getMessage()]
     print(

@@ -10,10 +10,10 @@ import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
-from core.engine import Engine
-from core.readiness import FAIL, PASS, SKIPPED, ReadinessReport, Step
+from core.model.engine import Engine
+from core.model.readiness import FAIL, PASS, SKIPPED, ReadinessReport, Step
 from core.settings import Settings
-from webui.health import add_health_routes
+from webui.serving.health import add_health_routes
 
 VERSION_KEYS = {"python", "torch", "transformers", "qwen-tts", "gradio", "codec-workbench"}
 

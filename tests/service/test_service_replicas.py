@@ -63,7 +63,7 @@ class Replicas(Service):
             ('CODEC_MODEL="Qwen/Qwen3-TTS-Tokenizer-12Hz"', f'CODEC_MODEL="{self.env_line.split(chr(34))[1]}"'),
             ('CODEC_DEVICE="cuda:%(process_num)d"', 'CODEC_DEVICE="cpu"'),
             ('CODEC_PORT="78%(process_num)02d"', f'CODEC_PORT="{prefix}%(process_num)02d"'),
-            ("%(here)s/.venv/bin/python -m webui.replicas", f"{sys.executable} -m webui.replicas"),
+            ("%(here)s/.venv/bin/python %(here)s/deploy/replicas.py", f"{sys.executable} {REPO}/deploy/replicas.py"),
             (
                 "--replicas 2 --base-port 7800 --listen 0.0.0.0:7860",
                 f"--replicas 2 --base-port {self.base} --listen {HOST}:{self.listen} --runtime-dir {self.logs}",

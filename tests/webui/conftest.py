@@ -9,12 +9,12 @@ import numpy as np
 import pytest
 import soundfile as sf
 
-from core.engine import Engine
+from core.model.engine import Engine
 from core.settings import Settings
 from webui.app import UiOptions, build_app
-from webui.handlers import Handlers
+from tests.webui.tab_handlers import Tabs
 from webui.server import ServerOptions, launch
-from webui.workspace import Workspace
+from webui.serving.workspace import Workspace
 
 
 def pytest_configure(config):
@@ -44,8 +44,8 @@ def engine(tiny_checkpoint) -> Engine:
 
 
 @pytest.fixture
-def handlers(engine, tmp_path) -> Handlers:
-    return Handlers(engine, Workspace(tmp_path / "work"))
+def tabs(engine, tmp_path) -> Tabs:
+    return Tabs.of(engine, Workspace(tmp_path / "work"))
 
 
 @pytest.fixture(scope="session")

@@ -11,22 +11,22 @@ import numpy as np
 import pytest
 import soundfile as sf
 
-from core import loudness
-from webui.lab import LabHandlers
+from core.audio import loudness
+from webui.tabs.lab import LabHandlers
 
 
 @pytest.fixture(scope="module")
 def trip(engine, tmp_path_factory, speech):
     """One round trip of 3 s through the app's handlers: (handlers, original, reconstruction, downloads)."""
-    from webui.handlers import Handlers
-    from webui.workspace import Workspace
+    from tests.webui.tab_handlers import Tabs
+    from webui.serving.workspace import Workspace
 
     folder = tmp_path_factory.mktemp("lab")
     clip = folder / "speech 3s.wav"
     sf.write(clip, speech(3.0, seed=7), 24_000, subtype="PCM_16")
-    handlers = Handlers(engine, Workspace(folder / "work"))
-    out = handlers.roundtrip(str(clip))
-    return LabHandlers(handlers), out[0], out[1], out[6]
+    tabs = Tabs.of(engine, Workspace(folder / "work"))
+    out = tabs.roundtrip.roundtrip(str(clip))
+    return LabHandlers(engine, tabs.workspace), out[0], out[1], out[6]
 
 
 @pytest.fixture(scope="module")

@@ -53,8 +53,8 @@ def test_ladder_levels_and_a_bad_file_is_refused(client, two_clips, bad_audio):
     assert client.predict(api_name="/status")[1]["engine"]["state"] == "ready"
 
 
-def test_token_usage_of_an_uploaded_file_and_a_bad_one(client, handlers, clip, bad_tokens):
-    token_path = handlers.encode(str(clip))[0]
+def test_token_usage_of_an_uploaded_file_and_a_bad_one(client, tabs, clip, bad_tokens):
+    token_path = tabs.encode.encode(str(clip))[0]
     table, _png, details = client.predict([handle_file(token_path)], 2, api_name="/token_usage")
     assert len(details["codebooks"]) == 16 and "| 2 |" in table
     with pytest.raises(AppError, match="not a token file"):

@@ -85,10 +85,10 @@ def _save_small(source: Path, target: Path) -> None:
     image.quantize(colors=256, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE).save(target, optimize=True)
 
 
-def test_decode_a_token_file(page, handlers, clip):
+def test_decode_a_token_file(page, tabs, clip):
     from playwright.sync_api import expect
 
-    token_path = handlers.encode(str(clip))[0]
+    token_path = tabs.encode.encode(str(clip))[0]
     page.get_by_role("tab", name="Decode").click()
     page.locator("#decode-input input[type=file]").set_input_files(token_path)
     expect(page.locator("#decode-input")).to_contain_text(".npz", timeout=TIMEOUT_MS)

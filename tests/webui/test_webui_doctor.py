@@ -8,7 +8,7 @@ import socket
 import gradio as gr
 from starlette.requests import Request
 
-from webui import doctor_panel
+from webui.views import doctor_panel
 from webui.i18n import catalogues
 
 
@@ -32,15 +32,15 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def test_diagnose_in_chinese(handlers):
+def test_diagnose_in_chinese(tabs):
     port = _free_port()
-    html, report = handlers.doctor(_request(port, "zh-CN,zh;q=0.9"))
+    html, report = tabs.system.doctor(_request(port, "zh-CN,zh;q=0.9"))
     for name in ("gpu_torch", "tones", "port", "temp_dir"):
         assert catalogues()["zh-CN"][f"doctor.check.{name}"] in html
     assert ("没有失败项" in html) == report["ok"] and "Nothing failed" not in html
     by_name = {c["name"]: c for c in report["checks"]}
     assert by_name["port"]["evidence"] == f"127.0.0.1:{port} is free"  # the request's own port, English evidence
-    assert by_name["temp_dir"]["data"]["folder"] == str(handlers.workspace.root)
+    assert by_name["temp_dir"]["data"]["folder"] == str(tabs.workspace.root)
     assert by_name["tones"]["status"] == "pass" and by_name["placement"]["status"] == "pass"
 
 

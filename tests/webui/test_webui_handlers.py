@@ -13,12 +13,12 @@ import numpy as np
 import pytest
 import soundfile as sf
 
-from core.engine import Engine
+from core.model.engine import Engine
 from core.settings import Settings
 from core.tokens import load_tokens
 from webui.app import ASSETS
-from webui.handlers import Handlers
-from webui.workspace import Workspace
+from tests.webui.tab_handlers import Tabs
+from webui.serving.workspace import Workspace
 
 METRICS_OUTPUTS = ("metrics", "metrics_details")
 
@@ -27,17 +27,17 @@ def _digest(path: Path) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
-def _roundtrip(handlers, path) -> dict:
+def _roundtrip(tabs, path) -> dict:
     """The Round trip button: /roundtrip, then its /metrics follow-up on the two players."""
-    out = handlers.roundtrip(str(path))._asdict()  # the outputs' names: webui.handlers.RoundTripView
-    out.update(zip(METRICS_OUTPUTS, handlers.metrics(out["original"], out["reconstruction"])))
+    out = tabs.roundtrip.roundtrip(str(path))._asdict()  # the outputs' names: webui.handlers.RoundTripView
+    out.update(zip(METRICS_OUTPUTS, tabs.roundtrip.metrics(out["original"], out["reconstruction"])))
     return out
 
 
-def test_roundtrip_returns_players_facts_tokens_metrics_and_downloads(handlers):
+def test_roundtrip_returns_players_facts_tokens_metrics_and_downloads(tabs):
     source = ASSETS / "speech_female_16k_stereo.wav"
     before = _digest(source)
-    out = _roundtrip(handlers, source)
+    out = _roundtrip(tabs, source)
 
     original, _ = sf.read(out["original"], dtype="float32")
     reconstruction, rate = sf.read(out["reconstruction"], dtype="float32")
@@ -68,9 +68,9 @@ def test_roundtrip_returns_players_facts_tokens_metrics_and_downloads(handlers):
     assert _digest(source) == before  # the user's file is untouched
 
 
-def test_reconstruction_wav_holds_the_decoder_output_exactly(handlers, engine, clip):
+def test_reconstruction_wav_holds_the_decoder_output_exactly(tabs, engine, clip):
     """Written by us as float WAV: not peak-normalized, not converted to 16 bit."""
-    out = _roundtrip(handlers, clip)
+    out = _roundtrip(tabs, clip)
     codes = load_tokens(out["downloads"][0]).codes
     expected = engine.decode(codes, original_samples=sf.info(clip).frames).samples
     written, _ = sf.read(out["reconstruction"], dtype="float32")
@@ -78,37 +78,37 @@ def test_reconstruction_wav_holds_the_decoder_output_exactly(handlers, engine, c
     np.testing.assert_array_equal(written, expected)
 
 
-def test_each_request_gets_its_own_folder(handlers, clip):
-    first = _roundtrip(handlers, clip)
-    second = _roundtrip(handlers, clip)
+def test_each_request_gets_its_own_folder(tabs, clip):
+    first = _roundtrip(tabs, clip)
+    second = _roundtrip(tabs, clip)
     assert Path(first["reconstruction"]).parent != Path(second["reconstruction"]).parent
     assert Path(first["reconstruction"]).exists() and Path(second["reconstruction"]).exists()
     assert Path(first["reconstruction"]).name == "speech_3s_reconstruction.wav"
 
 
-def test_encode_then_decode(handlers, clip):
-    token_path, summary, heatmap, details = handlers.encode(str(clip))
+def test_encode_then_decode(tabs, clip):
+    token_path, summary, heatmap, details = tabs.encode.encode(str(clip))
     token_file = load_tokens(token_path)
     assert token_file.frames == math.ceil(3 * 24_000 / 1920) == details["tokens"]["frames"]
     assert "Tokens" in summary and "Input" in summary
     assert Path(heatmap).read_bytes()[:4] == b"\x89PNG"
 
-    wav, meta, spectrogram, decoded = handlers.decode(token_path)
+    wav, meta, spectrogram, decoded = tabs.decode.decode(token_path)
     samples, rate = sf.read(wav, dtype="float32")
     assert (rate, samples.size) == (24_000, 3 * 24_000)
     assert "Made by model" in meta and decoded["token_file"]["model_source"] == token_file.model_source
     assert Path(spectrogram).read_bytes()[:4] == b"\x89PNG"
 
 
-def test_metrics_compare_any_two_clips_and_identical_ones_score_perfectly(handlers, clip):
-    text, raw = handlers.metrics(str(clip), str(clip))
+def test_metrics_compare_any_two_clips_and_identical_ones_score_perfectly(tabs, clip):
+    text, raw = tabs.roundtrip.metrics(str(clip), str(clip))
     metrics = {m["name"]: m["value"] for m in raw["metrics"]}
     assert metrics["STOI"] == pytest.approx(1.0, abs=1e-3) and metrics["Log-mel distance"] == pytest.approx(0.0)
     assert metrics["PESQ-WB"] > 4.0 and "Computed in" in text
 
 
-def test_metrics_are_cleared_while_a_new_round_trip_runs(handlers):
-    assert handlers.clear_metrics() == ("", None)
+def test_metrics_are_cleared_while_a_new_round_trip_runs(tabs):
+    assert tabs.roundtrip.clear_metrics() == ("", None)
 
 
 @pytest.mark.parametrize(
@@ -120,34 +120,34 @@ def test_metrics_are_cleared_while_a_new_round_trip_runs(handlers):
         ("roundtrip", "/nonexistent/clip.wav", "upload it again"),
     ],
 )
-def test_missing_input_says_what_to_do(handlers, method, value, words):
+def test_missing_input_says_what_to_do(tabs, method, value, words):
     with pytest.raises(gr.Error, match=words):
-        getattr(handlers, method)(value)
+        tabs.event(method)(value)
 
 
 @pytest.mark.parametrize("method", ["roundtrip", "encode"])
-def test_bad_audio_file_gives_a_clear_error(handlers, bad_audio, method):
+def test_bad_audio_file_gives_a_clear_error(tabs, bad_audio, method):
     with pytest.raises(gr.Error) as info:
-        getattr(handlers, method)(str(bad_audio))
+        tabs.event(method)(str(bad_audio))
     assert "not an audio file" in info.value.message and "WAV" in info.value.message
 
 
-def test_bad_token_file_gives_a_clear_error(handlers, bad_tokens, bad_audio):
+def test_bad_token_file_gives_a_clear_error(tabs, bad_tokens, bad_audio):
     with pytest.raises(gr.Error) as info:
-        handlers.decode(str(bad_tokens))
+        tabs.decode.decode(str(bad_tokens))
     assert "token file" in info.value.message.lower()
     with pytest.raises(gr.Error) as info:
-        handlers.decode(str(bad_audio))
+        tabs.decode.decode(str(bad_audio))
     assert "token file" in info.value.message.lower()
 
 
 def test_too_long_input_is_refused_with_the_limit(tiny_checkpoint, engine, tmp_path, speech):
     short_limit = Engine(Settings(model=str(tiny_checkpoint), device="cpu", max_duration_s=1.0))
-    h = Handlers(short_limit, Workspace(tmp_path / "work"))
+    h = Tabs.of(short_limit, Workspace(tmp_path / "work"))
     path = tmp_path / "long.wav"
     sf.write(path, speech(2.0), 24_000)
     with pytest.raises(gr.Error, match="over the 1.0 s limit"):
-        h.roundtrip(str(path))
+        h.roundtrip.roundtrip(str(path))
 
 
 class _BrokenEngine:
@@ -171,9 +171,9 @@ class _BrokenEngine:
 
 
 def test_unexpected_errors_become_a_generic_actionable_error(engine, tmp_path, clip, caplog):
-    h = Handlers(_BrokenEngine(engine), Workspace(tmp_path / "work"))
+    h = Tabs.of(_BrokenEngine(engine), Workspace(tmp_path / "work"))
     with pytest.raises(gr.Error) as info:
-        h.roundtrip(str(clip))
+        h.roundtrip.roundtrip(str(clip))
     message = info.value.message
     assert "RuntimeError" in message and "try again" in message and "kaboom" not in message
     assert "kaboom in the kernel" in caplog.text  # the details go to the log
@@ -182,57 +182,57 @@ def test_unexpected_errors_become_a_generic_actionable_error(engine, tmp_path, c
 def test_missing_weights_status_says_how_to_provide_them(tmp_path, clip):
     engine = Engine(Settings(model=str(tmp_path / "no-weights-here"), device="cpu"))
     engine.warm_up()
-    h = Handlers(engine, Workspace(tmp_path / "work"))
-    html, raw = h.status()
+    h = Tabs.of(engine, Workspace(tmp_path / "work"))
+    html, raw = h.status.status()
     assert "huggingface-cli download" in html and "--model" in html and "Re-run checks" in html
     assert html.count('class="cw-step ') == 3 and "cw-step-fail" in html
     assert raw["readiness"]["ok"] is False
     with pytest.raises(gr.Error, match="not loaded"):
-        h.roundtrip(str(clip))
+        h.roundtrip.roundtrip(str(clip))
 
 
 def test_rerun_checks_loads_weights_provided_after_start(tmp_path, tiny_checkpoint):
     target = tmp_path / "weights"
     engine = Engine(Settings(model=str(target), device="cpu"))
     engine.warm_up()
-    h = Handlers(engine, Workspace(tmp_path / "work"))
-    assert "Not ready" in h.status()[0]
+    h = Tabs.of(engine, Workspace(tmp_path / "work"))
+    assert "Not ready" in h.status.status()[0]
     shutil.copytree(tiny_checkpoint, target)
-    html, raw = h.readiness()
+    html, raw = h.status.readiness()
     assert raw["readiness"]["ok"] is True and "Ready" in html and "cw-step-fail" not in html
     assert html.count("cw-step-pass") == 2  # weights and round trip; CUDA is skipped on CPU
 
 
-def test_status_bar_shows_steps_model_device_dtype_and_memory(handlers, engine):
-    html, raw = handlers.status()
+def test_status_bar_shows_steps_model_device_dtype_and_memory(tabs, engine):
+    html, raw = tabs.status.status()
     for title in ("CUDA present", "Weights resident", "Test round trip"):
         assert title in html
     assert engine.info()["model_path"] in html and "CPU" in html and "float32" in html
     assert f"{engine.info()['resident_mib']:.1f} MiB" in html
 
 
-def test_stats_and_clear_vram(handlers):
-    text, stats = handlers.stats()
+def test_stats_and_clear_vram(tabs):
+    text, stats = tabs.system.stats()
     assert "Process RAM" in text and "System RAM" in text and "CPU" in text
     assert stats["process_rss_mib"] > 0
-    text, result = handlers.clear_vram()
+    text, result = tabs.system.clear_vram()
     assert set(result) == {"before", "after"} and "No GPU" in text
 
 
-def test_url_input_is_off_unless_enabled(handlers):
+def test_url_input_is_off_unless_enabled(tabs):
     with pytest.raises(gr.Error, match="switched off"):
-        handlers.fetch_url("https://example.com/a.wav")
+        tabs.roundtrip.fetch_url("https://example.com/a.wav")
 
 
 def test_roundtrip_shows_the_memory_estimate_before_the_job(engine, tmp_path, clip):
-    h = Handlers(engine, Workspace(tmp_path / "work"))
+    h = Tabs.of(engine, Workspace(tmp_path / "work"))
     seen = []
-    h.roundtrip(str(clip), progress=lambda fraction, desc="": seen.append(desc))
+    h.roundtrip.roundtrip(str(clip), progress=lambda fraction, desc="": seen.append(desc))
     estimate_lines = [d for d in seen if "needs ≈" in d]
     assert estimate_lines and seen.index(estimate_lines[0]) < seen.index("Encoding")
 
 
 def test_status_warns_when_the_weights_are_random(engine, tmp_path):
-    html, raw = Handlers(engine, Workspace(tmp_path / "work")).status()
+    html, raw = Tabs.of(engine, Workspace(tmp_path / "work")).status.status()
     assert raw["engine"]["random_weights"] is True
     assert "<b>random weights</b>" in html and "say nothing about the codec" in html

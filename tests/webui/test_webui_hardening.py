@@ -19,11 +19,12 @@ import pytest
 from gradio import processing_utils
 from gradio_client import Client, handle_file
 
-from webui import storage, timeouts
+from webui.serving import storage
+from webui.serving import timeouts
 from webui.app import UiOptions, build_app
-from webui.handlers import Handlers
+from tests.webui.tab_handlers import Tabs
 from webui.server import ServerOptions, launch
-from webui.workspace import Workspace
+from webui.serving.workspace import Workspace
 
 MIB = 1 << 20
 
@@ -107,9 +108,9 @@ def test_an_upload_part_without_a_file_name_is_a_400_that_says_so(hardened):
     assert _request(url + "ready")[0] == 200
 
 
-def test_a_directory_given_as_input_says_the_upload_has_no_file(handlers, tmp_path):
+def test_a_directory_given_as_input_says_the_upload_has_no_file(tabs, tmp_path):
     with pytest.raises(gr.Error, match="no file name"):
-        handlers.roundtrip(str(tmp_path))
+        tabs.roundtrip.roundtrip(str(tmp_path))
 
 
 # ------------------------------------------------------------------ item 2: aborted uploads
@@ -168,9 +169,9 @@ def test_ready_is_503_while_the_temp_root_cannot_be_made(hardened):
 
 
 def test_handlers_recreate_a_deleted_workspace_root(engine, tmp_path, clip):
-    h = Handlers(engine, Workspace(tmp_path / "work"))
+    h = Tabs.of(engine, Workspace(tmp_path / "work"))
     shutil.rmtree(tmp_path / "work")
-    assert h.roundtrip(str(clip))[-1]["tokens"]["frames"] == 38
+    assert h.roundtrip.roundtrip(str(clip))[-1]["tokens"]["frames"] == 38
 
 
 @pytest.fixture
@@ -191,9 +192,9 @@ def small_disk(tmp_path):
 def test_a_full_disk_is_named_as_the_cause(engine, small_disk, clip):
     """The round trip writes two WAVs of 3 s (288 KB each) into a disk with ~100 KB left."""
     (small_disk / "filler").write_bytes(b"\0" * (2 * MIB - 100_000))
-    h = Handlers(engine, Workspace(small_disk / "root"))
+    h = Tabs.of(engine, Workspace(small_disk / "root"))
     with pytest.raises(gr.Error, match="disk is full") as caught:
-        h.roundtrip(str(clip))
+        h.roundtrip.roundtrip(str(clip))
     assert "AssertionError" not in str(caught.value)
 
 
@@ -327,7 +328,7 @@ def test_behind_the_proxy_each_client_backs_off_on_its_own(locked):
 
 
 def test_only_a_proxy_on_this_host_can_name_the_client():
-    from webui.throttle import client_key
+    from webui.serving.throttle import client_key
 
     def scope(peer: str, real_ip: bytes | None = None) -> dict:
         return {"client": (peer, 1234), "headers": [(b"x-real-ip", real_ip)] if real_ip is not None else []}
@@ -407,7 +408,7 @@ def test_python_m_webui_writes_nothing_outside_its_temp_root(tiny_checkpoint, tm
 # ------------------------------------------------------------------ item 1: token files obey the duration cap
 
 
-def test_a_token_file_longer_than_the_limit_is_refused_on_the_decode_tab(handlers, engine, tmp_path):
+def test_a_token_file_longer_than_the_limit_is_refused_on_the_decode_tab(tabs, engine, tmp_path):
     from core.tokens import make_token_file, save_tokens
 
     frames = int(engine.settings.max_duration_s * 12.5) + 13  # one second over the limit
@@ -415,5 +416,5 @@ def test_a_token_file_longer_than_the_limit_is_refused_on_the_decode_tab(handler
     path = save_tokens(make_token_file(codes, frames * 1920, "test"), tmp_path / "long_tokens.npz")
     start = time.monotonic()
     with pytest.raises(gr.Error, match="over the 30.0 min limit"):
-        handlers.decode(str(path))
+        tabs.decode.decode(str(path))
     assert time.monotonic() - start < 30  # refused, not decoded (30 min of audio takes minutes here)

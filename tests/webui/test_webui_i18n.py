@@ -14,32 +14,24 @@ import gradio as gr
 import pytest
 
 import core.errors
-from core import analysis
-from webui import formatting as fmt
-from webui import i18n, url_input
-from webui.handlers import Handlers
-from webui.workspace import Workspace
+from core.analysis import metrics as analysis
+from webui.views import formatting as fmt
+from webui import i18n
+from webui.serving import url_input
+from tests.webui.tab_handlers import Tabs
+from webui.serving.workspace import Workspace
 
 WEBUI = Path(i18n.__file__).resolve().parent
 ZH = gr.Request(headers={"accept-language": "zh-CN,zh;q=0.9"})  # what Chromium sends with a zh-CN locale
 EN = gr.Request(headers={"accept-language": "en-US,en;q=0.9"})
 # modules whose strings reach the page; i18n.py itself only holds mechanism text (KeyError for bugs)
-SCANNED = (
-    "app.py",
-    "handlers.py",
-    "formatting.py",
-    "jobs.py",
-    "url_input.py",
-    "doctor_panel.py",
-    "lab.py",
-    "lab_jobs.py",
-    "abx.py",
-    "review.py",
+SCANNED = tuple(
+    str(p.relative_to(WEBUI)) for p in sorted(WEBUI.rglob("*.py")) if p.name not in ("i18n.py", "__init__.py")
 )
 _KEY = re.compile(r"^[a-z_]+(\.[A-Za-z0-9_ -]+)+$")
 _WORDS = re.compile(r"[A-Za-z]{2,}[ ,:;]+[A-Za-z]{2,}")  # two words in a row: prose, not an identifier
 _MARKUP = re.compile(r"<[^>]*>|\{[^}]*\}|`[^`]*`")
-_KEYED_CALLS = {"text", "label", "user_errors", "UrlInputError", "TranslatedError", "_need_file", "progress", "_span"}
+_KEYED_CALLS = {"text", "label", "user_errors", "UrlInputError", "TranslatedError", "need_file", "progress", "_span"}
 
 
 def _fields(template: str) -> set[str]:
@@ -221,31 +213,31 @@ def test_labels_with_fields_are_filled_in_every_language():
         i18n.label("no.such.key")
 
 
-def test_status_bar_is_chinese_for_a_chinese_browser(handlers):
-    html, raw = handlers.status(ZH)
+def test_status_bar_is_chinese_for_a_chinese_browser(tabs):
+    html, raw = tabs.status.status(ZH)
     for words in ("就绪", "CUDA 可用", "权重已驻留", "测试往返", "模型", "随机权重", "CPU（未使用 GPU）"):
         assert words in html
     assert "Ready" not in html and raw["readiness"]["ok"] is True  # JSON stays English
-    assert "Ready" in handlers.status(EN)[0]
+    assert "Ready" in tabs.status.status(EN)[0]
 
 
-def test_errors_follow_the_request_language(handlers, bad_tokens):
+def test_errors_follow_the_request_language(tabs, bad_tokens):
     with pytest.raises(gr.Error, match="还没有音频"):
-        handlers.roundtrip(None, ZH)
+        tabs.roundtrip.roundtrip(None, ZH)
     with pytest.raises(gr.Error, match="No audio yet"):
-        handlers.roundtrip(None, EN)
+        tabs.roundtrip.roundtrip(None, EN)
     with pytest.raises(gr.Error) as info:  # a core error: Chinese lead sentence, English detail
-        handlers.decode(str(bad_tokens), ZH)
+        tabs.decode.decode(str(bad_tokens), ZH)
     lead = i18n.text("error.lead.TokenFileError", "zh-CN", detail="")
     assert info.value.message.startswith(lead) and re.search(r"[A-Za-z]{4,} [a-z]{2,}", info.value.message)
     with pytest.raises(gr.Error, match="已关闭从 URL 获取音频"):
-        handlers.fetch_url("https://example.com/a.wav", ZH)
+        tabs.roundtrip.fetch_url("https://example.com/a.wav", ZH)
 
 
 def test_url_errors_made_in_webui_are_translated_whole(engine, tmp_path):
-    h = Handlers(engine, Workspace(tmp_path / "work"), url_input.UrlPolicy())
+    h = Tabs.of(engine, Workspace(tmp_path / "work"), url_input.UrlPolicy())
     with pytest.raises(gr.Error, match="这是环回地址") as info:
-        h.fetch_url("http://127.0.0.1/a.wav", ZH)
+        h.roundtrip.fetch_url("http://127.0.0.1/a.wav", ZH)
     assert "Refused" not in info.value.message
     with pytest.raises(url_input.AudioInputError, match="Refused: 127.0.0.1 resolves to 127.0.0.1, a loopback"):
         url_input.check("http://127.0.0.1/a.wav")  # the English text stays for logs and the CLI
@@ -253,7 +245,9 @@ def test_url_errors_made_in_webui_are_translated_whole(engine, tmp_path):
 
 def test_progress_steps_are_in_the_request_language(engine, tmp_path, clip):
     seen = []
-    Handlers(engine, Workspace(tmp_path / "work")).encode(str(clip), ZH, progress=lambda f, desc="": seen.append(desc))
+    Tabs.of(engine, Workspace(tmp_path / "work")).encode.encode(
+        str(clip), ZH, progress=lambda f, desc="": seen.append(desc)
+    )
     assert "正在读取音频" in seen and "正在编码" in seen and any(d.startswith("编码：") for d in seen)
 
 

@@ -8,11 +8,12 @@ import time
 
 import pytest
 
-from webui import formatting as fmt
+from webui.views import formatting as fmt
 from webui.__main__ import StartupError, auth_from_env, build_parser, options_from_args
-from webui.app import MODEL_GROUP, UiOptions, build_app
-from webui.jobs import stem_of
-from webui.workspace import Workspace
+from webui.app import UiOptions, build_app
+from webui.queues import MODEL_GROUP
+from webui.jobs.codec import stem_of
+from webui.serving.workspace import Workspace
 
 
 # --------------------------------------------------------------------------- workspace
@@ -192,7 +193,7 @@ def test_model_events_share_one_group_and_stats_stay_outside(engine, tmp_path):
 
 
 def test_roundtrip_outputs_are_wired_in_the_order_the_handler_names_them(engine, tmp_path):
-    from webui.handlers import RoundTripView
+    from webui.tabs.roundtrip import RoundTripView
 
     demo = build_app(engine, UiOptions(temp_root=tmp_path))
     event = next(fn for fn in demo.fns.values() if fn.api_name == "roundtrip")
@@ -211,7 +212,7 @@ def test_roundtrip_outputs_are_wired_in_the_order_the_handler_names_them(engine,
 
 
 def test_url_row_only_when_enabled(engine, tmp_path):
-    from webui.url_input import UrlPolicy
+    from webui.serving.url_input import UrlPolicy
 
     demo = build_app(engine, UiOptions(temp_root=tmp_path, url_policy=UrlPolicy()))
     events = {fn.api_name: fn for fn in demo.fns.values()}
@@ -236,8 +237,8 @@ def test_decode_warnings_reach_the_timing_the_page_formats():
 
     import numpy as np
 
-    from core.engine import DecodeResult
-    from webui import jobs
+    from core.model.engine import DecodeResult
+    from webui.jobs import codec as jobs
 
     decoded = DecodeResult(np.zeros(10, np.float32), 24_000, 0.5, None, ("redone in float32",))
     assert jobs._timing(time.perf_counter(), decoded=decoded)["warnings"] == ["redone in float32"]

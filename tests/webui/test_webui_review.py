@@ -10,21 +10,21 @@ import gradio as gr
 import pytest
 
 from webui.app import ASSETS
-from webui.review import ReviewHandlers
+from webui.tabs.review import ReviewHandlers
 
 CLIP = ASSETS / "speech_male_24k.wav"
 
 
 @pytest.fixture
-def reviewer(handlers):
-    return ReviewHandlers(handlers.engine, handlers.workspace)
+def reviewer(tabs):
+    return ReviewHandlers(tabs.engine, tabs.workspace)
 
 
 @pytest.mark.slow
-def test_verdict_follows_the_metrics_and_the_report_packs_the_round_trip(handlers, reviewer):
-    rt = handlers.roundtrip(str(CLIP))
+def test_verdict_follows_the_metrics_and_the_report_packs_the_round_trip(tabs, reviewer):
+    rt = tabs.roundtrip.roundtrip(str(CLIP))
     original, reconstruction, downloads, details = rt[0], rt[1], rt[6], rt[7]
-    _, metrics_details = handlers.metrics(original, reconstruction)
+    _, metrics_details = tabs.roundtrip.metrics(original, reconstruction)
     text, verdict = reviewer.verdict(original, reconstruction, metrics_details, None)
     assert verdict["level"] in ("green", "amber", "red")
     assert 1.0 <= verdict["mos_original"] <= 5.0 and 1.0 <= verdict["mos_reconstruction"] <= 5.0

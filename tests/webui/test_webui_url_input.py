@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 import soundfile as sf
 
-from core.audio import load_audio
+from core.audio.files import load_audio
 from core.errors import AudioInputError
-from webui import url_input
-from webui.url_input import UrlPolicy, blocked_reason, check, fetch, parse_url
+from webui.serving import url_input
+from webui.serving.url_input import UrlPolicy, blocked_reason, check, fetch, parse_url
 
 LOCAL = UrlPolicy(max_bytes=200_000, timeout_s=10.0, allow_loopback=True)  # tests only
 
@@ -187,26 +187,26 @@ def test_file_names_are_made_safe():
 
 
 def test_handler_fetches_into_its_own_request_folder_then_round_trips(local_server, engine, tmp_path):
-    from webui.handlers import Handlers
-    from webui.workspace import Workspace
+    from tests.webui.tab_handlers import Tabs
+    from webui.serving.workspace import Workspace
 
-    h = Handlers(engine, Workspace(tmp_path / "work"), url_policy=LOCAL)
-    path = Path(h.fetch_url(local_server + "/clip.wav"))
+    h = Tabs.of(engine, Workspace(tmp_path / "work"), url_policy=LOCAL)
+    path = Path(h.roundtrip.fetch_url(local_server + "/clip.wav"))
     assert path.is_relative_to(tmp_path / "work") and path.name == "clip.wav"
-    assert h.roundtrip(str(path))[-1]["tokens"]["frames"] == 13
+    assert h.roundtrip.roundtrip(str(path))[-1]["tokens"]["frames"] == 13
 
 
 def test_handler_turns_refusals_into_gr_errors(engine, tmp_path):
     import gradio as gr
 
-    from webui.handlers import Handlers
-    from webui.workspace import Workspace
+    from tests.webui.tab_handlers import Tabs
+    from webui.serving.workspace import Workspace
 
-    h = Handlers(engine, Workspace(tmp_path / "work"), url_policy=UrlPolicy())
+    h = Tabs.of(engine, Workspace(tmp_path / "work"), url_policy=UrlPolicy())
     with pytest.raises(gr.Error, match="loopback"):
-        h.fetch_url("http://localhost:7860/secret.wav")
+        h.roundtrip.fetch_url("http://localhost:7860/secret.wav")
     with pytest.raises(gr.Error, match="Only http"):
-        h.fetch_url("file:///etc/passwd")
+        h.roundtrip.fetch_url("file:///etc/passwd")
 
 
 def _trickle_server(delay_s: float, head: bytes, drip: bytes = b"x", drips: int = 200):

@@ -1,0 +1,225 @@
+"""Audio arriving in blocks: each block is checked, downmixed to mono and resampled to 24 kHz as it
+comes, so a long multichannel file never sits in memory whole; then the facts about it.
+
+Every reader (``core.audio.readers``) and ``audio_from_array`` feed a :class:`Collector`;
+:func:`finish` turns it into an :class:`Audio` with its :class:`AudioFacts`.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+import soxr
+
+from core.codec import SAMPLE_RATE, SAMPLES_PER_FRAME
+from core.errors import AudioInputError
+from core.units import minutes
+
+logger = logging.getLogger(__name__)
+
+CLIP_LEVEL = 0.999  # |x| at or above this counts as clipped
+NEAR_SILENCE_DBFS = -60.0  # dBFS, RMS below this is "nearly silent"
+SILENCE_FLOOR_DBFS = -120.0  # dBFS, reported for digital silence instead of -inf
+RESAMPLE_QUALITY = "HQ"  # soxr high quality (20-bit precision, flat passband)
+BLOCK_FRAMES = 1 << 16  # frames decoded, checked and resampled at a time
+TRUNCATION_TOLERANCE = 0.02  # fraction of the declared length that may be missing
+PCM_BITS = 16  # bits per sample of the PCM the compression ratio compares against
+
+
+@dataclass(frozen=True)
+class AudioFacts:
+    name: str  # file name (no directory) or a label like "microphone"
+    format: str  # container/codec as detected, e.g. "wav", "ogg/vorbis", "m4a/aac"
+    sample_rate: int  # original rate, Hz
+    channels: int  # original channel count
+    duration_s: float  # seconds
+    peak: float  # max |x| of the mono 24 kHz signal
+    clipped_samples: int  # samples with |x| >= CLIP_LEVEL in the original (before downmix)
+    rms_dbfs: float  # loudness of the mono signal
+    near_silent: bool  # rms below NEAR_SILENCE_DBFS
+    warnings: tuple[str, ...] = field(default=())  # sentences to show the user
+
+    @property
+    def pcm_bps(self) -> float:
+        """Bit/s of the original as 16-bit PCM at its own rate and channel count."""
+        return float(self.sample_rate * self.channels * PCM_BITS)
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["warnings"] = list(self.warnings)
+        return d
+
+
+@dataclass(frozen=True)
+class Audio:
+    samples: np.ndarray  # float32 mono at SAMPLE_RATE, shape (n,)
+    facts: AudioFacts  # where it came from and what was done to it
+
+
+@dataclass(frozen=True)
+class AudioLimits:
+    max_duration_s: float = 1800.0  # seconds (30 min)
+    max_file_bytes: int = 1 << 30  # bytes (1 GiB)
+    min_samples: int = SAMPLES_PER_FRAME  # samples at 24 kHz; shorter than one frame is refused
+
+
+@dataclass(frozen=True)
+class Source:
+    format: str  # as AudioFacts.format
+    sample_rate: int  # Hz
+    channels: int  # channel count
+    declared_frames: int | None  # frames the header promises; None when unknown
+
+
+def check_declared(name: str, source: Source, limits: AudioLimits) -> None:
+    """Refuse a file whose header already says it is too long, before decoding it."""
+    if source.declared_frames is None:
+        return
+    seconds = source.declared_frames / source.sample_rate
+    if seconds > limits.max_duration_s:
+        raise AudioInputError(too_long(name, seconds, limits.max_duration_s))
+
+
+def check_complete(name: str, source: Source, frames: int) -> None:
+    """Refuse a file that holds clearly less audio than its header promises."""
+    declared = source.declared_frames
+    if declared is None:
+        return
+    missing = declared - frames
+    one_frame = SAMPLES_PER_FRAME / SAMPLE_RATE * source.sample_rate  # in original frames
+    allowed = max(TRUNCATION_TOLERANCE * declared, one_frame)
+    if missing > allowed:
+        raise AudioInputError(
+            f"'{name}' is cut off: its header promises {declared / source.sample_rate:.2f} s of "
+            f"audio but the file holds only {frames / source.sample_rate:.2f} s. It was probably "
+            "not copied or uploaded completely; get the complete file or re-export it."
+        )
+
+
+def too_long(name: str, seconds: float, max_s: float) -> str:
+    return (
+        f"'{name}' is {minutes(seconds)} long, over the {minutes(max_s)} "
+        "limit. Cut it into shorter pieces and try again."
+    )
+
+
+class Collector:
+    """Takes decoded blocks of shape (k, channels): checks them, counts clipping, downmixes
+    to mono and resamples to 24 kHz as they arrive."""
+
+    def __init__(self, name: str, source: Source, limits: AudioLimits):
+        self.name = name
+        self.source = source
+        self.limits = limits
+        self.max_frames = limits.max_duration_s * source.sample_rate
+        self.frames = 0  # original frames seen
+        self.clipped = 0  # original samples (all channels) at or above CLIP_LEVEL
+        self.sum_squares = 0.0  # of the mono 24 kHz output, in float64
+        self.peak = 0.0  # of the mono 24 kHz output
+        self.parts: list[np.ndarray] = []
+        self.stream = None
+        if source.sample_rate != SAMPLE_RATE:
+            self.stream = soxr.ResampleStream(
+                source.sample_rate, SAMPLE_RATE, 1, dtype="float32", quality=RESAMPLE_QUALITY
+            )
+
+    def add(self, block: np.ndarray) -> None:
+        finite = np.isfinite(block).all(axis=1)
+        if not finite.all():
+            first = (self.frames + int(np.argmin(finite))) / self.source.sample_rate
+            raise AudioInputError(
+                f"'{self.name}' contains NaN or infinite sample values (the first at "
+                f"{first:.2f} s). The file is damaged or was written by a broken program; "
+                "re-export it."
+            )
+        self.frames += block.shape[0]
+        if self.frames > self.max_frames:
+            raise AudioInputError(
+                f"'{self.name}' is longer than the {minutes(self.limits.max_duration_s)} "
+                "limit. Cut it into shorter pieces and try again."
+            )
+        self.clipped += int(np.count_nonzero(np.abs(block) >= CLIP_LEVEL))
+        mono = block[:, 0] if block.shape[1] == 1 else block.mean(axis=1, dtype=np.float32)
+        self._keep(mono if self.stream is None else self.stream.resample_chunk(mono))
+
+    def finish(self) -> np.ndarray:
+        if self.stream is not None:
+            self._keep(self.stream.resample_chunk(np.zeros(0, np.float32), last=True))
+        if not self.parts:
+            return np.zeros(0, np.float32)
+        return np.ascontiguousarray(np.concatenate(self.parts), dtype=np.float32)
+
+    def _keep(self, mono: np.ndarray) -> None:
+        if mono.size == 0:
+            return
+        self.parts.append(mono)
+        self.sum_squares += float(np.dot(mono.astype(np.float64), mono.astype(np.float64)))
+        self.peak = max(self.peak, float(np.abs(mono).max()))
+
+
+def finish(name: str, source: Source, collector: Collector, limits: AudioLimits) -> Audio:
+    if collector.frames == 0:
+        raise AudioInputError(
+            f"'{name}' contains no audio samples. It may be damaged or cut off; record or export it again."
+        )
+    mono = collector.finish()
+    duration_s = collector.frames / source.sample_rate
+    if mono.size < limits.min_samples:
+        raise AudioInputError(
+            f"'{name}' is {duration_s * 1000:.0f} ms long; the codec needs at least "
+            f"{limits.min_samples / SAMPLE_RATE * 1000:.0f} ms (one frame). Give a longer clip."
+        )
+    rms = math.sqrt(collector.sum_squares / mono.size)
+    rms_dbfs = max(SILENCE_FLOOR_DBFS, 20 * math.log10(rms)) if rms > 0 else SILENCE_FLOOR_DBFS
+    facts = AudioFacts(
+        name=name,
+        format=source.format,
+        sample_rate=source.sample_rate,
+        channels=source.channels,
+        duration_s=duration_s,
+        peak=collector.peak,
+        clipped_samples=collector.clipped,
+        rms_dbfs=round(rms_dbfs, 2),
+        near_silent=rms_dbfs < NEAR_SILENCE_DBFS,
+        warnings=_warnings(source, collector.clipped, rms_dbfs),
+    )
+    logger.info(
+        "Loaded %s: %s, %d Hz, %d ch, %.2f s, %.1f dBFS",
+        name,
+        facts.format,
+        facts.sample_rate,
+        facts.channels,
+        facts.duration_s,
+        facts.rms_dbfs,
+    )
+    return Audio(samples=mono, facts=facts)
+
+
+def _warnings(source: Source, clipped: int, rms_dbfs: float) -> tuple[str, ...]:
+    out = []
+    if source.sample_rate != SAMPLE_RATE:
+        out.append(f"Resampled from {source.sample_rate} Hz to {SAMPLE_RATE} Hz.")
+    if source.channels == 2:
+        out.append("Stereo downmixed to mono.")
+    elif source.channels > 2:
+        out.append(f"{source.channels} channels downmixed to mono.")
+    if clipped == 1:
+        out.append("1 sample is clipped.")
+    elif clipped > 1:
+        out.append(f"{clipped} samples are clipped.")
+    if rms_dbfs < NEAR_SILENCE_DBFS:
+        out.append(f"The clip is nearly silent ({rms_dbfs:.0f} dBFS).")
+    return tuple(out)
+
+
+def to_float32(x: np.ndarray) -> np.ndarray:
+    """Integer samples scaled to [-1, 1) (unsigned ones centred first); floats as they are."""
+    if np.issubdtype(x.dtype, np.floating):
+        return x.astype(np.float32, copy=False)
+    info = np.iinfo(x.dtype)
+    half = (int(info.max) + 1) // 2 if info.min == 0 else -int(info.min)
+    offset = half if info.min == 0 else 0
+    return ((x.astype(np.float64) - offset) / half).astype(np.float32)

@@ -1,0 +1,174 @@
+"""Audio in and out of the codec: read any common audio file (or a microphone array), turn
+it into float32 mono at 24 kHz, describe what was done to it, and write WAV files exactly.
+
+Decoding tries soundfile (libsndfile: WAV, FLAC, OGG/Vorbis, Opus, AIFF, ...) first and falls
+back to PyAV for the rest (M4A/AAC, WebM, MP3, odd files): ``core.audio.readers``. Both stream the
+file in blocks: each block is checked, downmixed and resampled as it arrives
+(``core.audio.blocks``), so a long multichannel file never sits in memory whole, and the duration
+cap holds while reading even where the header does not say how long the file is.
+
+Every problem with the input raises :class:`AudioInputError` with a message that names the
+file, says what is wrong and what to do. Nothing here follows URLs or unpickles anything:
+PyAV may only open local files, through a short list of audio demuxers.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+
+import numpy as np
+import soundfile as sf
+import soxr
+
+from core.audio.blocks import (
+    BLOCK_FRAMES,
+    RESAMPLE_QUALITY,
+    Audio,
+    AudioFacts,
+    AudioLimits,
+    Collector,
+    Source,
+    finish,
+    to_float32,
+    too_long,
+)
+from core.audio.readers import FORMATS, Unreadable, load_with_av, load_with_soundfile
+from core.codec import SAMPLE_RATE
+from core.units import MIB
+from core.errors import AudioInputError
+
+__all__ = [
+    "Audio",
+    "AudioFacts",
+    "AudioLimits",
+    "audio_from_array",
+    "describe_formats",
+    "load_audio",
+    "resample",
+    "write_wav",
+]
+
+logger = logging.getLogger(__name__)
+
+URL_PREFIXES = ("http://", "https://", "ftp://", "rtmp://", "rtsp://", "s3://", "data:")
+
+
+def load_audio(path, limits: AudioLimits = AudioLimits()) -> Audio:
+    """Read an audio file as float32 mono at 24 kHz, with facts about the original."""
+    path = _check_file(path, limits)
+    try:
+        return load_with_soundfile(path, limits)
+    except Unreadable as e:
+        logger.debug("soundfile cannot read %s (%s); trying PyAV", path.name, e)
+        return load_with_av(path, limits)
+
+
+def audio_from_array(samples, sample_rate: int, name: str = "array", limits: AudioLimits = AudioLimits()) -> Audio:
+    """Turn an array of shape (n,) or (n, channels) into float32 mono at 24 kHz.
+
+    int16/int32/uint8 arrays are scaled to [-1, 1); float arrays are taken as they are.
+    This is what Gradio's numpy microphone input gives: (sample_rate, int16 array).
+    """
+    x = _check_array(samples, name)
+    sample_rate = _check_rate(sample_rate, name)
+    if x.shape[0] > limits.max_duration_s * sample_rate:
+        raise AudioInputError(too_long(name, x.shape[0] / sample_rate, limits.max_duration_s))
+    source = Source(f"array/{x.dtype}", sample_rate, x.shape[1], x.shape[0])
+    collector = Collector(name, source, limits)
+    for start in range(0, x.shape[0], BLOCK_FRAMES):
+        collector.add(to_float32(x[start : start + BLOCK_FRAMES]))
+    return finish(name, source, collector, limits)
+
+
+def resample(x: np.ndarray, orig_sr: int, target_sr: int = SAMPLE_RATE) -> np.ndarray:
+    """Resample float audio of shape (n,) or (n, channels) with soxr (high quality)."""
+    x = np.asarray(x, dtype=np.float32)
+    if orig_sr == target_sr:
+        return x.copy()
+    return soxr.resample(x, orig_sr, target_sr, quality=RESAMPLE_QUALITY)
+
+
+def write_wav(path, samples, sample_rate: int = SAMPLE_RATE) -> Path:
+    """Write samples as a 32-bit float WAV, exactly (never normalized or clipped).
+
+    Refuses to overwrite an existing file (FileExistsError), so nothing a user gave us is
+    ever replaced.
+    """
+    path = Path(path)
+    x = np.asarray(samples, dtype=np.float32)
+    with open(path, "xb") as f:  # "x": fails if the file exists, atomically
+        try:
+            sf.write(f, x, sample_rate, format="WAV", subtype="FLOAT")
+        except BaseException:
+            f.close()
+            path.unlink(missing_ok=True)
+            raise
+    return path
+
+
+def describe_formats() -> str:
+    """A one-line list of the accepted formats, for error messages and the UI."""
+    return f"{FORMATS}; any sample rate, any number of channels"
+
+
+def _check_file(path, limits: AudioLimits) -> Path:
+    if path is None or str(path) == "":
+        raise AudioInputError("No audio file was given. Choose a file or record a clip.")
+    if not isinstance(path, (str, os.PathLike)):
+        raise AudioInputError(f"Expected the path of an audio file, got {type(path).__name__}. Give a file path.")
+    text = str(path)
+    if text.lower().startswith(URL_PREFIXES):
+        raise AudioInputError(
+            f"'{text}' is a URL; audio is only read from local files. Download it first, then give the downloaded file."
+        )
+    path = Path(path)
+    name = path.name
+    if not path.exists():
+        raise AudioInputError(f"Audio file '{path}' does not exist. Check the path and try again.")
+    if path.is_dir():
+        raise AudioInputError(f"'{name}' is a folder, not an audio file. Give one audio file.")
+    if not path.is_file():
+        raise AudioInputError(f"'{name}' is not a regular file. Give an audio file on disk.")
+    size = path.stat().st_size
+    if size == 0:
+        raise AudioInputError(
+            f"'{name}' is empty (0 bytes). It was probably not saved or uploaded completely; "
+            "try again with the complete file."
+        )
+    if size > limits.max_file_bytes:
+        raise AudioInputError(
+            f"'{name}' is {size / MIB:.0f} MiB, over the {limits.max_file_bytes / MIB:.0f} "
+            "MiB limit. Cut it into shorter pieces or compress it (e.g. FLAC) and try again."
+        )
+    return path
+
+
+def _check_array(samples, name: str) -> np.ndarray:
+    if samples is None:
+        raise AudioInputError(f"No audio was given for '{name}'. Record or choose a clip.")
+    x = np.asarray(samples)
+    if not (np.issubdtype(x.dtype, np.integer) or np.issubdtype(x.dtype, np.floating)):
+        raise AudioInputError(f"'{name}' has samples of type {x.dtype}; give integer or float samples.")
+    if x.ndim == 1:
+        x = x[:, None]
+    if x.ndim != 2 or x.shape[1] == 0 or x.shape[1] > 64:
+        raise AudioInputError(
+            f"'{name}' has shape {x.shape}; give samples shaped (n,) or (n, channels) "
+            "(transpose a (channels, n) array)."
+        )
+    if x.shape[0] == 0:
+        raise AudioInputError(f"'{name}' contains no audio samples. Record or choose a longer clip.")
+    return x
+
+
+def _check_rate(sample_rate, name: str) -> int:
+    try:
+        rate = int(sample_rate)
+        valid = rate == sample_rate and rate > 0
+    except (TypeError, ValueError):
+        valid = False
+    if not valid:
+        raise AudioInputError(f"'{name}' has sample rate {sample_rate!r}; give a positive whole number of Hz.")
+    return rate

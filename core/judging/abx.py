@@ -1,0 +1,257 @@
+"""Blind ABX listening test: the trial plan, the score and its sentence, and the SQLite store.
+
+A is always the original and B the codec's output (full rate or a ladder level); X is one of
+the two, chosen at random per trial. The listener says which one X is. Under the null
+hypothesis "I cannot hear a difference" every answer is a coin flip, so the evidence is the
+one-sided binomial tail P(K >= correct | n, 1/2).
+
+Sessions are private: ``start`` returns a token made by ``secrets`` (256 bits) that only the
+client holds; the store keeps its SHA-256, never the token, and every read or write needs the
+token. Answers are written to SQLite as they come (WAL, one connection per call), so they
+survive a restart of the server.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import logging
+import math
+import random
+import secrets
+import sqlite3
+import threading
+import time
+from contextlib import closing
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from core.codec import NUM_CODEBOOKS
+from core.errors import CodecError
+
+logger = logging.getLogger(__name__)
+
+DB_NAME = "abx.sqlite3"  # file under the data folder
+TOKEN_BYTES = 32  # 256 random bits per session token
+DEFAULT_TRIALS = 10  # trials per test, as in the issue
+MAX_TRIALS = 100  # more trials tire listeners without adding much
+CHOICES = ("A", "B")  # A: original, B: codec output
+SURE_P = 0.05  # p below this: "you can tell them apart"
+PROBABLY_P = 0.10  # p below this: "you can probably tell them apart"
+LEVEL_CHOICES = (NUM_CODEBOOKS, 8, 4, 2, 1)  # codebooks offered for B on the page (the API takes any 1..16)
+CSV_FIELDS = ("session", "trial", "clip_sha256", "level", "x_is", "answer", "correct", "seconds", "answered_at")
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS sessions (
+    session TEXT PRIMARY KEY,      -- sha256 of the client's token
+    created REAL NOT NULL,         -- unix time
+    clip_sha256 TEXT NOT NULL,     -- checksum of the original clip's samples
+    level TEXT NOT NULL,           -- what B is, e.g. "2 of 16 codebooks, 275 bit/s" (level_name)
+    seed INTEGER NOT NULL,
+    plan TEXT NOT NULL,            -- X per trial, e.g. "ABBA..."
+    presented_at REAL NOT NULL     -- when the current trial was shown (times the answer)
+);
+CREATE TABLE IF NOT EXISTS trials (
+    session TEXT NOT NULL REFERENCES sessions(session),
+    trial INTEGER NOT NULL,        -- 0-based
+    clip_sha256 TEXT NOT NULL,
+    level TEXT NOT NULL,
+    x_is TEXT NOT NULL,            -- "A" or "B"
+    answer TEXT NOT NULL,          -- "A" or "B"
+    correct INTEGER NOT NULL,      -- 0 or 1
+    seconds REAL NOT NULL,         -- from the trial being shown to the answer
+    answered_at REAL NOT NULL,     -- unix time
+    PRIMARY KEY (session, trial)
+);
+"""
+
+
+class AbxError(CodecError):
+    """A blind-test request that cannot be served; the message says what to do."""
+
+
+@dataclass(frozen=True)
+class Score:
+    correct: int  # trials answered right
+    trials: int  # trials answered
+    planned: int  # trials in the test
+    p_value: float  # one-sided binomial P(K >= correct | trials, 1/2)
+    verdict: str  # "can", "probably" or "cannot" tell them apart
+    sentence: str  # e.g. "8 of 10: you can probably tell them apart, p = 0.055"
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def plan_trials(n: int, seed: int) -> str:
+    """Which of A/B is X in each of ``n`` trials: random, the same for the same seed."""
+    if not 1 <= n <= MAX_TRIALS:
+        raise AbxError(f"A blind test has 1 to {MAX_TRIALS} trials; {n} were asked for.")
+    rng = random.Random(seed)
+    return "".join(rng.choice(CHOICES) for _ in range(n))
+
+
+def binomial_p(correct: int, n: int) -> float:
+    """One-sided P(K >= correct) for K ~ Binomial(n, 1/2), exact."""
+    if not 0 <= correct <= n:
+        raise ValueError(f"correct must be in 0..{n}, got {correct}")
+    if n == 0:
+        return 1.0
+    return sum(math.comb(n, k) for k in range(correct, n + 1)) / 2**n
+
+
+def level_name(codebooks: int) -> str:
+    """What B is, as stored with every answer and said in the sentence: "2 of 16 codebooks, 275 bit/s"."""
+    from core.nn.ladder import bitrate_bps  # torch: only when a test starts, not at import
+
+    return f"{codebooks} of {NUM_CODEBOOKS} codebooks, {bitrate_bps(codebooks):g} bit/s"
+
+
+def score(correct: int, trials: int, planned: int | None = None, level: str | None = None) -> Score:
+    """The score, its p-value and the sentence for a room of non-experts (naming B's ``level`` if given)."""
+    p = binomial_p(correct, trials)
+    if trials == 0:
+        verdict, words = "cannot", "no answers yet"
+    elif p < SURE_P:
+        verdict, words = "can", "you can tell them apart"
+    elif p < PROBABLY_P:
+        verdict, words = "probably", "you can probably tell them apart"
+    else:
+        verdict, words = "cannot", "you could not reliably tell them apart (no better than guessing)"
+    sentence = f"{correct} of {trials}: {words}, p = {p:.3f}" + (f" (B: {level})" if level else "")
+    return Score(correct, trials, planned or trials, p, verdict, sentence)
+
+
+def clip_checksum(samples) -> str:
+    """SHA-256 of the clip's float32 samples: the same audio gives the same checksum."""
+    import numpy as np
+
+    return hashlib.sha256(np.ascontiguousarray(samples, dtype=np.float32).tobytes()).hexdigest()
+
+
+def _session_id(token: str) -> str:
+    return hashlib.sha256(token.encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True)
+class Trial:
+    index: int  # 0-based trial number
+    total: int  # trials in the test
+    x_is: str  # "A" or "B": only for building X's audio, never shown before the end
+
+
+class AbxStore:
+    """Sessions and answers in ``data_dir / DB_NAME``. Thread-safe; the file is created on first use."""
+
+    def __init__(self, data_dir: str | Path, clock=time.time):
+        self.path = Path(data_dir) / DB_NAME
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._ready = False
+
+    def _connect(self) -> sqlite3.Connection:
+        if not self._ready:
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as e:
+                raise AbxError(
+                    f"Cannot create the data folder {self.path.parent} ({e.strerror}); set "
+                    "CODEC_DATA_DIR or --data-dir to a writable folder."
+                ) from e
+        conn = sqlite3.connect(self.path, timeout=10.0)
+        if not self._ready:
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.executescript(_SCHEMA)
+            self._ready = True
+        return conn
+
+    def start(
+        self, clip_sha256: str, level: str, trials: int = DEFAULT_TRIALS, seed: int | None = None
+    ) -> tuple[str, Trial]:
+        """A new session: (its secret token, the first trial)."""
+        seed = secrets.randbits(63) if seed is None else int(seed)
+        plan = plan_trials(trials, seed)
+        token = secrets.token_urlsafe(TOKEN_BYTES)
+        with self._lock, closing(self._connect()) as conn, conn:
+            conn.execute(
+                "INSERT INTO sessions VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (_session_id(token), self._clock(), clip_sha256, level, seed, plan, self._clock()),
+            )
+        return token, Trial(0, len(plan), plan[0])
+
+    def _session(self, conn: sqlite3.Connection, token: str) -> tuple:
+        if not token:
+            raise AbxError("No blind test is running: press Start first.")
+        row = conn.execute(
+            "SELECT session, clip_sha256, level, plan, presented_at FROM sessions WHERE session = ?",
+            (_session_id(token),),
+        ).fetchone()
+        if row is None:
+            raise AbxError(
+                "This blind test is unknown here (another server or a removed data folder); press Start for a new one."
+            )
+        return row
+
+    def answer(self, token: str, trial: int, answer: str) -> Trial | None:
+        """Record the answer to ``trial``; return the next trial, or None after the last."""
+        answer = str(answer).strip().upper()
+        if answer not in CHOICES:
+            raise AbxError(f"Answer A or B (got {answer!r}).")
+        with self._lock, closing(self._connect()) as conn, conn:
+            session, sha, level, plan, presented_at = self._session(conn, token)
+            done = conn.execute("SELECT COUNT(*) FROM trials WHERE session = ?", (session,)).fetchone()[0]
+            if done >= len(plan):
+                raise AbxError("This blind test is finished; see the results or press Start for a new one.")
+            if trial != done:
+                raise AbxError(f"Trial {trial + 1} is not the current one (trial {done + 1}); answer that one.")
+            now = self._clock()
+            x_is = plan[trial]
+            conn.execute(
+                "INSERT INTO trials VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (session, trial, sha, level, x_is, answer, int(answer == x_is), now - presented_at, now),
+            )
+            conn.execute("UPDATE sessions SET presented_at = ? WHERE session = ?", (now, session))
+        nxt = trial + 1
+        return Trial(nxt, len(plan), plan[nxt]) if nxt < len(plan) else None
+
+    def current(self, token: str) -> Trial | None:
+        """The trial waiting for an answer (None when all are answered)."""
+        with self._lock, closing(self._connect()) as conn:
+            session, _sha, _level, plan, _at = self._session(conn, token)
+            done = conn.execute("SELECT COUNT(*) FROM trials WHERE session = ?", (session,)).fetchone()[0]
+        return Trial(done, len(plan), plan[done]) if done < len(plan) else None
+
+    def rows(self, token: str) -> list[dict]:
+        """This session's answered trials, in order (the answers are revealed only through here)."""
+        with self._lock, closing(self._connect()) as conn:
+            session = self._session(conn, token)[0]
+            return self._rows(conn, "WHERE session = ?", (session,))
+
+    def results(self, token: str) -> Score:
+        """The score so far (the whole test once every trial is answered)."""
+        with self._lock, closing(self._connect()) as conn:
+            session, _sha, level, plan, _at = self._session(conn, token)
+            correct, answered = conn.execute(
+                "SELECT COALESCE(SUM(correct), 0), COUNT(*) FROM trials WHERE session = ?", (session,)
+            ).fetchone()
+        return score(int(correct), int(answered), len(plan), level)
+
+    def export_csv(self, path: str | Path, token: str | None = None) -> Path:
+        """Write answered trials as CSV to a new file: one session's (with its token) or, for the
+        operator, every session's (token None). The session column is the token's hash."""
+        with self._lock, closing(self._connect()) as conn:
+            if token is None:
+                rows = self._rows(conn, "", ())
+            else:
+                rows = self._rows(conn, "WHERE session = ?", (self._session(conn, token)[0],))
+        path = Path(path)
+        with open(path, "x", newline="", encoding="utf-8") as f:
+            writer = csv.DictWriter(f, fieldnames=CSV_FIELDS)
+            writer.writeheader()
+            writer.writerows(rows)
+        return path
+
+    @staticmethod
+    def _rows(conn: sqlite3.Connection, where: str, args: tuple) -> list[dict]:
+        cursor = conn.execute(f"SELECT {', '.join(CSV_FIELDS)} FROM trials {where} ORDER BY answered_at, trial", args)
+        return [dict(zip(CSV_FIELDS, row)) for row in cursor]

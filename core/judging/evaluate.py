@@ -1,0 +1,266 @@
+"""Folder evaluation: round-trip every audio file under a folder and say how each one fared.
+
+``python -m core evaluate DIR -o OUT`` writes, into OUT:
+
+- ``metrics.csv``: one row per file: metrics, DistillMOS of both, verdict, duration, timings, or
+  the error for a file that could not be evaluated (a bad file never stops the run);
+- ``reconstructions/``: every reconstruction as a 24 kHz WAV;
+- ``report.html``: summary statistics, distribution plots (embedded) and the worst files as a
+  listening queue (their original and reconstruction are copied next to it under ``listen/``).
+
+The web UI's "Evaluate files" tab calls :func:`evaluate_files` on uploaded files.
+"""
+
+from __future__ import annotations
+
+import csv
+import html
+import logging
+import os
+import re
+import statistics
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from core.analysis import metrics as analysis
+from core.judging import report
+from core.judging import verdict
+from core.audio.files import AudioLimits, load_audio, write_wav
+from core.errors import CodecError
+
+logger = logging.getLogger(__name__)
+
+AUDIO_SUFFIXES = (".wav", ".flac", ".ogg", ".oga", ".opus", ".mp3", ".m4a", ".aac", ".webm", ".aif", ".aiff")
+METRICS = ("PESQ-WB", "PESQ-NB", "STOI", "SI-SDR", "Log-mel distance")  # analysis.compare's names
+COLUMNS = (
+    "file",
+    "duration_s",
+    *METRICS,
+    "mos_original",
+    "mos_reconstruction",
+    "mos_drop",
+    "verdict",
+    "encode_s",
+    "decode_s",
+    "metrics_s",
+    "mos_s",
+    "total_s",
+    "error",
+)
+PLOTTED = ("PESQ-WB", "STOI", "SI-SDR", "mos_drop")  # distributions drawn in the report
+WORST_FILES = 5  # files in the report's listening queue
+_LEVEL_RANK = {"red": 0, "amber": 1, "unknown": 2, "green": 3}
+_SAFE = re.compile(r"[^A-Za-z0-9_.-]+")
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    rows: list[dict]  # one per file, COLUMNS as keys
+    csv_path: Path  # metrics.csv
+    html_path: Path  # report.html
+    seconds: float  # wall time of the whole run
+
+
+def find_audio(directory: Path) -> list[Path]:
+    """Audio files under ``directory`` (recursively, by suffix), sorted."""
+    directory = Path(directory)
+    if not directory.is_dir():
+        raise CodecError(f"{directory} is not a folder; give the folder that holds the audio files.")
+    return sorted(p for p in directory.rglob("*") if p.is_file() and p.suffix.lower() in AUDIO_SUFFIXES)
+
+
+def _prepare(out_dir: Path) -> None:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for name in ("metrics.csv", "report.html", "reconstructions", "listen"):
+        if (out_dir / name).exists():
+            raise CodecError(f"{out_dir / name} already exists; choose another output folder or remove it.")
+    (out_dir / "reconstructions").mkdir()
+
+
+def _safe_name(name: str) -> str:
+    return _SAFE.sub("_", name).strip("_") or "audio"
+
+
+def evaluate_one(engine, path: Path, name: str, out_dir: Path, limits: AudioLimits) -> dict:
+    """Round trip, metrics, MOS and verdict of one file; the error in the row if any step fails."""
+    row: dict = dict.fromkeys(COLUMNS) | {"file": name}
+    started = time.perf_counter()
+    try:
+        audio = load_audio(path, limits)
+        row["duration_s"] = audio.samples.size / analysis.SAMPLE_RATE
+        result = engine.roundtrip(audio)
+        row["encode_s"], row["decode_s"] = result.encoded.seconds, result.decoded.seconds
+        write_wav(out_dir / "reconstructions" / f"{_safe_name(name)}.wav", result.decoded.samples)
+        t = time.perf_counter()
+        values = verdict.metric_values(analysis.compare(audio.samples, result.decoded.samples))
+        row.update(values)
+        row["metrics_s"] = time.perf_counter() - t
+        judged = verdict.judge(
+            audio.samples,
+            result.decoded.samples,
+            values,
+            analysis.SAMPLE_RATE,
+            engine.device,
+            bool(engine.info().get("random_weights")),
+        )
+        row.update(
+            mos_original=judged.mos_original,
+            mos_reconstruction=judged.mos_reconstruction,
+            verdict=judged.level,
+            mos_s=judged.seconds,
+        )
+        if judged.mos_original is not None and judged.mos_reconstruction is not None:
+            row["mos_drop"] = judged.mos_original - judged.mos_reconstruction
+    except Exception as e:  # noqa: BLE001 - one bad file is a row with its error, never the end of the run
+        logger.warning("evaluating %s failed: %s: %s", name, type(e).__name__, e)
+        row["error"] = str(e) if isinstance(e, CodecError) else f"{type(e).__name__}: {e}"
+    row["total_s"] = time.perf_counter() - started
+    return row
+
+
+def evaluate_files(
+    engine,
+    files: Iterable[tuple[Path, str]],
+    out_dir: Path,
+    limits: AudioLimits,
+    progress: Callable[[float, str], None] | None = None,
+    worst: int = WORST_FILES,
+    show_bar: bool = False,
+) -> Evaluation:
+    """Evaluate ``(path, display name)`` pairs into ``out_dir`` (which must not hold earlier results)."""
+    from tqdm import tqdm
+
+    started = time.perf_counter()
+    out_dir = Path(out_dir)
+    files = list(files)
+    _prepare(out_dir)
+    rows = []
+    from tqdm.contrib.logging import logging_redirect_tqdm
+
+    with (
+        logging_redirect_tqdm(),  # warnings about bad files print above the bar, not through it
+        tqdm(files, unit="file", desc="evaluating", disable=not show_bar, dynamic_ncols=True) as bar,
+    ):
+        for i, (path, name) in enumerate(bar):
+            bar.set_postfix_str(name[-40:])
+            if progress:
+                progress(i / max(len(files), 1), f"{i + 1}/{len(files)}: {name}")
+            rows.append(evaluate_one(engine, path, name, out_dir, limits))
+    csv_path = out_dir / "metrics.csv"
+    with open(csv_path, "x", newline="", encoding="utf-8") as f:
+        writer = csv.DictWriter(f, fieldnames=COLUMNS)
+        writer.writeheader()
+        writer.writerows(rows)
+    html_path = write_html(out_dir, rows, files, limits, worst, bool(engine.info().get("random_weights")))
+    return Evaluation(rows, csv_path, html_path, time.perf_counter() - started)
+
+
+def worst_rows(rows: list[dict], n: int) -> list[dict]:
+    """The n evaluated files a listener should hear first: worst light, then largest MOS drop,
+    then lowest PESQ-WB."""
+    done = [r for r in rows if not r["error"]]
+
+    def key(r):
+        return (_LEVEL_RANK.get(r["verdict"], 2), -(r["mos_drop"] or 0.0), r["PESQ-WB"] or 5.0)
+
+    return sorted(done, key=key)[:n]
+
+
+def summary(rows: list[dict]) -> list[list]:
+    """[column, n, mean, median, min, max] for every numeric column with values."""
+    out = []
+    for column in (*METRICS, "mos_original", "mos_reconstruction", "mos_drop", "duration_s", "total_s"):
+        values = [r[column] for r in rows if isinstance(r.get(column), (int, float))]
+        if values:
+            out.append(
+                [column, len(values), statistics.fmean(values), statistics.median(values), min(values), max(values)]
+            )
+    return out
+
+
+def _histogram_png(rows: list[dict], path: Path) -> Path:
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(10, 2.6), dpi=analysis.FIG_DPI)
+    axes = fig.subplots(1, len(PLOTTED))
+    for ax, column in zip(axes, PLOTTED):
+        values = [r[column] for r in rows if isinstance(r.get(column), (int, float))]
+        ax.hist(values, bins=min(20, max(len(values), 1)), color="#4a7fb5")
+        ax.set_title(column, fontsize=10)
+        ax.tick_params(labelsize=8)
+    axes[0].set_ylabel("files")
+    fig.subplots_adjust(left=0.06, right=0.98, bottom=0.15, top=0.85, wspace=0.3)
+    return analysis.figure_to_png(fig, path)
+
+
+def write_html(
+    out_dir: Path,
+    rows: list[dict],
+    sources: list[tuple[Path, str]],
+    limits: AudioLimits,
+    worst: int,
+    random_weights: bool,
+) -> Path:
+    """report.html: counts, statistics, distributions, and the listening queue."""
+    failed = [r for r in rows if r["error"]]
+    levels = {level: sum(r["verdict"] == level for r in rows) for level in (*verdict.LEVELS, "unknown")}
+    body = [
+        f"<h1>Codec Workbench: evaluation of {len(rows)} files</h1>",
+        f"<p>{len(rows) - len(failed)} evaluated, {len(failed)} could not be. Verdicts: "
+        + ", ".join(f"{n} {html.escape(verdict.WORDS.get(k, k))}" for k, n in levels.items() if n)
+        + ".</p>",
+    ]
+    if random_weights:
+        body.append(f'<div class="caveat">{html.escape(verdict.RANDOM_CAVEAT)}</div>')
+    body += ["<h2>Summary</h2>", report.table(summary(rows), ["column", "files", "mean", "median", "min", "max"])]
+    if len(rows) > len(failed):
+        png = _histogram_png(rows, out_dir / "distributions.png")
+        body += ["<h2>Distributions</h2>", report.image_tag(png, "distributions")]
+    names = {name: path for path, name in sources}
+    queue = worst_rows(rows, worst)
+    if queue:
+        (out_dir / "listen").mkdir()
+        body.append("<h2>Listen to these first (worst first)</h2>")
+    for i, row in enumerate(queue, 1):
+        safe = _safe_name(row["file"])
+        original = write_wav(
+            out_dir / "listen" / f"{i:02d}_{safe}_original.wav", load_audio(names[row["file"]], limits).samples
+        )
+        rec = os.path.join("reconstructions", f"{safe}.wav")
+        body.append(
+            f"<h3>{i}. {html.escape(row['file'])}: {html.escape(verdict.WORDS.get(row['verdict'], '?'))}</h3>"
+            f"<p class='small'>PESQ-WB {report.cell(row['PESQ-WB'])}, STOI {report.cell(row['STOI'])}, "
+            f"MOS {report.cell(row['mos_original'])} → {report.cell(row['mos_reconstruction'])}</p>"
+            "<div class='players'>"
+            f"<figure><figcaption>original</figcaption><audio controls preload='none' "
+            f"src='{html.escape(os.path.relpath(original, out_dir))}'></audio></figure>"
+            f"<figure><figcaption>reconstruction</figcaption><audio controls preload='none' "
+            f"src='{html.escape(rec)}'></audio></figure></div>"
+        )
+    if failed:
+        body += [
+            "<h2>Files that could not be evaluated</h2>",
+            report.table([[r["file"], r["error"]] for r in failed], ["file", "error"]),
+        ]
+    path = out_dir / "report.html"
+    with open(path, "x", encoding="utf-8") as f:
+        f.write(report.page("Codec Workbench evaluation", "\n".join(body)))
+    return path
+
+
+def cmd_evaluate(args, engine) -> int:
+    """The CLI command: every audio file under args.directory into args.output_dir; exit 0."""
+    files = find_audio(args.directory)
+    if not files:
+        raise CodecError(f"No audio files under {args.directory} (looked for {', '.join(AUDIO_SUFFIXES)}).")
+    limits = AudioLimits(max_duration_s=engine.settings.max_duration_s, max_file_bytes=engine.settings.max_file_bytes)
+    pairs = [(p, p.relative_to(args.directory).as_posix()) for p in files]
+    result = evaluate_files(engine, pairs, args.output_dir, limits, worst=args.worst, show_bar=True)
+    failed = sum(1 for r in result.rows if r["error"])
+    print(
+        f"{len(result.rows)} files ({failed} could not be evaluated) in {result.seconds:.1f} s -> "
+        f"{result.csv_path}, {result.html_path}"
+    )
+    return 0

@@ -1,0 +1,404 @@
+"""The engine: one object that owns the model, its lifecycle and all work on it.
+
+States: unloaded -> loading -> ready | failed. One lock serialises every model call, so two
+requests never interleave GPU work. Loading never raises: a failure puts the engine in
+``failed`` with a message that says how to fix it, and the process keeps serving.
+
+Every job gets a chunk plan from ``core.model.planner``: the largest one whose pre-flight memory estimate
+fits (``estimate``), or a refusal before any model work. A chunk that still runs out of memory makes the job retry
+with half-size chunks down to ``min_chunk_s``, then fail with a clear ``OutOfMemory``; the engine
+stays ready. Long clips go through ``core.nn.encoding`` and ``core.nn.decoding`` in chunks (codes equal
+to a whole-clip encode, audio equal to a whole-utterance decode; see docs/performance.md).
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from core.nn import fast_decode
+from core.nn import kernels
+from core.nn import ladder
+from core.model import memory
+from core.model import calls as model_calls
+from core.model import planner
+from core.model import readiness
+from core.model.checkpoints import is_random_checkpoint
+from core.codec import NUM_CODEBOOKS, SAMPLE_RATE, SAMPLES_PER_FRAME, Progress, check_codes, check_duration
+from core.units import MIB
+from core.errors import AudioInputError, CodecError, EngineNotReady, OutOfMemory
+from core.model.planner import ChunkPlan, MemoryEstimate
+from core.model.results import DecodeResult, EncodeResult, RoundTripResult
+from core.settings import Settings
+from core.nn.dtypes import TORCH_DTYPES
+from core.model.weights import check_device, load_tokenizer
+
+logger = logging.getLogger(__name__)
+
+# share of a round trip's progress that is the encode: decoding a second of audio costs ≈12x
+# encoding it (62 against 5.3 GFLOP, docs/performance.md)
+ROUNDTRIP_ENCODE_SHARE = 0.1
+
+
+class EngineState(str, enum.Enum):
+    UNLOADED = "unloaded"
+    LOADING = "loading"
+    READY = "ready"
+    FAILED = "failed"
+
+
+class Engine:
+    """Owns the model. Every public method is thread-safe."""
+
+    def __init__(self, settings: Settings):
+        self.settings = settings
+        self.state = EngineState.UNLOADED
+        self.error: str | None = None  # why loading failed, in words for the user
+        self.model_path: Path | None = None  # the local directory the weights came from
+        self.last_report: readiness.ReadinessReport | None = None
+        self.load_seconds: float | None = None
+        self._tokenizer = None
+        self._dims: planner.ModelDims | None = None  # read once at load, for the memory planner
+        self._fast: fast_decode.FastDecoder | None = None  # decodes: precision, compiled graphs, bf16 guard
+        self._lock = threading.RLock()
+
+    # ---- lifecycle -------------------------------------------------------------------
+    @property
+    def device(self) -> str:
+        return self.settings.device
+
+    @property
+    def ready(self) -> bool:
+        return self.state == EngineState.READY
+
+    @property
+    def model(self):
+        if self._tokenizer is None:
+            raise EngineNotReady(self.not_ready_message())
+        return self._tokenizer.model
+
+    @property
+    def _runner(self) -> fast_decode.FastDecoder:
+        """The decoder jobs run (``core.nn.fast_decode``)."""
+        if self._fast is None:
+            raise EngineNotReady(self.not_ready_message())
+        return self._fast
+
+    def not_ready_message(self) -> str:
+        if self.state == EngineState.FAILED:
+            return f"The model is not loaded: {self.error}"
+        if self.state == EngineState.LOADING:
+            return "The model is still loading; try again in a few seconds."
+        return "The model is not loaded yet; load it first (the server does this at start)."
+
+    def load(self) -> bool:
+        """Load the weights on the configured device. Returns True when ready; never raises."""
+        with self._lock:
+            self._drop_model()
+            self.state, self.error = EngineState.LOADING, None
+            self.model_path, self.load_seconds = None, None  # nothing from an earlier load survives a failed one
+            start = time.perf_counter()
+            logger.info("loading %s on %s (%s)", self.settings.model, self.device, self.settings.dtype)
+            try:
+                check_device(self.device, self.settings.dtype)
+                decode_dtype = TORCH_DTYPES[self.settings.decode_dtype or self.settings.dtype]
+                snake = kernels.warm_snake_in_background(self.device, decode_dtype) if self.settings.is_cuda else None
+                tokenizer, path = load_tokenizer(self.settings.model, self.device, TORCH_DTYPES[self.settings.dtype])
+                if snake is not None:
+                    snake.join()  # compiled while the model loaded
+                dims = planner.ModelDims.of(tokenizer.model)
+                self._tokenizer, self.model_path, self._dims = tokenizer, path, dims
+                self._fast = self._fast_decoder()
+            except CodecError as e:
+                return self._fail(str(e))
+            except Exception as e:  # anything else still must not kill the server
+                logger.exception("unexpected error while loading")
+                return self._fail(f"{type(e).__name__}: {e}")
+            self.load_seconds = time.perf_counter() - start
+            self.state = EngineState.READY
+            logger.info("model loaded from %s in %.2f s", self.model_path, self.load_seconds)
+            return True
+
+    def _fast_decoder(self) -> fast_decode.FastDecoder:
+        """The decoder jobs run: in ``decode_dtype`` (guarded when bf16), compiled in the background
+        when ``compile_decoder`` is set (decodes stay eager until that is done)."""
+        s = self.settings
+        options = fast_decode.DecodeOptions(s.decode_dtype or s.dtype, s.compile_decoder)
+        fast = fast_decode.FastDecoder(self.model.decoder, options)
+        if s.compile_decoder:
+            fast.warm_in_background([(1, int(s.decode_chunk_frames))])
+        return fast
+
+    def unload(self) -> None:
+        with self._lock:
+            self._drop_model()
+            self.state, self.error = EngineState.UNLOADED, None
+
+    def warm_up(self) -> readiness.ReadinessReport:
+        """Load if needed, then run the readiness check (the round trip warms the kernels)."""
+        with self._lock:
+            if self.state != EngineState.READY:
+                self.load()
+            return self.check()
+
+    def _fail(self, message: str) -> bool:
+        self.state, self.error = EngineState.FAILED, message
+        logger.error("model not loaded: %s", message)
+        return False
+
+    def _drop_model(self) -> None:
+        self._tokenizer, self._dims, self._fast = None, None, None
+        memory.release_cached(self.device)
+
+    # ---- readiness ---------------------------------------------------------------------
+    def check(self) -> readiness.ReadinessReport:
+        """Run the three readiness steps and keep the report."""
+        with self._lock:
+            cuda = readiness.check_cuda(self.device)
+            if self._tokenizer is None:
+                why = self.error or "model not loaded"
+                steps = (
+                    cuda,
+                    readiness.unchecked("weights", readiness.FAIL, why),
+                    readiness.unchecked("roundtrip", readiness.SKIPPED, "skipped: no model"),
+                )
+            else:
+                weights = readiness.check_weights(self._tokenizer.model, self.device)
+                trip = readiness.check_roundtrip(lambda x: self.encode_array(x).codes, lambda c: self.decode(c).samples)
+                steps = (cuda, weights, trip)
+            self.last_report = readiness.ReadinessReport(steps, time.time())
+            logger.info("readiness: %s", ", ".join(f"{s.name}={s.status}" for s in steps))
+            return self.last_report
+
+    # ---- jobs --------------------------------------------------------------------------
+    def encode(self, audio, progress: Progress | None = None) -> EncodeResult:
+        """Encode a :class:`core.audio.files.Audio` (mono 24 kHz float32). ``progress(fraction)`` is
+        called as long clips go through window by window."""
+        return self.encode_array(audio.samples, progress)
+
+    def encode_array(self, samples: np.ndarray, progress: Progress | None = None) -> EncodeResult:
+        samples = np.ascontiguousarray(samples, dtype=np.float32).reshape(-1)
+        _check_not_empty([samples])
+        codes, seconds, peak = self._job(
+            "encode", [samples.size], lambda plan: model_calls.encode_tensor(self.model, samples, plan, progress)
+        )
+        return EncodeResult(codes, int(samples.size), seconds, peak)
+
+    def decode(
+        self,
+        codes,
+        original_samples: int | None = None,
+        progress: Progress | None = None,
+        codebooks: int = NUM_CODEBOOKS,
+    ) -> DecodeResult:
+        """Decode codes (frames, 16); trim to ``original_samples`` when given. ``progress(fraction)``
+        is called after each decoded chunk. ``codebooks`` < 16 decodes with the first k only (core.nn.ladder)."""
+        codes = check_codes(codes, original_samples)
+        check_duration([codes.shape[0]], self.settings.max_duration_s)  # before any model work
+
+        def work(plan):
+            with ladder.codebook_depth(self.model, codebooks):  # inside the job: under the lock
+                return model_calls.decode_tensor(self.model, self._runner, codes, plan, progress)
+
+        (wav, warnings), seconds, peak = self._job("decode", [codes.shape[0] * SAMPLES_PER_FRAME], work)
+        if original_samples is not None:
+            wav = wav[:original_samples]
+        return DecodeResult(wav, SAMPLE_RATE, seconds, peak, warnings)
+
+    def roundtrip(self, audio, progress: Progress | None = None, codebooks: int = NUM_CODEBOOKS) -> RoundTripResult:
+        """Encode then decode under one lock. ``progress(fraction)`` covers the whole trip: the
+        encode up to ``ROUNDTRIP_ENCODE_SHARE``, the decode after it. ``codebooks`` < 16 decodes
+        with the first k only (core.ladder; the blind test's lower levels)."""
+        report, share = progress or _no_progress, ROUNDTRIP_ENCODE_SHARE
+        with self._lock:
+            self._refuse_if_too_big("roundtrip", [int(np.asarray(audio.samples).size)])
+            encoded = self.encode(audio, lambda f: report(share * f))
+            decoded = self.decode(
+                encoded.codes,
+                original_samples=encoded.original_samples,
+                progress=lambda f: report(share + (1 - share) * f),
+                codebooks=codebooks,
+            )
+        return RoundTripResult(encoded, decoded)
+
+    def encode_batch(self, clips) -> list[EncodeResult]:
+        """Encode several clips: short ones in padded batches, long ones chunked one by one."""
+        arrays = [np.ascontiguousarray(c.samples, dtype=np.float32).reshape(-1) for c in clips]
+        if not arrays:
+            return []
+        _check_not_empty(arrays)
+        codes_list, seconds, peak = self._job(
+            "encode",
+            [a.size for a in arrays],
+            lambda plan: model_calls.encode_batch_tensors(self.model, self._dims, arrays, plan),
+        )
+        share = seconds / max(len(arrays), 1)
+        return [EncodeResult(c, a.size, share, peak) for c, a in zip(codes_list, arrays)]
+
+    def decode_batch(self, codes_list) -> list[DecodeResult]:
+        checked = [check_codes(c) for c in codes_list]
+        if not checked:
+            return []
+        check_duration([c.shape[0] for c in checked], self.settings.max_duration_s)
+        (wavs, warnings), seconds, peak = self._job(
+            "decode",
+            [c.shape[0] * SAMPLES_PER_FRAME for c in checked],
+            lambda plan: model_calls.decode_batch_tensors(self.model, self._runner, checked, plan),
+        )
+        share = seconds / max(len(checked), 1)
+        return [DecodeResult(w, SAMPLE_RATE, share, peak, warnings) for w in wavs]
+
+    # ---- planning, estimates, OOM retries -------------------------------------------------
+    def _plan(self, operation: str, lengths: list[int]) -> tuple[ChunkPlan | None, MemoryEstimate]:
+        """The largest plan whose estimate fits now (``core.model.planner.choose``), and that estimate."""
+        dims = self._dims
+        if dims is None:
+            raise EngineNotReady(self.not_ready_message())
+        import psutil
+
+        host_free = psutil.virtual_memory().available
+        free = host_free
+        if self.settings.is_cuda:
+            dev = torch.device(self.device)
+            free_now, _total = torch.cuda.mem_get_info(dev)
+            free = free_now + torch.cuda.memory_reserved(dev) - torch.cuda.memory_allocated(dev)  # free + our cache
+        return planner.choose(dims, self.settings, operation, lengths, free, host_free)
+
+    def estimate(
+        self,
+        operation: str = "roundtrip",
+        seconds: float | None = None,
+        *,
+        samples: int | None = None,
+        frames: int | None = None,
+        clips: int = 1,
+    ) -> MemoryEstimate:
+        """Pre-flight estimate of a job's peak device memory, and whether it fits now.
+
+        Give the audio length as ``seconds``, ``samples`` or code ``frames`` (per clip; ``clips``
+        equal clips). Does not take the engine's lock, so it answers while a job runs. Jobs that do
+        not fit are refused with this estimate's message.
+        """
+        if operation not in planner.OPERATIONS:
+            raise ValueError(f"operation must be encode, decode or roundtrip; got {operation!r}")
+        if samples is None:
+            samples = frames * SAMPLES_PER_FRAME if frames is not None else int(round((seconds or 0.0) * SAMPLE_RATE))
+        if samples <= 0:
+            raise ValueError("give a positive length: seconds, samples or frames")
+        if self.state != EngineState.READY or self._dims is None:
+            raise EngineNotReady(self.not_ready_message())
+        return self._plan(operation, [int(samples)] * max(1, int(clips)))[1]
+
+    def _refuse_if_too_big(self, operation: str, lengths: list[int]) -> ChunkPlan:
+        plan, estimate = self._plan(operation, lengths)
+        if plan is None:
+            logger.warning("refused: %s", estimate.message)
+            raise OutOfMemory(estimate.message)
+        return plan
+
+    def _job(self, operation: str, lengths: list[int], work):
+        """Run ``work(plan)`` under the lock with a pre-flight check, timing, peak memory, OOM
+        retries with smaller chunks (down to the floor) and cleanup."""
+        with self._lock:
+            if self.state != EngineState.READY:
+                raise EngineNotReady(self.not_ready_message())
+            plan = self._refuse_if_too_big(operation, lengths)
+            start = time.perf_counter()
+            while True:
+                memory.reset_peak(self.device)
+                failed = None
+                try:
+                    with torch.inference_mode(), model_calls.backend_flags(self.settings, operation):
+                        result = work(plan)
+                    if self.settings.is_cuda:
+                        torch.cuda.synchronize(torch.device(self.device))
+                except Exception as e:
+                    if not memory.is_out_of_memory(e):
+                        raise
+                    failed = f"{type(e).__name__}: {str(e).splitlines()[0][:200]}"
+                if failed is None:
+                    break
+                memory.release_cached(self.device)  # the failed attempt's tensors are gone with its frames
+                smaller = planner.smaller(plan, self.settings)
+                if smaller is None:
+                    seconds = max(lengths) / SAMPLE_RATE
+                    raise OutOfMemory(
+                        f"The {operation} of {seconds:.1f} s ran out of memory on {self.device} even at the smallest "
+                        f"chunks ({plan.encode_chunk_samples / SAMPLE_RATE:.1f} s encode windows, "
+                        f"{plan.decode_chunk_frames} decode frames; floor min_chunk_s={self.settings.min_chunk_s:g}). "
+                        f"Free memory on the device (Clear VRAM, stop other GPU programs) or use a shorter clip. "
+                        f"({failed})"
+                    )
+                logger.warning(
+                    "%s ran out of memory (%s); retrying with %.1f s windows and %d-frame chunks",
+                    operation,
+                    failed,
+                    smaller.encode_chunk_samples / SAMPLE_RATE,
+                    smaller.decode_chunk_frames,
+                )
+                plan = smaller
+            seconds = time.perf_counter() - start
+            peak = memory.peak_mib(self.device)
+            self._auto_cleanup()
+            return result, seconds, peak
+
+    # ---- memory ------------------------------------------------------------------------
+    def _auto_cleanup(self) -> None:
+        share = memory.reserved_share(self.device)
+        if share > self.settings.cleanup_threshold:
+            logger.info("reserved memory at %.0f%% of the card; clearing the cache", share * 100)
+            memory.release_cached(self.device)
+
+    def clear_vram(self) -> dict:
+        """Free cached device memory; report allocated / reserved / free before and after."""
+        with self._lock:
+            before = memory.device_memory(self.device).to_dict()
+            memory.release_cached(self.device)
+            after = memory.device_memory(self.device).to_dict()
+        logger.info("cleared VRAM: reserved %.0f -> %.0f MiB", before["reserved_mib"], after["reserved_mib"])
+        return {"before": before, "after": after}
+
+    def stats(self) -> dict:
+        """System stats; never takes the lock, so it answers while a job runs."""
+        return memory.system_stats(self.device)
+
+    def info(self) -> dict:
+        """What is loaded where: shown in the status bar and /health."""
+        tokenizer, resident = self._tokenizer, None  # one read: a reload may swap it meanwhile (no lock here)
+        if tokenizer is not None:
+            resident = round(readiness.model_bytes(tokenizer.model) / MIB, 1)
+        return {
+            "state": self.state.value,
+            "error": self.error,
+            "model": self.settings.model,
+            "model_path": str(self.model_path) if self.model_path else None,
+            "device": self.device,
+            "device_label": "GPU " + self.device if self.settings.is_cuda else "CPU (no GPU in use)",
+            "dtype": self.settings.dtype,
+            "decode_dtype": self.settings.decode_dtype or self.settings.dtype,
+            "decoder_compiled": bool(self._fast and self._fast.warm_shapes),  # False until a background compile ends
+            "resident_mib": resident,
+            "load_seconds": self.load_seconds,
+            "random_weights": is_random_checkpoint(self.model_path),  # a test checkpoint: no quality claims
+        }
+
+
+def _no_progress(fraction: float) -> None:
+    return None
+
+
+def _check_not_empty(arrays) -> None:
+    """Refuse clips without samples (the model fails on them with a convolution-size error)."""
+    for i, a in enumerate(arrays):
+        if a.size == 0:
+            which = "" if len(arrays) == 1 else f" (clip {i + 1} of {len(arrays)})"
+            raise AudioInputError(
+                f"There are no audio samples to encode{which}. Give a clip of at least one "
+                f"frame ({SAMPLES_PER_FRAME} samples, 80 ms at 24 kHz)."
+            )

@@ -1,0 +1,102 @@
+"""What every tab shares: the base of the tabs' handler classes (the engine and the request
+folders), turning errors into messages the user can act on (the one place), and asking for a
+missing input. What the Gradio-free jobs share is in ``webui.jobs.common``.
+
+Tabs follow one pattern: ``webui/tabs/<tab>.py`` builds the tab and holds its handlers (a
+``TabHandlers``), ``webui/jobs/<concern>.py`` does the work without Gradio.
+"""
+
+from __future__ import annotations
+
+import logging
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import gradio as gr
+
+from core.audio.blocks import AudioLimits
+from core.errors import CodecError
+from webui import i18n
+from webui.serving import storage
+from webui.serving.workspace import Workspace
+
+if TYPE_CHECKING:
+    from core.model.engine import Engine
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class TabHandlers:
+    """The base of every tab's handlers: the engine (the one model owner) and the request folders.
+    No other state."""
+
+    engine: Engine
+    workspace: Workspace
+
+    @property
+    def limits(self) -> AudioLimits:
+        return self.engine.settings.audio_limits()
+
+
+@contextmanager
+def user_errors(action: str, lang: str = i18n.DEFAULT_LANGUAGE, temp_root: Path | None = None):
+    """Turn any exception into a gr.Error the user can act on, in ``lang``; log the unexpected ones.
+
+    ``action`` is a catalogue key (``action.*``). Errors made in webui/ carry their own key
+    (``i18n.TranslatedError``). Errors from core/ are English by design (the CLI shows them too):
+    they get a translated lead sentence chosen by their class (``error.lead.<Class>``), followed
+    by the English detail, which names the file or setting and the fix. ``temp_root``: where
+    the request writes, so that a full disk is named as the cause."""
+    try:
+        yield
+    except gr.Error:
+        raise
+    except i18n.TranslatedError as e:
+        logger.warning("%s refused: %s", i18n.text(action), e)
+        raise gr.Error(e.in_language(lang), print_exception=False) from e
+    except CodecError as e:
+        logger.warning("%s refused: %s", i18n.text(action), e)
+        raise gr.Error(codec_error_text(e, lang), print_exception=False) from e
+    except Exception as e:
+        if temp_root is not None and storage.is_disk_full(e, temp_root):
+            logger.error("%s failed: the disk under %s is full (%r)", i18n.text(action), temp_root, e)
+            message = i18n.text("hardening.disk_full", lang, action=i18n.text(action, lang))
+            raise gr.Error(message, print_exception=False) from e
+        logger.exception("unexpected error while %s", i18n.text(action))
+        message = i18n.text("error.generic", lang, action=i18n.text(action, lang), kind=type(e).__name__)
+        raise gr.Error(message, print_exception=False) from e
+
+
+def codec_error_text(error: CodecError, lang: str) -> str:
+    """A core error for the page: the lead sentence of its class (or the nearest base class that
+    has one) in ``lang``, then core's English detail."""
+    for cls in type(error).__mro__:
+        key = f"error.lead.{cls.__name__}"
+        if key in i18n.catalogues()[i18n.DEFAULT_LANGUAGE]:
+            return i18n.text(key, lang, detail=str(error))
+    return str(error)  # not reached: error.lead.CodecError exists
+
+
+def need_file(value, what: str, lang: str) -> Path:
+    """The path Gradio handed us, or a gr.Error asking for the input (``what``: a ``what.*`` key)."""
+    if isinstance(value, dict):  # gradio_client may send a FileData dict
+        value = value.get("path")
+    if not value:
+        key = "error.no_token_file" if what == "what.token_file" else "error.no_audio"
+        raise gr.Error(i18n.text(key, lang, what=i18n.text(what, lang)))
+    path = Path(value)
+    if path.is_dir():  # an upload named "." or "/" ends up as its folder
+        raise gr.Error(i18n.text("hardening.no_file_name", lang, what=i18n.text(what, lang)))
+    if not path.is_file():
+        raise gr.Error(i18n.text("error.file_gone", lang, what=i18n.text(what, lang)))
+    return path
+
+
+def path_of(value):
+    """The path in what Gradio hands over for a file: a path, a FileData dict or object."""
+    if isinstance(value, dict):
+        return value.get("path")
+    return getattr(value, "path", value)

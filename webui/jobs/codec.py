@@ -1,0 +1,202 @@
+"""What each tab does, without Gradio: read the input, call the engine, write the
+request's files, compute metrics and figures. The Gradio handlers wrap these; the UI
+overhead benchmark times them.
+
+Everything is written into the request's own folder, under names made from the input's
+name, with files opened in exclusive mode: nothing the user gave is ever overwritten.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Callable
+
+from core import tokens
+from core.analysis import metrics as analysis
+from core.analysis import token_usage
+from core.audio.files import AudioLimits, load_audio, write_wav
+from core.codec import SAMPLES_PER_FRAME
+from core.model.engine import ROUNDTRIP_ENCODE_SHARE
+from webui.jobs.common import Progress, quiet, stem_of
+
+
+@dataclass(frozen=True)
+class RoundTripOutput:
+    original_wav: Path  # the codec's input: 24 kHz mono float WAV
+    reconstruction_wav: Path  # the decoder's output: 24 kHz mono float WAV
+    token_file: Path  # .npz token file
+    spectrogram_png: Path  # original / reconstruction / difference
+    facts: dict  # AudioFacts.to_dict()
+    summary: dict  # TokenFile.summary(original_pcm_bps)
+    timing: dict  # encode_s, decode_s, model_s, total_s, ui_s
+
+
+@dataclass(frozen=True)
+class MetricsOutput:
+    metrics: list[dict]  # Metric fields
+    seconds: float  # wall time, reading the two files included
+
+
+@dataclass(frozen=True)
+class EncodeOutput:
+    token_file: Path
+    heatmap_png: Path  # token usage figure (entropy per codebook, histogram of codebook 1)
+    facts: dict
+    summary: dict
+    timing: dict
+
+
+@dataclass(frozen=True)
+class DecodeOutput:
+    wav: Path
+    spectrogram_png: Path
+    meta: dict  # model_source, created, versions of the token file
+    summary: dict
+    timing: dict
+
+
+def _timing(start: float, encoded=None, decoded=None) -> dict:
+    """Wall time split into model time (measured by the engine) and ours; peak GPU memory."""
+    total = time.perf_counter() - start
+    encode_s = encoded.seconds if encoded else 0.0
+    decode_s = decoded.seconds if decoded else 0.0
+    peaks = [r.peak_mib for r in (encoded, decoded) if r is not None and r.peak_mib is not None]
+    return {
+        "encode_s": encode_s,
+        "decode_s": decode_s,
+        "model_s": encode_s + decode_s,
+        "total_s": total,
+        "ui_s": total - encode_s - decode_s,
+        "peak_gpu_mib": max(peaks) if peaks else None,
+        "warnings": list(decoded.warnings) if decoded else [],
+    }  # e.g. bf16 chunks redone in fp32
+
+
+def _preflight(engine, operation: str, samples: int, progress: Progress, at: float) -> str:
+    """The engine's memory estimate for the job, shown before it starts (the engine refuses
+    jobs that cannot fit with the same message)."""
+    message = engine.estimate(operation, samples=samples).message
+    progress(at, f"job.estimate.{operation}", message=message)
+    return message
+
+
+def _span(progress: Progress, low: float, high: float, key: str) -> Callable[[float], None]:
+    """Map the engine's per-chunk progress (0..1) onto [low, high] of the page's progress bar."""
+    return lambda fraction: progress(low + (high - low) * fraction, key, percent=f"{fraction:.0%}")
+
+
+def _read_and_encode(
+    engine, operation: str, source: Path, limits: AudioLimits, progress: Progress, low: float, high: float
+):
+    """Read the audio, show the memory estimate, encode with progress on [low, high]."""
+    progress(0.05, "job.reading")
+    audio = load_audio(source, limits)
+    estimate = _preflight(engine, operation, audio.samples.size, progress, low - 0.05)
+    progress(low, "job.encoding")
+    encoded = engine.encode(audio, progress=_span(progress, low, high, "job.encoding_part"))
+    return audio, estimate, encoded
+
+
+def _token_file(engine, codes, original_samples: int) -> tokens.TokenFile:
+    return tokens.make_token_file(codes, original_samples, engine.info()["model"])
+
+
+def _trip_steps(progress: Progress, low: float, high: float) -> Callable[[float], None]:
+    """Map ``Engine.roundtrip``'s progress (0..1 over encode then decode) onto [low, high], saying
+    which half runs."""
+    share = ROUNDTRIP_ENCODE_SHARE
+
+    def step(fraction: float) -> None:
+        at = low + (high - low) * fraction
+        if fraction <= share:
+            progress(at, "job.encoding_part", percent=f"{fraction / share:.0%}")
+        else:
+            progress(at, "job.decoding_part", percent=f"{(fraction - share) / (1 - share):.0%}")
+
+    return step
+
+
+def roundtrip(engine, source: Path, folder: Path, limits: AudioLimits, progress: Progress = quiet) -> RoundTripOutput:
+    """Read, then ``Engine.roundtrip``; write both WAVs, the token file and the spectrogram comparison.
+    The metrics are the follow-up :func:`measure` (PESQ alone would take half the budget)."""
+    start = time.perf_counter()
+    progress(0.05, "job.reading")
+    audio = load_audio(source, limits)
+    estimate = _preflight(engine, "roundtrip", audio.samples.size, progress, 0.15)
+    progress(0.2, "job.encoding")
+    trip = engine.roundtrip(audio, progress=_trip_steps(progress, 0.2, 0.9))
+    encoded, decoded = trip.encoded, trip.decoded
+    progress(0.9, "job.writing")
+    stem = stem_of(source)
+    token_file = _token_file(engine, encoded.codes, encoded.original_samples)
+    original = write_wav(folder / f"{stem}_24k_mono.wav", audio.samples)
+    reconstruction = write_wav(folder / f"{stem}_reconstruction.wav", decoded.samples)
+    token_path = tokens.save_tokens(token_file, folder / f"{stem}_tokens.npz")
+    figure = analysis.spectrogram_figure(audio.samples, decoded.samples)
+    png = analysis.figure_to_png(figure, folder / f"{stem}_spectrogram.png")
+    return RoundTripOutput(
+        original,
+        reconstruction,
+        token_path,
+        png,
+        audio.facts.to_dict(),
+        token_file.summary(audio.facts.pcm_bps),
+        _timing(start, encoded, decoded) | {"estimate": estimate},
+    )
+
+
+def measure(
+    original_path: Path, reconstruction_path: Path, limits: AudioLimits, progress: Progress = quiet
+) -> MetricsOutput:
+    """Objective metrics of a reconstruction against its original (any two files: both are
+    read as 24 kHz mono and trimmed to the shorter)."""
+    start = time.perf_counter()
+    progress(0.1, "job.metrics")
+    original = load_audio(original_path, limits).samples
+    reconstruction = load_audio(reconstruction_path, limits).samples
+    metrics = [asdict(m) for m in analysis.compare(original, reconstruction)]
+    return MetricsOutput(metrics, time.perf_counter() - start)
+
+
+def encode(engine, source: Path, folder: Path, limits: AudioLimits, progress: Progress = quiet) -> EncodeOutput:
+    start = time.perf_counter()
+    audio, estimate, encoded = _read_and_encode(engine, "encode", source, limits, progress, 0.3, 0.8)
+    progress(0.8, "job.plotting_codes")
+    stem = stem_of(source)
+    token_file = _token_file(engine, encoded.codes, encoded.original_samples)
+    path = tokens.save_tokens(token_file, folder / f"{stem}_tokens.npz")
+    heatmap = analysis.figure_to_png(token_usage.usage_figure(encoded.codes), folder / f"{stem}_usage.png")
+    return EncodeOutput(
+        path,
+        heatmap,
+        audio.facts.to_dict(),
+        token_file.summary(audio.facts.pcm_bps),
+        _timing(start, encoded) | {"estimate": estimate},
+    )
+
+
+def decode(engine, source: Path, folder: Path, progress: Progress = quiet) -> DecodeOutput:
+    start = time.perf_counter()
+    progress(0.05, "job.reading_tokens")
+    token_file = tokens.load_tokens(source)
+    estimate = _preflight(engine, "decode", token_file.frames * SAMPLES_PER_FRAME, progress, 0.15)
+    progress(0.2, "job.decoding")
+    decoded = engine.decode(
+        token_file.codes,
+        original_samples=token_file.original_samples,
+        progress=_span(progress, 0.2, 0.8, "job.decoding_part"),
+    )
+    progress(0.8, "job.plotting")
+    stem = stem_of(source).removesuffix("_tokens")
+    wav = write_wav(folder / f"{stem}_decoded.wav", decoded.samples)
+    title = "Decoded audio: log-mel spectrogram"  # i18n-exempt: drawn into the PNG (no CJK font assumed)
+    figure = analysis.single_spectrogram_figure(decoded.samples, title=title)
+    png = analysis.figure_to_png(figure, folder / f"{stem}_spectrogram.png")
+    meta = {
+        "model_source": token_file.model_source,
+        "created": token_file.created,
+        "versions": dict(token_file.versions),
+    }
+    return DecodeOutput(wav, png, meta, token_file.summary(), _timing(start, decoded=decoded) | {"estimate": estimate})

@@ -1,0 +1,22 @@
+"""What the Gradio-free jobs share: the progress callback and safe file names for what they write."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Callable
+
+Progress = Callable[..., None]  # progress(fraction, key, **fields): a catalogue key (webui.i18n.progress_in)
+_SAFE = re.compile(r"[^A-Za-z0-9_-]+")
+STEM_CHARS = 60  # longest name stem we keep from the input's file name
+
+
+def quiet(*_args, **_kwargs) -> None:
+    """A progress callback that shows nothing (jobs run outside a Gradio event)."""
+    return None
+
+
+def stem_of(path: Path | str) -> str:
+    """A safe file-name stem from the input's name ("my clip (1).mp3" -> "my_clip_1")."""
+    stem = _SAFE.sub("_", Path(path).stem).strip("_")[:STEM_CHARS]
+    return stem or "audio"

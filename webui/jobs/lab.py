@@ -1,0 +1,241 @@
+"""The listening lab's work, without Gradio: the flip player's sources (original, reconstruction,
+residual, ladder levels) with their loudness-matching gains, the quality timeline, the codebook
+ladder and token usage. The Gradio handlers in ``webui.tabs.lab`` wrap these; bench/lab_overhead.py
+times them.
+
+The player never gets audio inside the page: it gets a manifest of file paths in the request's
+folder and fetches them itself (byte ranges of long files, on demand). Files are written with
+exclusive creation into a fresh request folder; nothing the user gave is overwritten.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+
+from core import tokens
+from core.analysis import metrics as analysis
+from core.nn import ladder
+from core.audio import loudness
+from core.analysis import timeline
+from core.analysis import token_usage
+from core.codec import check_duration
+from core.audio.files import AudioLimits, load_audio, write_wav
+
+from webui.jobs.common import Progress, quiet, stem_of
+
+RESIDUAL_GAIN_DB = 0.0  # the residual plays at its own level: what was lost, as loud as it was lost
+LADDER_KEYS = "123456789"  # keyboard keys of the first nine ladder levels in the player
+
+
+@dataclass(frozen=True)
+class Source:
+    id: str  # "original", "reconstruction", "residual", "k4", ...
+    key: str  # keyboard key that selects it in the player
+    label: str  # what it is, in English ("original", "k4"); the page words it in the reader's language
+    path: str  # WAV in a request folder (served by Gradio's file route)
+    gain_db: float  # applied in the player so that it matches the original's integrated loudness
+    lufs: float | None  # its integrated loudness (None: too short or silent)
+
+
+@dataclass(frozen=True)
+class TimelineOutput:
+    manifest: dict  # the player's sources, timeline and waveform envelope (JSON)
+    timeline: dict  # core.analysis.timeline.Timeline.to_dict()
+    seconds: float  # our wall time
+
+
+@dataclass(frozen=True)
+class LadderOutput:
+    manifest: dict  # the player's sources with the ladder levels added
+    rows: list[dict]  # per level: codebooks, bitrate, metrics, gain, files
+    spectrograms: list[tuple[str, str]]  # (PNG path, caption) per level
+    timing: dict  # model_s (encode + decodes), ui_s (everything else), total_s
+
+
+def _load(path: Path, limits: AudioLimits) -> np.ndarray:
+    return load_audio(path, limits).samples
+
+
+@dataclass(frozen=True)
+class _Analysed:
+    mel: np.ndarray  # timeline.log_mel_blocks of the file's samples
+    lufs: float | None  # integrated loudness
+
+
+_CACHE: dict[tuple, _Analysed] = {}  # (samples, digest) -> analysis: the timeline's original and reconstruction,
+# met again by the ladder (its original, and its k = 16 level, which is the reconstruction sample for sample)
+CACHE_ENTRIES = 8  # analyses remembered: a timeline's two and a default ladder's five fit
+CACHE_MAX_SAMPLES = 5 * 60 * analysis.SAMPLE_RATE  # longer clips are not cached (a 5-min mel is 9 MiB)
+_CACHE_LOCK = threading.Lock()  # the lab's CPU events and the ladder run in different workers
+
+
+def _analyse(samples: np.ndarray) -> _Analysed:
+    """Log-mel and loudness of ``samples``, remembered by their content (a digest costs ~5 ms for
+    30 s, an analysis ~20 times that)."""
+    key = (samples.size, hashlib.blake2b(np.ascontiguousarray(samples).tobytes(), digest_size=16).hexdigest())
+    with _CACHE_LOCK:
+        found = _CACHE.get(key)
+    if found is None:
+        found = _Analysed(timeline.log_mel_blocks(samples), loudness.integrated_lufs(samples))
+        if samples.size <= CACHE_MAX_SAMPLES:
+            with _CACHE_LOCK:
+                while len(_CACHE) >= CACHE_ENTRIES:
+                    _CACHE.pop(next(iter(_CACHE)))
+                _CACHE[key] = found
+    return found
+
+
+def _source(
+    id_: str,
+    key: str,
+    label: str,
+    path: Path,
+    samples,
+    reference_lufs: float | None,
+    gain_db: float | None = None,
+    lufs: float | None | str = "measure",
+) -> Source:
+    measured = loudness.integrated_lufs(samples) if lufs == "measure" else lufs
+    assert not isinstance(measured, str)  # "measure" is the only string accepted
+    lufs = measured
+    gain = loudness.matching_gain_db(reference_lufs, lufs) if gain_db is None else gain_db
+    return Source(id_, key, label, str(path), round(gain, 2), None if lufs is None else round(lufs, 2))
+
+
+def base_manifest(
+    original_path: Path,
+    reconstruction_path: Path,
+    folder: Path,
+    limits: AudioLimits,
+    decode_chunk_frames: int | None,
+    progress: Progress = quiet,
+) -> TimelineOutput:
+    """Original, reconstruction and residual (original - reconstruction, sample-aligned, written
+    here), their loudness gains, the quality timeline and the waveform envelope."""
+    start = time.perf_counter()
+    progress(0.1, "lab.job.reading")
+    original, reconstruction = _load(original_path, limits), _load(reconstruction_path, limits)
+    n = min(original.size, reconstruction.size)
+    residual = original[:n] - reconstruction[:n]
+    stem = stem_of(original_path).removesuffix("_24k_mono")
+    residual_path = write_wav(folder / f"{stem}_residual.wav", residual)
+    progress(0.4, "lab.job.loudness")
+    ref, rec = _analyse(original), _analyse(reconstruction)
+    sources = [
+        _source("original", "a", "original", original_path, original, ref.lufs, 0.0, ref.lufs),
+        _source("reconstruction", "b", "reconstruction", reconstruction_path, reconstruction, ref.lufs, lufs=rec.lufs),
+        _source("residual", "r", "residual", residual_path, residual, ref.lufs, RESIDUAL_GAIN_DB),
+    ]
+    progress(0.6, "lab.job.timeline")
+    mels = (ref.mel, rec.mel) if original.size == reconstruction.size else None
+    tl = timeline.timeline(original[:n], reconstruction[:n], decode_chunk_frames, mels=mels).to_dict()
+    manifest = {
+        "duration_s": n / analysis.SAMPLE_RATE,
+        "sample_rate": analysis.SAMPLE_RATE,
+        "sources": [asdict(s) for s in sources],
+        "timeline": tl,
+        "envelope": timeline.waveform_envelope(original[:n]),
+        "reference_lufs": ref.lufs,
+    }
+    return TimelineOutput(manifest, tl, time.perf_counter() - start)
+
+
+def _codes_for(engine, audio: np.ndarray, token_path: Path | None):
+    """The clip's codes: from its token file when there is one (it must be this clip's), else
+    encoded now. Returns (codes, model seconds)."""
+    if token_path is None:
+        encoded = engine.encode_array(audio)
+        return encoded.codes, encoded.seconds
+    token_file = tokens.load_tokens(token_path)
+    ladder.check_same_clip(token_path.name, token_file.original_samples, audio.size)
+    return token_file.codes, 0.0
+
+
+def run_ladder(
+    engine,
+    audio_path: Path,
+    token_path: Path | None,
+    levels,
+    folder: Path,
+    limits: AudioLimits,
+    manifest: dict | None = None,
+    progress: Progress = quiet,
+) -> LadderOutput:
+    """Decode the clip with the first k codebooks for each level: a WAV, a spectrogram, fast
+    metrics and a loudness gain per level, added to ``manifest`` (or to one with the original only)."""
+    start = time.perf_counter()
+    levels = ladder.parse_levels(levels)
+    progress(0.02, "job.reading")
+    original = _load(audio_path, limits)
+    codes, model_s = _codes_for(engine, original, token_path)
+    check_duration([codes.shape[0]], engine.settings.max_duration_s)
+    rungs = ladder.decode_ladder(
+        engine,
+        codes,
+        original.size,
+        levels,
+        progress=lambda f: progress(0.05 + 0.8 * f, "lab.job.ladder", percent=f"{f:.0%}"),
+    )
+    model_s += sum(r.seconds for r in rungs)
+    progress(0.85, "lab.job.ladder_figures")
+    stem = stem_of(audio_path).removesuffix("_24k_mono")
+    ref = _analyse(original)
+    ref_mel, ref_lufs, top = ref.mel, ref.lufs, float(ref.mel.max())
+    sources = [s for s in (manifest or {}).get("sources", []) if not s["id"].startswith("k")]
+    if not sources:
+        sources = [asdict(_source("original", "a", "original", audio_path, original, ref_lufs, 0.0, ref_lufs))]
+    rows, pictures = [], []
+    for index, rung in enumerate(rungs):
+        wav = write_wav(folder / f"{stem}_k{rung.codebooks:02d}.wav", rung.samples)
+        level = _analyse(rung.samples)
+        mel = level.mel
+        metrics = {m.name: m.value for m in analysis.quick_compare(original, rung.samples, (ref_mel, mel))}
+        png = analysis.mel_png(mel, folder / f"{stem}_k{rung.codebooks:02d}.png", top - analysis.TOP_DB, top)
+        key = LADDER_KEYS[index] if index < len(LADDER_KEYS) else ""
+        label = f"k{rung.codebooks}"  # the page shows it in the reader's language
+        source = _source(f"k{rung.codebooks}", key, label, wav, rung.samples, ref_lufs, lufs=level.lufs)
+        sources.append(asdict(source))
+        rows.append(
+            {
+                "codebooks": rung.codebooks,
+                "bitrate_bps": rung.bitrate_bps,
+                "si_sdr_db": metrics["SI-SDR"],
+                # i18n-exempt: the metric's name is its key in core.analysis.metrics
+                "mel_distance_db": metrics["Log-mel distance"],
+                "gain_db": source.gain_db,
+                "decode_s": rung.seconds,
+                "wav": str(wav),
+                "spectrogram": str(png),
+            }
+        )
+        pictures.append((str(png), f"k = {rung.codebooks} · {rung.bitrate_bps:g} bit/s"))
+    total = time.perf_counter() - start
+    manifest = dict(
+        manifest
+        or {
+            "duration_s": original.size / analysis.SAMPLE_RATE,
+            "sample_rate": analysis.SAMPLE_RATE,
+            "envelope": timeline.waveform_envelope(original),
+            "reference_lufs": ref_lufs,
+        }
+    )
+    manifest["sources"] = sources
+    return LadderOutput(manifest, rows, pictures, {"model_s": model_s, "ui_s": total - model_s, "total_s": total})
+
+
+def usage_of(token_path: Path, codebook, folder: Path) -> tuple[list[dict], Path]:
+    """Token usage of a token file: per-codebook rows and the figure for ``codebook``."""
+    codebook = token_usage.check_codebook(codebook)
+    token_file = tokens.load_tokens(token_path)
+    rows = [asdict(r) for r in token_usage.usage(token_file.codes)]
+    stem = stem_of(token_path).removesuffix("_tokens")
+    png = analysis.figure_to_png(
+        token_usage.usage_figure(token_file.codes, codebook), folder / f"{stem}_usage_cb{codebook}.png"
+    )
+    return rows, png

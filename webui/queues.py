@@ -1,0 +1,19 @@
+"""The event queues, in one place. Gradio runs each concurrency group's events one batch at a time;
+which group an event joins decides what it can hold up.
+
+``MODEL_GROUP`` (limit 1): every event that runs the model, so the device runs one job at a time
+and the others queue (the queue shows their position). The CPU-only follow-ups have their own
+groups so they never hold up the next model job. Status and stats answer during a job.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+MODEL_GROUP: dict[str, Any] = dict(concurrency_limit=1, concurrency_id="model")  # one device job at a time
+METRICS_GROUP: dict[str, Any] = dict(concurrency_limit=1, concurrency_id="metrics")  # CPU: PESQ, STOI, verdict
+LAB_GROUP: dict[str, Any] = dict(concurrency_limit=1, concurrency_id="lab")  # CPU: timeline, token usage
+ABX_GROUP: dict[str, Any] = dict(concurrency_limit=4, concurrency_id="abx")  # answers: SQLite, no model
+FETCH_GROUP: dict[str, Any] = dict(concurrency_limit=2, concurrency_id="fetch")  # URL downloads
+STATUS_GROUP: dict[str, Any] = dict(concurrency_limit=None, concurrency_id="status")  # reads, no work
+STATS_GROUP: dict[str, Any] = dict(concurrency_limit=None, concurrency_id="stats")  # the System tab's timer

@@ -1,0 +1,243 @@
+"""ASGI middleware in front of Gradio's routes: what a public demo must refuse or clean up
+that Gradio itself lets through.
+
+- **No server-side fetches from file inputs.** A client may send a file input as FileData
+  ``{"path": "http://..."}``; Gradio then downloads it itself, with no size or time limit of
+  ours, even when URL input is off. Every JSON request body is read (at most
+  ``MAX_JSON_BODY_BYTES``) and refused when a ``path`` in it is a URL. Audio from a URL
+  comes only through ``/fetch_url``, behind ``webui.serving.url_input``.
+- **Uploads leave nothing behind** (``webui.serving.uploads``), and a part without a file name is a
+  400 that says so, not a 500.
+- **The temp root exists** before any request that may write (``webui.serving.storage.ensure``).
+- **With a login set**: ``/gradio_api/cancel`` and ``/gradio_api/reset`` need it too, and
+  ``/login`` backs off per client after a few wrong passwords (``webui.serving.throttle``).
+- Routes of Gradio this app does not use and that do work for anyone who posts
+  (``/gradio_api/process_recording`` runs ffmpeg on any video) answer 404.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from http.cookies import CookieError, SimpleCookie
+from pathlib import Path
+
+from webui.serving import storage
+from webui.serving import uploads
+from webui.serving.throttle import LoginThrottle, client_key, retry_after_header
+
+logger = logging.getLogger(__name__)
+
+UPLOAD_PATHS = frozenset({"/gradio_api/upload", "/gradio_api/upload/"})
+LOGIN_PATHS = frozenset({"/login", "/login/"})
+SIGNED_IN_PATHS = frozenset({"/gradio_api/cancel", "/gradio_api/reset", "/gradio_api/reset/"})
+UNUSED_PATHS = frozenset({"/gradio_api/process_recording"})
+MAX_JSON_BODY_BYTES = 1 << 20  # API request bodies are small JSON; file contents go through /upload
+MAX_JSON_DEPTH = 64  # nesting walked when looking for file paths
+_REMOTE = re.compile(r"^\s*[A-Za-z][A-Za-z0-9+.-]*:/")  # any scheme://..., http(s) and others
+_FORM_TYPES = (b"multipart/form-data", b"application/x-www-form-urlencoded")
+
+
+def _header(scope, name: bytes) -> bytes:
+    for key, value in scope.get("headers") or ():
+        if key == name:
+            return value
+    return b""
+
+
+def login_required(app) -> bool:
+    return getattr(app, "auth", None) is not None or getattr(app, "auth_dependency", None) is not None
+
+
+def signed_in(scope) -> bool:
+    """True when the app has no login, or the request carries a valid Gradio session cookie."""
+    app = scope.get("app")
+    if not login_required(app):
+        return True
+    if getattr(app, "auth_dependency", None) is not None:
+        from starlette.requests import Request
+
+        return app.auth_dependency(Request(scope)) is not None
+    try:
+        cookies = SimpleCookie(_header(scope, b"cookie").decode("latin-1"))
+    except CookieError:
+        return False
+    for name in (
+        f"access-token-{app.cookie_id}",
+        f"access-token-unsecure-{app.cookie_id}",
+    ):
+        if name in cookies and cookies[name].value in app.tokens:
+            return True
+    return False
+
+
+def remote_file_path(value, depth: int = 0) -> str | None:
+    """The first file ``path`` in a decoded JSON body that is a URL, or None."""
+    if depth > MAX_JSON_DEPTH:
+        return "(nested too deep to check)"
+    if isinstance(value, dict):
+        path = value.get("path")
+        if isinstance(path, str) and _REMOTE.match(path):
+            return path
+        items = list(value.values())
+    elif isinstance(value, list):
+        items = value
+    else:
+        return None
+    for item in items:
+        found = remote_file_path(item, depth + 1)
+        if found:
+            return found
+    return None
+
+
+async def _respond(send, status: int, text: str, headers: dict[str, str] | None = None) -> None:
+    body = json.dumps({"error": text, "detail": text}).encode()
+    extra = [(k.lower().encode(), v.encode()) for k, v in (headers or {}).items()]
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+                *extra,
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
+
+
+async def _read_body(receive, limit: int) -> bytes | None:
+    """The whole request body, or None when it is larger than ``limit``."""
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return b"".join(chunks)
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            return None
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            return b"".join(chunks)
+
+
+def _replay(body: bytes, receive):
+    sent = False
+
+    async def replayed():
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replayed
+
+
+class Guard:
+    """The middleware; ``temp_root`` is the app's one temp root (``webui.serving.storage``)."""
+
+    def __init__(self, app, temp_root: Path, throttle: LoginThrottle | None = None):
+        self.app = app
+        self.temp_root = Path(temp_root)
+        self.throttle = throttle or LoginThrottle()
+        uploads.install()
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        path, method = scope["path"], scope["method"]
+        if path in UNUSED_PATHS:
+            return await _respond(send, 404, "Not found.")
+        if path in SIGNED_IN_PATHS and not signed_in(scope):
+            return await _respond(send, 401, "Sign in first.")
+        if method not in ("POST", "PUT", "PATCH"):
+            return await self.app(scope, receive, send)
+        storage.ensure(self.temp_root)  # a /tmp cleaner may have removed it
+        if path in LOGIN_PATHS:
+            return await self._login(scope, receive, send)
+        if path in UPLOAD_PATHS:
+            return await self._upload(scope, receive, send)
+        content_type = _header(scope, b"content-type").split(b";")[0].strip().lower()
+        if content_type in _FORM_TYPES:
+            return await self.app(scope, receive, send)
+        declared = _header(scope, b"content-length")
+        if declared.isdigit() and int(declared) > MAX_JSON_BODY_BYTES:
+            return await _respond(
+                send,
+                413,
+                f"Request bodies are limited to {MAX_JSON_BODY_BYTES >> 10} KiB; "
+                "upload files through /gradio_api/upload.",
+            )
+        body = await _read_body(receive, MAX_JSON_BODY_BYTES)
+        if body is None:
+            return await _respond(
+                send,
+                413,
+                f"Request bodies are limited to {MAX_JSON_BODY_BYTES >> 10} KiB.",
+            )
+        try:
+            remote = remote_file_path(json.loads(body)) if body else None
+        except (ValueError, RecursionError):
+            remote = None  # not JSON: Gradio answers it (422)
+        if remote:
+            logger.warning("refused a file input given as a URL (%s) on %s", remote[:200], path)
+            return await _respond(
+                send,
+                400,
+                "File inputs take uploaded files only, not URLs: upload the file "
+                "first (POST /gradio_api/upload), or use /fetch_url where the server allows it.",
+            )
+        await self.app(scope, _replay(body, receive), send)
+
+    async def _upload(self, scope, receive, send):
+        started = False
+
+        async def watch(message):
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await uploads.tracked(self.app, scope, receive, watch, storage.tmp_dir(self.temp_root))
+        except TypeError:  # Gradio's "File is not an instance of GradioUploadFile": a part without filename=
+            if started:
+                raise
+            await _respond(
+                send,
+                400,
+                'Each "files" part needs a file name: Content-Disposition: form-data; '
+                'name="files"; filename="clip.wav".',
+            )
+        except OSError as e:
+            if started or not storage.is_disk_full(e, self.temp_root):
+                raise
+            logger.error("upload refused: the disk under %s is full (%s)", self.temp_root, e)
+            await _respond(send, 507, "The server's disk is full; try again later.")
+
+    async def _login(self, scope, receive, send):
+        client = client_key(scope)
+        wait_s = self.throttle.retry_after_s(client)
+        if wait_s > 0:
+            return await _respond(
+                send,
+                429,
+                f"Too many wrong passwords; wait {retry_after_header(wait_s)} s.",
+                {"Retry-After": retry_after_header(wait_s)},
+            )
+
+        async def note(message):
+            if message["type"] == "http.response.start":
+                if message["status"] == 200:
+                    self.throttle.succeeded(client)
+                elif message["status"] in (400, 401):
+                    self.throttle.failed(client)
+                    logger.warning("wrong login from %s", client)
+            await send(message)
+
+        await self.app(scope, receive, note)

@@ -1,0 +1,127 @@
+"""The one temp root that holds every file the app or Gradio writes, and its health.
+
+Layout under the root (``--temp-dir`` / ``CODEC_TEMP_DIR``)::
+
+    req-*/    one folder per request (``webui.serving.workspace``), deleted after ``--keep-files-s``
+    gradio/   Gradio's cache: finished uploads, copies of outputs (GRADIO_TEMP_DIR)
+    tmp/      the process's ``tempfile`` folder (TMPDIR): uploads while they stream in
+
+A /tmp cleaner may delete the root while the app runs, so :func:`ensure` recreates it (the
+guard calls it before every request that writes); :func:`problem` says why the app cannot
+write there (gone for good, read-only, disk nearly full), for /ready and error messages.
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+logger = logging.getLogger(__name__)
+
+GRADIO_DIR = "gradio"  # Gradio's upload/output cache, under the root
+TMP_DIR = "tmp"  # tempfile.tempdir of the process, under the root
+MIN_FREE_MIB = 64.0  # below this much free disk under the root the app reports itself not ready
+_FULL_ERRNOS = {errno.ENOSPC, errno.EDQUOT}  # "no space left", "quota exceeded"
+MIB = 1 << 20  # bytes in a MiB
+
+
+def default_root() -> Path:
+    """The temp root when none is configured: a folder in the system's temp folder."""
+    return Path(tempfile.gettempdir()) / "codec-workbench"
+
+
+def gradio_dir(root: Path) -> Path:
+    return Path(root) / GRADIO_DIR
+
+
+def tmp_dir(root: Path) -> Path:
+    return Path(root) / TMP_DIR
+
+
+def ensure(root: Path) -> None:
+    """Create the root and its fixed folders if any is missing (cheap when all exist)."""
+    for folder in (Path(root), gradio_dir(root), tmp_dir(root)):
+        if not folder.is_dir():
+            folder.mkdir(parents=True, exist_ok=True)
+            logger.warning("temp folder %s was missing; recreated it", folder)
+
+
+def use_for_process(root: Path) -> None:
+    """Point Gradio's cache and every ``tempfile`` user of this process (and its child
+    processes, e.g. ffmpeg) under ``root``. Call before the Blocks are built: Gradio reads
+    GRADIO_TEMP_DIR when it makes its components and its app."""
+    ensure(root)
+    os.environ["GRADIO_TEMP_DIR"] = str(gradio_dir(root))
+    os.environ["TMPDIR"] = str(tmp_dir(root))
+    tempfile.tempdir = str(tmp_dir(root))
+    # Some Gradio modules copied GRADIO_TEMP_DIR into a constant when imported (create_app
+    # makes a folder there, the screen-recording route writes there): point them here too.
+    for name in ("gradio.route_utils", "gradio.routes", "gradio.screen_recording_utils", "gradio.mcp"):
+        module = sys.modules.get(name)
+        if module is not None and hasattr(module, "DEFAULT_TEMP_DIR"):
+            module.DEFAULT_TEMP_DIR = str(gradio_dir(root))  # type: ignore[attr-defined]
+
+
+def free_mib(root: Path) -> float:
+    return shutil.disk_usage(root).free / MIB
+
+
+def problem(root: Path, min_free_mib: float = MIN_FREE_MIB) -> str | None:
+    """Why the app cannot write its files under ``root`` right now, or None when it can.
+    A missing root is recreated first (not a problem unless that fails)."""
+    try:
+        ensure(root)
+    except OSError as e:
+        return f"the temp folder {root} is missing and cannot be created ({e.strerror or e}); check --temp-dir"
+    if not os.access(root, os.W_OK | os.X_OK):
+        return f"the temp folder {root} is not writable; fix its permissions or choose another --temp-dir"
+    free = free_mib(root)
+    if free < min_free_mib:
+        return f"the disk of the temp folder {root} is full ({free:.0f} MiB free); free some space"
+    return None
+
+
+def is_disk_full(error: BaseException, root: Path, min_free_mib: float = MIN_FREE_MIB) -> bool:
+    """True when ``error`` (or what caused it) is a full disk, or the disk under ``root`` is
+    nearly full (libraries that hit ENOSPC often raise something vaguer, e.g. soundfile's
+    AssertionError on a short write)."""
+    seen: BaseException | None = error
+    for _ in range(10):  # bounded walk down the cause chain
+        if seen is None:
+            break
+        if isinstance(seen, OSError) and seen.errno in _FULL_ERRNOS:
+            return True
+        seen = seen.__cause__ or seen.__context__
+    try:
+        return free_mib(root) < min_free_mib
+    except OSError:
+        return False
+
+
+def sweep_tmp(root: Path, max_age_s: float, now: float | None = None) -> int:
+    """Delete entries of the ``tmp`` folder untouched for ``max_age_s`` (what a library left
+    behind); return how many went."""
+    now = time.time() if now is None else now
+    removed = 0
+    try:
+        entries = list(tmp_dir(root).iterdir())
+    except FileNotFoundError:
+        return 0
+    for entry in entries:
+        try:
+            if now - entry.lstat().st_mtime <= max_age_s:
+                continue
+            if entry.is_dir() and not entry.is_symlink():
+                shutil.rmtree(entry, ignore_errors=True)
+            else:
+                entry.unlink(missing_ok=True)
+            removed += 1
+        except FileNotFoundError:
+            continue
+    return removed

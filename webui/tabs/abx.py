@@ -1,0 +1,287 @@
+"""The "Blind test" tab: can a listener tell the original from the codec's output?
+
+A is the original, B the reconstruction, X one of them at random (core.judging.abx plans it and keeps
+the answers in SQLite). B is the full rate (16 codebooks) or a ladder level: the decode of the
+clip's codes with their first k codebooks (core.nn.ladder), to find the lowest bitrate a listener
+cannot tell apart. Players are plain ``<audio>`` elements without waveforms, and X is a
+fresh copy under a random name every trial, so neither the picture nor the file name gives the
+answer away. Keys: A / B answer, 1 / 2 / 3 play A / B / X. Nothing is shown about the answers
+until the last one is in.
+
+The session token lives only in the page (a hidden textbox) and in the API caller's hands; the
+server keeps its hash. The trial number travels with each answer, so a double key press cannot
+answer the next trial unheard.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import html
+import logging
+import math
+import secrets
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import gradio as gr
+
+from core.judging import abx
+from core.audio.files import SAMPLE_RATE, audio_from_array, load_audio, write_wav
+from core.codec import NUM_CODEBOOKS
+from core.nn.ladder import bitrate_bps
+
+from webui import i18n
+from webui.common import TabHandlers, need_file, user_errors
+from webui.queues import ABX_GROUP, MODEL_GROUP
+from webui.serving.workspace import PREFIX
+
+if TYPE_CHECKING:
+    pass
+
+logger = logging.getLogger(__name__)
+
+MIN_REGION_S = 1.0  # s; shorter regions are too short to judge
+_MEANINGS = {"can": "abx.meaning_can", "probably": "abx.meaning_probably", "cannot": "abx.meaning_cannot"}
+TRIAL_CHOICES = (4, 6, 8, 10, 12, 16, 20)  # trials offered; 10 is the issue's default
+# i18n-exempt: JavaScript
+KEYS_JS = """
+() => {
+  if (window.__cwAbxKeys) return;
+  window.__cwAbxKeys = true;
+  document.addEventListener('keydown', (e) => {
+    const tab = document.getElementById('abx-panel');
+    if (!tab || tab.offsetParent === null || e.ctrlKey || e.metaKey || e.altKey) return;
+    if (['INPUT', 'TEXTAREA', 'SELECT'].includes(document.activeElement?.tagName)) return;
+    const key = e.key.toLowerCase();
+    const buttons = {a: 'abx-answer-a', b: 'abx-answer-b'};
+    const players = {'1': 'abx-a-audio', '2': 'abx-b-audio', '3': 'abx-x-audio'};
+    if (buttons[key]) { document.getElementById(buttons[key])?.click(); e.preventDefault(); }
+    if (players[key]) {
+      document.querySelectorAll('#abx-panel audio').forEach((a) => a.pause());
+      const p = document.getElementById(players[key]);
+      if (p) { p.currentTime = 0; p.play(); e.preventDefault(); }
+    }
+  });
+}
+"""
+
+
+def _player(path: Path | None, element_id: str, caption: str) -> str:
+    """A plain audio player (no waveform: X's picture would give the answer away)."""
+    if path is None:
+        return ""
+    src = html.escape(f"gradio_api/file={path}")
+    return (
+        f'<div class="cw-abx-player"><div class="cw-abx-caption">{html.escape(caption)}</div>'
+        f'<audio controls preload="auto" id="{element_id}" src="{src}"></audio></div>'
+    )
+
+
+@dataclass
+class AbxHandlers(TabHandlers):
+    """The tab's handlers: the engine for the round trip, request folders, the answer store."""
+
+    store: abx.AbxStore = field(init=False)
+
+    def __post_init__(self):
+        self.store = abx.AbxStore(self.engine.settings.data_dir)
+
+    def _folder(self, token: str) -> Path:
+        """The session's media folder, found from the token alone (no path ever comes from the client)."""
+        return self.workspace.root / f"{PREFIX}abx-{hashlib.sha256(token.encode()).hexdigest()[:32]}"
+
+    def _x(self, token: str, trial: abx.Trial) -> Path:
+        """A fresh copy of A or B under a random name for this trial."""
+        folder = self._folder(token)
+        for old in folder.glob("x-*.wav"):
+            old.unlink(missing_ok=True)
+        source = folder / ("a.wav" if trial.x_is == "A" else "b.wav")
+        if not source.is_file():
+            raise i18n.TranslatedError("abx.audio_gone")
+        target = folder / f"x-{secrets.token_hex(12)}.wav"
+        shutil.copyfile(source, target)
+        return target
+
+    def _trial_outputs(self, token: str, trial: abx.Trial, lang: str):
+        x = self._x(token, trial)
+        prompt = i18n.text("abx.prompt", lang, n=trial.index + 1, total=trial.total)
+        return trial.index, _player(x, "abx-x-audio", i18n.text("abx.x_caption", lang)), prompt
+
+    def start(self, audio_path, start_s, end_s, trials, level, request: gr.Request, progress=gr.Progress()):
+        """Round-trip the clip (or its region) with B's ``level`` (codebooks kept; None: all 16),
+        then show A, B and the first X."""
+        lang = i18n.language_of(request)
+        source = need_file(audio_path, "what.audio", lang)
+        with user_errors("action.abx_start", lang):
+            codebooks = _codebooks(level)  # before any model work
+            progress(0.1, desc=i18n.text("abx.preparing", lang))
+            samples = _region(load_audio(source, self.limits).samples, start_s, end_s, lang)
+            audio = audio_from_array(samples, SAMPLE_RATE, limits=self.limits)
+            result = self.engine.roundtrip(audio, codebooks=codebooks)
+            name = abx.level_name(codebooks)
+            token, trial = self.store.start(abx.clip_checksum(samples), name, int(trials))
+            folder = self._folder(token)
+            folder.mkdir(parents=True)
+            write_wav(folder / "a.wav", samples)
+            write_wav(folder / "b.wav", result.decoded.samples)
+            index, x_player, prompt = self._trial_outputs(token, trial, lang)
+        logger.info("blind test started: %d trials on %.1f s, B %s", trial.total, samples.size / SAMPLE_RATE, name)
+        players = _player(folder / "a.wav", "abx-a-audio", i18n.text("abx.a_caption", lang)) + _player(
+            folder / "b.wav",
+            "abx-b-audio",
+            i18n.text("abx.b_caption", lang, codebooks=codebooks, bitrate=f"{bitrate_bps(codebooks):g}"),
+        )
+        return token, index, players, x_player, prompt, "", None
+
+    def answer(self, token, trial, choice, request: gr.Request):
+        """Record one answer; show the next X, or nothing more once the last one is in."""
+        lang = i18n.language_of(request)
+        with user_errors("action.abx_answer", lang):
+            current = self.store.current(token or "")
+            if current is None:
+                return trial, "", i18n.text("abx.finished", lang)
+            if int(trial) != current.index:  # a repeated key press: the current trial stays
+                return self._trial_outputs(token, current, lang)
+            nxt = self.store.answer(token, current.index, choice)
+            if nxt is None:
+                for old in self._folder(token).glob("x-*.wav"):
+                    old.unlink(missing_ok=True)
+                return current.total, "", i18n.text("abx.finished", lang)
+            return self._trial_outputs(token, nxt, lang)
+
+    def answer_a(self, token, trial, request: gr.Request):
+        return self.answer(token, trial, "A", request)
+
+    def answer_b(self, token, trial, request: gr.Request):
+        return self.answer(token, trial, "B", request)
+
+    def results(self, token, request: gr.Request):
+        """The score, p-value and sentence, each trial revealed, and this session's CSV; before
+        the last answer only how many are left."""
+        lang = i18n.language_of(request)
+        with user_errors("action.abx_results", lang):
+            score = self.store.results(token or "")
+            if score.trials < score.planned:
+                return i18n.text("abx.progress", lang, done=score.trials, total=score.planned), None, score.to_dict()
+            csv_path = self._folder(token) / f"blind-test-{secrets.token_hex(4)}.csv"
+            self.store.export_csv(csv_path, token)
+            rows = self.store.rows(token)
+        lines = [
+            f"### {html.escape(score.sentence)}",
+            i18n.text(_MEANINGS[score.verdict], lang),
+            "",
+            "| # | X | " + i18n.text("abx.your_answer", lang) + " | ✓ | s |",
+            "|---|---|---|---|---|",
+        ]
+        lines += [
+            f"| {r['trial'] + 1} | {r['x_is']} | {r['answer']} | {'✓' if r['correct'] else '✗'} | {r['seconds']:.1f} |"
+            for r in rows
+        ]
+        return "\n".join(lines), str(csv_path), score.to_dict() | {"trials_detail": rows}
+
+
+def _codebooks(level) -> int:
+    """B's codebooks from the dropdown or an API caller: 1..16 (None or empty: the full rate)."""
+    if level is None or str(level).strip() == "":
+        return NUM_CODEBOOKS
+    try:
+        value = float(str(level).strip())
+    except ValueError:
+        value = math.nan
+    if not (value.is_integer() and 1 <= value <= NUM_CODEBOOKS):
+        raise i18n.TranslatedError("abx.bad_level", level=level, max=NUM_CODEBOOKS)
+    return int(value)
+
+
+def _region(samples, start_s, end_s, lang: str):
+    """The selected part of the clip (end 0 or empty: to the end)."""
+    start = max(float(start_s or 0.0), 0.0)
+    end = float(end_s or 0.0)
+    duration = samples.size / SAMPLE_RATE
+    end = duration if end <= 0 else min(end, duration)
+    if end - start < MIN_REGION_S:
+        raise i18n.TranslatedError("abx.region_too_short", min=MIN_REGION_S, duration=duration)
+    return samples[int(start * SAMPLE_RATE) : int(end * SAMPLE_RATE)]
+
+
+def build(demo: gr.Blocks, handlers: AbxHandlers) -> None:
+    """The tab's components and events (call inside a ``gr.Tab``)."""
+    with gr.Column(elem_id="abx-panel"):
+        gr.Markdown(i18n.label("abx.intro"))
+        with gr.Row():
+            with gr.Column(scale=3):
+                audio_in = gr.Audio(
+                    sources=["upload", "microphone"],
+                    type="filepath",
+                    label=i18n.label("abx.input"),
+                    elem_id="abx-input",
+                )
+            with gr.Column(scale=1, min_width=220):
+                start_s = gr.Number(0.0, label=i18n.label("abx.start_s"), minimum=0, elem_id="abx-start-s")
+                end_s = gr.Number(0.0, label=i18n.label("abx.end_s"), minimum=0, elem_id="abx-end-s")
+                trials = gr.Radio(
+                    list(TRIAL_CHOICES), value=abx.DEFAULT_TRIALS, label=i18n.label("abx.trials"), elem_id="abx-trials"
+                )
+                level = gr.Dropdown(
+                    [(f"{k} · {bitrate_bps(k):g} bit/s", k) for k in abx.LEVEL_CHOICES],
+                    value=NUM_CODEBOOKS,
+                    allow_custom_value=True,  # API callers may ask for any 1..16; _codebooks checks it
+                    label=i18n.label("abx.level"),
+                    info=i18n.label("abx.level_info"),
+                    elem_id="abx-level",
+                )
+                start = gr.Button(i18n.label("abx.start"), variant="primary", elem_id="abx-start")
+        token = gr.Textbox(visible=False, elem_id="abx-token")
+        trial = gr.Number(0, visible=False, precision=0, elem_id="abx-trial")
+        prompt = gr.Markdown(elem_id="abx-prompt")
+        with gr.Row():
+            references = gr.HTML(elem_id="abx-references")
+            x_player = gr.HTML(elem_id="abx-x")
+        with gr.Row():
+            answer_a = gr.Button(i18n.label("abx.answer_a"), elem_id="abx-answer-a", size="lg")
+            answer_b = gr.Button(i18n.label("abx.answer_b"), elem_id="abx-answer-b", size="lg")
+        gr.Markdown(i18n.label("abx.keys"), elem_classes="cw-hint")
+        results = gr.Markdown(elem_id="abx-results")
+        csv_file = gr.File(label=i18n.label("abx.csv"), interactive=False, elem_id="abx-csv")
+        with gr.Accordion(i18n.label("abx.raw"), open=False):
+            raw = gr.JSON()
+    start.click(
+        handlers.start,
+        inputs=[audio_in, start_s, end_s, trials, level],
+        outputs=[token, trial, references, x_player, prompt, results, csv_file],
+        api_name="abx_start",
+        **MODEL_GROUP,
+    )
+    for button, fn, letter in ((answer_a, handlers.answer_a, "a"), (answer_b, handlers.answer_b, "b")):
+        (
+            button.click(
+                fn,
+                inputs=[token, trial],
+                outputs=[trial, x_player, prompt],
+                api_name=f"abx_answer_{letter}",
+                api_visibility="private",
+                **ABX_GROUP,
+            ).then(
+                handlers.results,
+                inputs=[token],
+                outputs=[results, csv_file, raw],
+                api_visibility="private",
+                api_name=f"abx_results_after_{letter}",
+                **ABX_GROUP,
+            )
+        )
+    # the documented API: one answer endpoint taking "A" or "B", and the results on demand
+    choice = gr.Textbox(visible=False)
+    choice.submit(
+        handlers.answer,
+        inputs=[token, trial, choice],
+        outputs=[trial, x_player, prompt],
+        api_name="abx_answer",
+        **ABX_GROUP,
+    )
+    token.submit(
+        handlers.results, inputs=[token], outputs=[results, csv_file, raw], api_name="abx_results", **ABX_GROUP
+    )
+    demo.load(None, js=KEYS_JS, api_name="abx_keys", api_visibility="private")

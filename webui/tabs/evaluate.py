@@ -1,0 +1,74 @@
+"""The "Evaluate files" tab: several uploads round-tripped and judged at once (``/evaluate``) with
+``core.judging.evaluate``: a table, ``metrics.csv``, ``report.html`` and a zip of it all."""
+
+from __future__ import annotations
+
+import logging
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+import gradio as gr
+
+from core.judging import evaluate
+from webui import i18n
+from webui.common import TabHandlers, path_of, user_errors
+from webui.queues import MODEL_GROUP
+
+logger = logging.getLogger(__name__)
+
+MAX_EVALUATE_FILES = 50  # uploads per evaluation run in the UI (the CLI has no limit)
+
+
+@dataclass
+class EvaluateHandlers(TabHandlers):
+    """The tab's one event."""
+
+    def evaluate(self, files, request: gr.Request, progress=gr.Progress()):
+        """Round-trip several uploaded files: a table, metrics.csv, report.html and a zip of it all."""
+        lang = i18n.language_of(request)
+        paths = [Path(path_of(f)) for f in (files or []) if path_of(f)]
+        if not paths:
+            raise gr.Error(i18n.text("evaluate.no_files", lang))
+        if len(paths) > MAX_EVALUATE_FILES:
+            raise gr.Error(i18n.text("evaluate.too_many", lang, n=len(paths), max=MAX_EVALUATE_FILES))
+        with user_errors("action.evaluate", lang):
+            folder = self.workspace.new_dir("evaluate")
+            names: dict[str, int] = {}
+            pairs = []
+            for path in paths:  # two uploads with one name get distinct rows
+                names[path.name] = names.get(path.name, 0) + 1
+                pairs.append((path, path.name if names[path.name] == 1 else f"{path.name} ({names[path.name]})"))
+            result = evaluate.evaluate_files(
+                self.engine, pairs, folder / "evaluation", self.limits, progress=lambda f, d: progress(f, desc=d)
+            )
+            archive = shutil.make_archive(str(folder / "evaluation"), "zip", folder / "evaluation")
+        header = ["file", "verdict", "PESQ-WB", "STOI", "mos_original", "mos_reconstruction", "error"]
+        table = [[r[c] if not isinstance(r[c], float) else round(r[c], 2) for c in header] for r in result.rows]
+        failed = sum(1 for r in result.rows if r["error"])
+        summary = i18n.text("evaluate.summary", lang, n=len(result.rows), failed=failed, seconds=result.seconds)
+        return (
+            summary,
+            gr.Dataframe(value=table, headers=header),
+            [str(result.csv_path), str(result.html_path), archive],
+        )
+
+
+def build(handlers: EvaluateHandlers) -> None:
+    """Several files at once (call inside a ``gr.Tab``)."""
+    gr.Markdown(i18n.label("evaluate.intro"))
+    with gr.Row():
+        files = gr.File(
+            label=i18n.label("evaluate.input"),
+            file_count="multiple",
+            file_types=["audio"],
+            elem_id="evaluate-input",
+            scale=3,
+        )
+        run = gr.Button(i18n.label("evaluate.run"), variant="primary", elem_id="evaluate-run", scale=1)
+    summary = gr.Markdown(elem_id="evaluate-summary")
+    table = gr.Dataframe(interactive=False, elem_id="evaluate-table")
+    outputs = gr.File(
+        label=i18n.label("evaluate.outputs"), file_count="multiple", interactive=False, elem_id="evaluate-outputs"
+    )
+    run.click(handlers.evaluate, inputs=[files], outputs=[summary, table, outputs], api_name="evaluate", **MODEL_GROUP)

@@ -1,0 +1,225 @@
+"""The listening lab, a section under the round trip: an A/B/R flip player (webui/static/flip_player.js), the
+quality timeline with its worst moments, the codebook ladder and token usage.
+
+``build(lab, ...)`` builds the section and chains its events after the round trip's own
+(whose outputs it only reads). The player's manifest lives in a ``gr.State`` (not part of the API)
+and in the player's value; the API names are ``/timeline``, ``/ladder`` and ``/token_usage``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+
+import gradio as gr
+
+from core.nn import ladder
+
+from webui import i18n
+from webui.jobs import lab as lab_jobs
+from webui.common import TabHandlers, need_file, user_errors
+from webui.queues import LAB_GROUP, MODEL_GROUP
+
+logger = logging.getLogger(__name__)
+
+PLAYER_JS = Path(__file__).resolve().parent / "static" / "flip_player.js"
+PLAYER_CSS = Path(__file__).resolve().parent / "static" / "flip_player.css"
+JS_TEXT_KEYS = ("play", "pause", "loop", "worst", "legend_mel", "legend_snr")  # strings the player shows
+
+
+@dataclass
+class LabHandlers(TabHandlers):
+    """The lab's event handlers."""
+
+    def timeline(self, original_path, reconstruction_path, request: gr.Request | None = None):
+        """Residual, loudness gains and the quality timeline of a reconstruction: the player's manifest."""
+        lang = i18n.language_of(request)
+        original = need_file(original_path, "what.original", lang)
+        reconstruction = need_file(reconstruction_path, "what.reconstruction", lang)
+        with user_errors("action.lab_timeline", lang):
+            out = lab_jobs.base_manifest(
+                original,
+                reconstruction,
+                self.workspace.new_dir("lab"),
+                self.limits,
+                self.engine.settings.decode_chunk_frames,
+            )
+        manifest = _with_ui_text(out.manifest, lang)
+        logger.info("timeline of %s: %.3f s", original.name, out.seconds)
+        return manifest, json.dumps(manifest), out.timeline
+
+    def ladder(
+        self,
+        audio_path,
+        token_files,
+        levels,
+        manifest,
+        request: gr.Request | None = None,
+        progress=gr.Progress(),  # noqa: B008 - Gradio's way to ask for a progress bar
+    ):
+        """Decode with the first k codebooks for each chosen level; adds the levels to the player."""
+        lang = i18n.language_of(request)
+        audio = need_file(audio_path, "what.audio", lang)
+        token_path = _first_token_file(token_files, lang)
+        with user_errors("action.lab_ladder", lang):
+            out = lab_jobs.run_ladder(
+                self.engine,
+                audio,
+                token_path,
+                levels,
+                self.workspace.new_dir("ladder"),
+                self.limits,
+                manifest,
+                i18n.progress_in(lang, progress),
+            )
+        manifest = _with_ui_text(out.manifest, lang)
+        logger.info("ladder of %s: model %.2f s, ours %.3f s", audio.name, out.timing["model_s"], out.timing["ui_s"])
+        details = {"levels": out.rows, "timing": out.timing}
+        return (manifest, json.dumps(manifest), out.spectrograms, _ladder_markdown(out.rows, lang), details)
+
+    def token_usage(self, token_files, codebook, request: gr.Request | None = None):
+        """Codes used, entropy and perplexity per codebook, and one codebook's histogram."""
+        lang = i18n.language_of(request)
+        token_path = _first_token_file(token_files, lang)
+        if token_path is None:
+            raise gr.Error(i18n.text("lab.error.no_tokens", lang), print_exception=False)
+        with user_errors("action.lab_usage", lang):
+            rows, png = lab_jobs.usage_of(token_path, codebook, self.workspace.new_dir("usage"))
+        return _usage_markdown(rows, lang), str(png), {"codebooks": rows}
+
+    def token_usage_of_either(self, uploaded, round_trip_files, codebook, request: gr.Request | None = None):
+        """Another codebook's histogram: of the uploaded token file if there is one, else the round trip's."""
+        return self.token_usage(uploaded or round_trip_files, codebook, request)
+
+
+def _first_token_file(value, lang: str) -> Path | None:
+    """The first .npz among what Gradio handed over (a path, a FileData dict or a list of them)."""
+    items = value if isinstance(value, list | tuple) else [value]
+    for item in items:
+        path = item.get("path") if isinstance(item, dict) else item
+        if path and str(path).endswith(".npz"):
+            if not Path(path).is_file():
+                raise gr.Error(i18n.text("error.file_gone", lang, what=i18n.text("what.token_file", lang)))
+            return Path(path)
+    return None
+
+
+def _with_ui_text(manifest: dict, lang: str) -> dict:
+    """The manifest with the player's words in ``lang``: its buttons and each source's label."""
+    ui = {key: i18n.text(f"lab.player.{key}", lang) for key in JS_TEXT_KEYS}
+    lufs = manifest.get("reference_lufs")
+    ui["note"] = i18n.text("lab.player.note", lang, lufs="?" if lufs is None else f"{lufs:.1f}")
+    sources = []
+    for source in manifest["sources"]:
+        if source["id"].startswith("k"):
+            k = int(source["id"][1:])
+            label = i18n.text("lab.source.level", lang, k=k, bitrate=f"{ladder.bitrate_bps(k):g}")
+        else:
+            label = i18n.text(f"lab.source.{source['id']}", lang)
+        sources.append(source | {"label": label})
+    return manifest | {"ui": ui, "sources": sources}
+
+
+def _ladder_markdown(rows: list[dict], lang: str) -> str:
+    def number(value, digits=1):
+        return "–" if value is None else f"{value:.{digits}f}"
+
+    lines = [i18n.text("lab.ladder.table_header", lang), "|---:|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        lines.append(
+            f"| {r['codebooks']} | {r['bitrate_bps']:g} | {number(r['si_sdr_db'])} | "
+            f"{number(r['mel_distance_db'], 2)} | {r['gain_db']:+.1f} | {r['decode_s']:.2f} |"
+        )
+    return "\n".join(lines) + "\n\n" + i18n.text("lab.ladder.note", lang)
+
+
+def _usage_markdown(rows: list[dict], lang: str) -> str:
+    lines = [i18n.text("lab.usage.table_header", lang), "|---:|---:|---:|---:|"]
+    lines += [f"| {r['codebook']} | {r['used']} | {r['entropy_bits']:.2f} | {r['perplexity']:g} |" for r in rows]
+    return "\n".join(lines)
+
+
+def build(lab: LabHandlers, roundtrip_done, original: gr.Audio, reconstruction: gr.Audio, downloads: gr.File) -> None:
+    """The lab section, its events chained after ``roundtrip_done`` (the /roundtrip event)."""
+    state = gr.State(None)  # the player's manifest: sources, gains, timeline
+    gr.Markdown(i18n.label("lab.heading"), elem_id="lab-heading")
+    player = gr.HTML(
+        "",
+        html_template='<div class="cw-lab-root"></div>',
+        css_template=PLAYER_CSS.read_text(encoding="utf-8"),
+        js_on_load=PLAYER_JS.read_text(encoding="utf-8"),
+        elem_id="lab-player",
+    )
+    timeline_json = gr.JSON(visible=False)
+    with gr.Accordion(i18n.label("lab.ladder.heading"), open=True):
+        with gr.Row():
+            levels = gr.CheckboxGroup(
+                [str(k) for k in range(1, ladder.NUM_CODEBOOKS + 1)],
+                value=[str(k) for k in ladder.DEFAULT_LEVELS],
+                label=i18n.label("lab.ladder.levels"),
+                elem_id="lab-levels",
+                scale=4,
+            )
+            run_ladder = gr.Button(i18n.label("lab.ladder.run"), elem_id="lab-ladder-run", scale=1)
+        ladder_table = gr.Markdown(elem_id="lab-ladder-table")
+        ladder_gallery = gr.Gallery(
+            label=i18n.label("lab.ladder.spectrograms"),
+            columns=1,
+            height="auto",
+            object_fit="contain",
+            elem_id="lab-ladder-gallery",
+        )
+        ladder_json = gr.JSON(visible=False)
+    with gr.Accordion(i18n.label("lab.usage.heading"), open=False):
+        with gr.Row():
+            usage_file = gr.File(label=i18n.label("lab.usage.upload"), file_types=[".npz"], elem_id="lab-usage-file")
+            codebook = gr.Slider(
+                1,
+                ladder.NUM_CODEBOOKS,
+                value=1,
+                step=1,
+                label=i18n.label("lab.usage.codebook"),
+                elem_id="lab-usage-codebook",
+            )
+        usage_table = gr.Markdown(elem_id="lab-usage-table")
+        usage_png = gr.Image(
+            type="filepath", interactive=False, label=i18n.label("lab.usage.figure"), elem_id="lab-usage-figure"
+        )
+        usage_json = gr.JSON(visible=False)
+
+    roundtrip_done.success(
+        lab.timeline,
+        inputs=[original, reconstruction],
+        outputs=[state, player, timeline_json],
+        api_name="timeline",
+        **LAB_GROUP,
+    )
+    usage_outputs = [usage_table, usage_png, usage_json]
+    roundtrip_done.success(
+        lab.token_usage, inputs=[downloads, codebook], outputs=usage_outputs, api_name="token_usage", **LAB_GROUP
+    )
+    usage_file.upload(
+        lab.token_usage,
+        inputs=[usage_file, codebook],
+        outputs=usage_outputs,
+        api_name="token_usage_upload",
+        api_visibility="private",
+        **LAB_GROUP,
+    )
+    codebook.release(
+        lab.token_usage_of_either,
+        inputs=[usage_file, downloads, codebook],
+        outputs=usage_outputs,
+        api_name="token_usage_codebook",
+        api_visibility="private",
+        **LAB_GROUP,
+    )
+    run_ladder.click(
+        lab.ladder,
+        inputs=[original, downloads, levels, state],
+        outputs=[state, player, ladder_gallery, ladder_table, ladder_json],
+        api_name="ladder",
+        **MODEL_GROUP,
+    )

@@ -1,0 +1,78 @@
+"""The System tab's *Diagnose* panel: a core/doctor report as an HTML table in the page's
+language. Titles, status words and the verdict are translated; each check's evidence and fix
+are core's English (the same lines the CLI prints and the logs keep), shown as they are."""
+
+from __future__ import annotations
+
+import html
+import re
+
+from core.doctor import DoctorOptions
+
+from webui.i18n import DEFAULT_LANGUAGE, catalogues, text
+
+ICONS = {"pass": "✓", "warn": "!", "fail": "✗", "skipped": "–"}  # doctor status -> icon
+_BACKTICKS = re.compile(r"`([^`]+)`")
+
+
+def options_for(request, temp_root) -> DoctorOptions:
+    """Doctor options for the server answering ``request``: its own host and port (checked as
+    "ours"), and the temp folder its request folders go to."""
+    changes = {"temp_dir": temp_root}
+    try:
+        url = request.url if request is not None else None
+    except AttributeError:  # a gr.Request made without an HTTP request (tests, API internals)
+        url = None
+    if url is not None and url.port:
+        changes.update(host=url.hostname or DoctorOptions.host, port=url.port)
+    return DoctorOptions(**changes)
+
+
+def panel_html(report: dict, lang: str = DEFAULT_LANGUAGE) -> str:
+    """``Report.to_dict()`` as the panel: verdict, summary, one row per check."""
+    counts = report["counts"]
+    verdict = text("doctor.ok", lang) if report["ok"] else text("doctor.failed", lang, failed=counts["fail"])
+    summary = text(
+        "doctor.summary",
+        lang,
+        passed=counts["pass"],
+        warned=counts["warn"],
+        failed=counts["fail"],
+        skipped=counts["skipped"],
+        seconds=f"{report['seconds']:.1f}",
+    )
+    head = "".join(f"<th>{_esc(text(f'doctor.col.{c}', lang))}</th>" for c in ("check", "status", "evidence"))
+    rows = "".join(_row(check, lang) for check in report["checks"])
+    return (
+        f'<div class="cw-status cw-{"ok" if report["ok"] else "bad"}" id="doctor-report">'
+        f'<div class="cw-verdict">{_esc(verdict)}</div><div class="cw-hint">{_esc(summary)} · '
+        f"{_code(text('doctor.english_note', lang))}</div>"
+        f'<table class="cw-doctor"><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table></div>'
+    )
+
+
+def _row(check: dict, lang: str) -> str:
+    status = check["status"]
+    key = f"doctor.check.{check['name']}"
+    title = text(key, lang) if key in catalogues()[DEFAULT_LANGUAGE] else check["title"]
+    box = "cw-fix" if status in ("fail", "warn") else "cw-hint"  # a skipped check's fix is advice, not alarm
+    fix = (
+        f'<div class="{box}"><b>{_esc(text("doctor.col.fix", lang))}:</b> {_code(check["fix"])}</div>'
+        if check["fix"]
+        else ""
+    )
+    return (
+        f'<tr class="cw-step-{_esc(status)}" data-check="{_esc(check["name"])}">'
+        f"<td><b>{_esc(title)}</b></td>"
+        f'<td><span class="cw-icon">{ICONS.get(status, "?")}</span> '
+        f'<span class="cw-word">{_esc(text("status.word." + status, lang))}</span></td>'
+        f'<td><span class="cw-detail">{_code(check["evidence"])}</span>{fix}</td></tr>'
+    )
+
+
+def _esc(value) -> str:
+    return html.escape(str(value))
+
+
+def _code(value) -> str:
+    return _BACKTICKS.sub(r"<code>\1</code>", _esc(value))
