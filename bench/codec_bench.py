@@ -35,8 +35,8 @@ import torch
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from core.nn import decoding  # noqa: E402
 from core.model.engine import Engine  # noqa: E402
+from core.nn import decoding  # noqa: E402
 from core.settings import Settings  # noqa: E402
 
 SR = 24_000  # Hz

@@ -28,8 +28,8 @@ sys.path.insert(0, str(ROOT))
 
 from bench.codec_bench import set_layer_scales, sync  # noqa: E402
 from bench.speed_bench import ensure_checkpoint  # noqa: E402
-from core.nn import fast_decode  # noqa: E402
 from core.model.engine import Engine  # noqa: E402
+from core.nn import fast_decode  # noqa: E402
 from core.settings import Settings  # noqa: E402
 
 FAMILIES = (  # first match wins; names of CUDA kernels (cuDNN, cuBLAS, Triton, ATen) and CPU ops

@@ -34,12 +34,12 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from core import tokens  # noqa: E402
-from core.nn import ladder  # noqa: E402
 from core.model.engine import Engine  # noqa: E402
+from core.nn import ladder  # noqa: E402
 from core.settings import Settings  # noqa: E402
-from webui.tabs.roundtrip import RoundTripHandlers  # noqa: E402
-from webui.tabs.lab import LabHandlers  # noqa: E402
 from webui.serving.workspace import Workspace  # noqa: E402
+from webui.tabs.lab import LabHandlers  # noqa: E402
+from webui.tabs.roundtrip import RoundTripHandlers  # noqa: E402
 
 logger = logging.getLogger("bench.lab_overhead")
 

@@ -21,10 +21,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.codec_bench import SR, official_decode, official_encode, signal  # noqa: E402
-from core.nn import decoding  # noqa: E402
-from core.nn import encoding  # noqa: E402
-from core.nn import kernels  # noqa: E402
 from core.model.engine import Engine  # noqa: E402
+from core.nn import decoding, encoding, kernels  # noqa: E402
 from core.settings import Settings  # noqa: E402
 
 log = logging.getLogger("levers")

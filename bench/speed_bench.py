@@ -42,8 +42,8 @@ from bench.codec_bench import (  # noqa: E402
     signal,
     sync,
 )
-from core.nn import fast_decode  # noqa: E402
 from core.model.engine import Engine  # noqa: E402
+from core.nn import fast_decode  # noqa: E402
 from core.settings import Settings  # noqa: E402
 
 log = logging.getLogger("bench.speed")

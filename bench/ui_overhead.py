@@ -39,10 +39,10 @@ from core.analysis import metrics as analysis  # noqa: E402
 from core.audio.files import load_audio, resample, write_wav  # noqa: E402
 from core.model.engine import Engine  # noqa: E402
 from core.settings import Settings  # noqa: E402
+from webui.serving.workspace import Workspace  # noqa: E402
 from webui.tabs.decode import DecodeHandlers  # noqa: E402
 from webui.tabs.encode import EncodeHandlers  # noqa: E402
 from webui.tabs.roundtrip import RoundTripHandlers  # noqa: E402
-from webui.serving.workspace import Workspace  # noqa: E402
 
 logger = logging.getLogger("bench.ui_overhead")
 

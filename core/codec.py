@@ -8,8 +8,7 @@ engine (before decoding) and the token file reader (before trusting a file).
 from __future__ import annotations
 
 import math
-
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 

@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from core.errors import SettingsError
 

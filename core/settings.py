@@ -12,14 +12,15 @@ import argparse
 import math
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Mapping
+from typing import TYPE_CHECKING
 
 from core import options
-from core.units import MIB
 from core.errors import SettingsError
 from core.options import option
+from core.units import MIB
 
 if TYPE_CHECKING:
     from core.audio.blocks import AudioLimits

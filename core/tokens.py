@@ -20,7 +20,7 @@ import logging
 import math
 import zipfile
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -169,7 +169,7 @@ def make_token_file(codes, original_samples: int, model_source: str, versions=No
         original_samples=int(original_samples),
         model_source=str(model_source),
         versions={**package_versions(), **(versions or {})},
-        created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        created=datetime.now(UTC).isoformat(timespec="seconds"),
     )
 
 

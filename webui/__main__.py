@@ -20,7 +20,6 @@ from pathlib import Path
 from core import options
 from core.errors import SettingsError
 from core.settings import add_settings_arguments, settings_from_args
-
 from webui.app import UiOptions, build_app, default_temp_root
 from webui.options import WebOptions
 from webui.server import ServerOptions, launch

@@ -1,4 +1,6 @@
-"""The page's languages: one JSON catalogue per language under ``webui/locales``.
+"""The page's languages: one catalogue per language, kept as one JSON file per key prefix under
+``webui/locales/<language>/`` (``abx.json`` holds every ``abx.*`` key), so that work on one area
+of the page touches that area's files only.
 
 How Gradio 6 does it (gradio/i18n.py and the page's i18n bundle, 6.17): ``gr.I18n(en={...},
 **{"zh-CN": {...}})`` is passed to ``Blocks.launch(i18n=...)`` (or ``gr.mount_gradio_app``); the
@@ -24,7 +26,7 @@ from typing import Any
 
 import gradio as gr
 
-LOCALES_DIR = Path(__file__).resolve().parent / "locales"  # en.json, zh-CN.json
+LOCALES_DIR = Path(__file__).resolve().parent / "locales"  # <language>/<key prefix>.json
 DEFAULT_LANGUAGE = "en"  # used when the browser asks for a language we do not have
 LANGUAGES = ("en", "zh-CN")  # every key must exist in each of these catalogues
 _PREFIXES = {"zh": "zh-CN", "en": "en"}  # primary language subtag -> the catalogue that serves it
@@ -33,7 +35,23 @@ _PREFIXES = {"zh": "zh-CN", "en": "en"}  # primary language subtag -> the catalo
 @functools.lru_cache(maxsize=1)
 def catalogues() -> dict[str, dict[str, str]]:
     """Every catalogue, read once: {language: {key: text}}."""
-    return {lang: json.loads((LOCALES_DIR / f"{lang}.json").read_text(encoding="utf-8")) for lang in LANGUAGES}
+    return {lang: _catalogue(lang) for lang in LANGUAGES}
+
+
+def catalogue_files(lang: str) -> list[Path]:
+    """The files of one language's catalogue, one per key prefix."""
+    return sorted((LOCALES_DIR / lang).glob("*.json"))
+
+
+def _catalogue(lang: str) -> dict[str, str]:
+    table: dict[str, str] = {}
+    for path in catalogue_files(lang):
+        part = json.loads(path.read_text(encoding="utf-8"))
+        wrong = [key for key in part if key.split(".")[0] != path.stem]
+        if wrong:
+            raise KeyError(f"{path}: keys {wrong} belong in the file named after their prefix")
+        table.update(part)
+    return table
 
 
 @functools.lru_cache(maxsize=1)
@@ -51,7 +69,7 @@ def label(key: str, **fields: Any) -> Any:
     With ``fields``, the browser has no way to fill placeholders, so every language's filled-in
     text is registered under a derived key (``key{name=value}``) when the page is built."""
     if key not in catalogues()[DEFAULT_LANGUAGE]:
-        raise KeyError(f"i18n key {key!r} is missing from {LOCALES_DIR / 'en.json'}")
+        raise KeyError(f"i18n key {key!r} is missing from {LOCALES_DIR / 'en' / (key.split('.')[0] + '.json')}")
     if not fields:
         return gradio_i18n()(key)
     derived = key + "{" + ",".join(f"{name}={value}" for name, value in sorted(fields.items())) + "}"

@@ -12,9 +12,8 @@ from dataclasses import dataclass
 
 from core.errors import SettingsError
 from core.options import option
-
-from webui.serving import url_input
 from webui.server import DEFAULT_HOST, DEFAULT_PORT
+from webui.serving import url_input
 from webui.serving.workspace import DEFAULT_MAX_AGE_S
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")  # what --log-level takes

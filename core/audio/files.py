@@ -36,8 +36,8 @@ from core.audio.blocks import (
 )
 from core.audio.readers import FORMATS, Unreadable, load_with_av, load_with_soundfile
 from core.codec import SAMPLE_RATE
-from core.units import MIB
 from core.errors import AudioInputError
+from core.units import MIB
 
 __all__ = [
     "Audio",

@@ -6,11 +6,11 @@ import logging
 from dataclasses import asdict
 from pathlib import Path
 
-from core.settings import Settings
 from core.dataset.export import run_record, write_outputs
 from core.dataset.inputs import AUDIO_FIELD, read_inputs
 from core.dataset.pipeline import TokenizeOptions, job_record, run
 from core.dataset.progress import Progress
+from core.settings import Settings
 
 logger = logging.getLogger(__name__)
 

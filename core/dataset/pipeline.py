@@ -24,11 +24,11 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from core.units import MIB
-from core.errors import CodecError
-from core.settings import Settings
 from core.dataset.inputs import Inputs, Item
 from core.dataset.shards import Done, Failed, ShardWriter, check_job, finished_shards, shard_of
+from core.errors import CodecError
+from core.settings import Settings
+from core.units import MIB
 
 logger = logging.getLogger(__name__)
 

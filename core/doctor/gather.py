@@ -13,8 +13,8 @@ import tempfile
 import urllib.request
 from pathlib import Path
 
-from core.units import MIB
 from core.doctor.gpu import SMI_QUERY
+from core.units import MIB
 
 COMMAND_TIMEOUT_S = 15.0  # per external command (nvidia-smi, supervisorctl, ffmpeg -version)
 HEALTH_TIMEOUT_S = 3.0  # the port's /health probe

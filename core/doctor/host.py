@@ -7,8 +7,8 @@ from __future__ import annotations
 import errno
 import re
 
-from core.units import MIB
 from core.doctor.findings import FAIL, PASS, SKIPPED, WARN, Finding, finding
+from core.units import MIB
 
 PROGRAM = "webui"  # [program:webui] in supervisord.conf
 _PIN = re.compile(r"^\s*([A-Za-z0-9_.\-\[\]]+)\s*==\s*([^\s;#]+)")

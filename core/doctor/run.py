@@ -11,10 +11,10 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from core.errors import CodecError
-from core.versions import installed_versions
 from core.doctor import gather, gpu, host, tones
 from core.doctor.findings import Finding, Report
+from core.errors import CodecError
+from core.versions import installed_versions
 
 logger = logging.getLogger(__name__)
 

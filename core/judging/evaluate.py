@@ -25,10 +25,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from core.analysis import metrics as analysis
-from core.judging import report
-from core.judging import verdict
 from core.audio.files import AudioLimits, load_audio, write_wav
 from core.errors import CodecError
+from core.judging import report, verdict
 
 logger = logging.getLogger(__name__)
 

@@ -13,12 +13,10 @@ import typing
 import numpy as np
 import torch
 
-from core.nn import batching
-from core.nn import decoding
-from core.nn import encoding
-from core.model import planner
 from core.codec import ceil_div
+from core.model import planner
 from core.model.planner import ChunkPlan, ModelDims
+from core.nn import batching, decoding, encoding
 from core.settings import Settings
 
 

@@ -22,22 +22,18 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from core.nn import fast_decode
-from core.nn import kernels
-from core.nn import ladder
-from core.model import memory
-from core.model import calls as model_calls
-from core.model import planner
-from core.model import readiness
-from core.model.checkpoints import is_random_checkpoint
 from core.codec import NUM_CODEBOOKS, SAMPLE_RATE, SAMPLES_PER_FRAME, Progress, check_codes, check_duration
-from core.units import MIB
 from core.errors import AudioInputError, CodecError, EngineNotReady, OutOfMemory
+from core.model import calls as model_calls
+from core.model import memory, planner, readiness
+from core.model.checkpoints import is_random_checkpoint
 from core.model.planner import ChunkPlan, MemoryEstimate
 from core.model.results import DecodeResult, EncodeResult, RoundTripResult
-from core.settings import Settings
-from core.nn.dtypes import TORCH_DTYPES
 from core.model.weights import check_device, load_tokenizer
+from core.nn import fast_decode, kernels, ladder
+from core.nn.dtypes import TORCH_DTYPES
+from core.settings import Settings
+from core.units import MIB
 
 logger = logging.getLogger(__name__)
 
@@ -46,7 +42,7 @@ logger = logging.getLogger(__name__)
 ROUNDTRIP_ENCODE_SHARE = 0.1
 
 
-class EngineState(str, enum.Enum):
+class EngineState(str, enum.Enum):  # noqa: UP042 - str() of a StrEnum differs; /health prints it
     UNLOADED = "unloaded"
     LOADING = "loading"
     READY = "ready"

@@ -16,10 +16,9 @@ import math
 from dataclasses import dataclass
 
 from core.codec import FRAME_RATE, SAMPLE_RATE, SAMPLES_PER_FRAME, SAMPLES_PER_STEP, ceil_div
-
-from core.units import MIB
 from core.nn.kv_cache import HOST_BLOCK_STEPS, kv_bytes_per_step, stage_bytes
 from core.settings import Settings
+from core.units import MIB
 
 ENCODE_FLOATS_PER_SAMPLE_PER_FILTER = 5.5  # encoder conv activations: floats per input sample per SEANet filter
 DECODE_FLOATS_PER_SAMPLE_PER_CHANNEL = 7.5  # decoder activations: floats per output sample per last-block channel
@@ -47,10 +46,10 @@ class ModelDims:
         return kv_bytes_per_step(self.encoder_layers, self.kv_heads, self.head_dim, self.item_bytes)
 
     @classmethod
-    def of(cls, model) -> "ModelDims":
+    def of(cls, model) -> ModelDims:
         """Read the dimensions of a loaded ``Qwen3TTSTokenizerV2Model`` (once, at load)."""
-        from core.nn.encoding import conv_context_samples
         from core.model.readiness import model_bytes
+        from core.nn.encoding import conv_context_samples
 
         enc, dec = model.encoder.config, model.decoder.config
         attn = model.encoder.encoder_transformer.layers[0].self_attn

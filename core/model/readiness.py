@@ -13,7 +13,6 @@ import numpy as np
 import torch
 
 from core.codec import CODEBOOK_SIZE, NUM_CODEBOOKS, SAMPLE_RATE, SAMPLES_PER_FRAME, num_frames
-
 from core.units import MIB
 
 PASS, FAIL, SKIPPED = "pass", "fail", "skipped"

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import torch
 
-from core.nn import conv_layout
 from core.codec import SAMPLES_PER_FRAME, Progress, ceil_div
+from core.nn import conv_layout
 from core.nn.kernels import snake_beta
 
 

@@ -29,8 +29,8 @@ from dataclasses import dataclass
 
 import torch
 
-from core.nn import conv_layout
 from core.codec import SAMPLES_PER_FRAME, ceil_div
+from core.nn import conv_layout
 from core.nn.decoding import DecoderStream
 from core.nn.dtypes import TORCH_DTYPES
 

@@ -19,8 +19,8 @@ import types
 
 import torch
 
-from core.nn import conv_layout
 from core.codec import ceil_div
+from core.nn import conv_layout
 
 logger = logging.getLogger(__name__)
 

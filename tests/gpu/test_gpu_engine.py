@@ -10,14 +10,12 @@ The checkpoint directory comes from CODEC_FULL_CHECKPOINT and is built there whe
 
 from __future__ import annotations
 
-
 import numpy as np
 import pytest
 import torch
 
-from core.nn import conv_layout
-from core.nn import kernels
 from core.model.engine import Engine
+from core.nn import conv_layout, kernels
 from core.settings import Settings
 
 pytestmark = pytest.mark.gpu

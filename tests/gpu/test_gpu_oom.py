@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 import torch
 
-from core.model.engine import Engine
 from core.errors import OutOfMemory
+from core.model.engine import Engine
 from core.settings import Settings
 
 pytestmark = pytest.mark.gpu

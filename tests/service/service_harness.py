@@ -75,7 +75,7 @@ class Service:
             f"[program:webui]\ncommand = {self.command}\ndirectory = {REPO}\nenvironment = {self.env_line}\n"
         )
 
-    def start(self) -> "Service":
+    def start(self) -> Service:
         self.write_config()
         env = {k: v for k, v in os.environ.items() if not k.startswith("CODEC_")}
         env["HF_HUB_OFFLINE"] = "1"  # tests never reach a hub

@@ -8,10 +8,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from service_harness import CONFIG, REPO
 from supervisor.datatypes import RestartUnconditionally
 from supervisor.options import ServerOptions
-
-from service_harness import CONFIG, REPO
 
 
 def realize(directory: Path) -> ServerOptions:

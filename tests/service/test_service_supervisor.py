@@ -14,7 +14,6 @@ import time
 
 import psutil
 import pytest
-
 from service_harness import Service, wait_until
 
 pytestmark = pytest.mark.slow

@@ -14,14 +14,14 @@ import numpy as np
 import pytest
 import soundfile as sf
 
-from core.judging import abx
 from core.audio.files import load_audio
+from core.judging import abx
 from core.model.engine import Engine
 from core.settings import Settings
-from webui.tabs.abx import AbxHandlers
 from webui.app import ASSETS, UiOptions, build_app
 from webui.server import ServerOptions, launch
 from webui.serving.workspace import Workspace
+from webui.tabs.abx import AbxHandlers
 
 EN = gr.Request(headers={"accept-language": "en-US,en;q=0.9"})
 ZH = gr.Request(headers={"accept-language": "zh-CN,zh;q=0.9"})

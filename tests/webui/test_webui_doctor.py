@@ -8,8 +8,8 @@ import socket
 import gradio as gr
 from starlette.requests import Request
 
-from webui.views import doctor_panel
 from webui.i18n import catalogues
+from webui.views import doctor_panel
 
 
 def _request(port: int, language: str) -> gr.Request:

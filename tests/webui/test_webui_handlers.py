@@ -16,8 +16,8 @@ import soundfile as sf
 from core.model.engine import Engine
 from core.settings import Settings
 from core.tokens import load_tokens
-from webui.app import ASSETS
 from tests.webui.tab_handlers import Tabs
+from webui.app import ASSETS
 from webui.serving.workspace import Workspace
 
 METRICS_OUTPUTS = ("metrics", "metrics_details")

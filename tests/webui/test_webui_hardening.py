@@ -19,11 +19,10 @@ import pytest
 from gradio import processing_utils
 from gradio_client import Client, handle_file
 
-from webui.serving import storage
-from webui.serving import timeouts
-from webui.app import UiOptions, build_app
 from tests.webui.tab_handlers import Tabs
+from webui.app import UiOptions, build_app
 from webui.server import ServerOptions, launch
+from webui.serving import storage, timeouts
 from webui.serving.workspace import Workspace
 
 MIB = 1 << 20

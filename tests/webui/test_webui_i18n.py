@@ -15,18 +15,24 @@ import pytest
 
 import core.errors
 from core.analysis import metrics as analysis
-from webui.views import formatting as fmt
+from tests.webui.tab_handlers import Tabs
 from webui import i18n
 from webui.serving import url_input
-from tests.webui.tab_handlers import Tabs
 from webui.serving.workspace import Workspace
+from webui.views import formatting as fmt
 
 WEBUI = Path(i18n.__file__).resolve().parent
 ZH = gr.Request(headers={"accept-language": "zh-CN,zh;q=0.9"})  # what Chromium sends with a zh-CN locale
 EN = gr.Request(headers={"accept-language": "en-US,en;q=0.9"})
 # modules whose strings reach the page; i18n.py itself only holds mechanism text (KeyError for bugs)
+# not scanned: the command line, flags, logs and HTTP-level answers (English by design, docs/i18n.md)
+NOT_PAGE_TEXT = {"i18n.py", "__main__.py", "options.py", "server.py", "queues.py"} | {
+    f"serving/{name}.py" for name in ("guard", "health", "storage", "throttle", "timeouts", "uploads", "workspace")
+}
 SCANNED = tuple(
-    str(p.relative_to(WEBUI)) for p in sorted(WEBUI.rglob("*.py")) if p.name not in ("i18n.py", "__init__.py")
+    name
+    for name in (str(p.relative_to(WEBUI)) for p in sorted(WEBUI.rglob("*.py")) if p.name != "__init__.py")
+    if name not in NOT_PAGE_TEXT
 )
 _KEY = re.compile(r"^[a-z_]+(\.[A-Za-z0-9_ -]+)+$")
 _WORDS = re.compile(r"[A-Za-z]{2,}[ ,:;]+[A-Za-z]{2,}")  # two words in a row: prose, not an identifier
@@ -45,7 +51,7 @@ def test_every_key_is_in_every_catalogue_with_the_same_placeholders():
     tables = i18n.catalogues()
     english = tables[i18n.DEFAULT_LANGUAGE]
     for lang in i18n.LANGUAGES:
-        assert set(tables[lang]) == set(english), f"{lang}: keys differ from en.json"
+        assert set(tables[lang]) == set(english), f"{lang}: keys differ from the English catalogue"
         for key, value in tables[lang].items():
             assert value.strip(), f"{lang}/{key} is empty"
             assert _fields(value) == _fields(english[key]), f"{lang}/{key}: placeholders differ from English"
@@ -59,10 +65,14 @@ def test_chinese_is_translated_not_copied():
             assert value != english[key] and re.search(r"[\u4e00-\u9fff]", value), key
 
 
-def test_catalogue_files_are_sorted_for_clean_merges():
+def test_catalogue_files_are_sorted_and_named_after_their_keys_for_clean_merges():
     for lang in i18n.LANGUAGES:
-        keys = list(json.loads((i18n.LOCALES_DIR / f"{lang}.json").read_text(encoding="utf-8")))
-        assert keys == sorted(keys), f"{lang}.json: keys are not in sorted order"
+        files = i18n.catalogue_files(lang)
+        assert [p.name for p in files] == [p.name for p in i18n.catalogue_files(i18n.DEFAULT_LANGUAGE)], lang
+        for path in files:
+            keys = list(json.loads(path.read_text(encoding="utf-8")))
+            assert keys == sorted(keys), f"{path}: keys are not in sorted order"
+            assert {key.split(".")[0] for key in keys} == {path.stem}, f"{path}: a key of another prefix"
 
 
 def _string_constants(tree: ast.AST):

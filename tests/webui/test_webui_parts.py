@@ -8,13 +8,12 @@ import time
 
 import pytest
 
-from webui.views import formatting as fmt
 from webui.__main__ import StartupError, auth_from_env, build_parser, options_from_args
 from webui.app import UiOptions, build_app
-from webui.queues import MODEL_GROUP
 from webui.jobs.codec import stem_of
+from webui.queues import MODEL_GROUP
 from webui.serving.workspace import Workspace
-
+from webui.views import formatting as fmt
 
 # --------------------------------------------------------------------------- workspace
 

@@ -22,7 +22,6 @@ from core.tokens import load_tokens
 from webui.app import UiOptions, build_app
 from webui.server import ServerOptions, launch
 
-
 REPO = Path(__file__).resolve().parents[2]
 ENDPOINTS = {"/status", "/readiness", "/roundtrip", "/metrics", "/encode", "/decode", "/stats", "/clear_vram"}
 

@@ -9,9 +9,9 @@ name, with files opened in exclusive mode: nothing the user gave is ever overwri
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Callable
 
 from core import tokens
 from core.analysis import metrics as analysis

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 Progress = Callable[..., None]  # progress(fraction, key, **fields): a catalogue key (webui.i18n.progress_in)
 _SAFE = re.compile(r"[^A-Za-z0-9_-]+")

@@ -20,13 +20,11 @@ import numpy as np
 
 from core import tokens
 from core.analysis import metrics as analysis
-from core.nn import ladder
+from core.analysis import timeline, token_usage
 from core.audio import loudness
-from core.analysis import timeline
-from core.analysis import token_usage
-from core.codec import check_duration
 from core.audio.files import AudioLimits, load_audio, write_wav
-
+from core.codec import check_duration
+from core.nn import ladder
 from webui.jobs.common import Progress, quiet, stem_of
 
 RESIDUAL_GAIN_DB = 0.0  # the residual plays at its own level: what was lost, as loud as it was lost

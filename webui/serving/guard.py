@@ -23,8 +23,7 @@ import re
 from http.cookies import CookieError, SimpleCookie
 from pathlib import Path
 
-from webui.serving import storage
-from webui.serving import uploads
+from webui.serving import storage, uploads
 from webui.serving.throttle import LoginThrottle, client_key, retry_after_header
 
 logger = logging.getLogger(__name__)

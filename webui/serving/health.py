@@ -23,9 +23,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
 from core.versions import installed_versions
-
-from webui.serving import guard
-from webui.serving import storage
+from webui.serving import guard, storage
 
 HEALTH_PATH = "/health"
 READY_PATH = "/ready"

@@ -31,9 +31,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urljoin, urlsplit
 
-from core.units import MIB
 from core.errors import AudioInputError
-
+from core.units import MIB
 from webui.i18n import TranslatedError, text
 
 logger = logging.getLogger(__name__)

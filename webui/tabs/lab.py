@@ -16,16 +16,15 @@ from pathlib import Path
 import gradio as gr
 
 from core.nn import ladder
-
 from webui import i18n
-from webui.jobs import lab as lab_jobs
 from webui.common import TabHandlers, need_file, user_errors
+from webui.jobs import lab as lab_jobs
 from webui.queues import LAB_GROUP, MODEL_GROUP
 
 logger = logging.getLogger(__name__)
 
-PLAYER_JS = Path(__file__).resolve().parent / "static" / "flip_player.js"
-PLAYER_CSS = Path(__file__).resolve().parent / "static" / "flip_player.css"
+PLAYER_JS = Path(__file__).resolve().parents[1] / "static" / "flip_player.js"
+PLAYER_CSS = Path(__file__).resolve().parents[1] / "static" / "flip_player.css"
 JS_TEXT_KEYS = ("play", "pause", "loop", "worst", "legend_mel", "legend_snr")  # strings the player shows
 
 

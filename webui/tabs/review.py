@@ -14,14 +14,12 @@ from typing import TYPE_CHECKING
 
 import gradio as gr
 
-from core.judging import report
-from core.judging import verdict
 from core.audio.files import load_audio
-
+from core.judging import report, verdict
 from webui import i18n
 from webui.common import TabHandlers, need_file, path_of, user_errors
-from webui.queues import METRICS_GROUP
 from webui.jobs.common import stem_of
+from webui.queues import METRICS_GROUP
 
 if TYPE_CHECKING:
     pass

@@ -8,9 +8,9 @@ from dataclasses import dataclass
 
 import gradio as gr
 
+from core.doctor import run_doctor
 from webui import i18n
 from webui.common import TabHandlers, user_errors
-from core.doctor import run_doctor
 from webui.i18n import label
 from webui.queues import MODEL_GROUP, STATS_GROUP
 from webui.views import doctor_panel

@@ -8,7 +8,6 @@ import html
 import re
 
 from core.doctor import DoctorOptions
-
 from webui.i18n import DEFAULT_LANGUAGE, catalogues, text
 
 ICONS = {"pass": "✓", "warn": "!", "fail": "✗", "skipped": "–"}  # doctor status -> icon

@@ -8,7 +8,6 @@ import math
 import re
 
 from core.model.readiness import FAIL, PASS, SKIPPED, STEP_TITLES
-
 from webui.i18n import DEFAULT_LANGUAGE, catalogues, text
 
 STATUS_ICONS = {PASS: "✓", FAIL: "✗", SKIPPED: "–"}  # readiness status -> icon

@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 import soundfile as sf
 
-from core import cli
+from core.cli import main as cli
 from core.dataset import shards
 from core.dataset.job import tokenize
 from core.dataset.pipeline import TokenizeOptions

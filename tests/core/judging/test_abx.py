@@ -109,7 +109,7 @@ def test_csv_export_has_one_row_per_trial_and_never_overwrites(tmp_path):
 
 
 def test_operator_exports_every_session_from_the_command_line(tmp_path, capsys):
-    from core.cli import main
+    from core.cli.main import main
 
     store = abx.AbxStore(tmp_path / "data")
     for seed in (1, 2):

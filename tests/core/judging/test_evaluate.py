@@ -74,7 +74,7 @@ def test_folder_with_good_and_bad_files_gives_one_row_each_and_exits_0(tiny_chec
 
 
 def test_a_folder_that_is_not_there_is_one_line_error(tmp_path, capsys):
-    from core.cli import main
+    from core.cli.main import main
 
     assert main(["evaluate", str(tmp_path / "nope"), "-o", str(tmp_path / "out")]) == 1
     err = capsys.readouterr().err

@@ -9,9 +9,8 @@ from pathlib import Path
 import pytest
 
 from core import tokens
-from core.judging import report
-from core.judging import verdict
 from core.audio.files import AudioLimits, audio_from_array, write_wav
+from core.judging import report, verdict
 
 CHROMIUM = "/usr/bin/chromium"
 

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from core.codec import check_codes
-from core.model.engine import Engine, EngineState
 from core.errors import EngineNotReady, TokenFileError
+from core.model.engine import Engine, EngineState
 from core.settings import Settings
 
 FRAME = 1920  # samples per frame

@@ -15,12 +15,11 @@ import numpy as np
 import pytest
 import torch
 
-from core.nn import decoding
-from core.nn import encoding
+from core.errors import OutOfMemory
 from core.model import planner
 from core.model.engine import Engine
-from core.errors import OutOfMemory
 from core.model.planner import MemoryEstimate
+from core.nn import decoding, encoding
 from core.settings import Settings
 
 SR = 24_000  # Hz

@@ -10,11 +10,11 @@ import dataclasses
 
 import pytest
 
-from core.model import planner
 from core.codec import SAMPLE_RATE, SAMPLES_PER_FRAME
-from core.units import MIB
+from core.model import planner
 from core.model.planner import ChunkPlan, ModelDims
 from core.settings import Settings
+from core.units import MIB
 
 DIMS = ModelDims(
     weight_bytes=651 * MIB,

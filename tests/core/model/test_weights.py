@@ -3,10 +3,10 @@ import time
 
 import pytest
 
-from core.model.engine import Engine
 from core.errors import WeightsError
-from core.settings import Settings
+from core.model.engine import Engine
 from core.model.weights import is_hub_id, resolve_source
+from core.settings import Settings
 
 
 def test_hub_ids_and_paths_are_told_apart(tmp_path):

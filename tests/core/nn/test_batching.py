@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 import torch
 
-from core.nn import batching
 from core.model import planner
+from core.nn import batching
 from core.nn.encoding import conv_context_samples
 
 # lengths with partial last frames, odd 25 Hz step counts (the downsample's replicate padding) and ties

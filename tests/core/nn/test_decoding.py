@@ -6,9 +6,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from core.nn import decoding
-from core.nn import fast_decode
 from core.codec import SAMPLES_PER_FRAME as FRAME
+from core.nn import decoding, fast_decode
 
 
 def seam_errors(ours: torch.Tensor, whole: torch.Tensor, seams: list[int], frames: int = 5) -> list[float]:

@@ -11,11 +11,11 @@ import numpy as np
 import pytest
 import torch
 
-from core.nn import encoding
 from core.codec import SAMPLE_RATE as SR
 from core.codec import SAMPLES_PER_FRAME as FRAME
 from core.codec import num_frames
 from core.model.planner import ModelDims
+from core.nn import encoding
 
 CHUNK = SR  # 1 s encode windows in these tests
 

@@ -13,10 +13,8 @@ import numpy as np
 import pytest
 import torch
 
-from core.nn import decoding
-from core.nn import encoding
-from core.nn import fast_decode
 from core.model.engine import Engine
+from core.nn import decoding, encoding, fast_decode
 from core.settings import Settings
 
 CHUNK_FRAMES = 7  # small chunks: a 3 s clip (38 frames) spans six of them

@@ -5,8 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from core.nn import conv_layout
-from core.nn import kernels
+from core.nn import conv_layout, kernels
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])

@@ -10,9 +10,8 @@ import numpy as np
 import pytest
 import torch
 
-from core.nn import decoding
-from core.nn import ladder
 from core.errors import SettingsError, TokenFileError
+from core.nn import decoding, ladder
 
 
 @pytest.fixture(scope="module")

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 from pathlib import Path
 
 
-def add_parser(sub) -> argparse.ArgumentParser:
+def add_parsers(sub) -> dict:
+    """``doctor``, on ``sub``; returns {name: function}."""
     from core.doctor.run import DEFAULT_HOST, DEFAULT_PORT
 
     p = sub.add_parser("doctor", help="diagnose the setup: GPU, memory, service, ffmpeg, packages, port, folders")
@@ -22,7 +22,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
         help="the UI's request folders [env CODEC_TEMP_DIR, default: <system temp>/codec-workbench]",
     )
     p.add_argument("--no-model", action="store_true", help="skip loading the model (placement, memory, tones skipped)")
-    return p
+    return {"doctor": cmd_doctor}
 
 
 def options_from_args(args, env=os.environ):
@@ -39,9 +39,9 @@ def options_from_args(args, env=os.environ):
 
 
 def cmd_doctor(args) -> int:
+    from core.doctor.run import run_doctor
     from core.model.engine import Engine
     from core.settings import settings_from_args
-    from core.doctor.run import run_doctor
 
     engine = Engine(settings_from_args(args))
     if not args.no_model:

@@ -1,0 +1,167 @@
+"""The codec's commands: ``check``, ``encode``, ``decode``, ``roundtrip``, ``ladder``, ``build-checkpoint``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from core.cli.common import check_outputs, engine_from_args, out_path
+from core.errors import CodecError
+
+
+def add_parsers(sub) -> dict:
+    """The codec's commands, on ``sub``; returns {name: function}."""
+    check = sub.add_parser("check", help="run the three-step readiness check")
+    check.add_argument("--json", action="store_true", help="print the report as JSON")
+    for name, help_text in (
+        ("encode", "audio files -> token files (.npz)"),
+        ("decode", "token files (.npz) -> WAV files"),
+        ("roundtrip", "audio files -> token files + reconstructed WAVs"),
+    ):
+        p = sub.add_parser(name, help=help_text)
+        p.add_argument("files", nargs="+", type=Path)
+        p.add_argument("-o", "--output-dir", type=Path, required=True, help="where to write results")
+    lad = sub.add_parser("ladder", help="audio or token file -> one WAV per codebook depth (first k of 16)")
+    lad.add_argument("file", type=Path, help="an audio file (encoded first) or a .npz token file")
+    lad.add_argument("-o", "--output-dir", type=Path, required=True, help="where to write results")
+    lad.add_argument("--levels", default="1,2,4,8,16", help="codebooks kept per level, 1..16 (default 1,2,4,8,16)")
+    return {
+        "check": cmd_check,
+        "encode": cmd_encode,
+        "decode": cmd_decode,
+        "roundtrip": cmd_roundtrip,
+        "ladder": cmd_ladder,
+    }
+
+
+def add_build_checkpoint_parser(sub) -> dict:
+    """``build-checkpoint`` takes no model settings (it makes one)."""
+    build = sub.add_parser("build-checkpoint", help="write a random-weight checkpoint (tests, benchmarks)")
+    size = build.add_mutually_exclusive_group(required=True)
+    size.add_argument("--tiny", action="store_true", help="small dimensions, built in seconds")
+    size.add_argument("--full", action="store_true", help="the published architecture (682 MB)")
+    build.add_argument("directory", type=Path)
+    build.add_argument("--reference", type=Path, default=None, help="reference config.json for --full")
+    build.add_argument("--seed", type=int, default=0)
+    return {"build-checkpoint": cmd_build_checkpoint}
+
+
+def cmd_check(args) -> int:
+    from core.model.engine import Engine
+    from core.settings import settings_from_args
+
+    engine = Engine(settings_from_args(args))
+    report = engine.warm_up()
+    if args.json:
+        print(json.dumps({"engine": engine.info(), **report.to_dict()}, indent=2))
+    else:
+        print(f"model {engine.settings.model} on {engine.info()['device_label']} ({engine.settings.dtype})")
+        for i, step in enumerate(report.steps, 1):
+            print(f"{i}. {step.title:<18} {step.status.upper():<8} {step.detail} ({step.seconds:.2f} s)")
+        print("READY" if report.ok else "NOT READY")
+    return 0 if report.ok else 1
+
+
+def _save_codes(engine, encoded, source: Path, out_dir: Path) -> Path:
+    from core.tokens import make_token_file, save_tokens
+
+    token_file = make_token_file(encoded.codes, encoded.original_samples, engine.settings.model)
+    return save_tokens(token_file, out_path(out_dir, source, ".npz"))
+
+
+def cmd_encode(args) -> int:
+    from core.audio.files import load_audio
+
+    check_outputs(args.files, args.output_dir, (".npz",))
+    engine = engine_from_args(args)
+    for source in args.files:
+        encoded = engine.encode(load_audio(source, engine.settings.audio_limits()))
+        path = _save_codes(engine, encoded, source, args.output_dir)
+        print(f"{source} -> {path} ({encoded.codes.shape[0]} frames, {encoded.seconds:.2f} s)")
+    return 0
+
+
+def cmd_decode(args) -> int:
+    from core.audio.files import write_wav
+    from core.tokens import load_tokens
+
+    check_outputs(args.files, args.output_dir, (".wav",))
+    engine = engine_from_args(args)
+    for source in args.files:
+        token_file = load_tokens(source)
+        decoded = engine.decode(token_file.codes, original_samples=token_file.original_samples)
+        path = write_wav(out_path(args.output_dir, source, ".wav"), decoded.samples, decoded.sample_rate)
+        print(f"{source} -> {path} ({len(decoded.samples) / decoded.sample_rate:.2f} s audio, {decoded.seconds:.2f} s)")
+    return 0
+
+
+def cmd_roundtrip(args) -> int:
+    from core.audio.files import load_audio, write_wav
+
+    check_outputs(args.files, args.output_dir, (".npz", ".decoded.wav"))
+    engine = engine_from_args(args)
+    for source in args.files:
+        result = engine.roundtrip(load_audio(source, engine.settings.audio_limits()))
+        tokens = _save_codes(engine, result.encoded, source, args.output_dir)
+        wav = write_wav(out_path(args.output_dir, source, ".decoded.wav"), result.decoded.samples)
+        took = result.encoded.seconds + result.decoded.seconds
+        print(f"{source} -> {tokens}, {wav} ({took:.2f} s)")
+    return 0
+
+
+def cmd_ladder(args) -> int:
+    """One WAV per level (``<stem>.k04.wav``: the first 4 codebooks) and ``<stem>.ladder.json`` with
+    the bitrates, and for audio input SI-SDR and log-mel distance against the input."""
+    from tqdm import tqdm
+
+    from core.analysis import metrics as analysis
+    from core.audio.files import load_audio, write_wav
+    from core.codec import check_duration
+    from core.nn import ladder
+    from core.tokens import load_tokens
+
+    levels = ladder.parse_levels(args.levels)
+    suffixes = tuple(f".k{k:02d}.wav" for k in levels) + (".ladder.json",)
+    check_outputs([args.file], args.output_dir, suffixes)
+    engine = engine_from_args(args)
+    audio = None
+    if args.file.suffix.lower() == ".npz":
+        token_file = load_tokens(args.file)
+        codes, original_samples = token_file.codes, token_file.original_samples
+    else:
+        audio = load_audio(args.file, engine.settings.audio_limits()).samples
+        codes, original_samples = engine.encode_array(audio).codes, audio.size
+    check_duration([codes.shape[0]], engine.settings.max_duration_s)  # a token file is another way in
+    rows = []
+    for k in tqdm(levels, desc="ladder levels", unit="level", disable=None):
+        rung = ladder.decode_ladder(engine, codes, original_samples, [k])[0]
+        path = write_wav(out_path(args.output_dir, args.file, f".k{k:02d}.wav"), rung.samples)
+        row = {"codebooks": k, "bitrate_bps": rung.bitrate_bps, "wav": str(path), "decode_s": rung.seconds}
+        if audio is not None:
+            row |= {m.name: m.value for m in analysis.quick_compare(audio, rung.samples)}
+        rows.append(row)
+        print(f"k={k:2d} {rung.bitrate_bps:7.1f} bit/s -> {path}")
+    report = out_path(args.output_dir, args.file, ".ladder.json")
+    with open(report, "x") as f:
+        json.dump({"source": str(args.file), "levels": rows}, f, indent=2)
+    print(f"wrote {report}")
+    return 0
+
+
+def cmd_build_checkpoint(args) -> int:
+    from core.model.checkpoints import (
+        REFERENCE_CONFIG,
+        build_full_checkpoint,
+        build_tiny_checkpoint,
+    )
+
+    if args.directory.exists() and not args.directory.is_dir():
+        raise CodecError(f"{args.directory} is a file, not a directory; choose a new directory.")
+    if args.directory.exists() and any(args.directory.iterdir()):
+        raise CodecError(f"{args.directory} is not empty; choose a new directory.")
+    if args.tiny:
+        path = build_tiny_checkpoint(args.directory, seed=args.seed)
+    else:
+        path = build_full_checkpoint(args.directory, seed=args.seed, reference=args.reference or REFERENCE_CONFIG)
+    print(f"wrote random-weight checkpoint to {path} (not for quality claims)")
+    return 0

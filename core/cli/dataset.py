@@ -1,0 +1,58 @@
+"""``python -m core tokenize INPUT -o OUT``: a dataset -> Parquet shards of codes (docs/scaling.md)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from core.errors import CodecError
+
+
+def add_parsers(sub) -> dict:
+    """``tokenize``, on ``sub``; returns {name: function}."""
+    p = sub.add_parser(
+        "tokenize", help="a dataset (folder, JSONL manifest, Parquet) -> Parquet shards of codes, on Ray"
+    )
+    p.add_argument("input", type=Path, help="folder of audio (recursive), .jsonl manifest or .parquet table")
+    p.add_argument("-o", "--output-dir", type=Path, required=True, help="new folder, or one to resume")
+    p.add_argument("--jsonl", action="store_true", help="also write finetune.jsonl (Qwen3-TTS fine-tuning format)")
+    p.add_argument("--address", default=None, help="Ray cluster to join [env RAY_ADDRESS]; default: a local Ray")
+    p.add_argument("--audio-column", default="audio", help="manifest field / Parquet column with the audio path")
+    p.add_argument("--shard-size", type=int, default=256, help="files per Parquet shard (the unit of resume)")
+    p.add_argument("--actors", type=int, default=None, help="encode actors (default: one per GPU, or 1 on CPU)")
+    p.add_argument("--batch-files", type=int, default=32, help="clips per encode call (bucketed by length)")
+    p.add_argument("--num-cpus", type=int, default=None, help="local Ray: CPUs to use (default: all)")
+    p.add_argument("--object-store-mb", type=int, default=1024, help="local Ray: object store size, MiB")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar (logs only)")
+    return {"tokenize": cmd_tokenize}
+
+
+def cmd_tokenize(args) -> int:
+    from core.dataset.job import tokenize
+    from core.dataset.pipeline import TokenizeOptions
+    from core.dataset.progress import summary_lines
+    from core.settings import settings_from_args
+
+    for name in ("shard_size", "batch_files", "object_store_mb"):
+        if getattr(args, name) < 1:
+            raise CodecError(f"--{name.replace('_', '-')} must be at least 1.")
+    options = TokenizeOptions(
+        shard_size=args.shard_size,
+        address=args.address,
+        num_cpus=args.num_cpus,
+        object_store_mib=args.object_store_mb,
+        actors=args.actors,
+        batch_files=args.batch_files,
+    )
+    manifest = tokenize(
+        args.input,
+        args.output_dir,
+        settings_from_args(args),
+        options,
+        jsonl=args.jsonl,
+        audio_column=args.audio_column,
+        show_progress=not args.no_progress,
+    )
+    for line in summary_lines(manifest):
+        print(line)
+    print(f"-> {args.output_dir}/manifest.json")
+    return 0

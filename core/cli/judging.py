@@ -1,0 +1,35 @@
+"""The judging commands: ``evaluate`` (a folder round-tripped and judged) and ``abx-export``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from core.cli.common import engine_from_args
+
+
+def add_parsers(sub) -> dict:
+    """The judging commands, on ``sub``; returns {name: function}."""
+    evaluate = sub.add_parser("evaluate", help="round-trip every audio file under a folder: metrics.csv + report.html")
+    evaluate.add_argument("directory", type=Path, help="folder of audio files (searched recursively)")
+    evaluate.add_argument("-o", "--output-dir", type=Path, required=True, help="new or empty folder for the results")
+    evaluate.add_argument("--worst", type=int, default=5, help="files in the report's listening queue")
+    export = sub.add_parser("abx-export", help="every stored blind-test answer as one CSV file (for the operator)")
+    export.add_argument("-o", "--output", type=Path, required=True, help="a new CSV file")
+    return {"evaluate": cmd_evaluate, "abx-export": cmd_abx_export}
+
+
+def cmd_evaluate(args) -> int:
+    from core.judging.evaluate import cmd_evaluate as run
+    from core.judging.evaluate import find_audio
+
+    find_audio(args.directory)  # a wrong folder fails before the model loads
+    return run(args, engine_from_args(args))
+
+
+def cmd_abx_export(args) -> int:
+    from core.judging.abx import AbxStore
+    from core.settings import settings_from_args
+
+    path = AbxStore(settings_from_args(args).data_dir).export_csv(args.output)
+    print(f"wrote {path}")
+    return 0
