@@ -74,12 +74,19 @@ def _timing(start: float, encoded=None, decoded=None) -> dict:
     }  # e.g. bf16 chunks redone in fp32
 
 
-def _preflight(engine, operation: str, samples: int, progress: Progress, at: float) -> str:
+def _preflight(engine, operation: str, samples: int, progress: Progress, at: float) -> dict:
     """The engine's memory estimate for the job, shown before it starts (the engine refuses
-    jobs that cannot fit with the same message)."""
-    message = engine.estimate(operation, samples=samples).message
-    progress(at, f"job.estimate.{operation}", message=message)
-    return message
+    jobs that cannot fit). Its figures, for the page to say in its language (webui.views.words)."""
+    estimate = engine.estimate(operation, samples=samples)
+    fields = {
+        "seconds": f"{estimate.seconds:.1f}",
+        "need": f"{estimate.peak_mib / 1024:.2f}",
+        "available": f"{estimate.available_mib / 1024:.2f}",
+        "where_key": "words.gpu" if str(engine.settings.device).startswith("cuda") else "words.ram",
+        "fits_key": "words.fits" if estimate.fits else "words.does_not_fit",
+    }
+    progress(at, f"job.estimate.{operation}", **fields)
+    return fields | {"operation": operation}
 
 
 def _span(progress: Progress, low: float, high: float, key: str) -> Callable[[float], None]:

@@ -39,6 +39,7 @@ class Source:
     path: str  # WAV in a request folder (served by Gradio's file route)
     gain_db: float  # applied in the player so that it matches the original's integrated loudness
     lufs: float | None  # its integrated loudness (None: too short or silent)
+    envelope: dict | None = None  # timeline.waveform_envelope: the player draws the source that plays
 
 
 @dataclass(frozen=True)
@@ -52,7 +53,7 @@ class TimelineOutput:
 class LadderOutput:
     manifest: dict  # the player's sources with the ladder levels added
     rows: list[dict]  # per level: codebooks, bitrate, metrics, gain, files
-    spectrograms: list[tuple[str, str]]  # (PNG path, caption) per level
+    spectrograms: list[tuple[str, str]]  # (PNG path, caption): the original's first, then one per level
     timing: dict  # model_s (encode + decodes), ui_s (everything else), total_s
 
 
@@ -103,7 +104,8 @@ def _source(
     assert not isinstance(measured, str)  # "measure" is the only string accepted
     lufs = measured
     gain = loudness.matching_gain_db(reference_lufs, lufs) if gain_db is None else gain_db
-    return Source(id_, key, label, str(path), round(gain, 2), None if lufs is None else round(lufs, 2))
+    envelope = timeline.waveform_envelope(samples)
+    return Source(id_, key, label, str(path), round(gain, 2), None if lufs is None else round(lufs, 2), envelope)
 
 
 def base_manifest(
@@ -188,7 +190,9 @@ def run_ladder(
     sources = [s for s in (manifest or {}).get("sources", []) if not s["id"].startswith("k")]
     if not sources:
         sources = [asdict(_source("original", "a", "original", audio_path, original, ref_lufs, 0.0, ref_lufs))]
-    rows, pictures = [], []
+    rows: list[dict] = []
+    original_png = analysis.mel_png(ref_mel, folder / f"{stem}_original.png", top - analysis.TOP_DB, top)
+    pictures = [(str(original_png), "original")]  # the page names it in the reader's language
     for index, rung in enumerate(rungs):
         wav = write_wav(folder / f"{stem}_k{rung.codebooks:02d}.wav", rung.samples)
         level = _analyse(rung.samples)
@@ -212,7 +216,7 @@ def run_ladder(
                 "spectrogram": str(png),
             }
         )
-        pictures.append((str(png), f"k = {rung.codebooks} · {rung.bitrate_bps:g} bit/s"))
+        pictures.append((str(png), f"k{rung.codebooks}"))  # a source id: the page words it
     total = time.perf_counter() - start
     manifest = dict(
         manifest

@@ -1,8 +1,8 @@
-"""The listening lab, a section under the round trip: an A/B/R flip player (webui/static/flip_player.js), the
-quality timeline with its worst moments, the codebook ladder and token usage.
+"""The listening lab, a section of the round trip: an A/B/R flip player (webui/static/player_*.js and
+flip_player.js), the quality timeline with its worst moments, the codebook ladder and token usage.
 
-``build(lab, ...)`` builds the section and chains its events after the round trip's own
-(whose outputs it only reads). The player's manifest lives in a ``gr.State`` (not part of the API)
+``build_player`` and ``build_details`` place its parts, ``wire`` chains its events after the round
+trip's own (whose outputs it only reads). The player's manifest lives in a ``gr.State`` (not part of the API)
 and in the player's value; the API names are ``/timeline``, ``/ladder`` and ``/token_usage``.
 """
 
@@ -20,12 +20,28 @@ from webui import i18n
 from webui.common import TabHandlers, need_file, user_errors
 from webui.jobs import lab as lab_jobs
 from webui.queues import LAB_GROUP, MODEL_GROUP
+from webui.views import ladder_view
+from webui.views.player_assets import player_css, player_js
 
 logger = logging.getLogger(__name__)
 
-PLAYER_JS = Path(__file__).resolve().parents[1] / "static" / "flip_player.js"
-PLAYER_CSS = Path(__file__).resolve().parents[1] / "static" / "flip_player.css"
-JS_TEXT_KEYS = ("play", "pause", "loop", "worst", "legend_mel", "legend_snr")  # strings the player shows
+JS_TEXT_KEYS = (  # the player's words (lab.player.*), in the page's language
+    "play",
+    "pause",
+    "loop",
+    "worst",
+    "no_worst",
+    "too_short",
+    "legend_mel",
+    "legend_snr",
+    "zoom_in",
+    "zoom_out",
+    "zoom_all",
+    "sources",
+    "alt_wave",
+    "alt_timeline",
+    "alt_loop",
+)
 
 
 @dataclass
@@ -76,7 +92,8 @@ class LabHandlers(TabHandlers):
         manifest = _with_ui_text(out.manifest, lang)
         logger.info("ladder of %s: model %.2f s, ours %.3f s", audio.name, out.timing["model_s"], out.timing["ui_s"])
         details = {"levels": out.rows, "timing": out.timing}
-        return (manifest, json.dumps(manifest), out.spectrograms, _ladder_markdown(out.rows, lang), details)
+        figures = ladder_view.spectrograms_html(out.spectrograms, manifest["duration_s"], lang)
+        return (manifest, json.dumps(manifest), figures, _ladder_markdown(out.rows, lang), details)
 
     def token_usage(self, token_files, codebook, request: gr.Request | None = None):
         """Codes used, entropy and perplexity per codebook, and one codebook's histogram."""
@@ -112,12 +129,7 @@ def _with_ui_text(manifest: dict, lang: str) -> dict:
     ui["note"] = i18n.text("lab.player.note", lang, lufs="?" if lufs is None else f"{lufs:.1f}")
     sources = []
     for source in manifest["sources"]:
-        if source["id"].startswith("k"):
-            k = int(source["id"][1:])
-            label = i18n.text("lab.source.level", lang, k=k, bitrate=f"{ladder.bitrate_bps(k):g}")
-        else:
-            label = i18n.text(f"lab.source.{source['id']}", lang)
-        sources.append(source | {"label": label})
+        sources.append(source | {"label": ladder_view.source_label(source["id"], source.get("label", ""), lang)})
     return manifest | {"ui": ui, "sources": sources}
 
 
@@ -140,19 +152,38 @@ def _usage_markdown(rows: list[dict], lang: str) -> str:
     return "\n".join(lines)
 
 
-def build(lab: LabHandlers, roundtrip_done, original: gr.Audio, reconstruction: gr.Audio, downloads: gr.File) -> None:
-    """The lab section, its events chained after ``roundtrip_done`` (the /roundtrip event)."""
-    state = gr.State(None)  # the player's manifest: sources, gains, timeline
-    gr.Markdown(i18n.label("lab.heading"), elem_id="lab-heading")
+@dataclass
+class LabParts:
+    """The lab's components, placed in two parts of the round trip's page: the player and its
+    ladder controls in the flow (``build_player``), the ladder's and token usage's figures in the
+    folded details (``build_details``)."""
+
+    state: gr.State  # the player's manifest: sources, gains, timeline
+    player: gr.HTML
+    timeline_json: gr.JSON
+    levels: gr.CheckboxGroup
+    run_ladder: gr.Button
+    ladder_table: gr.Markdown | None = None
+    ladder_figures: gr.HTML | None = None
+    ladder_json: gr.JSON | None = None
+    usage: list | None = None  # table, figure, JSON
+    usage_file: gr.File | None = None
+    codebook: gr.Slider | None = None
+
+
+def build_player() -> LabParts:
+    """The flip player and the ladder's controls (call in the round trip's result column)."""
+    state = gr.State(None)
     player = gr.HTML(
         "",
         html_template='<div class="cw-lab-root"></div>',
-        css_template=PLAYER_CSS.read_text(encoding="utf-8"),
-        js_on_load=PLAYER_JS.read_text(encoding="utf-8"),
+        css_template=player_css(),
+        js_on_load=player_js("flip_player.js"),
         elem_id="lab-player",
     )
+    gr.Markdown(i18n.label("lab.heading"), elem_id="lab-heading", elem_classes="cw-hint")
     timeline_json = gr.JSON(visible=False)
-    with gr.Accordion(i18n.label("lab.ladder.heading"), open=True):
+    with gr.Accordion(i18n.label("lab.ladder.heading"), open=False, elem_id="lab-ladder"):
         with gr.Row():
             levels = gr.CheckboxGroup(
                 [str(k) for k in range(1, ladder.NUM_CODEBOOKS + 1)],
@@ -162,19 +193,20 @@ def build(lab: LabHandlers, roundtrip_done, original: gr.Audio, reconstruction: 
                 scale=4,
             )
             run_ladder = gr.Button(i18n.label("lab.ladder.run"), elem_id="lab-ladder-run", scale=1)
-        ladder_table = gr.Markdown(elem_id="lab-ladder-table")
-        ladder_gallery = gr.Gallery(
-            label=i18n.label("lab.ladder.spectrograms"),
-            columns=1,
-            height="auto",
-            object_fit="contain",
-            elem_id="lab-ladder-gallery",
-        )
-        ladder_json = gr.JSON(visible=False)
-    with gr.Accordion(i18n.label("lab.usage.heading"), open=False):
+    return LabParts(state, player, timeline_json, levels, run_ladder)
+
+
+def build_details(parts: LabParts) -> None:
+    """The ladder's table and spectrograms, and the token usage (call in the folded details)."""
+    parts.ladder_table = gr.Markdown(elem_id="lab-ladder-table")
+    parts.ladder_figures = gr.HTML(elem_id="lab-ladder-gallery")
+    parts.ladder_json = gr.JSON(visible=False)
+    with gr.Accordion(i18n.label("lab.usage.heading"), open=False, elem_id="lab-usage"):
         with gr.Row():
-            usage_file = gr.File(label=i18n.label("lab.usage.upload"), file_types=[".npz"], elem_id="lab-usage-file")
-            codebook = gr.Slider(
+            parts.usage_file = gr.File(
+                label=i18n.label("lab.usage.upload"), file_types=[".npz"], elem_id="lab-usage-file"
+            )
+            parts.codebook = gr.Slider(
                 1,
                 ladder.NUM_CODEBOOKS,
                 value=1,
@@ -186,39 +218,45 @@ def build(lab: LabHandlers, roundtrip_done, original: gr.Audio, reconstruction: 
         usage_png = gr.Image(
             type="filepath", interactive=False, label=i18n.label("lab.usage.figure"), elem_id="lab-usage-figure"
         )
-        usage_json = gr.JSON(visible=False)
+        parts.usage = [usage_table, usage_png, gr.JSON(visible=False)]
 
-    roundtrip_done.success(
+
+def wire(lab: LabHandlers, parts: LabParts, roundtrip_done, original, reconstruction, downloads):
+    """The lab's events, chained after ``roundtrip_done`` (the /roundtrip event); returns the
+    /timeline event (the blind test's choices follow it)."""
+    assert parts.usage is not None and parts.usage_file is not None and parts.codebook is not None
+    assert parts.ladder_figures is not None and parts.ladder_table is not None and parts.ladder_json is not None
+    timeline_done = roundtrip_done.success(
         lab.timeline,
         inputs=[original, reconstruction],
-        outputs=[state, player, timeline_json],
+        outputs=[parts.state, parts.player, parts.timeline_json],
         api_name="timeline",
         **LAB_GROUP,
     )
-    usage_outputs = [usage_table, usage_png, usage_json]
     roundtrip_done.success(
-        lab.token_usage, inputs=[downloads, codebook], outputs=usage_outputs, api_name="token_usage", **LAB_GROUP
+        lab.token_usage, inputs=[downloads, parts.codebook], outputs=parts.usage, api_name="token_usage", **LAB_GROUP
     )
-    usage_file.upload(
+    parts.usage_file.upload(
         lab.token_usage,
-        inputs=[usage_file, codebook],
-        outputs=usage_outputs,
+        inputs=[parts.usage_file, parts.codebook],
+        outputs=parts.usage,
         api_name="token_usage_upload",
         api_visibility="private",
         **LAB_GROUP,
     )
-    codebook.release(
+    parts.codebook.release(
         lab.token_usage_of_either,
-        inputs=[usage_file, downloads, codebook],
-        outputs=usage_outputs,
+        inputs=[parts.usage_file, downloads, parts.codebook],
+        outputs=parts.usage,
         api_name="token_usage_codebook",
         api_visibility="private",
         **LAB_GROUP,
     )
-    run_ladder.click(
+    parts.run_ladder.click(
         lab.ladder,
-        inputs=[original, downloads, levels, state],
-        outputs=[state, player, ladder_gallery, ladder_table, ladder_json],
+        inputs=[original, downloads, parts.levels, parts.state],
+        outputs=[parts.state, parts.player, parts.ladder_figures, parts.ladder_table, parts.ladder_json],
         api_name="ladder",
         **MODEL_GROUP,
     )
+    return timeline_done
