@@ -38,12 +38,11 @@ sys.path.insert(0, str(ROOT))
 from core.model.engine import Engine  # noqa: E402
 from core.nn import decoding  # noqa: E402
 from core.settings import Settings  # noqa: E402
+from core.units import MIB  # noqa: E402
 
 SR = 24_000  # Hz
 FRAME = 1920  # samples per code frame
 SEAM_WINDOW_FRAMES = 25  # frames after each seam over which seam error is measured (2 s)
-GIB = 1 << 30  # bytes in a GiB
-MIB = 1 << 20  # bytes in a MiB
 
 log = logging.getLogger("bench")
 

@@ -35,6 +35,7 @@ from core.dataset.inputs import read_inputs  # noqa: E402
 from core.dataset.pipeline import TokenizeOptions, job_record, run  # noqa: E402
 from core.model.engine import Engine  # noqa: E402
 from core.settings import Settings  # noqa: E402
+from core.units import MIB  # noqa: E402
 
 SR = 24_000  # Hz, the codec's rate
 FILE_SR = 16_000  # Hz, the bench files' rate: both paths resample, as with most speech datasets
@@ -84,7 +85,7 @@ def official_loop(checkpoint: str, manifest: Path, device: str) -> dict:
             row["audio_codes"] = code.cpu().tolist()
             frames += len(row["audio_codes"])
     wall = time.perf_counter() - start
-    peak = torch.cuda.max_memory_allocated() / 2**20 if device.startswith("cuda") else None
+    peak = torch.cuda.max_memory_allocated() / MIB if device.startswith("cuda") else None
     return {"wall_s": wall, "peak_mib": peak, "frames": frames, "files": len(rows), "tok": tok}
 
 

@@ -48,7 +48,7 @@ logger = logging.getLogger("bench.ui_overhead")
 
 BUDGET_S = 0.5  # seconds of UI work allowed per 30 s round trip
 CLIP_S = 30.0  # seconds of audio
-SOURCE = ROOT / "assets" / "speech_male_24k.wav"  # real (synthetic) speech, 24 kHz mono
+SOURCE = ROOT / "webui" / "assets" / "speech_male_24k.wav"  # real (synthetic) speech, 24 kHz mono
 CASES = {"44.1 kHz stereo 16-bit WAV": (44_100, 2), "24 kHz mono 16-bit WAV": (24_000, 1)}
 
 

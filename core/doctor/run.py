@@ -6,7 +6,6 @@ engine it serves with, and its own temp folder and port)."""
 from __future__ import annotations
 
 import logging
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,14 +13,12 @@ from pathlib import Path
 from core.doctor import gather, gpu, host, tones
 from core.doctor.findings import Finding, Report
 from core.errors import CodecError
+from core.settings import DEFAULT_HOST, DEFAULT_PORT, default_temp_root
 from core.versions import installed_versions
 
 logger = logging.getLogger(__name__)
 
 REPO = Path(__file__).resolve().parents[2]  # requirements.txt, supervisord.conf and logs/ live here
-DEFAULT_HOST = "127.0.0.1"  # as webui.server.DEFAULT_HOST (core cannot import webui; a test keeps them equal)
-DEFAULT_PORT = 7860  # as webui.server.DEFAULT_PORT
-TEMP_FOLDER = "codec-workbench"  # request folders go to <system temp>/TEMP_FOLDER (webui.app.default_temp_root)
 JOB_LENGTHS_S = (("30 s", 30.0), ("10 min", 600.0), ("30 min", 1800.0))  # (label, seconds) for the memory check
 
 
@@ -32,9 +29,9 @@ def data_dir_of(settings) -> Path:
 
 @dataclass(frozen=True)
 class DoctorOptions:
-    host: str = DEFAULT_HOST  # where the UI listens (CODEC_HOST)
-    port: int = DEFAULT_PORT  # its port (CODEC_PORT)
-    temp_dir: Path = field(default_factory=lambda: Path(tempfile.gettempdir()) / TEMP_FOLDER)  # request folders
+    host: str = DEFAULT_HOST  # where the UI listens (core.settings.ServiceOptions, as the web UI reads it)
+    port: int = DEFAULT_PORT  # its port
+    temp_dir: Path = field(default_factory=default_temp_root)  # its request folders
     data_dir: Path | None = None  # stored results; None: the engine's settings (data_dir_of)
     repo: Path = REPO  # requirements.txt, supervisord.conf, logs/
     temp_need_mib: float = 1024.0  # free space the temp folder needs: uploads and outputs of a few jobs

@@ -17,7 +17,7 @@ from core.model.engine import Engine
 from core.settings import Settings
 from core.tokens import load_tokens
 from tests.webui.tab_handlers import Tabs
-from webui.app import ASSETS
+from webui.options import ASSETS
 from webui.serving.workspace import Workspace
 
 METRICS_OUTPUTS = ("metrics", "metrics_details")

@@ -19,7 +19,8 @@ from gradio_client import Client, handle_file
 from gradio_client.exceptions import AppError
 
 from core.tokens import load_tokens
-from webui.app import UiOptions, build_app
+from webui.app import build_app
+from webui.options import UiOptions
 from webui.server import ServerOptions, launch
 
 REPO = Path(__file__).resolve().parents[2]

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import gradio as gr
 
+from core.units import MIB
 from webui import i18n
 from webui.common import TabHandlers, need_file, user_errors
 from webui.i18n import label
@@ -21,7 +22,7 @@ from webui.tabs.inputs import audio_input, examples
 from webui.views import formatting as fmt
 
 if TYPE_CHECKING:
-    from webui.app import UiOptions
+    from webui.options import UiOptions
 
 logger = logging.getLogger(__name__)
 
@@ -193,9 +194,7 @@ def build(handlers: RoundTripHandlers, options: UiOptions) -> None:
 
 def _url_row(handlers: RoundTripHandlers, audio_in: gr.Audio, policy: url_input.UrlPolicy) -> None:
     with gr.Row(equal_height=True):
-        url = gr.Textbox(
-            label=label("url.label", mib=f"{policy.max_bytes / url_input.MIB:g}"), scale=4, elem_id="url-input"
-        )
+        url = gr.Textbox(label=label("url.label", mib=f"{policy.max_bytes / MIB:g}"), scale=4, elem_id="url-input")
         fetch = gr.Button(label("url.fetch"), scale=1, elem_id="url-fetch")
     fetch.click(
         handlers.fetch_url,
