@@ -10,4 +10,4 @@ file; ``audio_readers``, ``audio_blocks``), ``tokens`` (the token file format), 
 Importing this package does no work; the UI lives in ``webui`` and is never imported here.
 """
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"

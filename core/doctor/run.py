@@ -18,7 +18,8 @@ from core.versions import installed_versions
 
 logger = logging.getLogger(__name__)
 
-REPO = Path(__file__).resolve().parents[2]  # requirements.txt, supervisord.conf and logs/ live here
+REPO = Path(__file__).resolve().parents[2]  # requirements*.txt, supervisord.conf and logs/ live here
+APP_REQUIREMENTS = ("requirements.txt", "requirements-judging.txt")  # what make run installs: the app, its verdict
 JOB_LENGTHS_S = (("30 s", 30.0), ("10 min", 600.0), ("30 min", 1800.0))  # (label, seconds) for the memory check
 
 
@@ -62,7 +63,7 @@ def run_doctor(engine, options: DoctorOptions = DoctorOptions()) -> Report:
             gather.log_tail(options.repo / "logs" / f"{host.PROGRAM}.log"),
         ),
         host.check_ffmpeg(*gather.ffmpeg()),
-        _packages(options.repo / "requirements.txt"),
+        _packages([options.repo / name for name in APP_REQUIREMENTS]),
         host.check_port(options.host, options.port, *gather.port(options.host, options.port)),
         host.check_folder(
             "temp_dir",
@@ -120,6 +121,7 @@ def _tones(engine):
     return tones.check_tones(lambda x: engine.encode_array(x).codes, lambda codes: engine.decode(codes).samples)
 
 
-def _packages(requirements: Path):
-    pins = host.parse_pins(requirements.read_text(encoding="utf-8")) if requirements.is_file() else {}
+def _packages(requirements: list[Path]):
+    text = "\n".join(path.read_text(encoding="utf-8") for path in requirements if path.is_file())
+    pins = host.parse_pins(text)
     return host.check_packages(pins, installed_versions(pins))

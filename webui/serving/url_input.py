@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urljoin, urlsplit
 
+from core import __version__
 from core.errors import AudioInputError
 from core.names import safe_name
 from core.units import MIB
@@ -43,7 +44,7 @@ DEFAULT_TIMEOUT_S = 20.0  # seconds for the whole download
 MAX_REDIRECTS = 3  # redirects followed, each re-checked
 CHUNK_BYTES = 1 << 16  # bytes read at a time
 URL_NAME_CHARS = 80  # longest local file name taken from a URL
-USER_AGENT = "codec-workbench/0.1 (audio fetch)"  # i18n-exempt: sent to servers, never shown
+USER_AGENT = f"codec-workbench/{__version__} (audio fetch)"  # i18n-exempt: sent to servers, never shown
 _BROADCAST = ipaddress.IPv4Address("255.255.255.255")  # limited broadcast
 _THIS_NETWORK = ipaddress.IPv4Network("0.0.0.0/8")  # RFC 1122 "this network"
 
