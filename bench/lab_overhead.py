@@ -84,6 +84,7 @@ def time_lab(lab: LabHandlers, original: str, reconstruction: str, downloads: li
 def official_decode_s(engine: Engine, token_file: str) -> float:
     codes = tokens.load_tokens(token_file).codes.astype(np.int64)
     tok = engine._tokenizer  # the official wrapper around the very same model object
+    assert tok is not None, "the engine is loaded before the official decode is timed"
     start = time.perf_counter()
     tok.decode({"audio_codes": torch.from_numpy(codes)})
     return time.perf_counter() - start

@@ -27,6 +27,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import soundfile as sf
@@ -141,7 +142,7 @@ def run(model: str | None, device: str, repeats: int, work: Path) -> dict:
         DecodeHandlers(engine, workspace),
     )
     load_before = os.getloadavg()
-    results = {"cases": {}}
+    results: dict[str, Any] = {"cases": {}}
     for name, (rate, channels) in CASES.items():
         clip = make_clip(work, rate, channels)
         time_roundtrip(trip, clip)  # warm-up: imports, font cache, PESQ tables

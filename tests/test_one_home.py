@@ -145,31 +145,31 @@ def definition_problems(tree: ast.Module, where: str) -> list[str]:
     """Second definitions, MIB spelled out, the bitrate formula, safe-name classes, hand-built limits,
     and fact names taken from a module that is not their home."""
     problems = []
-    for node in tree.body:  # module-level definitions of a fact's name
+    for stmt in tree.body:  # module-level definitions of a fact's name
         names: list[str] = []
-        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
-            names = [node.name]
-        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        if isinstance(stmt, (ast.FunctionDef, ast.ClassDef)):
+            names = [stmt.name]
+        elif isinstance(stmt, (ast.Assign, ast.AnnAssign)):
+            targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
             names = [t.id for t in targets if isinstance(t, ast.Name)]
         for name in names:
             if HOMES.get(name, where) != where:
-                problems.append(f"{where}:{node.lineno}: defines {name} (its home is {HOMES[name]})")
+                problems.append(f"{where}:{stmt.lineno}: defines {name} (its home is {HOMES[name]})")
     modules: dict[str, str] = {}  # local name -> module it stands for
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            for alias in node.names:
+    for imp in ast.walk(tree):
+        if isinstance(imp, ast.Import):
+            for alias in imp.names:
                 if alias.asname:
                     modules[alias.asname] = alias.name
                 else:  # ``import a.b`` binds ``a``
                     modules[alias.name.split(".")[0]] = alias.name.split(".")[0]
-        elif isinstance(node, ast.ImportFrom) and node.module:
-            for alias in node.names:
-                modules[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+        elif isinstance(imp, ast.ImportFrom) and imp.module:
+            for alias in imp.names:
+                modules[alias.asname or alias.name] = f"{imp.module}.{alias.name}"
                 home = HOME_MODULES.get(alias.name)
-                if home and node.module != home:
+                if home and imp.module != home:
                     problems.append(
-                        f"{where}:{node.lineno}: imports {alias.name} from {node.module} (its home is {home})"
+                        f"{where}:{imp.lineno}: imports {alias.name} from {imp.module} (its home is {home})"
                     )
     for node in ast.walk(tree):
         line = f"{where}:{getattr(node, 'lineno', 0)}"

@@ -252,4 +252,4 @@ class AbxStore:
     @staticmethod
     def _rows(conn: sqlite3.Connection, where: str, args: tuple) -> list[dict]:
         cursor = conn.execute(f"SELECT {', '.join(CSV_FIELDS)} FROM trials {where} ORDER BY answered_at, trial", args)
-        return [dict(zip(CSV_FIELDS, row)) for row in cursor]
+        return [dict(zip(CSV_FIELDS, row, strict=True)) for row in cursor]

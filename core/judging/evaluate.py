@@ -181,7 +181,7 @@ def _histogram_png(rows: list[dict], path: Path) -> Path:
 
     fig = Figure(figsize=(10, 2.6), dpi=analysis.FIG_DPI)
     axes = fig.subplots(1, len(PLOTTED))
-    for ax, column in zip(axes, PLOTTED):
+    for ax, column in zip(axes, PLOTTED, strict=True):
         values = [r[column] for r in rows if isinstance(r.get(column), (int, float))]
         ax.hist(values, bins=min(20, max(len(values), 1)), color="#4a7fb5")
         ax.set_title(column, fontsize=10)

@@ -30,7 +30,7 @@ def _digest(path: Path) -> str:
 def _roundtrip(tabs, path) -> dict:
     """The Round trip button: /roundtrip, then its /metrics follow-up on the two players."""
     out = tabs.roundtrip.roundtrip(str(path))._asdict()  # the outputs' names: webui.handlers.RoundTripView
-    out.update(zip(METRICS_OUTPUTS, tabs.roundtrip.metrics(out["original"], out["reconstruction"])))
+    out.update(zip(METRICS_OUTPUTS, tabs.roundtrip.metrics(out["original"], out["reconstruction"]), strict=True))
     return out
 
 
