@@ -11,8 +11,15 @@ import pytest
 SAMPLE_RATE = 24_000  # Hz
 
 
+SERVICE_TESTS = Path(__file__).resolve().parent / "service"
+
+
 def pytest_collection_modifyitems(config, items):
-    """GPU tests run only where CUDA exists (the device machine), never in CI."""
+    """Tests under tests/service are marked ``service`` (make test-fast leaves them out); GPU tests
+    run only where CUDA exists (the device machine), never in CI."""
+    for item in items:
+        if SERVICE_TESTS in Path(item.fspath).parents:
+            item.add_marker(pytest.mark.service)
     try:
         import torch
 

@@ -8,21 +8,17 @@ Encode, Decode, System. Which events share a queue: ``webui.queues``.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
-from pathlib import Path
 
 import gradio as gr
 
 from webui.i18n import label
-from webui.serving import storage, url_input
-from webui.serving.workspace import DEFAULT_MAX_AGE_S, Workspace
+from webui.options import UiOptions
+from webui.serving.workspace import Workspace
 from webui.tabs import abx, decode, encode, evaluate, roundtrip, status_bar, system
 
 logger = logging.getLogger(__name__)
 
-ASSETS = Path(__file__).resolve().parent.parent / "assets"  # example clips
 GRADIO_CACHE_CLEANUP = (3600, 3600)  # (every, older than) seconds: Gradio's own upload/output cache
-STATS_EVERY_S = 2.0  # seconds between system stats refreshes
 TITLE = "Codec Workbench"  # i18n-exempt: the product's name, in the browser tab (not a component prop)
 CSS = """
 .cw-status {border: 1px solid var(--border-color-primary); border-radius: 8px; padding: 8px 12px;}
@@ -44,19 +40,6 @@ CSS = """
 .cw-doctor td {vertical-align: top; padding: 4px 6px;}
 .cw-step-warn .cw-icon, .cw-step-warn .cw-word {color: #d9a400; font-weight: 700;}
 """
-
-
-def default_temp_root() -> Path:
-    return storage.default_root()
-
-
-@dataclass(frozen=True)
-class UiOptions:
-    temp_root: Path = field(default_factory=default_temp_root)  # where request folders go
-    max_age_s: float = DEFAULT_MAX_AGE_S  # request folders older than this are deleted
-    url_policy: url_input.UrlPolicy | None = None  # None: audio from a URL is off
-    examples: tuple[Path, ...] = field(default_factory=lambda: tuple(sorted(ASSETS.glob("*.wav"))))
-    stats_every_s: float = STATS_EVERY_S
 
 
 def build_app(engine, options: UiOptions | None = None) -> gr.Blocks:

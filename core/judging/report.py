@@ -198,7 +198,7 @@ def build_roundtrip_report(
     timings: dict,
     limits,
 ) -> tuple[Path, Path]:
-    """Draw the pictures from the files (read within ``limits``, a core.audio.files.AudioLimits), then
+    """Draw the pictures from the files (read within ``limits``, a core.settings.AudioLimits), then
     write the zip and the HTML (see write_roundtrip_report)."""
     from core.analysis import metrics as analysis
     from core.analysis import token_usage

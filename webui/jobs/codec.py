@@ -16,9 +16,10 @@ from pathlib import Path
 from core import tokens
 from core.analysis import metrics as analysis
 from core.analysis import token_usage
-from core.audio.files import AudioLimits, load_audio, write_wav
+from core.audio.files import load_audio, write_wav
 from core.codec import SAMPLES_PER_FRAME
 from core.model.engine import ROUNDTRIP_ENCODE_SHARE
+from core.settings import AudioLimits
 from webui.jobs.common import Progress, quiet, stem_of
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import gradio as gr
 
+from core.codec import NUM_CODEBOOKS, bitrate_bps
 from core.nn import ladder
 from webui import i18n
 from webui.common import TabHandlers, need_file, user_errors
@@ -114,7 +115,7 @@ def _with_ui_text(manifest: dict, lang: str) -> dict:
     for source in manifest["sources"]:
         if source["id"].startswith("k"):
             k = int(source["id"][1:])
-            label = i18n.text("lab.source.level", lang, k=k, bitrate=f"{ladder.bitrate_bps(k):g}")
+            label = i18n.text("lab.source.level", lang, k=k, bitrate=f"{bitrate_bps(k):g}")
         else:
             label = i18n.text(f"lab.source.{source['id']}", lang)
         sources.append(source | {"label": label})
@@ -155,7 +156,7 @@ def build(lab: LabHandlers, roundtrip_done, original: gr.Audio, reconstruction: 
     with gr.Accordion(i18n.label("lab.ladder.heading"), open=True):
         with gr.Row():
             levels = gr.CheckboxGroup(
-                [str(k) for k in range(1, ladder.NUM_CODEBOOKS + 1)],
+                [str(k) for k in range(1, NUM_CODEBOOKS + 1)],
                 value=[str(k) for k in ladder.DEFAULT_LEVELS],
                 label=i18n.label("lab.ladder.levels"),
                 elem_id="lab-levels",
@@ -176,7 +177,7 @@ def build(lab: LabHandlers, roundtrip_done, original: gr.Audio, reconstruction: 
             usage_file = gr.File(label=i18n.label("lab.usage.upload"), file_types=[".npz"], elem_id="lab-usage-file")
             codebook = gr.Slider(
                 1,
-                ladder.NUM_CODEBOOKS,
+                NUM_CODEBOOKS,
                 value=1,
                 step=1,
                 label=i18n.label("lab.usage.codebook"),

@@ -11,6 +11,7 @@ from typing import Any, NamedTuple
 
 import gradio as gr
 
+from core.units import MIB
 from webui import i18n
 from webui.common import TabHandlers, need_file, user_errors
 from webui.i18n import label
@@ -191,9 +192,7 @@ def build(handlers: RoundTripHandlers, example_paths: tuple[Path, ...]) -> None:
 
 def _url_row(handlers: RoundTripHandlers, audio_in: gr.Audio, policy: url_input.UrlPolicy) -> None:
     with gr.Row(equal_height=True):
-        url = gr.Textbox(
-            label=label("url.label", mib=f"{policy.max_bytes / url_input.MIB:g}"), scale=4, elem_id="url-input"
-        )
+        url = gr.Textbox(label=label("url.label", mib=f"{policy.max_bytes / MIB:g}"), scale=4, elem_id="url-input")
         fetch = gr.Button(label("url.fetch"), scale=1, elem_id="url-fetch")
     fetch.click(
         handlers.fetch_url,
