@@ -228,7 +228,7 @@ def default_max_duration_s() -> float:
     """The duration limit when a reader names none: the default of ``Settings.max_duration_s``."""
     from core.settings import Settings
 
-    return float(Settings.__dataclass_fields__["max_duration_s"].default)
+    return float(Settings.__dataclass_fields__["max_duration_s"].default)  # type: ignore[arg-type]
 
 
 def _bad(path: Path, problem: str, advice: str = "") -> TokenFileError:
