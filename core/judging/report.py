@@ -207,7 +207,7 @@ def build_roundtrip_report(
     folder = Path(folder)
     original = load_audio(original_wav, limits).samples
     reconstruction = load_audio(reconstruction_wav, limits).samples
-    codes = tokens.load_tokens(token_file).codes
+    codes = tokens.load_tokens(token_file, max_duration_s=limits.max_duration_s).codes
     pngs = {
         "Log-mel spectrograms: original, reconstruction, difference": analysis.figure_to_png(
             analysis.spectrogram_figure(original, reconstruction), folder / f"{stem}_spectrograms.png"

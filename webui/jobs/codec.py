@@ -181,7 +181,7 @@ def encode(engine, source: Path, folder: Path, limits: AudioLimits, progress: Pr
 def decode(engine, source: Path, folder: Path, progress: Progress = quiet) -> DecodeOutput:
     start = time.perf_counter()
     progress(0.05, "job.reading_tokens")
-    token_file = tokens.load_tokens(source)
+    token_file = tokens.load_tokens(source, max_duration_s=engine.settings.max_duration_s)
     estimate = _preflight(engine, "decode", token_file.frames * SAMPLES_PER_FRAME, progress, 0.15)
     progress(0.2, "job.decoding")
     decoded = engine.decode(

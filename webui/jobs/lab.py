@@ -151,7 +151,7 @@ def _codes_for(engine, audio: np.ndarray, token_path: Path | None):
     if token_path is None:
         encoded = engine.encode_array(audio)
         return encoded.codes, encoded.seconds
-    token_file = tokens.load_tokens(token_path)
+    token_file = tokens.load_tokens(token_path, max_duration_s=engine.settings.max_duration_s)
     ladder.check_same_clip(token_path.name, token_file.original_samples, audio.size)
     return token_file.codes, 0.0
 
@@ -228,10 +228,11 @@ def run_ladder(
     return LadderOutput(manifest, rows, pictures, {"model_s": model_s, "ui_s": total - model_s, "total_s": total})
 
 
-def usage_of(token_path: Path, codebook, folder: Path) -> tuple[list[dict], Path]:
-    """Token usage of a token file: per-codebook rows and the figure for ``codebook``."""
+def usage_of(token_path: Path, codebook, folder: Path, max_duration_s: float | None = None) -> tuple[list[dict], Path]:
+    """Token usage of a token file (refused from its header when longer than ``max_duration_s``):
+    per-codebook rows and the figure for ``codebook``."""
     codebook = token_usage.check_codebook(codebook)
-    token_file = tokens.load_tokens(token_path)
+    token_file = tokens.load_tokens(token_path, max_duration_s=max_duration_s)
     rows = [asdict(r) for r in token_usage.usage(token_file.codes)]
     stem = stem_of(token_path).removesuffix("_tokens")
     png = analysis.figure_to_png(

@@ -86,7 +86,9 @@ class LabHandlers(TabHandlers):
         if token_path is None:
             raise gr.Error(i18n.text("lab.error.no_tokens", lang), print_exception=False)
         with user_errors("action.lab_usage", lang):
-            rows, png = lab_jobs.usage_of(token_path, codebook, self.workspace.new_dir("usage"))
+            rows, png = lab_jobs.usage_of(
+                token_path, codebook, self.workspace.new_dir("usage"), self.limits.max_duration_s
+            )
         return _usage_markdown(rows, lang), str(png), {"codebooks": rows}
 
     def token_usage_of_either(self, uploaded, round_trip_files, codebook, request: gr.Request | None = None):
