@@ -9,38 +9,22 @@ tab list's keys: ``webui/static/page.css`` and ``page.js``. Which events share a
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import gradio as gr
 
 from webui.i18n import label
-from webui.serving import storage, url_input
-from webui.serving.workspace import DEFAULT_MAX_AGE_S, Workspace
+from webui.options import UiOptions
+from webui.serving.workspace import Workspace
 from webui.tabs import abx_page, decode, encode, evaluate, roundtrip, status_bar, system
 
 logger = logging.getLogger(__name__)
 
-ASSETS = Path(__file__).resolve().parent.parent / "assets"  # example clips
 GRADIO_CACHE_CLEANUP = (3600, 3600)  # (every, older than) seconds: Gradio's own upload/output cache
-STATS_EVERY_S = 2.0  # seconds between system stats refreshes
 TITLE = "Codec Workbench"  # i18n-exempt: the product's name, in the browser tab (not a component prop)
 STATIC = Path(__file__).resolve().parent / "static"
 CSS = (STATIC / "page.css").read_text(encoding="utf-8")  # the page's styles (server.py hands them to launch)
 PAGE_JS = (STATIC / "page.js").read_text(encoding="utf-8")  # the tab list's keyboard, run once on load
-
-
-def default_temp_root() -> Path:
-    return storage.default_root()
-
-
-@dataclass(frozen=True)
-class UiOptions:
-    temp_root: Path = field(default_factory=default_temp_root)  # where request folders go
-    max_age_s: float = DEFAULT_MAX_AGE_S  # request folders older than this are deleted
-    url_policy: url_input.UrlPolicy | None = None  # None: audio from a URL is off
-    examples: tuple[Path, ...] = field(default_factory=lambda: tuple(sorted(ASSETS.glob("*.wav"))))
-    stats_every_s: float = STATS_EVERY_S
 
 
 def build_app(engine, options: UiOptions | None = None) -> gr.Blocks:
@@ -52,7 +36,9 @@ def build_app(engine, options: UiOptions | None = None) -> gr.Blocks:
         status_bar.build(demo, status_bar.StatusHandlers(engine, workspace))
         with gr.Tabs() as tabs:
             with gr.Tab(label("tab.roundtrip"), id="roundtrip"):
-                result = roundtrip.build(roundtrip.RoundTripHandlers(engine, workspace, options.url_policy), options)
+                result = roundtrip.build(
+                    roundtrip.RoundTripHandlers(engine, workspace, options.url_policy), options.examples
+                )
             with gr.Tab(label("abx.tab"), id="abx"):
                 blind = abx_page.build(abx_page.AbxPageHandlers(engine, workspace))
             with gr.Tab(label("evaluate.tab"), id="evaluate"):

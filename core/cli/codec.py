@@ -88,7 +88,7 @@ def cmd_decode(args) -> int:
     check_outputs(args.files, args.output_dir, (".wav",))
     engine = engine_from_args(args)
     for source in args.files:
-        token_file = load_tokens(source)
+        token_file = load_tokens(source, max_duration_s=engine.settings.max_duration_s)
         decoded = engine.decode(token_file.codes, original_samples=token_file.original_samples)
         path = write_wav(out_path(args.output_dir, source, ".wav"), decoded.samples, decoded.sample_rate)
         print(f"{source} -> {path} ({len(decoded.samples) / decoded.sample_rate:.2f} s audio, {decoded.seconds:.2f} s)")
@@ -126,7 +126,7 @@ def cmd_ladder(args) -> int:
     engine = engine_from_args(args)
     audio = None
     if args.file.suffix.lower() == ".npz":
-        token_file = load_tokens(args.file)
+        token_file = load_tokens(args.file, max_duration_s=engine.settings.max_duration_s)
         codes, original_samples = token_file.codes, token_file.original_samples
     else:
         audio = load_audio(args.file, engine.settings.audio_limits()).samples

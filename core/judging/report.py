@@ -222,7 +222,7 @@ def build_roundtrip_report(
     limits,
     render: Callable[..., str] = english_page,
 ) -> tuple[Path, Path]:
-    """Draw the pictures from the files (read within ``limits``, a core.audio.files.AudioLimits), then
+    """Draw the pictures from the files (read within ``limits``, a core.settings.AudioLimits), then
     write the zip and the HTML (see write_roundtrip_report; ``render`` makes the page)."""
     from core.analysis import metrics as analysis
     from core.analysis import token_usage
@@ -231,7 +231,7 @@ def build_roundtrip_report(
     folder = Path(folder)
     original = load_audio(original_wav, limits).samples
     reconstruction = load_audio(reconstruction_wav, limits).samples
-    codes = tokens.load_tokens(token_file).codes
+    codes = tokens.load_tokens(token_file, max_duration_s=limits.max_duration_s).codes
     pngs = {
         "spectrograms": analysis.figure_to_png(
             analysis.spectrogram_figure(original, reconstruction), folder / f"{stem}_spectrograms.png"

@@ -235,7 +235,7 @@ class Engine:
             lambda plan: model_calls.encode_batch_tensors(self.model, self._dims, arrays, plan),
         )
         share = seconds / max(len(arrays), 1)
-        return [EncodeResult(c, a.size, share, peak) for c, a in zip(codes_list, arrays)]
+        return [EncodeResult(c, a.size, share, peak) for c, a in zip(codes_list, arrays, strict=True)]
 
     def decode_batch(self, codes_list) -> list[DecodeResult]:
         checked = [check_codes(c) for c in codes_list]

@@ -77,11 +77,11 @@ def test_catalogue_files_are_sorted_and_named_after_their_keys_for_clean_merges(
 
 def _string_constants(tree: ast.AST):
     """(node, text) of every string literal; an f-string is one text with ``{}`` for its fields."""
-    inside_fstrings = set()
+    inside_fstrings: set[int] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.JoinedStr):
             inside_fstrings.update(id(part) for part in ast.walk(node) if part is not node)
-            yield node, "".join(p.value if isinstance(p, ast.Constant) else "{}" for p in node.values)
+            yield node, "".join(str(p.value) if isinstance(p, ast.Constant) else "{}" for p in node.values)
         elif isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in inside_fstrings:
             yield node, node.value
 

@@ -9,8 +9,9 @@ import time
 import pytest
 
 from webui.__main__ import StartupError, auth_from_env, build_parser, options_from_args
-from webui.app import UiOptions, build_app
+from webui.app import build_app
 from webui.jobs.codec import stem_of
+from webui.options import UiOptions
 from webui.queues import MODEL_GROUP
 from webui.serving.workspace import Workspace
 from webui.views import formatting as fmt

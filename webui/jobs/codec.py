@@ -16,9 +16,10 @@ from pathlib import Path
 from core import tokens
 from core.analysis import metrics as analysis
 from core.analysis import token_usage
-from core.audio.files import AudioLimits, load_audio, write_wav
+from core.audio.files import load_audio, write_wav
 from core.codec import SAMPLES_PER_FRAME
 from core.model.engine import ROUNDTRIP_ENCODE_SHARE
+from core.settings import AudioLimits
 from webui.jobs.common import Progress, quiet, stem_of
 
 
@@ -187,7 +188,7 @@ def encode(engine, source: Path, folder: Path, limits: AudioLimits, progress: Pr
 def decode(engine, source: Path, folder: Path, progress: Progress = quiet) -> DecodeOutput:
     start = time.perf_counter()
     progress(0.05, "job.reading_tokens")
-    token_file = tokens.load_tokens(source)
+    token_file = tokens.load_tokens(source, max_duration_s=engine.settings.max_duration_s)
     estimate = _preflight(engine, "decode", token_file.frames * SAMPLES_PER_FRAME, progress, 0.15)
     progress(0.2, "job.decoding")
     decoded = engine.decode(

@@ -22,9 +22,10 @@ from core import tokens
 from core.analysis import metrics as analysis
 from core.analysis import timeline, token_usage
 from core.audio import loudness
-from core.audio.files import AudioLimits, load_audio, write_wav
-from core.codec import check_duration
+from core.audio.files import load_audio, write_wav
+from core.codec import SAMPLE_RATE, check_duration
 from core.nn import ladder
+from core.settings import AudioLimits
 from webui.jobs.common import Progress, quiet, stem_of
 
 RESIDUAL_GAIN_DB = 0.0  # the residual plays at its own level: what was lost, as loud as it was lost
@@ -70,7 +71,7 @@ class _Analysed:
 _CACHE: dict[tuple, _Analysed] = {}  # (samples, digest) -> analysis: the timeline's original and reconstruction,
 # met again by the ladder (its original, and its k = 16 level, which is the reconstruction sample for sample)
 CACHE_ENTRIES = 8  # analyses remembered: a timeline's two and a default ladder's five fit
-CACHE_MAX_SAMPLES = 5 * 60 * analysis.SAMPLE_RATE  # longer clips are not cached (a 5-min mel is 9 MiB)
+CACHE_MAX_SAMPLES = 5 * 60 * SAMPLE_RATE  # longer clips are not cached (a 5-min mel is 9 MiB)
 _CACHE_LOCK = threading.Lock()  # the lab's CPU events and the ladder run in different workers
 
 
@@ -136,8 +137,8 @@ def base_manifest(
     mels = (ref.mel, rec.mel) if original.size == reconstruction.size else None
     tl = timeline.timeline(original[:n], reconstruction[:n], decode_chunk_frames, mels=mels).to_dict()
     manifest = {
-        "duration_s": n / analysis.SAMPLE_RATE,
-        "sample_rate": analysis.SAMPLE_RATE,
+        "duration_s": n / SAMPLE_RATE,
+        "sample_rate": SAMPLE_RATE,
         "sources": [asdict(s) for s in sources],
         "timeline": tl,
         "envelope": timeline.waveform_envelope(original[:n]),
@@ -152,7 +153,7 @@ def _codes_for(engine, audio: np.ndarray, token_path: Path | None):
     if token_path is None:
         encoded = engine.encode_array(audio)
         return encoded.codes, encoded.seconds
-    token_file = tokens.load_tokens(token_path)
+    token_file = tokens.load_tokens(token_path, max_duration_s=engine.settings.max_duration_s)
     ladder.check_same_clip(token_path.name, token_file.original_samples, audio.size)
     return token_file.codes, 0.0
 
@@ -221,8 +222,8 @@ def run_ladder(
     manifest = dict(
         manifest
         or {
-            "duration_s": original.size / analysis.SAMPLE_RATE,
-            "sample_rate": analysis.SAMPLE_RATE,
+            "duration_s": original.size / SAMPLE_RATE,
+            "sample_rate": SAMPLE_RATE,
             "envelope": timeline.waveform_envelope(original),
             "reference_lufs": ref_lufs,
         }
@@ -231,10 +232,11 @@ def run_ladder(
     return LadderOutput(manifest, rows, pictures, {"model_s": model_s, "ui_s": total - model_s, "total_s": total})
 
 
-def usage_of(token_path: Path, codebook, folder: Path) -> tuple[list[dict], Path]:
-    """Token usage of a token file: per-codebook rows and the figure for ``codebook``."""
+def usage_of(token_path: Path, codebook, folder: Path, max_duration_s: float | None = None) -> tuple[list[dict], Path]:
+    """Token usage of a token file (refused from its header when longer than ``max_duration_s``):
+    per-codebook rows and the figure for ``codebook``."""
     codebook = token_usage.check_codebook(codebook)
-    token_file = tokens.load_tokens(token_path)
+    token_file = tokens.load_tokens(token_path, max_duration_s=max_duration_s)
     rows = [asdict(r) for r in token_usage.usage(token_file.codes)]
     stem = stem_of(token_path).removesuffix("_tokens")
     png = analysis.figure_to_png(

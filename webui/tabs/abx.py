@@ -26,10 +26,9 @@ from pathlib import Path
 
 import gradio as gr
 
-from core.audio.files import SAMPLE_RATE, audio_from_array, load_audio, write_wav
-from core.codec import NUM_CODEBOOKS
+from core.audio.files import audio_from_array, load_audio, write_wav
+from core.codec import NUM_CODEBOOKS, SAMPLE_RATE, bitrate_bps
 from core.judging import abx
-from core.nn.ladder import bitrate_bps
 from webui import i18n
 from webui.common import TabHandlers, need_file, user_errors
 from webui.serving.workspace import PREFIX

@@ -12,9 +12,8 @@ from dataclasses import dataclass
 
 import gradio as gr
 
-from core.codec import NUM_CODEBOOKS
+from core.codec import NUM_CODEBOOKS, bitrate_bps
 from core.judging import abx
-from core.nn.ladder import bitrate_bps
 from webui import i18n
 from webui.common import path_of
 from webui.jobs.common import stem_of

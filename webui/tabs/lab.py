@@ -15,6 +15,7 @@ from pathlib import Path
 
 import gradio as gr
 
+from core.codec import NUM_CODEBOOKS
 from core.nn import ladder
 from webui import i18n
 from webui.common import TabHandlers, need_file, user_errors
@@ -102,7 +103,9 @@ class LabHandlers(TabHandlers):
         if token_path is None:
             raise gr.Error(i18n.text("lab.error.no_tokens", lang), print_exception=False)
         with user_errors("action.lab_usage", lang):
-            rows, png = lab_jobs.usage_of(token_path, codebook, self.workspace.new_dir("usage"))
+            rows, png = lab_jobs.usage_of(
+                token_path, codebook, self.workspace.new_dir("usage"), self.limits.max_duration_s
+            )
         return _usage_markdown(rows, lang), str(png), {"codebooks": rows}
 
     def token_usage_of_either(self, uploaded, round_trip_files, codebook, request: gr.Request | None = None):
@@ -186,7 +189,7 @@ def build_player() -> LabParts:
     with gr.Accordion(i18n.label("lab.ladder.heading"), open=False, elem_id="lab-ladder"):
         with gr.Row():
             levels = gr.CheckboxGroup(
-                [str(k) for k in range(1, ladder.NUM_CODEBOOKS + 1)],
+                [str(k) for k in range(1, NUM_CODEBOOKS + 1)],
                 value=[str(k) for k in ladder.DEFAULT_LEVELS],
                 label=i18n.label("lab.ladder.levels"),
                 elem_id="lab-levels",
@@ -208,7 +211,7 @@ def build_details(parts: LabParts) -> None:
             )
             parts.codebook = gr.Slider(
                 1,
-                ladder.NUM_CODEBOOKS,
+                NUM_CODEBOOKS,
                 value=1,
                 step=1,
                 label=i18n.label("lab.usage.codebook"),

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, NamedTuple
+from pathlib import Path
+from typing import Any, NamedTuple
 
 import gradio as gr
 
+from core.units import MIB
 from webui import i18n
 from webui.common import TabHandlers, need_file, user_errors
 from webui.i18n import label
@@ -21,9 +23,6 @@ from webui.serving import url_input
 from webui.tabs import lab, review
 from webui.tabs.inputs import audio_input, examples
 from webui.views import formatting as fmt
-
-if TYPE_CHECKING:
-    from webui.app import UiOptions
 
 logger = logging.getLogger(__name__)
 
@@ -121,7 +120,7 @@ def show_result():
     return gr.Column(visible=True)
 
 
-def build(handlers: RoundTripHandlers, options: UiOptions) -> RoundTripPage:
+def build(handlers: RoundTripHandlers, example_paths: tuple[Path, ...]) -> RoundTripPage:
     """The tab in the order a listener needs it: input, *Encode → Decode*, the verdict card, the
     player, *Blind-test this clip*, then the details folded (call inside a ``gr.Tab``)."""
     reviewer = review.ReviewHandlers(handlers.engine, handlers.workspace)
@@ -132,9 +131,9 @@ def build(handlers: RoundTripHandlers, options: UiOptions) -> RoundTripPage:
         with gr.Column(scale=1, min_width=200, elem_classes="cw-run-column"):
             run = gr.Button(label("roundtrip.run"), variant="primary", size="lg", elem_id="roundtrip-run")
             gr.Markdown(label("roundtrip.hint"), elem_classes="cw-hint")
-    examples(audio_in, options.examples, "roundtrip_example")
-    if options.url_policy is not None:
-        _url_row(handlers, audio_in, options.url_policy)
+    examples(audio_in, example_paths, "roundtrip_example")
+    if handlers.url_policy is not None:
+        _url_row(handlers, audio_in, handlers.url_policy)
     timing = gr.Markdown(elem_id="roundtrip-timing", elem_classes="cw-hint")
     # the codec's input and output: inputs of the lab, the metrics, the verdict and the blind test;
     # the one player is the lab's (loudness-matched, same position), so these are not shown
@@ -235,9 +234,7 @@ def build(handlers: RoundTripHandlers, options: UiOptions) -> RoundTripPage:
 
 def _url_row(handlers: RoundTripHandlers, audio_in: gr.Audio, policy: url_input.UrlPolicy) -> None:
     with gr.Row(equal_height=True):
-        url = gr.Textbox(
-            label=label("url.label", mib=f"{policy.max_bytes / url_input.MIB:g}"), scale=4, elem_id="url-input"
-        )
+        url = gr.Textbox(label=label("url.label", mib=f"{policy.max_bytes / MIB:g}"), scale=4, elem_id="url-input")
         fetch = gr.Button(label("url.fetch"), scale=1, elem_id="url-fetch")
     fetch.click(
         handlers.fetch_url,

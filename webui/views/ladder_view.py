@@ -8,8 +8,7 @@ import html
 import math
 
 from core.analysis import metrics as analysis
-from core.codec import SAMPLE_RATE
-from core.nn.ladder import bitrate_bps
+from core.codec import SAMPLE_RATE, bitrate_bps
 from webui import i18n
 from webui.i18n import text
 
@@ -46,7 +45,8 @@ def spectrograms_html(pictures: list[tuple[str, str]], duration_s: float, lang: 
         return ""
     ticks, labels = analysis._khz_ticks(SAMPLE_RATE, analysis.N_MELS)  # the original's figure's ticks
     y_axis = "".join(
-        f"<span style='bottom:{100 * t / analysis.N_MELS:.1f}%'>{_esc(label)}</span>" for t, label in zip(ticks, labels)
+        f"<span style='bottom:{100 * t / analysis.N_MELS:.1f}%'>{_esc(label)}</span>"
+        for t, label in zip(ticks, labels, strict=True)
     )
     figures = []
     for path, source_id in pictures:
