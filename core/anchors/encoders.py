@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import io
 import logging
+import typing
 from dataclasses import dataclass
 
 import numpy as np
@@ -78,13 +79,17 @@ def _encode(x: np.ndarray, anchor: Anchor) -> tuple[bytes, int]:
     buffer = io.BytesIO()
     payload = 0
     with av.open(buffer, "w", format=anchor.container) as out:
-        stream = out.add_stream(encoder_name(anchor), rate=anchor.rate, layout="mono")
+        stream = typing.cast("av.audio.stream.AudioStream", out.add_stream(encoder_name(anchor), rate=anchor.rate))
+        stream.layout = "mono"
         stream.bit_rate = int(anchor.nominal_bps or 0)
         context = stream.codec_context
         context.options = dict(anchor.options)
         context.open()  # now its sample format and frame size are known
         fifo = av.AudioResampler(
-            format=context.format.name, layout="mono", rate=anchor.rate, frame_size=context.frame_size or None
+            format=typing.cast("av.AudioFormat", context.format).name,
+            layout="mono",
+            rate=anchor.rate,
+            frame_size=context.frame_size or None,
         )
         block = max(1, int(BLOCK_S * anchor.rate))
         for start in [*range(0, x.size, block), None]:  # None: flush what the resampler holds
@@ -108,7 +113,7 @@ def _encode(x: np.ndarray, anchor: Anchor) -> tuple[bytes, int]:
 def _decode(data: bytes) -> tuple[np.ndarray, int]:
     import av
 
-    parts = []
+    parts: list[np.ndarray] = []
     with av.open(io.BytesIO(data), "r") as container:
         stream = container.streams.audio[0]
         rate = stream.codec_context.sample_rate
