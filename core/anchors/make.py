@@ -43,7 +43,13 @@ class Problem:
     message: str  # English, for the CLI and the logs: what happened and what to do
 
     def to_dict(self) -> dict:
-        return {"id": self.anchor.id, "label": self.anchor.label, "reason": self.reason, "message": self.message}
+        return {
+            "id": self.anchor.id,
+            "label": self.anchor.label,
+            "reason": self.reason,
+            "message": self.message,
+            "min_seconds": self.anchor.min_seconds,
+        }
 
 
 @dataclass(frozen=True)
