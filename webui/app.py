@@ -68,7 +68,7 @@ def build_app(engine, options: UiOptions | None = None) -> gr.Blocks:
         status_bar.build(demo, status_bar.StatusHandlers(engine, workspace))
         with gr.Tabs():
             with gr.Tab(label("tab.roundtrip"), id="roundtrip"):
-                roundtrip.build(roundtrip.RoundTripHandlers(engine, workspace, options.url_policy), options)
+                roundtrip.build(roundtrip.RoundTripHandlers(engine, workspace, options.url_policy), options.examples)
             with gr.Tab(label("abx.tab"), id="abx"):
                 abx.build(demo, abx.AbxHandlers(engine, workspace))
             with gr.Tab(label("evaluate.tab"), id="evaluate"):

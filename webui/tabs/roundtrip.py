@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, NamedTuple
+from pathlib import Path
+from typing import Any, NamedTuple
 
 import gradio as gr
 
@@ -19,9 +20,6 @@ from webui.serving import url_input
 from webui.tabs import compare, lab, review
 from webui.tabs.inputs import audio_input, examples
 from webui.views import formatting as fmt
-
-if TYPE_CHECKING:
-    from webui.app import UiOptions
 
 logger = logging.getLogger(__name__)
 
@@ -109,20 +107,20 @@ class RoundTripHandlers(TabHandlers):
         return str(path)
 
 
-def build(handlers: RoundTripHandlers, options: UiOptions) -> None:
+def build(handlers: RoundTripHandlers, example_paths: tuple[Path, ...]) -> None:
     """The tab's input, results, lab and verdict (call inside a ``gr.Tab``)."""
     reviewer = review.ReviewHandlers(handlers.engine, handlers.workspace)
     with gr.Row():
         with gr.Column(scale=3):
             audio_in = audio_input("roundtrip-input")
-            examples(audio_in, options.examples, "roundtrip_example")
+            examples(audio_in, example_paths, "roundtrip_example")
         with gr.Column(scale=1, min_width=200):
             run = gr.Button(label("roundtrip.run"), variant="primary", size="lg", elem_id="roundtrip-run")
             gr.Markdown(label("roundtrip.hint"))
     with gr.Accordion(label("compare.anchors"), open=False, elem_id="roundtrip-compare"):
         anchors, with_second = compare.inputs(handlers.engine.settings)
-    if options.url_policy is not None:
-        _url_row(handlers, audio_in, options.url_policy)
+    if handlers.url_policy is not None:
+        _url_row(handlers, audio_in, handlers.url_policy)
     timing = gr.Markdown(elem_id="roundtrip-timing")
     with gr.Row():
         original = gr.Audio(
