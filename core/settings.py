@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from core import options
+from core.anchors.catalog import ANCHORS, DEFAULT_ANCHORS, parse_anchors
 from core.codec import SAMPLES_PER_FRAME
 from core.errors import SettingsError
 from core.options import option
@@ -115,6 +116,18 @@ class Settings:
     compile_decoder: bool = option(
         False, "torch.compile the decoder in the background after loading (decodes stay eager until it is done)"
     )
+    anchors: str = option(
+        DEFAULT_ANCHORS,
+        "reference codecs made from each clip beside the codec: comma-separated ids from "
+        f"{', '.join(a.id for a in ANCHORS)}, 'all' or 'none'",
+    )
+    compare_model: str = option(
+        "", "a second checkpoint (local directory or hub id) loaded beside --model on the same device (empty: none)"
+    )
+    compare_dtype: str | None = option(None, "the second checkpoint's precision (default: as --dtype)", choices=DTYPES)
+    compare_decode_dtype: str | None = option(
+        None, "the second checkpoint's decoder precision (default: as its dtype)", choices=DTYPES
+    )
 
     def __post_init__(self) -> None:
         """Check values that do not need the model; raise SettingsError saying what to change."""
@@ -144,6 +157,15 @@ class Settings:
             raise SettingsError("decode_chunk_frames must be at least 1.")
         if self.encode_kv_device_mib < 0:
             raise SettingsError("encode_kv_device_mib must be zero or more.")
+        parse_anchors(self.anchors)  # SettingsError naming the valid ids
+        for name in ("compare_dtype", "compare_decode_dtype"):
+            if getattr(self, name) not in (None, *DTYPES):
+                raise SettingsError(f"{name} {getattr(self, name)!r} is not supported: use one of {', '.join(DTYPES)}.")
+        if self.compare_dtype == "bfloat16" and not self.is_cuda:
+            raise SettingsError(
+                "--compare-dtype bfloat16 runs only on a GPU; on CPU use --compare-decode-dtype bfloat16 "
+                "(the second checkpoint's decoder in bf16, guarded) to hear bf16 against fp32."
+            )
 
     @property
     def max_file_bytes(self) -> int:

@@ -52,7 +52,8 @@ class EngineState(str, enum.Enum):  # noqa: UP042 - str() of a StrEnum differs; 
 class Engine:
     """Owns the model. Every public method is thread-safe."""
 
-    def __init__(self, settings: Settings):
+    def __init__(self, settings: Settings, lock: threading.RLock | None = None):
+        """``lock``: another engine's, so that both models' work is serialised (core.model.second)."""
         self.settings = settings
         self.state = EngineState.UNLOADED
         self.error: str | None = None  # why loading failed, in words for the user
@@ -62,7 +63,8 @@ class Engine:
         self._tokenizer = None
         self._dims: planner.ModelDims | None = None  # read once at load, for the memory planner
         self._fast: fast_decode.FastDecoder | None = None  # decodes: precision, compiled graphs, bf16 guard
-        self._lock = threading.RLock()
+        self._lock = lock if lock is not None else threading.RLock()
+        self.compare: Engine | None = None  # a second checkpoint beside this one, sharing the lock (core.model.second)
 
     # ---- lifecycle -------------------------------------------------------------------
     @property

@@ -6,7 +6,8 @@
 // request folder, loudness gains, the quality timeline and a decimated waveform. Audio is fetched
 // from Gradio's file route in blocks of BLOCK_S seconds with HTTP Range requests, only around the
 // playhead, so a 30-minute clip is never loaded (or drawn) in one piece.
-// window.cwPlayer.state() -> {source, time, playing, loop, levels, audible} is there for tests.
+// window.cwPlayer.state() -> {source, time, playing, loop, levels, audible, residualOf} is there for tests.
+// R is the residual against the last source chosen (manifest.residuals holds one file per source).
 
 const BLOCK_S = 8; // seconds of audio per fetched block
 const AHEAD_S = 1.0; // audio scheduled this far ahead of the clock
@@ -18,7 +19,8 @@ const HEADER_BYTES = 65536; // bytes read to find a WAV file's data chunk
 
 function createPlayer() {
   const P = {manifest: null, ctx: null, master: null, files: {}, current: null, playing: false,
-    pos: 0, clock: null, voices: [], loop: {on: false, a: 0, b: 0}, root: null, timer: null, drag: null};
+    pos: 0, clock: null, voices: [], loop: {on: false, a: 0, b: 0}, root: null, timer: null, drag: null,
+    residualOf: "reconstruction"};
 
   function fileUrl(path) {
     const cfg = window.gradio_config || {};
@@ -191,8 +193,24 @@ function createPlayer() {
     draw();
   }
 
+  // ---- the residual against any source: R plays original − the last source chosen ---------
+  function newFile(path) { return {path, url: fileUrl(path), blocks: new Map(), ready: new Map()}; }
+
+  function retarget(id) { // manifest.residuals: {source id: path of original − that source}
+    const path = ((P.manifest && P.manifest.residuals) || {})[id];
+    if (!path || !P.files.residual || id === P.residualOf) return;
+    P.residualOf = id;
+    P.files.residual = P.files.residual.path === path ? P.files.residual : newFile(path); // heard next time R is
+  }
+
+  function residualLabel(s) {
+    const ui = P.manifest.ui || {}, target = P.manifest.sources.find((x) => x.id === P.residualOf);
+    return ui.residual_of && target ? ui.residual_of.replace("{source}", target.label) : s.label;
+  }
+
   function select(id) {
-    if (!P.files[id] || id === P.current) return;
+    if (id !== "original" && id !== "residual") retarget(id);
+    if (!P.files[id] || id === P.current) { render(); return; }
     P.current = id;
     if (P.playing) { // same position, new source, crossfaded
       const when = P.ctx.currentTime + 0.005;
@@ -258,7 +276,7 @@ function createPlayer() {
       b.className = "cw-source" + (s.id === P.current ? " cw-active" : "");
       b.dataset.source = s.id;
       const gain = s.gain_db ? ` (${s.gain_db > 0 ? "+" : ""}${s.gain_db.toFixed(1)} dB)` : "";
-      b.textContent = (s.key ? `[${s.key.toUpperCase()}] ` : "") + s.label + gain;
+      b.textContent = (s.key ? `[${s.key.toUpperCase()}] ` : "") + (s.id === "residual" ? residualLabel(s) : s.label) + gain;
       b.onclick = () => select(s.id);
       sources.appendChild(b);
     }
@@ -378,7 +396,10 @@ function createPlayer() {
     const keepTime = P.manifest && P.manifest.duration_s === manifest.duration_s ? time() : 0;
     const same = (s) => P.files[s.id] && P.files[s.id].path === s.path;
     const files = {};
-    for (const s of manifest.sources) files[s.id] = same(s) ? P.files[s.id] : {path: s.path, url: fileUrl(s.path), blocks: new Map(), ready: new Map()};
+    for (const s of manifest.sources) files[s.id] = same(s) ? P.files[s.id] : newFile(s.path);
+    if (!(manifest.residuals || {})[P.residualOf]) P.residualOf = manifest.residual_of || "reconstruction";
+    const residual = (manifest.residuals || {})[P.residualOf];
+    if (files.residual && residual && files.residual.path !== residual) files.residual = newFile(residual);
     if (P.playing) pause();
     P.manifest = manifest; P.files = files; P.pos = keepTime; P.lastBlock = null;
     if (!files[P.current]) P.current = manifest.sources[0].id;
@@ -392,7 +413,7 @@ function createPlayer() {
     const lv = levels();
     let audible = null;
     for (const [id, value] of Object.entries(lv)) if (value > 1e-4 && (audible === null || value > lv[audible])) audible = id;
-    return {source: P.current, time: time(), playing: P.playing, loop: {...P.loop}, levels: lv, audible,
+    return {source: P.current, time: time(), playing: P.playing, loop: {...P.loop}, levels: lv, audible, residualOf: P.residualOf,
       sources: P.manifest ? P.manifest.sources.map((s) => s.id) : [],
       voices: P.voices.map((v) => ({id: v.id, from: v.from, when: v.when, stopped: v.stopped}))};
   };

@@ -15,12 +15,16 @@ from pathlib import Path
 
 import gradio as gr
 
-from core.codec import NUM_CODEBOOKS, bitrate_bps
+from core.codec import NUM_CODEBOOKS
+from core.judging.sources import ANCHOR, CHECKPOINT, LEVEL
 from core.nn import ladder
 from webui import i18n
 from webui.common import TabHandlers, need_file, user_errors
+from webui.jobs import compare as compare_jobs
 from webui.jobs import lab as lab_jobs
 from webui.queues import LAB_GROUP, MODEL_GROUP
+from webui.tabs import compare
+from webui.views import compare_view
 
 logger = logging.getLogger(__name__)
 
@@ -33,18 +37,21 @@ JS_TEXT_KEYS = ("play", "pause", "loop", "worst", "legend_mel", "legend_snr")  #
 class LabHandlers(TabHandlers):
     """The lab's event handlers."""
 
-    def timeline(self, original_path, reconstruction_path, request: gr.Request | None = None):
-        """Residual, loudness gains and the quality timeline of a reconstruction: the player's manifest."""
+    def timeline(self, original_path, reconstruction_path, request: gr.Request | None = None, details=None):
+        """Residual, loudness gains and the quality timeline of a reconstruction: the player's manifest;
+        with the round trip's ``details``, its other sources too (anchors, the second checkpoint)."""
         lang = i18n.language_of(request)
         original = need_file(original_path, "what.original", lang)
         reconstruction = need_file(reconstruction_path, "what.reconstruction", lang)
         with user_errors("action.lab_timeline", lang):
+            extra = compare_jobs.checked_sources(compare.sources_of(details), self.workspace.root)
             out = lab_jobs.base_manifest(
                 original,
                 reconstruction,
                 self.workspace.new_dir("lab"),
                 self.limits,
                 self.engine.settings.decode_chunk_frames,
+                extra=extra,
             )
         manifest = _with_ui_text(out.manifest, lang)
         logger.info("timeline of %s: %.3f s", original.name, out.seconds)
@@ -113,11 +120,11 @@ def _with_ui_text(manifest: dict, lang: str) -> dict:
     ui = {key: i18n.text(f"lab.player.{key}", lang) for key in JS_TEXT_KEYS}
     lufs = manifest.get("reference_lufs")
     ui["note"] = i18n.text("lab.player.note", lang, lufs="?" if lufs is None else f"{lufs:.1f}")
+    ui["residual_of"] = i18n.text("compare.player.residual_of", lang, source="{source}")  # the player fills it in
     sources = []
     for source in manifest["sources"]:
-        if source["id"].startswith("k"):
-            k = int(source["id"][1:])
-            label = i18n.text("lab.source.level", lang, k=k, bitrate=f"{bitrate_bps(k):g}")
+        if source.get("kind") in (ANCHOR, CHECKPOINT, LEVEL) or source["id"].startswith("k"):
+            label = compare_view.source_label(source | {"kind": source.get("kind") or LEVEL}, lang)
         else:
             label = i18n.text(f"lab.source.{source['id']}", lang)
         sources.append(source | {"label": label})
@@ -143,8 +150,16 @@ def _usage_markdown(rows: list[dict], lang: str) -> str:
     return "\n".join(lines)
 
 
-def build(lab: LabHandlers, roundtrip_done, original: gr.Audio, reconstruction: gr.Audio, downloads: gr.File) -> None:
-    """The lab section, its events chained after ``roundtrip_done`` (the /roundtrip event)."""
+def build(
+    lab: LabHandlers,
+    roundtrip_done,
+    original: gr.Audio,
+    reconstruction: gr.Audio,
+    downloads: gr.File,
+    details: gr.JSON | None = None,
+) -> None:
+    """The lab section, its events chained after ``roundtrip_done`` (the /roundtrip event);
+    ``details``: the round trip's JSON, whose ``compare`` part lists the other sources."""
     state = gr.State(None)  # the player's manifest: sources, gains, timeline
     gr.Markdown(i18n.label("lab.heading"), elem_id="lab-heading")
     player = gr.HTML(
@@ -155,6 +170,7 @@ def build(lab: LabHandlers, roundtrip_done, original: gr.Audio, reconstruction: 
         elem_id="lab-player",
     )
     timeline_json = gr.JSON(visible=False)
+    compare_section = gr.Column(elem_id="lab-compare")  # the table of every source (webui.tabs.compare)
     with gr.Accordion(i18n.label("lab.ladder.heading"), open=True):
         with gr.Row():
             levels = gr.CheckboxGroup(
@@ -191,9 +207,9 @@ def build(lab: LabHandlers, roundtrip_done, original: gr.Audio, reconstruction: 
         )
         usage_json = gr.JSON(visible=False)
 
-    roundtrip_done.success(
+    timeline_done = roundtrip_done.success(
         lab.timeline,
-        inputs=[original, reconstruction],
+        inputs=[original, reconstruction] + ([details] if details is not None else []),
         outputs=[state, player, timeline_json],
         api_name="timeline",
         **LAB_GROUP,
@@ -218,10 +234,21 @@ def build(lab: LabHandlers, roundtrip_done, original: gr.Audio, reconstruction: 
         api_visibility="private",
         **LAB_GROUP,
     )
-    run_ladder.click(
+    ladder_done = run_ladder.click(
         lab.ladder,
         inputs=[original, downloads, levels, state],
         outputs=[state, player, ladder_gallery, ladder_table, ladder_json],
         api_name="ladder",
         **MODEL_GROUP,
     )
+    if details is not None:
+        with compare_section:
+            compare.build(
+                compare.CompareHandlers(lab.engine, lab.workspace),
+                timeline_done,
+                ladder_done,
+                original,
+                reconstruction,
+                player,
+                details,
+            )
