@@ -35,6 +35,7 @@ logger = logging.getLogger(__name__)
 PACE_SLACK_S = 2.0  # input may run this far ahead of the wall clock (network bursts), then is refused
 IDLE_CLOSE_S = 5.0  # a session with no input for this long is closed when another one opens
 RESAMPLER_SLACK_SAMPLES = SAMPLES_PER_FRAME  # a resampler may emit a few samples more than rate x time
+LOCK_YIELD_S = 0.0005  # pause between two frames of one block, so a job waiting for the lock gets it
 
 
 @dataclass(frozen=True)
@@ -218,6 +219,9 @@ class LiveSession:
             final = last and offset >= samples.size
             if piece.size == 0 and not final:
                 break
+            if not final and enc.samples_in + piece.size < (enc.frames_out + 1) * SAMPLES_PER_FRAME:
+                enc.push(piece)  # completes no frame: buffered, no model work, no lock
+                continue
             asked = time.perf_counter()
             try:
                 with self.engine.model_work("encode"):
@@ -244,6 +248,8 @@ class LiveSession:
             compute, wait = compute + done - began, wait + began - asked
             if final:
                 break
+            if offset < samples.size:
+                time.sleep(LOCK_YIELD_S)  # Python's lock is not fair: without a pause this thread takes it again
         new_codes = np.concatenate(codes_out) if codes_out else np.zeros((0, NUM_CODEBOOKS), np.int64)
         new_audio = np.concatenate(audio_out) if audio_out else np.zeros(0, np.float32)
         self.codes.append(new_codes)
