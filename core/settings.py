@@ -39,7 +39,15 @@ TEMP_FOLDER = "codec-workbench"  # request folders go to <system temp>/TEMP_FOLD
 DEFAULT_MODEL = "Qwen/Qwen3-TTS-Tokenizer-12Hz"  # hub id of the published checkpoint
 DTYPES = ("float32", "bfloat16")  # float32 is the published dtype
 _DEVICE_RE = re.compile(r"^(cpu|cuda:\d+)$")
-_POSITIVE = ("max_duration_s", "max_file_mb", "encode_chunk_s", "encode_span_s", "batch_audio_s", "min_chunk_s")
+_POSITIVE = (
+    "max_duration_s",
+    "max_file_mb",
+    "encode_chunk_s",
+    "encode_span_s",
+    "batch_audio_s",
+    "min_chunk_s",
+    "live_max_s",
+)
 _SHARES = ("cleanup_threshold", "max_batch_memory_fraction")  # in (0, 1]
 DATA_DIR_NAME = "codec-workbench"  # folder under $XDG_DATA_HOME (or ~/.local/share) for stored results
 
@@ -128,6 +136,8 @@ class Settings:
     compare_decode_dtype: str | None = option(
         None, "the second checkpoint's decoder precision (default: as its dtype)", choices=DTYPES
     )
+    live_sessions: int = option(2, "live sessions (microphone through the codec) at once; 0 turns live mode off")
+    live_max_s: float = option(600.0, "longest live session, seconds (10 min); never more than --max-duration")
 
     def __post_init__(self) -> None:
         """Check values that do not need the model; raise SettingsError saying what to change."""
@@ -155,6 +165,8 @@ class Settings:
                 raise SettingsError(f"{name} must be in (0, 1], e.g. 0.8.")
         if self.decode_chunk_frames < 1:
             raise SettingsError("decode_chunk_frames must be at least 1.")
+        if self.live_sessions < 0:
+            raise SettingsError("live_sessions must be zero (live mode off) or more.")
         if self.encode_kv_device_mib < 0:
             raise SettingsError("encode_kv_device_mib must be zero or more.")
         parse_anchors(self.anchors)  # SettingsError naming the valid ids
