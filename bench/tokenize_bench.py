@@ -298,6 +298,7 @@ def parse_args(argv=None):
     p.add_argument("--max-s", type=float, default=17.0)
     p.add_argument("--gpus", default="1,2", help="pipeline runs: encode actors (one GPU each); 0 = CPU actor")
     p.add_argument("--object-store-mb", type=int, default=8192)
+    p.add_argument("--modes", default="strict,tf32", help="pipeline runs: strict (fp32, the default), tf32")
     p.add_argument("--work", type=Path, default=Path("/tmp/tokenize-bench"))
     p.add_argument("--out", type=Path, required=True)
     p.add_argument(
@@ -364,7 +365,7 @@ def pipeline_part(args, checkpoint: Path, manifest: Path) -> dict:
             log.info("skipping %d GPU(s): this machine has %d", n, torch.cuda.device_count())
             continue
         device = "cpu" if n == 0 else "cuda:0"
-        for strict in (True, False):
+        for strict in [m == "strict" for m in args.modes.split(",")]:
             settings = Settings(model=str(checkpoint), device=device, strict_fp32_encode=strict)
             name = f"out-{n}-{'strict' if strict else 'tf32'}"
             pipeline.append(pipeline_run(manifest, args.work / name, settings, max(n, 1), args.object_store_mb))

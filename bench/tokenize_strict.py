@@ -1,6 +1,6 @@
 """Why strict-fp32 batch windows were slow on the H200, and what fixes it: the engine's batched encode
 (``Engine.encode_batch``, 32 clips a call, as the tokenize actors call it) under cuDNN variants, each
-in a fresh process (cuDNN's plan cache and PyTorch's workspace cap live per process), against lone
+in a fresh process (cuDNN's plan cache lives per process), against lone
 encodes (``Engine.encode_array``: what ``python -m core encode`` runs). Writes
 ``tokenize_bench-strict.json`` and ``tokenize_bench-strict.md`` to --out.
 
@@ -28,34 +28,14 @@ sys.path.insert(0, str(ROOT))
 SR = 24_000  # Hz
 BATCH = 32  # clips per encode call: the tokenize actor's --batch-files default
 HOUR_S = 3600.0
-CAP_ENV = "CUDNN_CONV_WSCAP_DBG"
+CAP_ENV = "CUDNN_CONV_WSCAP_DBG"  # PyTorch's cuDNN workspace cap, MiB: measured without effect (run1)
 
 # name -> (what it is, Settings changes, extra switches)
 VARIANTS: dict[str, tuple[str, dict, dict]] = {
-    "tf32-nocap": (
-        "TF32 allowed, windows, no workspace cap (the fast path before)",
-        {"strict_fp32_encode": False, "conv_workspace_mib": 0},
-        {},
-    ),
-    "tf32": ("TF32 allowed, windows, workspace cap 1024 MiB", {"strict_fp32_encode": False}, {}),
-    "strict-nocap": ("strict fp32, windows, no workspace cap (what was measured slow)", {"conv_workspace_mib": 0}, {}),
-    "strict": ("strict fp32, windows, workspace cap 1024 MiB set by the engine at load (the new default)", {}, {}),
-    "strict-cap-early": (
-        "strict fp32, windows, cap 1024 MiB in the environment before Python starts",
-        {"conv_workspace_mib": 0},
-        {"env_cap": 1024},
-    ),
-    "strict-cap256": ("strict fp32, windows, workspace cap 256 MiB", {"conv_workspace_mib": 256}, {}),
-    "strict-benchmark": (
-        "strict fp32, windows, no cap, cudnn.benchmark (timed plan choice)",
-        {"conv_workspace_mib": 0, "cudnn_benchmark": True},
-        {},
-    ),
-    "strict-onepass": (
-        "strict fp32, budget-sized groups in one pass each (the engine's strict path before)",
-        {},
-        {"onepass": True},
-    ),
+    "tf32": ("TF32 allowed, windows", {"strict_fp32_encode": False}, {}),
+    "strict": ("strict fp32, windows of one shape (tail window padded): the default", {}, {}),
+    "strict-benchmark": ("strict fp32, windows of one shape, cudnn.benchmark", {"cudnn_benchmark": True}, {}),
+    "strict-onepass": ("strict fp32, budget-sized groups, one pass each (before)", {}, {"onepass": True}),
     "strict-nocudnn": ("strict fp32, windows, cuDNN off (PyTorch's own convolution)", {}, {"nocudnn": True}),
 }
 

@@ -80,11 +80,6 @@ class Settings:
     strict_fp32_encode: bool = option(
         True, "fp32 encodes run convolutions in full fp32, not TF32, so chunked codes reproduce"
     )
-    conv_workspace_mib: float = option(
-        1024.0,
-        "cap on one cuDNN convolution's workspace, MiB (0: no cap); uncapped, strict-fp32 batch windows "
-        "drew ≈75 GiB algorithms on an H200 (bench/results/tokenize_bench.md)",
-    )
     max_batch_memory_fraction: float = option(0.9, "refuse jobs whose estimated peak exceeds this share of free memory")
     data_dir: str = option(
         "",

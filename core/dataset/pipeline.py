@@ -220,7 +220,6 @@ def _results(
         num_gpus=gpus,
         num_cpus=options.cpus_per_actor,
         fn_constructor_kwargs={"settings": encode_settings},
-        **_actor_env(encode_settings),
     )
     for batch in ds.iter_batches(batch_size=None, batch_format="numpy"):
         for row in range(len(batch["index"])):
@@ -238,17 +237,6 @@ def _results(
                 int(batch["original_samples"][row]),
                 str(batch["extra"][row]),
             )
-
-
-def _actor_env(settings: Settings) -> dict:
-    """The cuDNN workspace cap in each GPU actor's environment from its start (the engine sets it too,
-    at load; this holds even where torch reads it at import)."""
-    from core.model.calls import CUDNN_WORKSPACE_ENV
-
-    if not settings.is_cuda or settings.conv_workspace_mib <= 0:
-        return {}
-    cap = os.environ.get(CUDNN_WORKSPACE_ENV) or str(int(settings.conv_workspace_mib))
-    return {"runtime_env": {"env_vars": {CUDNN_WORKSPACE_ENV: cap}}}
 
 
 def _decode_task_args() -> dict:

@@ -8,8 +8,6 @@ module only picks the path for each clip and sets the backend flags a job runs u
 from __future__ import annotations
 
 import contextlib
-import logging
-import os
 import typing
 
 import numpy as np
@@ -20,24 +18,6 @@ from core.model import planner
 from core.model.planner import ChunkPlan, ModelDims
 from core.nn import batching, decoding, encoding
 from core.settings import Settings
-
-logger = logging.getLogger(__name__)
-
-CUDNN_WORKSPACE_ENV = "CUDNN_CONV_WSCAP_DBG"  # PyTorch's cap on one cuDNN convolution's workspace, MiB
-
-
-def cap_conv_workspace(settings: Settings) -> None:
-    """Cap the workspace of cuDNN's convolution plans (``Settings.conv_workspace_mib``), before the
-    process runs its first convolution. cuDNN's heuristics rank plans without regard to memory and
-    PyTorch runs the first whose workspace it can allocate: on an H200 with TF32 off, the batch
-    windows' shapes got FFT-style plans with ≈75 GiB workspaces, slower than the implicit-GEMM plans
-    next in line (bench/results/tokenize_bench.md). A cap the user set in the environment wins."""
-    if not settings.is_cuda or settings.conv_workspace_mib <= 0:
-        return
-    if CUDNN_WORKSPACE_ENV in os.environ:
-        logger.info("cuDNN workspace cap from the environment: %s MiB", os.environ[CUDNN_WORKSPACE_ENV])
-        return
-    os.environ[CUDNN_WORKSPACE_ENV] = str(int(settings.conv_workspace_mib))
 
 
 @contextlib.contextmanager

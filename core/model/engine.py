@@ -103,7 +103,6 @@ class Engine:
             logger.info("loading %s on %s (%s)", self.settings.model, self.device, self.settings.dtype)
             try:
                 check_device(self.device, self.settings.dtype)
-                model_calls.cap_conv_workspace(self.settings)  # before the first convolution of the process
                 decode_dtype = TORCH_DTYPES[self.settings.decode_dtype or self.settings.dtype]
                 snake = kernels.warm_snake_in_background(self.device, decode_dtype) if self.settings.is_cuda else None
                 tokenizer, path = load_tokenizer(self.settings.model, self.device, TORCH_DTYPES[self.settings.dtype])

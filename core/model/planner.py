@@ -103,9 +103,8 @@ def base_plan(settings: Settings) -> ChunkPlan:
 
 def batch_windows(settings: Settings) -> bool:
     """Where windowed batches were measured good: the CPU, and fp32 on GPUs (TF32 or strict fp32).
-    Strict fp32 needs the cuDNN workspace cap (``Settings.conv_workspace_mib``): without it cuDNN
-    picked, for the window shapes, plans with a ≈75 GiB workspace that ran 2x slower
-    (bench/results/tokenize_bench.md)."""
+    In strict fp32 an odd-length tail window once drew an FFT plan with a ≈75 GiB workspace; every
+    window now has the same shape (``core.nn.batching``; bench/results/tokenize_bench-strict*.md)."""
     return not settings.is_cuda or settings.dtype == "float32"
 
 
