@@ -122,11 +122,11 @@ def child(args) -> None:
 
 def agreement(codes_path: Path, lone_path: Path) -> dict:
     a, b = load_clips(codes_path), load_clips(lone_path)
-    equal = sum(int((x == y).sum()) for x, y in zip(a, b))
+    equal = sum(int((x == y).sum()) for x, y in zip(a, b, strict=True))
     total = sum(y.size for y in b)
     return {
         "codes_equal_share": equal / total,
-        "clips_equal": sum(int(np.array_equal(x, y)) for x, y in zip(a, b)),
+        "clips_equal": sum(int(np.array_equal(x, y)) for x, y in zip(a, b, strict=True)),
         "clips": len(b),
     }
 
