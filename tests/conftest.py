@@ -42,6 +42,14 @@ def tiny_checkpoint(tmp_path_factory) -> Path:
     return build_tiny_checkpoint(tmp_path_factory.mktemp("tiny-ckpt"))
 
 
+@pytest.fixture(scope="session")
+def second_checkpoint(tmp_path_factory) -> Path:
+    """Another tiny checkpoint with other random weights (seed 1): a second model to compare."""
+    from core.model.checkpoints import build_tiny_checkpoint
+
+    return build_tiny_checkpoint(tmp_path_factory.mktemp("tiny-ckpt-b"), seed=1)
+
+
 def speechlike(seconds: float, seed: int = 0, sample_rate: int = SAMPLE_RATE) -> np.ndarray:
     """A deterministic, speech-like test signal: a gliding harmonic tone with a syllable
     envelope plus a little noise, peak about 0.5."""

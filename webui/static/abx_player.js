@@ -23,7 +23,9 @@ async function abxLoad() {
   if (!sources.length) { abx.pause(); abx.manifest = null; abx.render(); return; }
   const sameClip = abx.manifest && abx.manifest.sources[0] && abx.manifest.sources[0].path === sources[0].path;
   const previous = abx.manifest;
-  const manifest = {sample_rate: 24000, duration_s: sameClip ? previous.duration_s : 0, sources, ui: abxWords()};
+  const holder = document.querySelector("#abx-panel [data-cw-rate]");
+  const rate = holder ? Number(holder.dataset.cwRate) : 0; // the codec's rate, from the server
+  const manifest = {sample_rate: rate, duration_s: sameClip ? previous.duration_s : 0, sources, ui: abxWords()};
   abx.load(manifest, false); // a new trial starts from the beginning of the clip
   abx.seek(abx.loop.on ? abx.loop.a : 0);
   if (!sameClip) {

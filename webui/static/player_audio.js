@@ -17,6 +17,7 @@ const CW_HEADER_BYTES = 65536; // bytes read to find a WAV file's data chunk
 function cwAudio(P) {
   P.files = {}; P.current = null; P.playing = false; P.pos = 0; P.clock = null; P.voices = [];
   P.loop = {on: false, a: 0, b: 0};
+  P.residualOf = "reconstruction"; // R plays original − this source (manifest.residuals: a file per source)
 
   function fileUrl(path) {
     const cfg = window.gradio_config || {};
@@ -24,9 +25,12 @@ function cwAudio(P) {
     return root + "/gradio_api/file=" + path.split("/").map(encodeURIComponent).join("/");
   }
 
+  function newFile(path) { return {path, url: fileUrl(path), blocks: new Map(), ready: new Map()}; }
+
   function audioContext() {
     if (!P.ctx) {
-      P.ctx = new AudioContext({sampleRate: P.manifest.sample_rate || 24000}); // no resampling of our buffers
+      const rate = P.manifest.sample_rate; // the codec's rate, from the server: no resampling of our buffers
+      P.ctx = new AudioContext(rate ? {sampleRate: rate} : {});
       P.master = P.ctx.createGain();
       P.master.connect(P.ctx.destination);
     }
@@ -220,8 +224,16 @@ function cwAudio(P) {
     redraw(false);
   };
 
+  function retarget(id) { // the residual against the last source chosen, heard next time R is
+    const path = ((P.manifest && P.manifest.residuals) || {})[id];
+    if (!path || !P.files.residual || id === P.residualOf) return;
+    P.residualOf = id;
+    P.files.residual = P.files.residual.path === path ? P.files.residual : newFile(path);
+  }
+
   P.select = (id) => {
-    if (!P.files[id] || id === P.current) return;
+    if (id !== "original" && id !== "residual") retarget(id);
+    if (!P.files[id] || id === P.current) { redraw(true); return; }
     P.current = id;
     if (P.playing) { // same position, new source, crossfaded
       const when = P.ctx.currentTime + 0.005;
@@ -261,7 +273,10 @@ function cwAudio(P) {
     const keep = keepPosition && P.manifest && P.manifest.duration_s === manifest.duration_s ? P.time() : 0;
     const same = (s) => P.files[s.id] && P.files[s.id].path === s.path;
     const files = {};
-    for (const s of manifest.sources) files[s.id] = same(s) ? P.files[s.id] : {path: s.path, url: fileUrl(s.path), blocks: new Map(), ready: new Map()};
+    for (const s of manifest.sources) files[s.id] = same(s) ? P.files[s.id] : newFile(s.path);
+    if (!(manifest.residuals || {})[P.residualOf]) P.residualOf = manifest.residual_of || "reconstruction";
+    const residual = (manifest.residuals || {})[P.residualOf];
+    if (files.residual && residual && files.residual.path !== residual) files.residual = newFile(residual);
     if (P.playing) P.pause();
     P.manifest = manifest; P.files = files; P.pos = keep; P.lastBlock = null;
     if (!files[P.current]) P.current = manifest.sources.length ? manifest.sources[0].id : null;

@@ -5,7 +5,7 @@
 //
 // cwPlayer(options) builds a player: options.waveform (draw the playing source's waveform),
 // options.timeline (the quality timeline canvas), options.answerKeys ({key: button selector}).
-// player.state() -> {source, time, playing, loop, levels, audible, sources, voices, view} is for tests.
+// player.state() -> {source, time, playing, loop, levels, audible, sources, voices, view, residualOf} is for tests.
 
 const CW_TICK_MS = 40; // scheduler and drawing period
 const CW_MOMENT_S = 0.5; // a worst moment's loop: this much either side
@@ -45,9 +45,14 @@ function cwView(P) {
       b.appendChild(k);
     }
     const gain = s.gain_db ? ` (${s.gain_db > 0 ? "+" : "−"}${Math.abs(s.gain_db).toFixed(1)} dB)` : "";
-    b.appendChild(document.createTextNode(" " + s.label + gain));
+    b.appendChild(document.createTextNode(" " + (s.id === "residual" ? residualLabel(s) : s.label) + gain));
     b.onclick = () => P.select(s.id);
     return b;
+  }
+
+  function residualLabel(s) { // "original − Opus 6 kbit/s" when R is taken against another source
+    const target = P.manifest.sources.find((x) => x.id === P.residualOf);
+    return ui().residual_of && target ? cwFill(ui().residual_of, {source: target.label}) : s.label;
   }
 
   function worstMoments(box) {
@@ -116,6 +121,7 @@ function cwPlayer(options) {
     for (const [id, value] of Object.entries(lv)) if (value > 1e-4 && (audible === null || value > lv[audible])) audible = id;
     return {source: P.current, time: P.time(), playing: P.playing, loop: {...P.loop}, levels: lv, audible,
       sources: P.manifest ? P.manifest.sources.map((s) => s.id) : [], view: {...P.view}, duration: P.duration(),
+      residualOf: P.residualOf,
       voices: P.voices.map((v) => ({id: v.id, from: v.from, when: v.when, stopped: v.stopped}))};
   };
   document.addEventListener("keydown", (e) => P.onKey(e));

@@ -55,7 +55,7 @@ def _source(path: Path | None, source_id: str, key: str, caption: str) -> str:
 def _transport_words(lang: str) -> str:
     """The transport's words in the page's language, for the player to read."""
     words = {key: i18n.text(f"lab.player.{key}", lang) for key in TRANSPORT_WORDS}
-    return f'<div hidden data-cw-words="{html.escape(json.dumps(words))}"></div>'
+    return f'<div hidden data-cw-words="{html.escape(json.dumps(words))}" data-cw-rate="{SAMPLE_RATE}"></div>'
 
 
 @dataclass

@@ -16,12 +16,15 @@ from pathlib import Path
 import gradio as gr
 
 from core.codec import NUM_CODEBOOKS
+from core.judging.sources import ANCHOR, CHECKPOINT, LEVEL
 from core.nn import ladder
 from webui import i18n
 from webui.common import TabHandlers, need_file, user_errors
+from webui.jobs import compare as compare_jobs
 from webui.jobs import lab as lab_jobs
 from webui.queues import LAB_GROUP, MODEL_GROUP
-from webui.views import ladder_view
+from webui.tabs import compare
+from webui.views import compare_view, ladder_view
 from webui.views.player_assets import player_css, player_js
 
 logger = logging.getLogger(__name__)
@@ -49,18 +52,21 @@ JS_TEXT_KEYS = (  # the player's words (lab.player.*), in the page's language
 class LabHandlers(TabHandlers):
     """The lab's event handlers."""
 
-    def timeline(self, original_path, reconstruction_path, request: gr.Request | None = None):
-        """Residual, loudness gains and the quality timeline of a reconstruction: the player's manifest."""
+    def timeline(self, original_path, reconstruction_path, request: gr.Request | None = None, details=None):
+        """Residual, loudness gains and the quality timeline of a reconstruction: the player's manifest;
+        with the round trip's ``details``, its other sources too (anchors, the second checkpoint)."""
         lang = i18n.language_of(request)
         original = need_file(original_path, "what.original", lang)
         reconstruction = need_file(reconstruction_path, "what.reconstruction", lang)
         with user_errors("action.lab_timeline", lang):
+            extra = compare_jobs.checked_sources(compare.sources_of(details), self.workspace.root)
             out = lab_jobs.base_manifest(
                 original,
                 reconstruction,
                 self.workspace.new_dir("lab"),
                 self.limits,
                 self.engine.settings.decode_chunk_frames,
+                extra=extra,
             )
         manifest = _with_ui_text(out.manifest, lang)
         logger.info("timeline of %s: %.3f s", original.name, out.seconds)
@@ -130,9 +136,14 @@ def _with_ui_text(manifest: dict, lang: str) -> dict:
     ui = {key: i18n.text(f"lab.player.{key}", lang) for key in JS_TEXT_KEYS}
     lufs = manifest.get("reference_lufs")
     ui["note"] = i18n.text("lab.player.note", lang, lufs="?" if lufs is None else f"{lufs:.1f}")
+    ui["residual_of"] = i18n.text("compare.player.residual_of", lang, source="{source}")  # the player fills it in
     sources = []
     for source in manifest["sources"]:
-        sources.append(source | {"label": ladder_view.source_label(source["id"], source.get("label", ""), lang)})
+        if source.get("kind") in (ANCHOR, CHECKPOINT, LEVEL) or source["id"].startswith("k"):
+            label = compare_view.source_label(source | {"kind": source.get("kind") or LEVEL}, lang)
+        else:
+            label = i18n.text(f"lab.source.{source['id']}", lang)
+        sources.append(source | {"label": label})
     return manifest | {"ui": ui, "sources": sources}
 
 
@@ -172,6 +183,7 @@ class LabParts:
     usage: list | None = None  # table, figure, JSON
     usage_file: gr.File | None = None
     codebook: gr.Slider | None = None
+    compare_section: gr.Column | None = None  # the table of every source (webui.tabs.compare)
 
 
 def build_player() -> LabParts:
@@ -200,7 +212,9 @@ def build_player() -> LabParts:
 
 
 def build_details(parts: LabParts) -> None:
-    """The ladder's table and spectrograms, and the token usage (call in the folded details)."""
+    """The table of every source, the ladder's table and spectrograms, and the token usage (call in
+    the folded details)."""
+    parts.compare_section = gr.Column(elem_id="lab-compare")
     parts.ladder_table = gr.Markdown(elem_id="lab-ladder-table")
     parts.ladder_figures = gr.HTML(elem_id="lab-ladder-gallery")
     parts.ladder_json = gr.JSON(visible=False)
@@ -224,14 +238,16 @@ def build_details(parts: LabParts) -> None:
         parts.usage = [usage_table, usage_png, gr.JSON(visible=False)]
 
 
-def wire(lab: LabHandlers, parts: LabParts, roundtrip_done, original, reconstruction, downloads):
-    """The lab's events, chained after ``roundtrip_done`` (the /roundtrip event); returns the
-    /timeline event (the blind test's choices follow it)."""
+def wire(lab: LabHandlers, parts: LabParts, roundtrip_done, original, reconstruction, downloads, details):
+    """The lab's events, chained after ``roundtrip_done`` (the /roundtrip event); ``details``: the
+    round trip's JSON, whose ``compare`` part lists the other sources. Returns the /timeline event
+    (the blind test's choices follow it)."""
     assert parts.usage is not None and parts.usage_file is not None and parts.codebook is not None
     assert parts.ladder_figures is not None and parts.ladder_table is not None and parts.ladder_json is not None
+    assert parts.compare_section is not None
     timeline_done = roundtrip_done.success(
         lab.timeline,
-        inputs=[original, reconstruction],
+        inputs=[original, reconstruction, details],
         outputs=[parts.state, parts.player, parts.timeline_json],
         api_name="timeline",
         **LAB_GROUP,
@@ -255,11 +271,21 @@ def wire(lab: LabHandlers, parts: LabParts, roundtrip_done, original, reconstruc
         api_visibility="private",
         **LAB_GROUP,
     )
-    parts.run_ladder.click(
+    ladder_done = parts.run_ladder.click(
         lab.ladder,
         inputs=[original, downloads, parts.levels, parts.state],
         outputs=[parts.state, parts.player, parts.ladder_figures, parts.ladder_table, parts.ladder_json],
         api_name="ladder",
         **MODEL_GROUP,
     )
+    with parts.compare_section:
+        compare.build(
+            compare.CompareHandlers(lab.engine, lab.workspace),
+            timeline_done,
+            ladder_done,
+            original,
+            reconstruction,
+            parts.player,
+            details,
+        )
     return timeline_done

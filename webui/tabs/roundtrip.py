@@ -20,7 +20,7 @@ from webui.i18n import label
 from webui.jobs import codec as jobs
 from webui.queues import FETCH_GROUP, METRICS_GROUP, MODEL_GROUP
 from webui.serving import url_input
-from webui.tabs import lab, review
+from webui.tabs import compare, lab, review
 from webui.tabs.inputs import audio_input, examples
 from webui.views import formatting as fmt
 
@@ -47,18 +47,32 @@ class RoundTripHandlers(TabHandlers):
 
     url_policy: url_input.UrlPolicy | None = None
 
-    def roundtrip(self, audio_path, request: gr.Request | None = None, progress=gr.Progress()):
-        """Encode → decode: players, facts, token summary, spectrograms, downloads."""
+    def roundtrip(
+        self,
+        audio_path,
+        request: gr.Request | None = None,
+        anchors=None,
+        with_second=None,
+        progress=gr.Progress(),  # noqa: B008 - Gradio's way to ask for a progress bar
+    ):
+        """Encode → decode: players, facts, token summary, spectrograms, downloads; beside the codec
+        the chosen reference codecs (``anchors``: ids, None for the server's --anchors) and the
+        second checkpoint when one is loaded (``with_second``), listed in ``details["compare"]``."""
         lang = i18n.language_of(request)
         source = need_file(audio_path, "what.audio", lang)
         with user_errors("action.roundtrip", lang, self.workspace.root):
             out = jobs.roundtrip(
-                self.engine, source, self.workspace.new_dir("roundtrip"), self.limits, i18n.progress_in(lang, progress)
+                self.engine,
+                source,
+                self.workspace.new_dir("roundtrip"),
+                self.limits,
+                i18n.progress_in(lang, progress),
+                compare.chosen(anchors, with_second, self.engine.settings),
             )
         logger.info(
             "round trip of %s: model %.2f s, ours %.3f s", source.name, out.timing["model_s"], out.timing["ui_s"]
         )
-        details = {"input": out.facts, "tokens": out.summary, "timing": out.timing}
+        details = {"input": out.facts, "tokens": out.summary, "timing": out.timing, "compare": out.compare}
         return RoundTripView(
             original=str(out.original_wav),
             reconstruction=str(out.reconstruction_wav),
@@ -132,6 +146,8 @@ def build(handlers: RoundTripHandlers, example_paths: tuple[Path, ...]) -> Round
             run = gr.Button(label("roundtrip.run"), variant="primary", size="lg", elem_id="roundtrip-run")
             gr.Markdown(label("roundtrip.hint"), elem_classes="cw-hint")
     examples(audio_in, example_paths, "roundtrip_example")
+    with gr.Accordion(label("compare.anchors"), open=False, elem_id="roundtrip-compare"):
+        anchors, with_second = compare.inputs(handlers.engine.settings)
     if handlers.url_policy is not None:
         _url_row(handlers, audio_in, handlers.url_policy)
     timing = gr.Markdown(elem_id="roundtrip-timing", elem_classes="cw-hint")
@@ -184,7 +200,7 @@ def build(handlers: RoundTripHandlers, example_paths: tuple[Path, ...]) -> Round
         show_progress="hidden",
     ).then(
         handlers.roundtrip,
-        inputs=[audio_in],
+        inputs=[audio_in, anchors, with_second],
         outputs=list(
             RoundTripView(
                 original=original,
@@ -210,7 +226,7 @@ def build(handlers: RoundTripHandlers, example_paths: tuple[Path, ...]) -> Round
         show_progress="hidden",  # the verdict card says that the metrics are being measured
         **METRICS_GROUP,
     )
-    timeline_done = lab.wire(lab_handlers, parts, done, original, reconstruction, downloads)
+    timeline_done = lab.wire(lab_handlers, parts, done, original, reconstruction, downloads, details)
     timeline_done.success(
         blind_choices, inputs=[parts.timeline_json], outputs=[blind_what], queue=False, api_visibility="private"
     )

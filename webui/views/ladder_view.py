@@ -8,9 +8,10 @@ import html
 import math
 
 from core.analysis import metrics as analysis
-from core.codec import SAMPLE_RATE, bitrate_bps
-from webui import i18n
+from core.codec import SAMPLE_RATE
+from core.judging.sources import LEVEL, ORIGINAL
 from webui.i18n import text
+from webui.views import compare_view
 
 _TIME_TICKS = 6  # about this many labelled times under the pictures
 
@@ -19,14 +20,10 @@ def _esc(value) -> str:
     return html.escape(str(value))
 
 
-def source_label(source_id: str, fallback: str, lang: str) -> str:
-    """A player source's name in ``lang``: a ladder level by its k, the others from the catalogue
-    (``lab.source.<id>``), else the name the job gave it (e.g. a codec's own name)."""
-    if source_id.startswith("k") and source_id[1:].isdigit():
-        k = int(source_id[1:])
-        return text("lab.source.level", lang, k=k, bitrate=f"{bitrate_bps(k):g}")
-    key = f"lab.source.{source_id}"
-    return text(key, lang) if key in i18n.catalogues()[i18n.DEFAULT_LANGUAGE] else fallback
+def _name(source_id: str, lang: str) -> str:
+    """A picture's source ("original" or a level's "k<n>") by the name its player button has."""
+    kind = ORIGINAL if source_id == "original" else LEVEL
+    return compare_view.source_label({"id": source_id, "kind": kind}, lang)
 
 
 def _time_ticks(duration_s: float) -> list[float]:
@@ -50,7 +47,7 @@ def spectrograms_html(pictures: list[tuple[str, str]], duration_s: float, lang: 
     )
     figures = []
     for path, source_id in pictures:
-        name = source_label(source_id, source_id, lang)
+        name = _name(source_id, lang)
         alt = text("lab.ladder.alt", lang, name=name, seconds=f"{duration_s:.1f}")
         figures.append(
             "<figure class='cw-spec'>"
