@@ -8,7 +8,7 @@ import html
 import math
 
 from core.analysis import metrics as analysis
-from core.codec import SAMPLE_RATE
+from core.codec import SAMPLE_RATE, bitrate_bps
 from core.judging.sources import LEVEL, ORIGINAL
 from webui.i18n import text
 from webui.views import compare_view
@@ -22,8 +22,10 @@ def _esc(value) -> str:
 
 def _name(source_id: str, lang: str) -> str:
     """A picture's source ("original" or a level's "k<n>") by the name its player button has."""
-    kind = ORIGINAL if source_id == "original" else LEVEL
-    return compare_view.source_label({"id": source_id, "kind": kind}, lang)
+    if source_id == "original":
+        return compare_view.source_label({"id": source_id, "kind": ORIGINAL}, lang)
+    rate = bitrate_bps(int(source_id[1:]))
+    return compare_view.source_label({"id": source_id, "kind": LEVEL, "bitrate_bps": rate}, lang)
 
 
 def _time_ticks(duration_s: float) -> list[float]:
