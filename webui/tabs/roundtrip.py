@@ -156,7 +156,7 @@ def build(handlers: RoundTripHandlers, example_paths: tuple[Path, ...]) -> Round
     original = gr.Audio(type="filepath", interactive=False, visible=False, elem_id="roundtrip-original")
     reconstruction = gr.Audio(type="filepath", interactive=False, visible=False, elem_id="roundtrip-reconstruction")
     with gr.Column(visible=False, elem_id="roundtrip-result") as result:
-        verdict, report, report_files = review.verdict_components()
+        verdict, report, report_links, report_files = review.verdict_components()
         parts = lab.build_player()
         with gr.Row(elem_id="roundtrip-blind"):
             blind_what = gr.Radio(
@@ -217,7 +217,9 @@ def build(handlers: RoundTripHandlers, example_paths: tuple[Path, ...]) -> Round
         **MODEL_GROUP,
     )
     done.success(show_result, outputs=[result], queue=False, api_visibility="private")
-    done.success(blind_choices, outputs=[blind_what], queue=False, api_visibility="private")
+    done.success(
+        lambda request: blind_choices(None, request), outputs=[blind_what], queue=False, api_visibility="private"
+    )
     after_metrics = done.success(
         handlers.metrics,
         inputs=[original, reconstruction],
@@ -242,6 +244,7 @@ def build(handlers: RoundTripHandlers, example_paths: tuple[Path, ...]) -> Round
             metrics_details=metrics_details,
             verdict=verdict,
             report=report,
+            report_links=report_links,
             report_files=report_files,
         ),
     )
