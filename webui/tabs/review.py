@@ -159,8 +159,11 @@ def verdict_components() -> tuple[gr.HTML, gr.Button, gr.HTML, gr.File]:
     The files themselves are the /report endpoint's output, not shown: a box that comes and goes
     would need visibility updates, which Gradio 6.17 gets wrong once a hidden box is hidden again."""
     card = gr.HTML(elem_id="roundtrip-verdict")
-    make = gr.Button(i18n.label("report.button"), elem_id="roundtrip-report", size="sm", interactive=False)
-    links = gr.HTML(elem_id="roundtrip-report-files")
+    with gr.Row(elem_classes="cw-report-row"):
+        make = gr.Button(
+            i18n.label("report.button"), elem_id="roundtrip-report", size="sm", interactive=False, scale=0, min_width=220
+        )
+        links = gr.HTML(elem_id="roundtrip-report-files")
     files = gr.File(file_count="multiple", interactive=False, visible=False)
     return card, make, links, files
 
