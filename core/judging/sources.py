@@ -20,6 +20,7 @@ import numpy as np
 
 from core import anchors as anchor_lib
 from core.codec import BITS_PER_CODE, FRAME_RATE, NUM_CODEBOOKS
+from core.model.results import RoundTripResult
 
 CODEC_BPS = NUM_CODEBOOKS * BITS_PER_CODE * FRAME_RATE  # 2200 bit/s: 16 codes of 11 bits, 12.5 times a second
 ORIGINAL, CODEC, CHECKPOINT, LEVEL, ANCHOR = "original", "codec", "checkpoint", "level", "anchor"  # Source.kind
@@ -74,8 +75,8 @@ class SourceSet:
     original: Source
     sources: tuple[Source, ...]  # the codec first, then the second checkpoint, then the anchors
     problems: tuple[anchor_lib.Problem, ...]  # anchors that could not be made, and why
-    trip: object  # the codec's core.model.results.RoundTripResult (codes, timings)
-    second_trip: object | None  # the second checkpoint's, when one is loaded
+    trip: RoundTripResult  # the codec's: codes, reconstruction, timings
+    second_trip: RoundTripResult | None  # the second checkpoint's, when one is loaded
     agreement: list[float] | None  # share of codes equal per codebook, first model against second
     timing: dict  # model_s, anchors_s
 
