@@ -121,6 +121,37 @@ def _version(name: str) -> str | None:
         return None
 
 
+def sources_block(sources: list[dict] | None, comparison: dict | None) -> str:
+    """The other sources (anchors, the second checkpoint, ladder levels) as players, the one table
+    with a column per source, and where the codec stands (core.judging.placing's sentence)."""
+    if not sources and not comparison:
+        return ""
+    body = []
+    if sources:
+        players = "".join(audio_tag(s["path"], _source_caption(s), f"source-{s['id']}") for s in sources)
+        body.append(f"<h2>Other sources</h2><div class='players'>{players}</div>")
+    if comparison:
+        measured = comparison.get("table", comparison)  # /compare_table's details, or SourceTable.to_dict()
+        columns, rows = measured["columns"], measured["rows"]
+        header = ["metric", *(_source_caption(c["source"]) for c in columns)]
+        body.append("<h2>Every source side by side</h2>")
+        body.append(table([[row, *(c["values"].get(row) for c in columns)] for row in rows], header))
+        sentence = (comparison.get("placing") or {}).get("sentence")
+        if sentence:
+            body.append(f"<p>{html.escape(sentence)}</p>")
+        body.append(
+            "<p class='small'>PESQ-WB, STOI, SI-SDR and log-mel distance against the original; DistillMOS of each "
+            "source alone; bitrate in bit/s from the codes or the encoded bytes. Measured on this clip.</p>"
+        )
+    return "\n".join(body)
+
+
+def _source_caption(source: dict) -> str:
+    rate = source.get("bitrate_bps")
+    label = str(source.get("label") or source["id"])
+    return label if not rate or "bit/s" in label else f"{label} ({rate / 1000:.1f} kbit/s)"
+
+
 def roundtrip_html(
     title: str,
     original_wav: Path,
@@ -129,8 +160,11 @@ def roundtrip_html(
     metrics: list[dict],
     verdict: dict | None,
     env: dict,
+    sources: list[dict] | None = None,
+    comparison: dict | None = None,
 ) -> str:
-    """The one-clip report page."""
+    """The one-clip report page; ``sources`` (source dicts with paths) and ``comparison`` (the
+    /compare_table details, or a SourceTable.to_dict()) add the comparison."""
     metric_rows = [[m["name"], m["value"], m.get("unit", ""), m.get("better", ""), m.get("note", "")] for m in metrics]
     mos = [
         ["DistillMOS, original", (verdict or {}).get("mos_original")],
@@ -148,6 +182,7 @@ def roundtrip_html(
             metric_rows + [[name, value, "", "higher", "1..5, predicted"] for name, value in mos],
             ["metric", "value", "unit", "better", "note"],
         ),
+        sources_block(sources, comparison),
         "<h2>Pictures</h2>",
         *(image_tag(path, caption) for caption, path in pngs.items()),
         "<h2>Environment</h2>",
@@ -167,19 +202,35 @@ def write_roundtrip_report(
     metrics: list[dict],
     verdict: dict | None,
     env: dict,
+    sources: list[dict] | None = None,
+    comparison: dict | None = None,
 ) -> tuple[Path, Path]:
-    """Write ``{stem}_report.html`` and ``{stem}_report.zip`` (both new files) into ``folder``."""
+    """Write ``{stem}_report.html`` and ``{stem}_report.zip`` (both new files) into ``folder``; the
+    zip holds every source's WAV too, and ``metrics.json`` the sources and their table."""
     folder = Path(folder)
     html_path = folder / f"{stem}_report.html"
     text = roundtrip_html(
-        f"Codec Workbench report: {stem}", original_wav, reconstruction_wav, pngs, metrics, verdict, env
+        f"Codec Workbench report: {stem}",
+        original_wav,
+        reconstruction_wav,
+        pngs,
+        metrics,
+        verdict,
+        env,
+        sources,
+        comparison,
     )
     with open(html_path, "x", encoding="utf-8") as f:
         f.write(text)
     zip_path = folder / f"{stem}_report.zip"
-    summary = json.dumps({"metrics": metrics, "verdict": verdict, "environment": env}, indent=2, default=str)
+    facts = [{k: v for k, v in s.items() if k != "path"} | {"file": Path(s["path"]).name} for s in sources or []]
+    summary = json.dumps(
+        {"metrics": metrics, "verdict": verdict, "environment": env, "sources": facts, "comparison": comparison},
+        indent=2,
+        default=str,
+    )
     with open(zip_path, "xb") as raw, zipfile.ZipFile(raw, "w", zipfile.ZIP_DEFLATED) as z:
-        for path in (original_wav, reconstruction_wav, token_file, *pngs.values()):
+        for path in (original_wav, reconstruction_wav, token_file, *pngs.values(), *(s["path"] for s in sources or [])):
             z.write(path, Path(path).name)
         z.writestr("metrics.json", summary)
         z.write(html_path, "report.html")
@@ -197,6 +248,8 @@ def build_roundtrip_report(
     engine_info: dict,
     timings: dict,
     limits,
+    sources: list[dict] | None = None,
+    comparison: dict | None = None,
 ) -> tuple[Path, Path]:
     """Draw the pictures from the files (read within ``limits``, a core.audio.files.AudioLimits), then
     write the zip and the HTML (see write_roundtrip_report)."""
@@ -226,4 +279,6 @@ def build_roundtrip_report(
         metrics,
         verdict,
         environment(engine_info, timings),
+        sources,
+        comparison,
     )

@@ -109,8 +109,9 @@ def inputs(settings) -> tuple[gr.CheckboxGroup, gr.Checkbox]:
     return anchors, second
 
 
-def build(handlers: CompareHandlers, timeline_done, ladder_done, original, reconstruction, player, details) -> None:
-    """The table under the player, refreshed after the timeline and after each ladder (call in the lab)."""
+def build(handlers: CompareHandlers, timeline_done, ladder_done, original, reconstruction, player, details) -> gr.JSON:
+    """The table under the player, refreshed after the timeline and after each ladder (call in the lab);
+    returns the JSON component holding the table (the report takes it)."""
     problems = gr.Markdown(elem_id="lab-compare-problems")
     table = gr.Markdown(elem_id="lab-compare-table")
     placing = gr.Markdown(elem_id="lab-placing")
@@ -134,3 +135,4 @@ def build(handlers: CompareHandlers, timeline_done, ladder_done, original, recon
             api_visibility="public" if name == "compare_table" else "private",
             **METRICS_GROUP,
         )
+    return raw

@@ -154,9 +154,10 @@ def build(
     reconstruction: gr.Audio,
     downloads: gr.File,
     details: gr.JSON | None = None,
-) -> None:
+) -> gr.JSON | None:
     """The lab section, its events chained after ``roundtrip_done`` (the /roundtrip event);
-    ``details``: the round trip's JSON, whose ``compare`` part lists the other sources."""
+    ``details``: the round trip's JSON, whose ``compare`` part lists the other sources. Returns the
+    component that holds the table of every source (None without ``details``)."""
     state = gr.State(None)  # the player's manifest: sources, gains, timeline
     gr.Markdown(i18n.label("lab.heading"), elem_id="lab-heading")
     player = gr.HTML(
@@ -238,14 +239,15 @@ def build(
         api_name="ladder",
         **MODEL_GROUP,
     )
-    if details is not None:
-        with compare_section:
-            compare.build(
-                compare.CompareHandlers(lab.engine, lab.workspace),
-                timeline_done,
-                ladder_done,
-                original,
-                reconstruction,
-                player,
-                details,
-            )
+    if details is None:
+        return None
+    with compare_section:
+        return compare.build(
+            compare.CompareHandlers(lab.engine, lab.workspace),
+            timeline_done,
+            ladder_done,
+            original,
+            reconstruction,
+            player,
+            details,
+        )

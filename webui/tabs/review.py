@@ -18,8 +18,10 @@ from core.audio.files import load_audio
 from core.judging import report, verdict
 from webui import i18n
 from webui.common import TabHandlers, need_file, path_of, user_errors
+from webui.jobs import compare as compare_jobs
 from webui.jobs.common import stem_of
 from webui.queues import METRICS_GROUP
+from webui.tabs import compare
 
 if TYPE_CHECKING:
     pass
@@ -81,14 +83,17 @@ class ReviewHandlers(TabHandlers):
         metrics_details,
         verdict_details,
         request: gr.Request,
+        comparison=None,
     ):
-        """The zip and the offline HTML page of the round trip on screen."""
+        """The zip and the offline HTML page of the round trip on screen; with the round trip's other
+        sources (``details["compare"]``) and the table of every source (``comparison``, /compare_table's)."""
         lang = i18n.language_of(request)
         original = need_file(original_path, "what.original", lang)
         reconstruction = need_file(reconstruction_path, "what.reconstruction", lang)
         token_files = [f for f in (downloads or []) if str(path_of(f)).endswith(".npz")]
         token_file = need_file(path_of(token_files[0]) if token_files else None, "what.token_file", lang)
         with user_errors("action.report", lang):
+            others = compare_jobs.checked_sources(compare.sources_of(details or {}), self.workspace.root)
             folder = self.workspace.new_dir("report")
             stem = stem_of(original).removesuffix("_24k_mono")
             timings = (details or {}).get("timing") or {}
@@ -107,6 +112,8 @@ class ReviewHandlers(TabHandlers):
                 self.engine.info(),
                 timings,
                 self.limits,
+                others,
+                comparison if isinstance(comparison, dict) else None,
             )
         return [str(zip_path), str(html_path)]
 
@@ -154,6 +161,7 @@ def wire(handlers: ReviewHandlers, run: gr.Button, after_metrics, parts: dict) -
             parts["details"],
             parts["metrics_details"],
             verdict_json,
+            *([parts["comparison"]] if parts.get("comparison") is not None else []),
         ],
         outputs=[parts["report_files"]],
         api_name="report",

@@ -187,7 +187,9 @@ def build(handlers: RoundTripHandlers, example_paths: tuple[Path, ...]) -> None:
         api_name="metrics",
         **METRICS_GROUP,
     )
-    lab.build(lab.LabHandlers(handlers.engine, handlers.workspace), done, original, reconstruction, downloads, details)
+    comparison = lab.build(
+        lab.LabHandlers(handlers.engine, handlers.workspace), done, original, reconstruction, downloads, details
+    )
     review.wire(
         reviewer,
         run,
@@ -201,6 +203,7 @@ def build(handlers: RoundTripHandlers, example_paths: tuple[Path, ...]) -> None:
             verdict=verdict,
             report=report,
             report_files=report_files,
+            comparison=comparison,
         ),
     )
 
