@@ -18,7 +18,6 @@ from __future__ import annotations
 import hashlib
 import html
 import logging
-import math
 import secrets
 import shutil
 from dataclasses import dataclass, field
@@ -27,14 +26,20 @@ from typing import TYPE_CHECKING
 
 import gradio as gr
 
+from core import anchors as anchor_lib
 from core.audio.files import SAMPLE_RATE, audio_from_array, load_audio, write_wav
 from core.codec import NUM_CODEBOOKS
+from core.errors import CodecError
 from core.judging import abx
+from core.judging.sources import CODEC_BPS, COMPARE_ID
+from core.model import second
 from core.nn.ladder import bitrate_bps
 from webui import i18n
 from webui.common import TabHandlers, need_file, user_errors
 from webui.queues import ABX_GROUP, MODEL_GROUP
 from webui.serving.workspace import PREFIX
+from webui.tabs.compare import CHOICE_LABELS
+from webui.views import compare_view
 
 if TYPE_CHECKING:
     pass
@@ -108,31 +113,69 @@ class AbxHandlers(TabHandlers):
         prompt = i18n.text("abx.prompt", lang, n=trial.index + 1, total=trial.total)
         return trial.index, _player(x, "abx-x-audio", i18n.text("abx.x_caption", lang)), prompt
 
-    def start(self, audio_path, start_s, end_s, trials, level, request: gr.Request, progress=gr.Progress()):
-        """Round-trip the clip (or its region) with B's ``level`` (codebooks kept; None: all 16),
-        then show A, B and the first X."""
+    def start(
+        self,
+        audio_path,
+        start_s,
+        end_s,
+        trials,
+        level,
+        request: gr.Request,
+        a_codec=None,
+        progress=gr.Progress(),  # noqa: B008 - Gradio's way to ask for a progress bar
+    ):
+        """Make B from the clip (or its region): the codec with ``level`` codebooks (None: all 16),
+        a reference codec (an anchor id) or ``compare`` (the second checkpoint); A is the original, or
+        with ``a_codec`` the codec's full-rate output. Then show A, B and the first X."""
         lang = i18n.language_of(request)
         source = need_file(audio_path, "what.audio", lang)
         with user_errors("action.abx_start", lang):
-            codebooks = _codebooks(level)  # before any model work
+            what_b = _what_b(level)  # before any model work
             progress(0.1, desc=i18n.text("abx.preparing", lang))
             samples = _region(load_audio(source, self.limits).samples, start_s, end_s, lang)
             audio = audio_from_array(samples, SAMPLE_RATE, limits=self.limits)
-            result = self.engine.roundtrip(audio, codebooks=codebooks)
-            name = abx.level_name(codebooks)
-            token, trial = self.store.start(abx.clip_checksum(samples), name, int(trials))
+            b_samples, name, b_caption = self._make_b(what_b, samples, audio, lang)
+            a_samples, a_name, a_caption = samples, abx.A_ORIGINAL, i18n.text("abx.a_caption", lang)
+            if a_codec:
+                a_samples = self.engine.roundtrip(audio).decoded.samples
+                a_name = "codec, " + abx.level_name(NUM_CODEBOOKS)
+                a_caption = i18n.text("compare.abx_a_codec", lang, bitrate=f"{bitrate_bps(NUM_CODEBOOKS):g}")
+            token, trial = self.store.start(abx.clip_checksum(samples), name, int(trials), a_name=a_name)
             folder = self._folder(token)
             folder.mkdir(parents=True)
-            write_wav(folder / "a.wav", samples)
-            write_wav(folder / "b.wav", result.decoded.samples)
+            write_wav(folder / "a.wav", a_samples)
+            write_wav(folder / "b.wav", b_samples)
             index, x_player, prompt = self._trial_outputs(token, trial, lang)
-        logger.info("blind test started: %d trials on %.1f s, B %s", trial.total, samples.size / SAMPLE_RATE, name)
-        players = _player(folder / "a.wav", "abx-a-audio", i18n.text("abx.a_caption", lang)) + _player(
-            folder / "b.wav",
-            "abx-b-audio",
-            i18n.text("abx.b_caption", lang, codebooks=codebooks, bitrate=f"{bitrate_bps(codebooks):g}"),
+        logger.info(
+            "blind test started: %d trials on %.1f s, A %s, B %s", trial.total, samples.size / SAMPLE_RATE, a_name, name
+        )
+        players = _player(folder / "a.wav", "abx-a-audio", a_caption) + _player(
+            folder / "b.wav", "abx-b-audio", b_caption
         )
         return token, index, players, x_player, prompt, "", None
+
+    def _make_b(self, what_b, samples, audio, lang: str):
+        """B's samples, its stored name and its caption."""
+        kind, value = what_b
+        if kind == "anchor":
+            made = anchor_lib.make_anchors(samples, [value])
+            if not made.made:
+                raise CodecError(made.problems[0].message)
+            label = compare_view.source_label({"id": value.id, "kind": "anchor"}, lang)
+            return made.made[0].samples, value.label, i18n.text("compare.abx_b_anchor", lang, label=label)
+        if kind == "compare":
+            other = second.ready_second(self.engine)
+            if other is None:
+                raise i18n.TranslatedError("compare.abx_no_second")
+            model = str(other.settings.model)
+            return (
+                other.roundtrip(audio).decoded.samples,
+                f"second checkpoint {model}",
+                i18n.text("compare.abx_b_second", lang, model=Path(model).name),
+            )
+        b = self.engine.roundtrip(audio, codebooks=value).decoded.samples
+        caption = i18n.text("abx.b_caption", lang, codebooks=value, bitrate=f"{bitrate_bps(value):g}")
+        return b, abx.level_name(value), caption
 
     def answer(self, token, trial, choice, request: gr.Request):
         """Record one answer; show the next X, or nothing more once the last one is in."""
@@ -181,17 +224,32 @@ class AbxHandlers(TabHandlers):
         return "\n".join(lines), str(csv_path), score.to_dict() | {"trials_detail": rows}
 
 
-def _codebooks(level) -> int:
-    """B's codebooks from the dropdown or an API caller: 1..16 (None or empty: the full rate)."""
+def _what_b(level) -> tuple[str, object]:
+    """What B is, from the dropdown or an API caller: ("level", 1..16) (None or empty: the full
+    rate), ("anchor", an Anchor) for a reference codec's id, or ("compare", None)."""
     if level is None or str(level).strip() == "":
-        return NUM_CODEBOOKS
+        return "level", NUM_CODEBOOKS
+    text = str(level).strip()
+    if text.lower() == COMPARE_ID:
+        return "compare", None
     try:
-        value = float(str(level).strip())
+        value = float(text)
     except ValueError:
-        value = math.nan
+        anchors = anchor_lib.parse_anchors(text) if text.lower() in anchor_lib.anchor_names() else ()
+        if len(anchors) == 1:
+            return "anchor", anchors[0]
+        raise i18n.TranslatedError(
+            "compare.abx_bad_b", level=level, max=NUM_CODEBOOKS, anchors=", ".join(a.id for a in anchor_lib.ANCHORS)
+        ) from None
     if not (value.is_integer() and 1 <= value <= NUM_CODEBOOKS):
         raise i18n.TranslatedError("abx.bad_level", level=level, max=NUM_CODEBOOKS)
-    return int(value)
+    return "level", int(value)
+
+
+def b_choices() -> list[tuple[str, str]]:
+    """B beyond the codec's levels: each reference codec, and ② the second checkpoint (neutral
+    labels: the dropdown is not translated; the info line says what ② is)."""
+    return [(CHOICE_LABELS[a.id], a.id) for a in anchor_lib.ANCHORS] + [(f"② {CODEC_BPS / 1000:g} kbit/s", COMPARE_ID)]
 
 
 def _region(samples, start_s, end_s, lang: str):
@@ -224,13 +282,14 @@ def build(demo: gr.Blocks, handlers: AbxHandlers) -> None:
                     list(TRIAL_CHOICES), value=abx.DEFAULT_TRIALS, label=i18n.label("abx.trials"), elem_id="abx-trials"
                 )
                 level = gr.Dropdown(
-                    [(f"{k} · {bitrate_bps(k):g} bit/s", k) for k in abx.LEVEL_CHOICES],
+                    [*((f"{k} · {bitrate_bps(k):g} bit/s", k) for k in abx.LEVEL_CHOICES), *b_choices()],
                     value=NUM_CODEBOOKS,
-                    allow_custom_value=True,  # API callers may ask for any 1..16; _codebooks checks it
+                    allow_custom_value=True,  # API callers may ask for any 1..16; _what_b checks it
                     label=i18n.label("abx.level"),
-                    info=i18n.label("abx.level_info"),
+                    info=i18n.label("compare.abx_b_info"),
                     elem_id="abx-level",
                 )
+                a_codec = gr.Checkbox(False, label=i18n.label("compare.abx_a_choice"), elem_id="abx-a-codec")
                 start = gr.Button(i18n.label("abx.start"), variant="primary", elem_id="abx-start")
         token = gr.Textbox(visible=False, elem_id="abx-token")
         trial = gr.Number(0, visible=False, precision=0, elem_id="abx-trial")
@@ -248,7 +307,7 @@ def build(demo: gr.Blocks, handlers: AbxHandlers) -> None:
             raw = gr.JSON()
     start.click(
         handlers.start,
-        inputs=[audio_in, start_s, end_s, trials, level],
+        inputs=[audio_in, start_s, end_s, trials, level, a_codec],
         outputs=[token, trial, references, x_player, prompt, results, csv_file],
         api_name="abx_start",
         **MODEL_GROUP,
