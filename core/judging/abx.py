@@ -27,7 +27,7 @@ from contextlib import closing
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from core.codec import NUM_CODEBOOKS
+from core.codec import NUM_CODEBOOKS, bitrate_bps
 from core.errors import CodecError
 
 logger = logging.getLogger(__name__)
@@ -90,7 +90,9 @@ class Score:
     planned: int  # trials in the test
     p_value: float  # one-sided binomial P(K >= correct | trials, 1/2)
     verdict: str  # "can", "probably" or "cannot" tell them apart
-    sentence: str  # e.g. "8 of 10: you can probably tell them apart, p = 0.055"
+    sentence: str  # e.g. "8 of 10: you can probably tell them apart, p = 0.055 (A: original; B: Opus 6 kbit/s)"
+    a_name: str = A_ORIGINAL  # what A is
+    b_name: str = ""  # what B is (the stored level); "" when not known
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -115,9 +117,10 @@ def binomial_p(correct: int, n: int) -> float:
 
 def level_name(codebooks: int) -> str:
     """What B is, as stored with every answer and said in the sentence: "2 of 16 codebooks, 275 bit/s"."""
-    from core.nn.ladder import bitrate_bps  # torch: only when a test starts, not at import
-
     return f"{codebooks} of {NUM_CODEBOOKS} codebooks, {bitrate_bps(codebooks):g} bit/s"
+
+
+A_CODEC = "codec, " + level_name(NUM_CODEBOOKS)  # A's name when A is the codec at full rate
 
 
 def score(
@@ -135,7 +138,7 @@ def score(
     else:
         verdict, words = "cannot", "you could not reliably tell them apart (no better than guessing)"
     sentence = f"{correct} of {trials}: {words}, p = {p:.3f}" + (f" (A: {a_name}; B: {level})" if level else "")
-    return Score(correct, trials, planned or trials, p, verdict, sentence)
+    return Score(correct, trials, planned or trials, p, verdict, sentence, a_name, level or "")
 
 
 def clip_checksum(samples) -> str:
@@ -276,7 +279,7 @@ class AbxStore:
     @staticmethod
     def _rows(conn: sqlite3.Connection, where: str, args: tuple) -> list[dict]:
         cursor = conn.execute(f"SELECT {', '.join(CSV_FIELDS)} FROM trials {where} ORDER BY answered_at, trial", args)
-        return [dict(zip(CSV_FIELDS, row)) for row in cursor]
+        return [dict(zip(CSV_FIELDS, row, strict=True)) for row in cursor]
 
 
 def _add_a_name(conn: sqlite3.Connection) -> None:

@@ -64,7 +64,9 @@ class SourceTable:
         header = ["", *(c.source["label"] for c in self.columns)]
         lines = [header] + [[row, *(_cell(c.values.get(row)) for c in self.columns)] for row in ROWS]
         widths = [max(len(str(line[i])) for line in lines) for i in range(len(header))]
-        return "\n".join("  ".join(str(v).rjust(w) for v, w in zip(line, widths)).rstrip() for line in lines)
+        return "\n".join(
+            "  ".join(str(v).rjust(w) for v, w in zip(line, widths, strict=True)).rstrip() for line in lines
+        )
 
 
 def _cell(value) -> str:

@@ -102,12 +102,10 @@ def base_plan(settings: Settings) -> ChunkPlan:
 
 
 def batch_windows(settings: Settings) -> bool:
-    """Where windowed batches were measured good: the CPU, and GPUs with TF32 convolutions allowed.
-    On an H200 with strict fp32 convolutions cuDNN picked, for the window shapes, algorithms with a
-    ≈75 GiB workspace that ran 2x slower (bench/results/tokenize_bench.md); there the batch splits
-    into budget-sized groups, each encoded in one pass."""
-    strict = settings.strict_fp32_encode and settings.dtype == "float32"
-    return not settings.is_cuda or (settings.dtype == "float32" and not strict)
+    """Where windowed batches were measured good: the CPU, and fp32 on GPUs (TF32 or strict fp32).
+    In strict fp32 an odd-length tail window once drew an FFT plan with a ≈75 GiB workspace; every
+    window now has the same shape (``core.nn.batching``; bench/results/tokenize_bench-strict*.md)."""
+    return not settings.is_cuda or settings.dtype == "float32"
 
 
 def floors(settings: Settings) -> tuple[int, int]:

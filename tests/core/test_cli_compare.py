@@ -13,7 +13,7 @@ from tests.core.test_cli import run
 def _table(path) -> dict[str, dict[str, str]]:
     rows = list(csv.reader(path.open()))
     header = rows[0]
-    return {name: dict(zip(header[1:], values)) for name, *values in rows[1:]}
+    return {name: dict(zip(header[1:], values, strict=True)) for name, *values in rows[1:]}
 
 
 def test_roundtrip_writes_every_source_and_one_table(tiny_checkpoint, second_checkpoint, tmp_path):

@@ -9,7 +9,7 @@ from pathlib import Path
 import gradio as gr
 import pytest
 
-from webui.app import ASSETS
+from webui.options import ASSETS
 from webui.tabs.evaluate import EvaluateHandlers
 from webui.tabs.review import ReviewHandlers
 

@@ -16,9 +16,10 @@ from pathlib import Path
 from core import tokens
 from core.analysis import metrics as analysis
 from core.analysis import token_usage
-from core.audio.files import AudioLimits, load_audio, write_wav
+from core.audio.files import load_audio, write_wav
 from core.codec import SAMPLES_PER_FRAME
 from core.model.engine import ROUNDTRIP_ENCODE_SHARE
+from core.settings import AudioLimits
 from webui.jobs import compare as compare_jobs
 from webui.jobs.common import Progress, quiet, stem_of
 
@@ -86,12 +87,19 @@ def _with_extra(timing: dict, extra: dict) -> dict:
     return out
 
 
-def _preflight(engine, operation: str, samples: int, progress: Progress, at: float) -> str:
+def _preflight(engine, operation: str, samples: int, progress: Progress, at: float) -> dict:
     """The engine's memory estimate for the job, shown before it starts (the engine refuses
-    jobs that cannot fit with the same message)."""
-    message = engine.estimate(operation, samples=samples).message
-    progress(at, f"job.estimate.{operation}", message=message)
-    return message
+    jobs that cannot fit). Its figures, for the page to say in its language (webui.views.words)."""
+    estimate = engine.estimate(operation, samples=samples)
+    fields = {
+        "seconds": f"{estimate.seconds:.1f}",
+        "need": f"{estimate.peak_mib / 1024:.2f}",
+        "available": f"{estimate.available_mib / 1024:.2f}",
+        "where_key": "words.gpu" if str(engine.settings.device).startswith("cuda") else "words.ram",
+        "fits_key": "words.fits" if estimate.fits else "words.does_not_fit",
+    }
+    progress(at, f"job.estimate.{operation}", **fields)
+    return fields | {"operation": operation}
 
 
 def _span(progress: Progress, low: float, high: float, key: str) -> Callable[[float], None]:
@@ -204,7 +212,7 @@ def encode(engine, source: Path, folder: Path, limits: AudioLimits, progress: Pr
 def decode(engine, source: Path, folder: Path, progress: Progress = quiet) -> DecodeOutput:
     start = time.perf_counter()
     progress(0.05, "job.reading_tokens")
-    token_file = tokens.load_tokens(source)
+    token_file = tokens.load_tokens(source, max_duration_s=engine.settings.max_duration_s)
     estimate = _preflight(engine, "decode", token_file.frames * SAMPLES_PER_FRAME, progress, 0.15)
     progress(0.2, "job.decoding")
     decoded = engine.decode(

@@ -22,10 +22,11 @@ from core import tokens
 from core.analysis import metrics as analysis
 from core.analysis import timeline, token_usage
 from core.audio import loudness
-from core.audio.files import AudioLimits, load_audio, write_wav
-from core.codec import check_duration
+from core.audio.files import load_audio, write_wav
+from core.codec import SAMPLE_RATE, check_duration
 from core.judging.sources import CODEC_BPS
 from core.nn import ladder
+from core.settings import AudioLimits
 from webui.jobs.common import Progress, quiet, stem_of
 
 RESIDUAL_GAIN_DB = 0.0  # the residual plays at its own level: what was lost, as loud as it was lost
@@ -42,6 +43,7 @@ class Source:
     lufs: float | None  # its integrated loudness (None: too short or silent)
     kind: str = ""  # original, codec, residual, checkpoint, anchor or level (core.judging.sources)
     bitrate_bps: float | None = None  # of its codes or encoded bytes (None: the original, residual, a filter)
+    envelope: dict | None = None  # timeline.waveform_envelope: the player draws the source that plays
 
 
 @dataclass(frozen=True)
@@ -55,7 +57,7 @@ class TimelineOutput:
 class LadderOutput:
     manifest: dict  # the player's sources with the ladder levels added
     rows: list[dict]  # per level: codebooks, bitrate, metrics, gain, files
-    spectrograms: list[tuple[str, str]]  # (PNG path, caption) per level
+    spectrograms: list[tuple[str, str]]  # (PNG path, caption): the original's first, then one per level
     timing: dict  # model_s (encode + decodes), ui_s (everything else), total_s
 
 
@@ -72,7 +74,7 @@ class _Analysed:
 _CACHE: dict[tuple, _Analysed] = {}  # (samples, digest) -> analysis: the timeline's original and reconstruction,
 # met again by the ladder (its original, and its k = 16 level, which is the reconstruction sample for sample)
 CACHE_ENTRIES = 8  # analyses remembered: a timeline's two and a default ladder's five fit
-CACHE_MAX_SAMPLES = 5 * 60 * analysis.SAMPLE_RATE  # longer clips are not cached (a 5-min mel is 9 MiB)
+CACHE_MAX_SAMPLES = 5 * 60 * SAMPLE_RATE  # longer clips are not cached (a 5-min mel is 9 MiB)
 _CACHE_LOCK = threading.Lock()  # the lab's CPU events and the ladder run in different workers
 
 
@@ -109,7 +111,8 @@ def _source(
     lufs = measured
     gain = loudness.matching_gain_db(reference_lufs, lufs) if gain_db is None else gain_db
     rounded = None if lufs is None else round(lufs, 2)
-    return Source(id_, key, label, str(path), round(gain, 2), rounded, kind, bitrate_bps)
+    envelope = timeline.waveform_envelope(samples)
+    return Source(id_, key, label, str(path), round(gain, 2), rounded, kind, bitrate_bps, envelope)
 
 
 def _residual(folder: Path, stem: str, of: str, original: np.ndarray, samples: np.ndarray) -> Path:
@@ -184,8 +187,8 @@ def base_manifest(
     mels = (ref.mel, rec.mel) if original.size == reconstruction.size else None
     tl = timeline.timeline(original[:n], reconstruction[:n], decode_chunk_frames, mels=mels).to_dict()
     manifest = {
-        "duration_s": n / analysis.SAMPLE_RATE,
-        "sample_rate": analysis.SAMPLE_RATE,
+        "duration_s": n / SAMPLE_RATE,
+        "sample_rate": SAMPLE_RATE,
         "sources": [asdict(s) for s in sources],
         "timeline": tl,
         "envelope": timeline.waveform_envelope(original[:n]),
@@ -202,7 +205,7 @@ def _codes_for(engine, audio: np.ndarray, token_path: Path | None):
     if token_path is None:
         encoded = engine.encode_array(audio)
         return encoded.codes, encoded.seconds
-    token_file = tokens.load_tokens(token_path)
+    token_file = tokens.load_tokens(token_path, max_duration_s=engine.settings.max_duration_s)
     ladder.check_same_clip(token_path.name, token_file.original_samples, audio.size)
     return token_file.codes, 0.0
 
@@ -243,7 +246,9 @@ def run_ladder(
             asdict(_source("original", "a", "original", audio_path, original, ref_lufs, 0.0, ref_lufs, "original"))
         ]
     residuals = {k: v for k, v in (manifest or {}).get("residuals", {}).items() if not k.startswith("k")}
-    rows, pictures = [], []
+    rows: list[dict] = []
+    original_png = analysis.mel_png(ref_mel, folder / f"{stem}_original.png", top - analysis.TOP_DB, top)
+    pictures = [(str(original_png), "original")]  # the page names it in the reader's language
     for index, rung in enumerate(rungs):
         wav = write_wav(folder / f"{stem}_k{rung.codebooks:02d}.wav", rung.samples)
         level = _analyse(rung.samples)
@@ -278,13 +283,13 @@ def run_ladder(
                 "spectrogram": str(png),
             }
         )
-        pictures.append((str(png), f"k = {rung.codebooks} · {rung.bitrate_bps:g} bit/s"))
+        pictures.append((str(png), f"k{rung.codebooks}"))  # a source id: the page words it
     total = time.perf_counter() - start
     manifest = dict(
         manifest
         or {
-            "duration_s": original.size / analysis.SAMPLE_RATE,
-            "sample_rate": analysis.SAMPLE_RATE,
+            "duration_s": original.size / SAMPLE_RATE,
+            "sample_rate": SAMPLE_RATE,
             "envelope": timeline.waveform_envelope(original),
             "reference_lufs": ref_lufs,
         }
@@ -299,10 +304,11 @@ def _is_level(source: dict) -> bool:
     return source.get("kind") == "level" or (not source.get("kind") and source["id"].startswith("k"))
 
 
-def usage_of(token_path: Path, codebook, folder: Path) -> tuple[list[dict], Path]:
-    """Token usage of a token file: per-codebook rows and the figure for ``codebook``."""
+def usage_of(token_path: Path, codebook, folder: Path, max_duration_s: float | None = None) -> tuple[list[dict], Path]:
+    """Token usage of a token file (refused from its header when longer than ``max_duration_s``):
+    per-codebook rows and the figure for ``codebook``."""
     codebook = token_usage.check_codebook(codebook)
-    token_file = tokens.load_tokens(token_path)
+    token_file = tokens.load_tokens(token_path, max_duration_s=max_duration_s)
     rows = [asdict(r) for r in token_usage.usage(token_file.codes)]
     stem = stem_of(token_path).removesuffix("_tokens")
     png = analysis.figure_to_png(
