@@ -19,10 +19,11 @@ import numpy as np
 from core import anchors as anchor_lib
 from core import tokens
 from core.analysis import token_usage
-from core.audio.files import AudioLimits, load_audio, write_wav
+from core.audio.files import load_audio, write_wav
 from core.errors import AudioInputError
 from core.judging import placing, source_table, sources
 from core.model import second
+from core.settings import AudioLimits
 from webui.jobs.common import Progress, quiet
 
 MAX_SOURCES = 48  # sources a client may hand back (every anchor, ladder level and more)
