@@ -7,7 +7,7 @@ import csv
 
 import soundfile as sf
 
-from tests.core.test_cli import run
+from tests.core.test_cli import ROOT, run
 
 
 def _table(path) -> dict[str, dict[str, str]]:
@@ -17,7 +17,7 @@ def _table(path) -> dict[str, dict[str, str]]:
 
 
 def test_roundtrip_writes_every_source_and_one_table(tiny_checkpoint, second_checkpoint, tmp_path):
-    speech = sf.read("assets/speech_male_24k.wav", dtype="float32")[0][: 2 * 24_000]
+    speech = sf.read(ROOT / "webui" / "assets" / "speech_male_24k.wav", dtype="float32")[0][: 2 * 24_000]
     sf.write(tmp_path / "clip.wav", speech, 24_000)
     out = tmp_path / "out"
     proc = run(

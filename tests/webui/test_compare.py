@@ -24,7 +24,7 @@ from webui.tabs.lab import LabHandlers
 
 ZH = gr.Request(headers={"accept-language": "zh-CN,zh;q=0.9"})
 EN = gr.Request(headers={"accept-language": "en-US,en;q=0.9"})
-SPEECH = Path(__file__).resolve().parents[2] / "assets" / "speech_male_24k.wav"
+SPEECH = Path(__file__).resolve().parents[2] / "webui" / "assets" / "speech_male_24k.wav"
 
 
 def _trip(tabs: Tabs, clip: Path, anchors, with_second=False, request=EN):
