@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from core import options
+from core.anchors.catalog import ANCHORS, DEFAULT_ANCHORS, parse_anchors
 from core.codec import SAMPLES_PER_FRAME
 from core.errors import SettingsError
 from core.options import option
@@ -38,7 +39,15 @@ TEMP_FOLDER = "codec-workbench"  # request folders go to <system temp>/TEMP_FOLD
 DEFAULT_MODEL = "Qwen/Qwen3-TTS-Tokenizer-12Hz"  # hub id of the published checkpoint
 DTYPES = ("float32", "bfloat16")  # float32 is the published dtype
 _DEVICE_RE = re.compile(r"^(cpu|cuda:\d+)$")
-_POSITIVE = ("max_duration_s", "max_file_mb", "encode_chunk_s", "encode_span_s", "batch_audio_s", "min_chunk_s")
+_POSITIVE = (
+    "max_duration_s",
+    "max_file_mb",
+    "encode_chunk_s",
+    "encode_span_s",
+    "batch_audio_s",
+    "min_chunk_s",
+    "live_max_s",
+)
 _SHARES = ("cleanup_threshold", "max_batch_memory_fraction")  # in (0, 1]
 DATA_DIR_NAME = "codec-workbench"  # folder under $XDG_DATA_HOME (or ~/.local/share) for stored results
 
@@ -115,6 +124,20 @@ class Settings:
     compile_decoder: bool = option(
         False, "torch.compile the decoder in the background after loading (decodes stay eager until it is done)"
     )
+    anchors: str = option(
+        DEFAULT_ANCHORS,
+        "reference codecs made from each clip beside the codec: comma-separated ids from "
+        f"{', '.join(a.id for a in ANCHORS)}, 'all' or 'none'",
+    )
+    compare_model: str = option(
+        "", "a second checkpoint (local directory or hub id) loaded beside --model on the same device (empty: none)"
+    )
+    compare_dtype: str | None = option(None, "the second checkpoint's precision (default: as --dtype)", choices=DTYPES)
+    compare_decode_dtype: str | None = option(
+        None, "the second checkpoint's decoder precision (default: as its dtype)", choices=DTYPES
+    )
+    live_sessions: int = option(2, "live sessions (microphone through the codec) at once; 0 turns live mode off")
+    live_max_s: float = option(600.0, "longest live session, seconds (10 min); never more than --max-duration")
 
     def __post_init__(self) -> None:
         """Check values that do not need the model; raise SettingsError saying what to change."""
@@ -142,8 +165,19 @@ class Settings:
                 raise SettingsError(f"{name} must be in (0, 1], e.g. 0.8.")
         if self.decode_chunk_frames < 1:
             raise SettingsError("decode_chunk_frames must be at least 1.")
+        if self.live_sessions < 0:
+            raise SettingsError("live_sessions must be zero (live mode off) or more.")
         if self.encode_kv_device_mib < 0:
             raise SettingsError("encode_kv_device_mib must be zero or more.")
+        parse_anchors(self.anchors)  # SettingsError naming the valid ids
+        for name in ("compare_dtype", "compare_decode_dtype"):
+            if getattr(self, name) not in (None, *DTYPES):
+                raise SettingsError(f"{name} {getattr(self, name)!r} is not supported: use one of {', '.join(DTYPES)}.")
+        if self.compare_dtype == "bfloat16" and not self.is_cuda:
+            raise SettingsError(
+                "--compare-dtype bfloat16 runs only on a GPU; on CPU use --compare-decode-dtype bfloat16 "
+                "(the second checkpoint's decoder in bf16, guarded) to hear bf16 against fp32."
+            )
 
     @property
     def max_file_bytes(self) -> int:

@@ -43,6 +43,14 @@ def tiny_checkpoint(tmp_path_factory) -> Path:
     return build_tiny_checkpoint(tmp_path_factory.mktemp("tiny-ckpt"))
 
 
+@pytest.fixture(scope="session")
+def second_checkpoint(tmp_path_factory) -> Path:
+    """Another tiny checkpoint with other random weights (seed 1): a second model to compare."""
+    from core.model.checkpoints import build_tiny_checkpoint
+
+    return build_tiny_checkpoint(tmp_path_factory.mktemp("tiny-ckpt-b"), seed=1)
+
+
 def speechlike(seconds: float, seed: int = 0, sample_rate: int = SAMPLE_RATE) -> np.ndarray:
     """A deterministic, speech-like test signal: a gliding harmonic tone with a syllable
     envelope plus a little noise, peak about 0.5."""
@@ -136,3 +144,46 @@ def cli(capsys):
         return CliResult(code, out.out, out.err)
 
     return run
+
+
+BOMB_FRAMES = 8_000_000  # frames of a token bomb: 256 MB of codes packed into about 1 MB (issue 19, finding 4)
+
+
+def write_token_bomb(path: Path, frames: int = BOMB_FRAMES) -> Path:
+    """A token file whose codes unpack to ``frames`` x 16 int16 zeros (valid shape, metadata and
+    length; the checksum is left wrong: computing it would cost what the bomb costs), made
+    without ever holding the codes in memory."""
+    import io
+    import json
+    import zipfile
+
+    header = io.BytesIO()
+    np.lib.format.write_array_header_1_0(header, {"descr": "<i2", "fortran_order": False, "shape": (frames, 16)})
+    meta = {
+        "format": "codec-workbench-tokens",
+        "format_version": 1,
+        "sample_rate": SAMPLE_RATE,
+        "frame_rate": 12.5,
+        "original_samples": frames * 1920,
+        "model_source": "bomb",
+        "versions": {},
+        "created": "",
+        "codes_sha256": "0" * 64,
+    }
+    metadata = io.BytesIO()
+    np.save(metadata, np.array(json.dumps(meta)))
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED, compresslevel=1) as archive:
+        with archive.open("codes.npy", "w", force_zip64=True) as member:
+            member.write(header.getvalue())
+            zeros, left = bytes(1 << 20), frames * 32
+            while left:
+                member.write(zeros[: min(left, len(zeros))])
+                left -= min(left, len(zeros))
+        archive.writestr("metadata.npy", metadata.getvalue())
+    return path
+
+
+@pytest.fixture(scope="session")
+def token_bomb(tmp_path_factory) -> Path:
+    """A 1 MB token file holding 256 MB of codes (hours over any duration limit)."""
+    return write_token_bomb(tmp_path_factory.mktemp("bomb") / "bomb_tokens.npz")

@@ -63,7 +63,7 @@ def launch(demo: gr.Blocks, engine, ui: UiOptions, server: ServerOptions, starte
         allowed_paths=[str(ui.temp_root), str(ASSETS)],
         app_kwargs={
             "routes": health_routes(engine, started_at, ui.temp_root),
-            "middleware": [Middleware(Guard, temp_root=ui.temp_root)],
+            "middleware": [Middleware(Guard, temp_root=ui.temp_root, serve_roots=(ASSETS,))],
             "openapi_url": None,  # FastAPI's schema of Gradio's internals; the API is documented at /gradio_api/info
         },
         footer_links=["api", "settings"],

@@ -115,12 +115,16 @@ class Collector:
         self.peak = 0.0  # of the mono 24 kHz output
         self.parts: list[np.ndarray] = []
         self.stream = None
+        self.flushed = False  # the resampler's tail is out: no more blocks
         if source.sample_rate != SAMPLE_RATE:
             self.stream = soxr.ResampleStream(
                 source.sample_rate, SAMPLE_RATE, 1, dtype="float32", quality=RESAMPLE_QUALITY
             )
 
-    def add(self, block: np.ndarray) -> None:
+    def add(self, block: np.ndarray) -> np.ndarray:
+        """Check and keep a block; return the 24 kHz mono samples it completed (live input reads them)."""
+        if self.flushed:
+            raise AudioInputError(f"'{self.name}' has ended; no more audio can be added.")
         finite = np.isfinite(block).all(axis=1)
         if not finite.all():
             first = (self.frames + int(np.argmin(finite))) / self.source.sample_rate
@@ -137,11 +141,21 @@ class Collector:
             )
         self.clipped += int(np.count_nonzero(np.abs(block) >= CLIP_LEVEL))
         mono = block[:, 0] if block.shape[1] == 1 else block.mean(axis=1, dtype=np.float32)
-        self._keep(mono if self.stream is None else self.stream.resample_chunk(mono))
+        mono = mono if self.stream is None else self.stream.resample_chunk(mono)
+        self._keep(mono)
+        return mono
+
+    def flush(self) -> np.ndarray:
+        """The resampler's last samples, kept and returned (once); the input then takes no more blocks."""
+        tail = np.zeros(0, np.float32)
+        if self.stream is not None and not self.flushed:
+            tail = self.stream.resample_chunk(np.zeros(0, np.float32), last=True)
+            self._keep(tail)
+        self.flushed = True
+        return tail
 
     def finish(self) -> np.ndarray:
-        if self.stream is not None:
-            self._keep(self.stream.resample_chunk(np.zeros(0, np.float32), last=True))
+        self.flush()
         if not self.parts:
             return np.zeros(0, np.float32)
         return np.ascontiguousarray(np.concatenate(self.parts), dtype=np.float32)

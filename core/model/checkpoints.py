@@ -177,9 +177,14 @@ def build_tiny_checkpoint(directory: Path, seed: int = 0) -> Path:
     return save_checkpoint(build_model(tiny_config(), seed=seed, layer_scale=1.0), directory, kind="tiny")
 
 
-def build_full_checkpoint(directory: Path, seed: int = 0, reference: Path = REFERENCE_CONFIG) -> Path:
-    """Full-size random checkpoint from the published architecture (≈682 MB on disk)."""
-    return save_checkpoint(build_model(full_config(reference), seed=seed), directory, kind="full")
+def build_full_checkpoint(
+    directory: Path, seed: int = 0, reference: Path = REFERENCE_CONFIG, layer_scale: float | None = None
+) -> Path:
+    """Full-size random checkpoint from the published architecture (≈682 MB on disk). ``layer_scale``
+    1.0 sets every transformer layer scale (encoder and decoder) so context matters: for exactness
+    checks (None keeps the fresh init's 0.01)."""
+    model = build_model(full_config(reference), seed=seed, layer_scale=layer_scale)
+    return save_checkpoint(model, directory, kind="full")
 
 
 def is_random_checkpoint(directory: Path | None) -> bool:

@@ -93,6 +93,7 @@ _OTHER = {
     "dtype": "bfloat16",
     "data_dir": "/some/data",
     "decode_dtype": "bfloat16",
+    "anchors": "mp3,opus12",
 }
 
 

@@ -115,7 +115,7 @@ def test_metric_table_shows_missing_values_with_their_note():
         {"name": "SI-SDR", "value": 12.3456, "meaning": "fidelity", "better": "higher", "note": "", "unit": "dB"},
     ]
     text = fmt.metrics_markdown(metrics)
-    assert "| n/a |" in text and "the original is silent" in text and "12.346 dB" in text
+    assert "| – |" in text and "the original is silent" in text and "12.346 dB" in text
 
 
 def test_facts_show_warnings_or_say_there_are_none():
