@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import logging
 import os
+import re
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -46,6 +48,7 @@ __all__ = [
     "audio_from_array",
     "describe_formats",
     "load_audio",
+    "load_audio_bytes",
     "resample",
     "write_wav",
 ]
@@ -63,6 +66,26 @@ def load_audio(path, limits: AudioLimits = AudioLimits()) -> Audio:
     except Unreadable as e:
         logger.debug("soundfile cannot read %s (%s); trying PyAV", path.name, e)
         return load_with_av(path, limits)
+
+
+def load_audio_bytes(data: bytes, name: str, limits: AudioLimits = AudioLimits()) -> Audio:
+    """Read audio held in memory (a Parquet cell, a tar member) as ``load_audio`` reads a file, with
+    the same limits and messages, which name ``name``. The bytes go through a private temporary
+    file: both readers, and the checks that compare a header with the data, work on files."""
+    if not data:
+        raise AudioInputError(f"'{name}' is empty (0 bytes): there is no audio in it.")
+    if len(data) > limits.max_file_bytes:
+        raise AudioInputError(
+            f"'{name}' is {len(data) / MIB:.0f} MiB, over the {limits.max_file_bytes / MIB:.0f} MiB limit."
+        )
+    safe = re.sub(r"[^\w.\-]+", "_", Path(name).name)[-120:] or "audio"  # keeps the ending: format hints
+    with tempfile.TemporaryDirectory(prefix="codec-bytes-") as folder:
+        path = Path(folder) / safe
+        path.write_bytes(data)
+        try:
+            return load_audio(path, limits)
+        except AudioInputError as e:
+            raise AudioInputError(str(e).replace(safe, name)) from e
 
 
 def audio_from_array(samples, sample_rate: int, name: str = "array", limits: AudioLimits = AudioLimits()) -> Audio:

@@ -6,6 +6,7 @@ import logging
 import time
 from dataclasses import dataclass, field
 
+from core.codec import SAMPLE_RATE
 from core.dataset.shards import Done, Failed
 
 logger = logging.getLogger(__name__)
@@ -40,7 +41,7 @@ class Progress:
         if isinstance(result, Failed):
             self.errors += 1
         else:
-            self.audio_s += result.original_samples / 24_000
+            self.audio_s += result.original_samples / SAMPLE_RATE
         if self._bar is not None:
             self._bar.update(1)  # type: ignore[attr-defined]
             self._bar.set_postfix_str(self.rate_text(), refresh=False)  # type: ignore[attr-defined]
@@ -84,8 +85,22 @@ def summary_lines(manifest: dict) -> list[str]:
             f"{manifest['files']['errors']} errors (errors.jsonl); {manifest['audio']['hours']:.4f} h of audio, "
             f"{manifest['codes']['frames']} frames in {manifest['shards']} shard(s)"
         ),
+        *_skipped_line(manifest),
         f"this run: {run['files']} files, {run['audio_s'] / SECONDS_PER_HOUR:.4f} h of audio in {run['wall_s']:.1f} s "
         f"({run['files_per_s']:.2f} files/s, {run['audio_hours_per_s']:.4f} audio h/s) on {run['actors']} actor(s), "
         f"{run['gpus']} GPU(s)" + (f"; resumed, {run['skipped_shards']} shard(s) skipped" if run["resumed"] else ""),
     ]
     return lines
+
+
+def _skipped_line(manifest: dict) -> list[str]:
+    skipped = (manifest.get("input") or {}).get("skipped") or {}
+    if not skipped:
+        return []
+    listed = (manifest.get("input") or {}).get("skipped_list")
+    where = f" -> {listed}" if listed else " (--list-skipped FILE lists them)"
+    return [
+        f"skipped {sum(skipped.values())} files that are not audio: "
+        + ", ".join(f"{n} {e}" for e, n in skipped.items())
+        + where
+    ]
