@@ -2,8 +2,8 @@
 
 Item ``i`` belongs to shard ``i // shard_size``. A shard is written once every item in it has a
 result (codes or an error): its errors go to ``shard-NNNNN.errors.jsonl`` first, then its codes to
-``shard-NNNNN.parquet``, each through a temporary file and an atomic rename. The Parquet file is
-the commit mark: a shard whose Parquet file exists is done and a rerun skips all its items; any
+``shard-NNNNN.parquet``, each through a temporary file and an atomic rename. The Parquet file (or,
+for a shard whose items all failed, an empty ``shard-NNNNN.empty``) is the commit mark: a shard whose Parquet file exists is done and a rerun skips all its items; any
 other file of a half-written shard is rewritten. So a job killed at any moment and restarted ends
 with every input exactly once, either as a row of codes or as an error line.
 """
@@ -28,6 +28,7 @@ logger = logging.getLogger(__name__)
 SHARD_DIR = "shards"  # sub-folder of the output that holds the shards
 JOB_FILE = "job.json"  # what the output was made from; a rerun must match it to resume
 SHARD_DIGITS = 5  # shard-00042.parquet: enough for 100,000 shards
+EMPTY_MARK = ".empty"  # the commit mark of a shard whose items all failed (no Parquet file)
 
 
 @dataclass(frozen=True)
@@ -58,11 +59,19 @@ def shard_path(out: Path, shard: int, suffix: str = ".parquet") -> Path:
 
 
 def finished_shards(out: Path) -> set[int]:
-    """Shards whose Parquet file exists (leftover temporary files are not finished shards)."""
+    """Shards whose Parquet file (or, for a shard of errors alone, its ``.empty`` mark) exists; leftover
+    temporary files are not finished shards."""
     folder = out / SHARD_DIR
     if not folder.is_dir():
         return set()
-    return {int(p.stem.split("-")[1]) for p in folder.glob("shard-*.parquet")}
+    marks = [*folder.glob("shard-*.parquet"), *folder.glob(f"shard-*{EMPTY_MARK}")]
+    return {int(p.name.split("-")[1].split(".")[0]) for p in marks}
+
+
+def _parquet_shards(out: Path) -> list[int]:
+    """Finished shards that have rows (a Parquet file with no rows is not written: readers such as
+    ``datasets`` refuse one)."""
+    return [s for s in sorted(finished_shards(out)) if shard_path(out, s).exists()]
 
 
 def check_job(out: Path, job: dict) -> bool:
@@ -150,6 +159,11 @@ def write_shard(
     }
     columns.update(fields_columns([d.extra for d in done], plan))
     table = pa.table(columns, schema=_schema(plan))
+    if not done:
+        path = shard_path(out, shard, EMPTY_MARK)
+        atomic_write_text(path, "")
+        logger.info("wrote %s: no rows, %d errors", path.name, len(failed))
+        return path
     path = shard_path(out, shard)
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
     pq.write_table(table, tmp)
@@ -164,7 +178,7 @@ def shard_fields(out: Path) -> dict:
     """Which columns of the shards are the input's fields (the schema metadata); {} without shards."""
     import pyarrow.parquet as pq
 
-    for shard in sorted(finished_shards(out)):
+    for shard in _parquet_shards(out):
         meta = pq.read_schema(shard_path(out, shard)).metadata or {}
         return json.loads(meta.get(META_KEY, b"{}"))
     return {}
@@ -174,7 +188,7 @@ def read_shards(out: Path, columns: list[str] | None = None) -> Iterator:
     """The finished shards' tables in shard order."""
     import pyarrow.parquet as pq
 
-    for shard in sorted(finished_shards(out)):
+    for shard in _parquet_shards(out):
         yield pq.read_table(shard_path(out, shard), columns=columns)
 
 

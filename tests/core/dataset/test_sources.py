@@ -85,7 +85,7 @@ def _sample(key: str, seed: int, **fields) -> list[tuple[str, bytes]]:
 
 def test_webdataset_shards_by_brace_pattern_with_every_kind_of_damage(tmp_path):
     latin1 = "caf\udce9"  # b"caf\xe9": a Latin-1 name, not UTF-8
-    good = tar_shard(
+    tar_shard(
         tmp_path / "data-000.tar",
         [
             *_sample("spk1/utt1", 1, text="hello", speaker="spk1"),
