@@ -231,7 +231,8 @@ def test_a_killed_run_resumes_to_every_file_exactly_once(tiny_checkpoint, tmp_pa
     assert second.returncode == 0, log
     assert "resumed" in log
     after = {p.name: p.stat().st_ino for p in (out / "shards").glob("*.parquet")}
-    assert len(after) == 9 and all(after[name] == inode for name, inode in before.items())  # finished shards kept
+    assert all(after[name] == inode for name, inode in before.items())  # finished shards kept, not rewritten
+    assert shards.finished_shards(out) == set(range(9)) and len(after) == 8  # shard 8: one error, no rows
     indices = [i for table in shards.read_shards(out) for i in table.column("index").to_pylist()]
     errors = [e["index"] for e in shards.read_errors(out)]
     assert sorted(indices + errors) == list(range(17)) and errors == [16]
