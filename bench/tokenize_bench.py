@@ -38,6 +38,7 @@ from core.dataset.inputs import read_inputs  # noqa: E402
 from core.dataset.pipeline import TokenizeOptions, job_record, run  # noqa: E402
 from core.model.engine import Engine  # noqa: E402
 from core.settings import Settings  # noqa: E402
+from core.units import MIB  # noqa: E402
 
 SR = 24_000  # Hz, the codec's rate
 FILE_SR = 16_000  # Hz, the bench files' rate: both paths resample, as with most speech datasets
@@ -83,11 +84,11 @@ def official_loop(checkpoint: str, manifest: Path, device: str) -> dict:
     frames = 0
     for i in range(0, len(rows), OFFICIAL_BATCH):
         enc = tok.encode([r["audio"] for r in rows[i : i + OFFICIAL_BATCH]])
-        for code, row in zip(enc.audio_codes, rows[i : i + OFFICIAL_BATCH]):
+        for code, row in zip(enc.audio_codes, rows[i : i + OFFICIAL_BATCH], strict=True):
             row["audio_codes"] = code.cpu().tolist()
             frames += len(row["audio_codes"])
     wall = time.perf_counter() - start
-    peak = torch.cuda.max_memory_allocated() / 2**20 if device.startswith("cuda") else None
+    peak = torch.cuda.max_memory_allocated() / MIB if device.startswith("cuda") else None
     return {"wall_s": wall, "peak_mib": peak, "frames": frames, "files": len(rows), "tok": tok}
 
 
@@ -351,7 +352,7 @@ def ours_part(args, checkpoint: Path, manifest: Path) -> dict:
     sample = clips[: 2 * OFFICIAL_BATCH]
     batched = [r.codes for r in engine.encode_batch([SimpleNamespace(samples=c) for c in sample])]
     lone = [engine.encode_array(c).codes for c in sample]
-    equal = sum(int((a == b).sum()) for a, b in zip(batched, lone))
+    equal = sum(int((a == b).sum()) for a, b in zip(batched, lone, strict=True))
     agreement = {"clips": len(sample), "codes_equal_share": equal / sum(a.size for a in lone)}
     del engine
     return {"ours_batches": batches, "batch_vs_lone": agreement}

@@ -22,6 +22,8 @@ from pathlib import Path
 
 import numpy as np
 
+from core.units import MIB
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
@@ -111,8 +113,8 @@ def child(args) -> None:
         result.update(walls_s=walls, wall_s=float(np.median(walls)))
         if cuda:
             result.update(
-                peak_allocated_mib=torch.cuda.max_memory_allocated() / 2**20,
-                peak_reserved_mib=torch.cuda.max_memory_reserved() / 2**20,
+                peak_allocated_mib=torch.cuda.max_memory_allocated() / MIB,
+                peak_reserved_mib=torch.cuda.max_memory_reserved() / MIB,
                 kernels=top_kernels(engine, batches[0]),
             )
         result["audio_h_per_gpu_h"] = audio_s / result["wall_s"]
@@ -122,11 +124,11 @@ def child(args) -> None:
 
 def agreement(codes_path: Path, lone_path: Path) -> dict:
     a, b = load_clips(codes_path), load_clips(lone_path)
-    equal = sum(int((x == y).sum()) for x, y in zip(a, b))
+    equal = sum(int((x == y).sum()) for x, y in zip(a, b, strict=True))
     total = sum(y.size for y in b)
     return {
         "codes_equal_share": equal / total,
-        "clips_equal": sum(int(np.array_equal(x, y)) for x, y in zip(a, b)),
+        "clips_equal": sum(int(np.array_equal(x, y)) for x, y in zip(a, b, strict=True)),
         "clips": len(b),
     }
 

@@ -19,16 +19,15 @@ from fastapi import FastAPI
 from fastapi.routing import APIRoute
 from starlette.middleware import Middleware
 
-from webui.app import ASSETS, CSS, UiOptions
+from core.settings import DEFAULT_HOST, DEFAULT_PORT
+from webui.app import CSS
 from webui.i18n import gradio_i18n
+from webui.options import ASSETS, UiOptions
 from webui.serving import timeouts
 from webui.serving.guard import Guard
 from webui.serving.health import add_health_routes
 
 logger = logging.getLogger(__name__)
-
-DEFAULT_HOST = "127.0.0.1"
-DEFAULT_PORT = 7860
 
 
 @dataclass(frozen=True)
@@ -64,7 +63,7 @@ def launch(demo: gr.Blocks, engine, ui: UiOptions, server: ServerOptions, starte
         allowed_paths=[str(ui.temp_root), str(ASSETS)],
         app_kwargs={
             "routes": health_routes(engine, started_at, ui.temp_root),
-            "middleware": [Middleware(Guard, temp_root=ui.temp_root)],
+            "middleware": [Middleware(Guard, temp_root=ui.temp_root, serve_roots=(ASSETS,))],
             "openapi_url": None,  # FastAPI's schema of Gradio's internals; the API is documented at /gradio_api/info
         },
         footer_links=["api", "settings"],

@@ -43,6 +43,12 @@ def add_build_checkpoint_parser(sub) -> dict:
     build.add_argument("directory", type=Path)
     build.add_argument("--reference", type=Path, default=None, help="reference config.json for --full")
     build.add_argument("--seed", type=int, default=0)
+    build.add_argument(
+        "--layer-scale",
+        type=float,
+        default=None,
+        help="--full: set every transformer layer scale (1.0 for exactness checks: context then matters)",
+    )
     return {"build-checkpoint": cmd_build_checkpoint}
 
 
@@ -88,7 +94,7 @@ def cmd_decode(args) -> int:
     check_outputs(args.files, args.output_dir, (".wav",))
     engine = engine_from_args(args)
     for source in args.files:
-        token_file = load_tokens(source)
+        token_file = load_tokens(source, max_duration_s=engine.settings.max_duration_s)
         decoded = engine.decode(token_file.codes, original_samples=token_file.original_samples)
         path = write_wav(out_path(args.output_dir, source, ".wav"), decoded.samples, decoded.sample_rate)
         print(f"{source} -> {path} ({len(decoded.samples) / decoded.sample_rate:.2f} s audio, {decoded.seconds:.2f} s)")
@@ -126,7 +132,7 @@ def cmd_ladder(args) -> int:
     engine = engine_from_args(args)
     audio = None
     if args.file.suffix.lower() == ".npz":
-        token_file = load_tokens(args.file)
+        token_file = load_tokens(args.file, max_duration_s=engine.settings.max_duration_s)
         codes, original_samples = token_file.codes, token_file.original_samples
     else:
         audio = load_audio(args.file, engine.settings.audio_limits()).samples
@@ -162,6 +168,8 @@ def cmd_build_checkpoint(args) -> int:
     if args.tiny:
         path = build_tiny_checkpoint(args.directory, seed=args.seed)
     else:
-        path = build_full_checkpoint(args.directory, seed=args.seed, reference=args.reference or REFERENCE_CONFIG)
+        path = build_full_checkpoint(
+            args.directory, seed=args.seed, reference=args.reference or REFERENCE_CONFIG, layer_scale=args.layer_scale
+        )
     print(f"wrote random-weight checkpoint to {path} (not for quality claims)")
     return 0

@@ -12,10 +12,12 @@ import json
 from collections.abc import Iterator
 from pathlib import Path
 
-from core.audio.blocks import Audio, AudioLimits
+from core.audio.blocks import Audio
 from core.errors import AudioInputError
+from core.settings import AudioLimits
+from core.units import MIB
 
-HASH_BLOCK_BYTES = 1 << 20  # bytes read at a time for a file's checksum
+HASH_BLOCK_BYTES = MIB  # bytes read at a time for a file's checksum
 
 
 def chunk_of(path: str, locator: str) -> tuple:
@@ -31,7 +33,7 @@ def decode_items(paths: list[str], locators: list[str], limits: AudioLimits) -> 
     from core.audio.files import load_audio
 
     tables: dict[tuple, list] = {}  # (file, chunk, column) -> that chunk's audio cells
-    for path, locator in zip(paths, locators):
+    for path, locator in zip(paths, locators, strict=True):
         try:
             if not locator and _utf8(path):
                 audio = load_audio(path, limits)

@@ -309,13 +309,13 @@ class EncodeActor:
         except Exception as e:  # noqa: BLE001 - one bad clip or an out-of-memory batch: retry one by one to isolate it
             logger.warning("batch of %d failed (%s); encoding one by one", len(clips), _reason(e))
             results = []
-            for i, clip in zip(todo, clips):
+            for i, clip in zip(todo, clips, strict=True):
                 try:
                     results.append(self.engine.encode_array(clip))
                 except Exception as e1:  # noqa: BLE001 - its reason goes to errors.jsonl
                     errors[i] = _reason(e1)
                     results.append(None)
-        for i, result in zip(todo, results):
+        for i, result in zip(todo, results, strict=True):
             if result is not None:
                 codes[i] = result.codes.astype(np.int16).tobytes()
                 original[i] = result.original_samples

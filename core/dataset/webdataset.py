@@ -27,10 +27,11 @@ from pathlib import Path
 from core.audio.readers import AUDIO_SUFFIXES
 from core.dataset.inputs import InputError, Inputs, Item, printable, split, to_json
 from core.errors import CodecError
+from core.units import MIB
 
 logger = logging.getLogger(__name__)
 
-TEXT_MEMBER_BYTES = 1 << 20  # members up to this size that decode as UTF-8 are kept as text fields
+TEXT_MEMBER_BYTES = MIB  # members up to this size that decode as UTF-8 are kept as text fields
 _RANGE = re.compile(r"\{(\d+)\.\.(\d+)\}")
 _AUDIO_EXTS = {s.lstrip(".") for s in AUDIO_SUFFIXES}
 
@@ -149,7 +150,7 @@ def _data_after(path: Path, offset: int) -> bool:
     """Whether anything but the end-of-archive zeros follows ``offset``."""
     with open(path, "rb") as f:
         f.seek(offset)
-        while block := f.read(1 << 20):
+        while block := f.read(MIB):
             if block.strip(b"\0"):
                 return True
     return False

@@ -18,7 +18,8 @@ from core.audio.files import load_audio
 from core.judging import abx
 from core.model.engine import Engine
 from core.settings import Settings
-from webui.app import ASSETS, UiOptions, build_app
+from webui.app import build_app
+from webui.options import ASSETS, UiOptions
 from webui.server import ServerOptions, launch
 from webui.serving.workspace import Workspace
 from webui.tabs.abx import AbxHandlers
