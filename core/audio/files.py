@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 import tempfile
 from pathlib import Path
 
@@ -38,6 +37,7 @@ from core.audio.blocks import (
 from core.audio.readers import FORMATS, Unreadable, load_with_av, load_with_soundfile
 from core.codec import SAMPLE_RATE
 from core.errors import AudioInputError
+from core.names import safe_name
 from core.settings import AudioLimits
 from core.units import MIB
 
@@ -77,7 +77,8 @@ def load_audio_bytes(data: bytes, name: str, limits: AudioLimits = AudioLimits()
         raise AudioInputError(
             f"'{name}' is {len(data) / MIB:.0f} MiB, over the {limits.max_file_bytes / MIB:.0f} MiB limit."
         )
-    safe = re.sub(r"[^\w.\-]+", "_", Path(name).name)[-120:] or "audio"  # keeps the ending: format hints
+    given = Path(name)  # the ending is kept: readers take format hints from it
+    safe = f"{safe_name(given.stem, 'audio', max_chars=100, dots=False)}.{safe_name(given.suffix, 'bin')}"
     with tempfile.TemporaryDirectory(prefix="codec-bytes-") as folder:
         path = Path(folder) / safe
         path.write_bytes(data)
