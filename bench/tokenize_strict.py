@@ -80,6 +80,7 @@ def child(args) -> None:
     from core.model import planner
     from core.model.engine import Engine
     from core.settings import Settings
+    from core.units import MIB
 
     if switches.get("onepass"):
         planner.batch_windows = lambda settings: False  # the engine's strict path before this change

@@ -16,7 +16,7 @@ import gradio as gr
 from webui.i18n import label
 from webui.options import UiOptions
 from webui.serving.workspace import Workspace
-from webui.tabs import abx_page, decode, encode, evaluate, roundtrip, status_bar, system
+from webui.tabs import abx_page, decode, encode, evaluate, roundtrip, second_model, status_bar, system
 
 logger = logging.getLogger(__name__)
 
@@ -49,6 +49,7 @@ def build_app(engine, options: UiOptions | None = None) -> gr.Blocks:
                 decode.build(decode.DecodeHandlers(engine, workspace))
             with gr.Tab(label("tab.system"), id="system"):
                 system.build(system.SystemHandlers(engine, workspace), options.stats_every_s)
+                second_model.build(demo, second_model.SecondHandlers(engine, workspace, options.compare_models_dir))
         abx_page.wire_from_result(blind, result.blind_run, result.original, result.blind_what, tabs)
         demo.load(None, js=PAGE_JS, api_name="page_keys", api_visibility="private")
     return demo

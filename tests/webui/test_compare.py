@@ -24,7 +24,7 @@ from webui.tabs.lab import LabHandlers
 
 ZH = gr.Request(headers={"accept-language": "zh-CN,zh;q=0.9"})
 EN = gr.Request(headers={"accept-language": "en-US,en;q=0.9"})
-SPEECH = Path(__file__).resolve().parents[2] / "assets" / "speech_male_24k.wav"
+SPEECH = Path(__file__).resolve().parents[2] / "webui" / "assets" / "speech_male_24k.wav"
 
 
 def _trip(tabs: Tabs, clip: Path, anchors, with_second=False, request=EN):
@@ -164,3 +164,27 @@ def test_a_second_checkpoint_is_one_more_source(tiny_checkpoint, second_checkpoi
     assert "| 1 |" in CompareHandlers(tabs.engine, tabs.workspace).problems(out.details, EN)[1]
     # and without it ticked, only the codec
     assert tabs.roundtrip.roundtrip(str(clip), EN, [], False).details["compare"]["sources"] == []
+
+
+def test_the_report_carries_every_source_and_the_table(speech_trip):
+    import zipfile
+
+    from webui.tabs.review import ReviewHandlers
+
+    tabs, out, _manifest, value = speech_trip
+    comparison = _table(tabs, out, value)[-1][2]
+    reviewer = ReviewHandlers(tabs.engine, tabs.workspace)
+    zip_path, html_path = map(
+        Path, reviewer.report(out.original, out.reconstruction, out.downloads, out.details, None, None, EN, comparison)
+    )
+    with zipfile.ZipFile(zip_path) as z:
+        names = z.namelist()
+        summary = json.loads(z.read("metrics.json"))
+    for anchor_id in ("lp3.5", "amr", "opus6"):
+        assert any(n.endswith(f"_{anchor_id}.wav") for n in names), names
+    assert [s["id"] for s in summary["sources"]] == ["lp3.5", "amr", "opus6"]
+    assert [c["source"]["id"] for c in summary["comparison"]["table"]["columns"]][:2] == ["original", "reconstruction"]
+    page = html_path.read_text()
+    assert page.count("<audio") == 2 + 3 and 'id="source-opus6"' in page
+    assert "Every source side by side" in page and "<th>Opus 6 kbit/s</th>" in page
+    assert "Where the codec stands: on this clip it is" in page  # the placing, in the reader's language

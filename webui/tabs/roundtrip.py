@@ -243,6 +243,7 @@ def build(handlers: RoundTripHandlers, example_paths: tuple[Path, ...]) -> Round
             verdict=verdict,
             report=report,
             report_files=report_files,
+            comparison=parts.comparison,
         ),
     )
     return RoundTripPage(original, blind_what, blind_run)
