@@ -22,8 +22,6 @@ from pathlib import Path
 
 import numpy as np
 
-from core.units import MIB
-
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
