@@ -161,7 +161,7 @@ def test_a_second_checkpoint_is_one_more_source(tiny_checkpoint, second_checkpoi
     assert any(s["id"] == "compare" for s in manifest["sources"])
     details = _table(tabs, out, value)[-1][2]
     assert [c["source"]["id"] for c in details["table"]["columns"]] == ["original", "reconstruction", "compare"]
-    assert "| 1 |" in CompareHandlers(tabs.engine, tabs.workspace).problems(out.details, EN)[1]
+    assert "| 1 | 2 |" in CompareHandlers(tabs.engine, tabs.workspace).problems(out.details, EN)[1]
     # and without it ticked, only the codec
     assert tabs.roundtrip.roundtrip(str(clip), EN, [], False).details["compare"]["sources"] == []
 

@@ -146,9 +146,9 @@ def build(handlers: CompareHandlers, timeline_done, ladder_done, original, recon
     """The table under the player, refreshed after the timeline and after each ladder (call in the lab);
     returns the JSON component holding the table (the report takes it)."""
     problems = gr.Markdown(elem_id="lab-compare-problems")
-    table = gr.Markdown(elem_id="lab-compare-table")
+    table = gr.Markdown(elem_id="lab-compare-table", elem_classes="cw-tables")  # scrolls sideways on a phone
     placing = gr.Markdown(elem_id="lab-placing")
-    agreement = gr.Markdown(elem_id="lab-agreement")
+    agreement = gr.Markdown(elem_id="lab-agreement", elem_classes="cw-tables")
     raw = gr.JSON(visible=False)
     timeline_done.then(
         handlers.problems,
