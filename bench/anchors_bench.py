@@ -132,7 +132,7 @@ def main(argv=None) -> int:
     per_anchor: dict[str, list[float]] = {a.id: [] for a in ANCHORS}
     per_anchor_cpu: dict[str, list[float]] = {a.id: [] for a in ANCHORS}
     bitrates: dict[str, float | None] = {}
-    runs = []
+    runs: list[dict] = []
     for _ in range(args.repeats):
         load = os.getloadavg()
         for anchor in ANCHORS:
