@@ -74,7 +74,7 @@ def test_the_manifest_has_every_anchor_loudness_matched_with_its_own_key_and_res
     reference = loudness.integrated_lufs(sf.read(out.original, dtype="float32")[0])
     for anchor_id in ("lp3.5", "amr", "opus6"):
         source = by_id[anchor_id]
-        samples = sf.read(source["wav"], dtype="float32")[0]
+        samples = sf.read(source["path"], dtype="float32")[0]  # the manifest's sources: path
         matched = loudness.integrated_lufs(samples * np.float32(10 ** (source["gain_db"] / 20)))
         assert abs(matched - reference) <= 0.5, (anchor_id, matched, reference)
         residual = sf.read(manifest["residuals"][anchor_id], dtype="float32")[0]

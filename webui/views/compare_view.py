@@ -112,13 +112,14 @@ def agreement_markdown(rows: list[dict], lang: str) -> str:
     """Share of codes equal per codebook, first checkpoint against the second ("" without a second)."""
     if not rows:
         return ""
+    books, equal = i18n.text("compare.agreement_codebook", lang), i18n.text("compare.agreement_equal", lang)
     lines = [
         i18n.text("compare.agreement_heading", lang),
         "",
-        i18n.text("compare.agreement_header", lang),
-        "|---:|---:|",
+        f"| {books} | " + " | ".join(str(r["codebook"]) for r in rows) + " |",
+        "|---|" + "---:|" * len(rows),
+        f"| {equal} | " + " | ".join(f"{r['equal_share']:.0%}" for r in rows) + " |",
     ]
-    lines += [f"| {r['codebook']} | {r['equal_share']:.1%} |" for r in rows]
     return "\n".join(lines)
 
 
