@@ -16,6 +16,7 @@ theirs at once when the client goes; this is the net under them).
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 import time
@@ -23,12 +24,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from core.audio.blocks import Audio, AudioLimits
+from core.audio.blocks import Audio
 from core.codec import NUM_CODEBOOKS, SAMPLE_RATE, SAMPLES_PER_FRAME
 from core.errors import LiveBusy, LiveSessionError, OutOfMemory
 from core.model import memory
 from core.nn.streaming import MicrophoneInput, StreamingDecoder, StreamingEncoder
-from core.units import minutes
+from core.units import MIB, minutes
 
 logger = logging.getLogger(__name__)
 
@@ -127,7 +128,8 @@ class LiveSession:
         self.owner, self.engine = owner, owner.engine
         self.max_s = owner.max_seconds()
         self.paced = paced
-        limits = AudioLimits(self.max_s + 1.0, self.engine.settings.max_file_bytes)  # this class refuses first
+        # the settings' limits, with a second of slack on the length: this class refuses first, with its own words
+        limits = dataclasses.replace(self.engine.settings.audio_limits(), max_duration_s=self.max_s + 1.0)
         self.input = MicrophoneInput(sample_rate, channels, limits, name)
         self.encoder: StreamingEncoder | None = None
         self.decoder: StreamingDecoder | None = None
@@ -145,7 +147,7 @@ class LiveSession:
             raise OutOfMemory(f"A live session does not fit now: {estimate.message}")
         max_samples = int(self.max_s * SAMPLE_RATE) + RESAMPLER_SLACK_SAMPLES
         with self.engine.model_work("encode") as (model, runner):
-            kv = int(self.engine.settings.encode_kv_device_mib * 2**20) if self.engine.settings.is_cuda else None
+            kv = int(self.engine.settings.encode_kv_device_mib * MIB) if self.engine.settings.is_cuda else None
             self.encoder = StreamingEncoder(model, max_samples, kv)
             self.decoder = StreamingDecoder(runner)
         self.started = self.last_input = time.monotonic()
