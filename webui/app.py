@@ -1,7 +1,7 @@
 """The Gradio Blocks app, built as a function of the engine: ``build_app(engine)``.
 
 Layout: the status bar (``webui.tabs.status_bar``) above the tabs, one module each under
-``webui/tabs/``: Round trip (with the listening lab and the verdict), Blind test, Evaluate files,
+``webui/tabs/``: Round trip (with the listening lab and the verdict), Live, Blind test, Evaluate files,
 Encode, Decode, System. Which events share a queue: ``webui.queues``.
 """
 
@@ -16,7 +16,7 @@ import gradio as gr
 from webui.i18n import label
 from webui.serving import storage, url_input
 from webui.serving.workspace import DEFAULT_MAX_AGE_S, Workspace
-from webui.tabs import abx, decode, encode, evaluate, roundtrip, status_bar, system
+from webui.tabs import abx, decode, encode, evaluate, live, roundtrip, status_bar, system
 
 logger = logging.getLogger(__name__)
 
@@ -66,9 +66,13 @@ def build_app(engine, options: UiOptions | None = None) -> gr.Blocks:
     with gr.Blocks(title=TITLE, analytics_enabled=False, delete_cache=GRADIO_CACHE_CLEANUP) as demo:
         gr.Markdown(label("app.intro"))
         status_bar.build(demo, status_bar.StatusHandlers(engine, workspace))
-        with gr.Tabs():
+        with gr.Tabs() as tabs:
             with gr.Tab(label("tab.roundtrip"), id="roundtrip"):
-                roundtrip.build(roundtrip.RoundTripHandlers(engine, workspace, options.url_policy), options)
+                trip_input = roundtrip.build(
+                    roundtrip.RoundTripHandlers(engine, workspace, options.url_policy), options
+                )
+            with gr.Tab(label("tab.live"), id="live"):
+                live.build(demo, live.LiveHandlers(engine, workspace), trip_input, tabs)
             with gr.Tab(label("abx.tab"), id="abx"):
                 abx.build(demo, abx.AbxHandlers(engine, workspace))
             with gr.Tab(label("evaluate.tab"), id="evaluate"):

@@ -44,6 +44,7 @@ class LiveStep:
 
     codes: np.ndarray  # (frames, 16) the frames this block completed (often 0 or 1)
     samples: np.ndarray  # float32 24 kHz audio of those frames (frames * 1920 samples)
+    original: np.ndarray  # the 24 kHz input of the same frames (zero-padded at the end): for A/B listening
     compute_s: float  # model work for this block, lock held (encode + decode)
     wait_s: float  # time spent waiting for the engine's lock (another user's job)
     received_s: float  # seconds of input received so far
@@ -134,6 +135,7 @@ class LiveSession:
         self.codes: list[np.ndarray] = []
         self.audio: list[np.ndarray] = []
         self.frame_compute_s: list[float] = []  # model time per frame
+        self._unmatched = np.zeros(0, np.float32)  # 24 kHz input not yet returned beside its frame's audio
         self.started = self.last_input = time.monotonic()
         self.closed = False
         self._push_lock = threading.Lock()
@@ -254,7 +256,15 @@ class LiveSession:
         new_audio = np.concatenate(audio_out) if audio_out else np.zeros(0, np.float32)
         self.codes.append(new_codes)
         self.audio.append(new_audio)
-        return LiveStep(new_codes, new_audio, compute, wait, self.input.seconds)
+        return LiveStep(
+            new_codes, new_audio, self._original(samples, new_audio.size), compute, wait, self.input.seconds
+        )
+
+    def _original(self, samples: np.ndarray, count: int) -> np.ndarray:
+        """The next ``count`` samples of 24 kHz input (they line up with the frames just decoded)."""
+        pending = np.concatenate([self._unmatched, samples]) if samples.size else self._unmatched
+        out, self._unmatched = pending[:count], pending[count:]
+        return out if out.size == count else np.pad(out, (0, count - out.size))
 
     def _check_open(self) -> None:
         if self.closed:

@@ -95,8 +95,9 @@ class RoundTripHandlers(TabHandlers):
         return str(path)
 
 
-def build(handlers: RoundTripHandlers, options: UiOptions) -> None:
-    """The tab's input, results, lab and verdict (call inside a ``gr.Tab``)."""
+def build(handlers: RoundTripHandlers, options: UiOptions) -> gr.Audio:
+    """The tab's input, results, lab and verdict (call inside a ``gr.Tab``); returns the audio input
+    (the Live tab hands its recording over to it)."""
     reviewer = review.ReviewHandlers(handlers.engine, handlers.workspace)
     with gr.Row():
         with gr.Column(scale=3):
@@ -189,6 +190,7 @@ def build(handlers: RoundTripHandlers, options: UiOptions) -> None:
             report_files=report_files,
         ),
     )
+    return audio_in
 
 
 def _url_row(handlers: RoundTripHandlers, audio_in: gr.Audio, policy: url_input.UrlPolicy) -> None:
