@@ -17,6 +17,7 @@ const FRAME_S = 0.08; // one code frame (SAMPLES_PER_FRAME / SAMPLE_RATE)
 const OUT_RATE = 24000; // what the server sends back
 const KEEP = 50; // recent measurements kept for the medians shown
 const FADE_S = 0.01; // original/codec switch crossfade
+const METER_FALL_DB_S = 24; // the level meter falls this fast after a peak
 
 const TAP = `class CwTap extends AudioWorkletProcessor {
   process(inputs) {
@@ -39,7 +40,7 @@ function median(values) {
 
 function createLive() {
   const L = {cfg: null, root: null, ctx: null, ws: null, stream: null, tap: null, running: false, hear: "codec",
-    channels: 1, pending: [], pendingFrames: 0, voices: [], dropped: 0, t0: null, nextPlay: 0, frames: 0, gains: null, level: -120,
+    channels: 1, pending: [], pendingFrames: 0, voices: [], dropped: 0, energy: 0, received: 0, levelMax: -120, t0: null, nextPlay: 0, frames: 0, gains: null, level: -120,
     parts: {compute: [], transport: [], playback: [], total: []}, resultId: null, error: null, note: null};
   const t = (key) => (L.cfg && L.cfg.texts[key]) || key;
 
@@ -113,7 +114,7 @@ function createLive() {
   async function start() {
     if (L.running) return;
     L.error = null; L.resultId = null; L.note = null; L.frames = 0; L.t0 = null; L.pending = []; L.pendingFrames = 0;
-    L.voices = []; L.nextPlay = 0; L.dropped = 0;
+    L.voices = []; L.nextPlay = 0; L.dropped = 0; L.energy = 0; L.received = 0; L.levelMax = -120;
     for (const k of Object.keys(L.parts)) L.parts[k] = [];
     try {
       L.stream = await navigator.mediaDevices.getUserMedia({audio: {echoCancellation: false, noiseSuppression: false, autoGainControl: false}});
@@ -157,7 +158,9 @@ function createLive() {
     L.pendingFrames += samples.length / L.channels;
     let peak = 0;
     for (let i = 0; i < samples.length; i++) peak = Math.max(peak, Math.abs(samples[i]));
-    L.level = peak > 0 ? 20 * Math.log10(peak) : -120;
+    const db = peak > 0 ? 20 * Math.log10(peak) : -120, seconds = samples.length / L.channels / L.ctx.sampleRate;
+    L.level = Math.max(db, L.level - METER_FALL_DB_S * seconds); // peak meter: instant attack, steady fall
+    L.levelMax = Math.max(L.levelMax, db);
     if (L.pendingFrames * 1000 < BLOCK_MS * L.ctx.sampleRate) return;
     const count = L.pending.reduce((n, p) => n + p.length, 0);
     const message = new ArrayBuffer(8 + count * 4);
@@ -193,6 +196,8 @@ function createLive() {
       L.voices.push({node, end: at + n / OUT_RATE});
     }
     L.nextPlay = at + n / OUT_RATE;
+    for (let i = 0; i < n; i++) L.energy += codec[i] * codec[i];
+    L.received += n;
     const out = (L.ctx.outputLatency || 0) + (L.ctx.baseLatency || 0);
     keep("compute", compute + wait);
     keep("transport", Math.max(0, performance.now() - sentAt - compute - wait));
@@ -241,8 +246,9 @@ function createLive() {
   L.mount = (root) => { L.root = root; render(); };
   L.configure = (cfg) => { L.cfg = cfg; render(); };
   L.start = start; L.stop = stop; L.hearWhich = hear;
-  L.state = () => ({running: L.running, frames: L.frames, latency: latency(), level: L.level, resultId: L.resultId,
-    error: L.error, hear: L.hear, note: L.note, dropped: L.dropped, sampleRate: L.ctx ? L.ctx.sampleRate : null});
+  L.state = () => ({running: L.running, frames: L.frames, latency: latency(), level: L.level, levelMax: L.levelMax, resultId: L.resultId,
+    error: L.error, hear: L.hear, note: L.note, dropped: L.dropped,
+    codecRms: L.received ? Math.sqrt(L.energy / L.received) : 0, sampleRate: L.ctx ? L.ctx.sampleRate : null});
   return L;
 }
 
