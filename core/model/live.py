@@ -26,7 +26,7 @@ import numpy as np
 from core.audio.blocks import Audio, AudioLimits
 from core.codec import NUM_CODEBOOKS, SAMPLE_RATE, SAMPLES_PER_FRAME
 from core.errors import LiveBusy, LiveSessionError, OutOfMemory
-from core.model import memory
+from core.model import memory, planner
 from core.nn.streaming import MicrophoneInput, StreamingDecoder, StreamingEncoder
 from core.units import minutes
 
@@ -146,8 +146,8 @@ class LiveSession:
         if not estimate.fits:
             raise OutOfMemory(f"A live session does not fit now: {estimate.message}")
         max_samples = int(self.max_s * SAMPLE_RATE) + RESAMPLER_SLACK_SAMPLES
+        kv = planner.base_plan(self.engine.settings).kv_device_bytes  # the engine's offload rule
         with self.engine.model_work("encode") as (model, runner):
-            kv = int(self.engine.settings.encode_kv_device_mib * 2**20) if self.engine.settings.is_cuda else None
             self.encoder = StreamingEncoder(model, max_samples, kv)
             self.decoder = StreamingDecoder(runner)
         self.started = self.last_input = time.monotonic()

@@ -71,7 +71,9 @@ def browser(mic_file):
 
 
 def open_live(browser, url: str, width: int = 1440, height: int = 900, locale: str = "en-US"):
-    context = browser.new_context(viewport={"width": width, "height": height}, locale=locale, permissions=["microphone"])
+    context = browser.new_context(
+        viewport={"width": width, "height": height}, locale=locale, permissions=["microphone"]
+    )
     page = context.new_page()
     page.goto(url)
     page.get_by_role("tab", name="实时" if locale.startswith("zh") else "Live").click()
@@ -113,6 +115,9 @@ def test_live_streams_and_the_recordings_codes_equal_the_offline_encode(browser,
     streamed, _ = sf.read(folder / "live_reconstruction.wav", dtype="float32")
     assert streamed.shape == recording.shape and np.sqrt(np.mean(streamed**2)) > 1e-3
     assert engine.live.in_use == 0
+    page.locator("#live-open-roundtrip").click()  # the session as a round trip: lab, metrics, verdict
+    expect(page.locator("#roundtrip-tokens")).to_contain_text(f"{codes.shape[0]} × 16", timeout=TIMEOUT_MS)
+    expect(page.locator("#roundtrip-metrics")).to_contain_text("PESQ-WB", timeout=TIMEOUT_MS)
     FIGURES.write_text(
         json.dumps(
             {

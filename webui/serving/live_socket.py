@@ -72,9 +72,26 @@ def _params(ws: WebSocket) -> tuple[int, int, str]:
     return rate, channels, lang
 
 
+def same_origin(ws: WebSocket) -> bool:
+    """A browser names the page that opens a WebSocket; only this app's own pages may (another site
+    could otherwise use a signed-in visitor's cookie). Clients that send no Origin are not browsers."""
+    origin = ws.headers.get("origin")
+    if not origin:
+        return True
+    return _hostname(origin.split("://", 1)[-1]) == _hostname(ws.headers.get("host") or "")
+
+
+def _hostname(authority: str) -> str:
+    """The host of ``host[:port]`` (or ``[v6]:port``), lower case: nginx passes ``$host`` without the port."""
+    authority = authority.split("/", 1)[0].lower()
+    if authority.startswith("["):
+        return authority.split("]", 1)[0] + "]"
+    return authority.rsplit(":", 1)[0] if authority.count(":") == 1 else authority
+
+
 async def serve(ws: WebSocket, engine, workspace: Workspace) -> None:
-    if not signed_in(ws.scope):
-        await ws.close(code=4401)  # no login: refused before anything is opened
+    if not signed_in(ws.scope) or not same_origin(ws):
+        await ws.close(code=4403)  # refused before anything is opened
         return
     rate, channels, lang = _params(ws)
     await ws.accept()
@@ -118,7 +135,11 @@ async def _loop(ws: WebSocket, engine, workspace: Workspace, session, rate: int,
         if message["type"] == "websocket.disconnect":
             raise WebSocketDisconnect(message.get("code", 1000))
         if message.get("text") is not None:
-            if json.loads(message["text"] or "{}").get("type") == "stop":
+            try:
+                command = json.loads(message["text"] or "{}")
+            except ValueError:
+                command = {}
+            if isinstance(command, dict) and command.get("type") == "stop":
                 await _finish(ws, engine, workspace, session, lang)
                 return
             continue

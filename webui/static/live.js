@@ -88,14 +88,18 @@ function createLive() {
       ["lat_compute", lat.compute_ms, L.cfg.device],
       ["lat_transport", lat.transport_ms, ""],
       ["lat_playback", lat.playback_ms, ""],
+      ["lat_other", lat.other_ms, t("lat_other_note")],
       ["lat_total", lat.total_ms, t("lat_total_note")],
     ].map(([key, value, note]) => `<tr class="${key}"><th>${t(key)}</th><td>${ms(value)}</td><td>${note}</td></tr>`).join("");
   }
 
   function latency() {
     const m = (k) => median(L.parts[k]);
-    return {algorithmic_ms: (FRAME_S * 1000 + BLOCK_MS), compute_ms: m("compute"), transport_ms: m("transport"),
+    const out = {algorithmic_ms: (FRAME_S * 1000 + BLOCK_MS), compute_ms: m("compute"), transport_ms: m("transport"),
       playback_ms: m("playback"), total_ms: m("total"), frames: L.frames};
+    const named = out.algorithmic_ms + out.compute_ms + out.transport_ms + out.playback_ms;
+    out.other_ms = out.total_ms === null || out.compute_ms === null ? null : Math.max(0, out.total_ms - named);
+    return out;
   }
 
   function keep(key, value) {
@@ -237,7 +241,7 @@ function createLive() {
   }
 
   function halt() {
-    L.running = false; L.ready = false; L.stopping = false;
+    L.running = false; L.ready = false; L.stopping = false; L.level = -120;
     releaseMicrophone();
     if (L.ws && L.ws.readyState === WebSocket.OPEN) L.ws.close();
     show();

@@ -38,6 +38,8 @@ WIDGET_TEXTS = (  # live.widget.* keys the page's script shows, sent in the page
     "lat_algorithmic",
     "lat_algorithmic_note",
     "lat_compute",
+    "lat_other",
+    "lat_other_note",
     "lat_playback",
     "lat_total",
     "lat_total_note",
