@@ -9,7 +9,10 @@ A token file is a NumPy ``.npz`` archive (a zip; never a pickle) holding two arr
   the codes (little-endian int16 bytes, row-major).
 
 Loading checks everything before any of it is used, and every failure is a
-``TokenFileError`` that names the file, says what is wrong and what to do.
+``TokenFileError`` that names the file, says what is wrong and what to do. The cost of loading is
+bounded before anything is unpacked: the arrays' headers are read first, and codes longer than the
+duration limit (a 1 MB file can unpack to a gigabyte of codes) are refused from the header alone,
+so every reader must say which limit applies (``max_duration_s``).
 """
 
 from __future__ import annotations
@@ -27,12 +30,14 @@ from typing import Any
 import numpy as np
 
 from core.codec import (
-    BITS_PER_CODE,
     CODEBOOK_SIZE,
     FRAME_RATE,
     NUM_CODEBOOKS,
     SAMPLE_RATE,
+    bitrate_bps,
     ceil_div,
+    check_duration,
+    code_bits,
     codes_problem,
     length_problem,
 )
@@ -46,7 +51,7 @@ FORMAT_NAME = "codec-workbench-tokens"  # the "format" field of every token file
 FORMAT_VERSION = 1  # bumped whenever a reader of the old version could misread the new one
 
 TOKENS_PER_SECOND = FRAME_RATE * NUM_CODEBOOKS  # 200 codes/s
-NOMINAL_BITRATE_BPS = TOKENS_PER_SECOND * BITS_PER_CODE  # 2200 bit/s
+NOMINAL_BITRATE_BPS = bitrate_bps()  # 2200 bit/s
 PCM16_BITRATE_BPS = SAMPLE_RATE * 16  # 384000 bit/s, 16-bit mono PCM at 24 kHz
 
 MAX_FILE_BYTES = 256 * MIB  # 256 MiB; a 10-hour clip is about 10 MB, so this is generous
@@ -93,7 +98,7 @@ class TokenFile:
     def bitrate_bps(self) -> float:
         """Bits of codes per second of audio; a little above 2200 for short clips, because
         the last frame is padded."""
-        return self.frames * NUM_CODEBOOKS * BITS_PER_CODE / self.duration_s
+        return code_bits(self.frames) / self.duration_s
 
     def summary(self, original_pcm_bps: float | None = None) -> dict:
         """Numbers for display. ``original_pcm_bps``: bitrate of the user's original file
@@ -134,7 +139,7 @@ class TokenFile:
 
 def codes_summary(frames: int) -> dict:
     """Nominal numbers for ``frames`` frames of codes (no file needed)."""
-    bits = frames * NUM_CODEBOOKS * BITS_PER_CODE
+    bits = code_bits(frames)
     return {
         "frames": frames,
         "codebooks": NUM_CODEBOOKS,
@@ -192,11 +197,15 @@ def save_tokens(token_file: TokenFile, path) -> Path:
     return path
 
 
-def load_tokens(path) -> TokenFile:
-    """Read and fully check a token file; raises TokenFileError naming what is wrong."""
+def load_tokens(path, *, max_duration_s: float | None = None) -> TokenFile:
+    """Read and fully check a token file; raises TokenFileError naming what is wrong. Codes that
+    decode to more than ``max_duration_s`` (the audio input's limit, ``Settings.max_duration_s``;
+    None: that setting's default) are refused from the array header, before anything is unpacked."""
     path = Path(path)
+    if max_duration_s is None:
+        max_duration_s = default_max_duration_s()
     _check_container(path)
-    codes, metadata = _read_arrays(path)
+    codes, metadata = _read_arrays(path, max_duration_s)
     meta = _parse_metadata(path, metadata)
     problem = codes_problem(codes) or length_problem(codes.shape[0], meta["original_samples"])
     if problem:
@@ -214,6 +223,13 @@ def load_tokens(path) -> TokenFile:
         versions=meta["versions"],
         created=meta["created"],
     )
+
+
+def default_max_duration_s() -> float:
+    """The duration limit when a reader names none: the default of ``Settings.max_duration_s``."""
+    from core.settings import Settings
+
+    return float(Settings.__dataclass_fields__["max_duration_s"].default)  # type: ignore[arg-type]
 
 
 def _bad(path: Path, problem: str, advice: str = "") -> TokenFileError:
@@ -269,19 +285,25 @@ def _sniff(path: Path) -> str:
     return ""
 
 
-def _check_codes_header(path: Path) -> None:
-    """The codes array's declared shape fits the bytes the archive holds for it. NumPy allocates
-    the declared shape before reading, so a crafted header ((10**12, 16) over a few bytes) would
-    otherwise end in a MemoryError instead of a message naming the file."""
+def _array_header(path: Path, key: str) -> tuple[tuple[int, ...], np.dtype, int, int]:
+    """(shape, dtype, header bytes, stored bytes) of the array ``key`` in the archive, read
+    without unpacking the array."""
     try:
-        with zipfile.ZipFile(path) as archive, archive.open(CODES_KEY + ".npy") as member:
-            stored = archive.getinfo(CODES_KEY + ".npy").file_size
+        with zipfile.ZipFile(path) as archive, archive.open(key + ".npy") as member:
+            stored = archive.getinfo(key + ".npy").file_size
             version = np.lib.format.read_magic(member)
             reader = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
             shape, _fortran, dtype = reader(member)
-            header = member.tell()
+            return tuple(shape), dtype, member.tell(), stored
     except (KeyError, ValueError, OSError, zipfile.BadZipFile) as e:
-        raise _bad(path, f"the codes array has an unreadable header ({e})") from e
+        raise _bad(path, f"the {key} array has an unreadable header ({e})") from e
+
+
+def _check_headers(path: Path, max_duration_s: float) -> None:
+    """What the arrays' headers declare, checked before NumPy allocates it: the codes fit the bytes
+    the archive holds for them (a crafted (10**12, 16) over a few bytes would otherwise end in a
+    MemoryError) and the duration limit; the metadata is one short string."""
+    shape, dtype, header, stored = _array_header(path, CODES_KEY)
     declared = math.prod(shape) * dtype.itemsize
     if declared > stored - header:
         raise _bad(
@@ -289,10 +311,18 @@ def _check_codes_header(path: Path) -> None:
             f"the codes array declares shape {tuple(shape)} ({declared / MIB:,.0f} MiB) but the "
             f"file holds {max(stored - header, 0):,} bytes of it: it is damaged or was crafted",
         )
+    if len(shape) == 2 and shape[1] == NUM_CODEBOOKS:
+        try:
+            check_duration([shape[0]], max_duration_s)
+        except TokenFileError as e:
+            raise TokenFileError(f"{path.name}: {e}") from e
+    meta_shape, meta_dtype, _header, _stored = _array_header(path, METADATA_KEY)
+    if meta_dtype.kind != "O" and math.prod(meta_shape) * meta_dtype.itemsize > 4 * MAX_METADATA_CHARS:
+        raise _bad(path, f"the metadata is not a short JSON string (got {meta_dtype} of shape {meta_shape})")
 
 
-def _read_arrays(path: Path) -> tuple[np.ndarray, np.ndarray]:
-    _check_codes_header(path)
+def _read_arrays(path: Path, max_duration_s: float) -> tuple[np.ndarray, np.ndarray]:
+    _check_headers(path, max_duration_s)
     try:
         with np.load(path, allow_pickle=False) as npz:
             return npz[CODES_KEY], npz[METADATA_KEY]

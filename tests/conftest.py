@@ -11,8 +11,15 @@ import pytest
 SAMPLE_RATE = 24_000  # Hz
 
 
+SERVICE_TESTS = Path(__file__).resolve().parent / "service"
+
+
 def pytest_collection_modifyitems(config, items):
-    """GPU tests run only where CUDA exists (the device machine), never in CI."""
+    """Tests under tests/service are marked ``service`` (make test-fast leaves them out); GPU tests
+    run only where CUDA exists (the device machine), never in CI."""
+    for item in items:
+        if SERVICE_TESTS in Path(item.fspath).parents:
+            item.add_marker(pytest.mark.service)
     try:
         import torch
 
@@ -33,6 +40,14 @@ def tiny_checkpoint(tmp_path_factory) -> Path:
     from core.model.checkpoints import build_tiny_checkpoint
 
     return build_tiny_checkpoint(tmp_path_factory.mktemp("tiny-ckpt"))
+
+
+@pytest.fixture(scope="session")
+def second_checkpoint(tmp_path_factory) -> Path:
+    """Another tiny checkpoint with other random weights (seed 1): a second model to compare."""
+    from core.model.checkpoints import build_tiny_checkpoint
+
+    return build_tiny_checkpoint(tmp_path_factory.mktemp("tiny-ckpt-b"), seed=1)
 
 
 def speechlike(seconds: float, seed: int = 0, sample_rate: int = SAMPLE_RATE) -> np.ndarray:
@@ -63,3 +78,46 @@ def tiny_engine(tiny_checkpoint):
     engine = Engine(Settings(model=str(tiny_checkpoint), device="cpu"))
     assert engine.load(), engine.error
     return engine
+
+
+BOMB_FRAMES = 8_000_000  # frames of a token bomb: 256 MB of codes packed into about 1 MB (issue 19, finding 4)
+
+
+def write_token_bomb(path: Path, frames: int = BOMB_FRAMES) -> Path:
+    """A token file whose codes unpack to ``frames`` x 16 int16 zeros (valid shape, metadata and
+    length; the checksum is left wrong: computing it would cost what the bomb costs), made
+    without ever holding the codes in memory."""
+    import io
+    import json
+    import zipfile
+
+    header = io.BytesIO()
+    np.lib.format.write_array_header_1_0(header, {"descr": "<i2", "fortran_order": False, "shape": (frames, 16)})
+    meta = {
+        "format": "codec-workbench-tokens",
+        "format_version": 1,
+        "sample_rate": SAMPLE_RATE,
+        "frame_rate": 12.5,
+        "original_samples": frames * 1920,
+        "model_source": "bomb",
+        "versions": {},
+        "created": "",
+        "codes_sha256": "0" * 64,
+    }
+    metadata = io.BytesIO()
+    np.save(metadata, np.array(json.dumps(meta)))
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED, compresslevel=1) as archive:
+        with archive.open("codes.npy", "w", force_zip64=True) as member:
+            member.write(header.getvalue())
+            zeros, left = bytes(1 << 20), frames * 32
+            while left:
+                member.write(zeros[: min(left, len(zeros))])
+                left -= min(left, len(zeros))
+        archive.writestr("metadata.npy", metadata.getvalue())
+    return path
+
+
+@pytest.fixture(scope="session")
+def token_bomb(tmp_path_factory) -> Path:
+    """A 1 MB token file holding 256 MB of codes (hours over any duration limit)."""
+    return write_token_bomb(tmp_path_factory.mktemp("bomb") / "bomb_tokens.npz")

@@ -11,7 +11,7 @@ from core.codec import SAMPLE_RATE
 def block_sizes(clip_samples: int, seed: int = 0) -> dict[str, list[int]]:
     """Named block-size schedules that cover ``clip_samples``: 1 sample, 1919, 1920, 7 s, random."""
     rng = np.random.default_rng(seed)
-    random = []
+    random: list[int] = []
     while sum(random) < clip_samples:
         random.append(int(rng.integers(1, 9000)))
     return {

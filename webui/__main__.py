@@ -20,8 +20,9 @@ from pathlib import Path
 from core import options
 from core.errors import SettingsError
 from core.settings import add_settings_arguments, settings_from_args
-from webui.app import UiOptions, build_app, default_temp_root
-from webui.options import WebOptions
+from core.units import MIB
+from webui.app import build_app
+from webui.options import UiOptions, WebOptions
 from webui.server import ServerOptions, launch
 from webui.serving import storage, url_input
 
@@ -56,13 +57,12 @@ def options_from_args(args, env) -> tuple[UiOptions, ServerOptions]:
 
 
 def split_options(web: WebOptions, env) -> tuple[UiOptions, ServerOptions]:
-    policy = (
-        url_input.UrlPolicy(int(web.url_max_mb * url_input.MIB), web.url_timeout_s) if web.enable_url_input else None
-    )
+    policy = url_input.UrlPolicy(int(web.url_max_mb * MIB), web.url_timeout_s) if web.enable_url_input else None
     ui = UiOptions(
-        temp_root=Path(web.temp_dir) if web.temp_dir else default_temp_root(),
+        temp_root=web.temp_root,
         max_age_s=web.keep_files_s,
         url_policy=policy,
+        compare_models_dir=Path(web.compare_models_dir) if web.compare_models_dir else None,
     )
     server = ServerOptions(host=web.host, port=web.port, auth=auth_from_env(env), quiet=True)
     return ui, server
@@ -118,6 +118,11 @@ def main(argv=None) -> int:
     t = _stage("engine created", t)
     report = engine.warm_up()
     t = _stage(f"model loaded and checked: {'ready' if report.ok else 'NOT ready: ' + str(engine.error or '')}", t)
+    if settings.compare_model:  # a second checkpoint that cannot load leaves the server running: the page says why
+        from core.model.second import load_second
+
+        other = load_second(engine, settings.compare_model)
+        t = _stage(f"second checkpoint {settings.compare_model}: {other.state.value} {other.error or ''}".rstrip(), t)
     if stop.is_set():
         return 0
     demo = build_app(engine, ui)

@@ -19,8 +19,10 @@ from fastapi import FastAPI
 from fastapi.routing import APIRoute
 from starlette.middleware import Middleware
 
-from webui.app import ASSETS, CSS, UiOptions
+from core.settings import DEFAULT_HOST, DEFAULT_PORT
+from webui.app import CSS
 from webui.i18n import gradio_i18n
+from webui.options import ASSETS, UiOptions
 from webui.serving import timeouts
 from webui.serving.guard import Guard
 from webui.serving.health import add_health_routes
@@ -28,9 +30,6 @@ from webui.serving.live_socket import live_routes
 from webui.serving.workspace import Workspace
 
 logger = logging.getLogger(__name__)
-
-DEFAULT_HOST = "127.0.0.1"
-DEFAULT_PORT = 7860
 
 
 @dataclass(frozen=True)
@@ -69,7 +68,7 @@ def launch(demo: gr.Blocks, engine, ui: UiOptions, server: ServerOptions, starte
                 *health_routes(engine, started_at, ui.temp_root),
                 *live_routes(engine, Workspace(ui.temp_root, ui.max_age_s)),  # the Live tab's audio
             ],
-            "middleware": [Middleware(Guard, temp_root=ui.temp_root)],
+            "middleware": [Middleware(Guard, temp_root=ui.temp_root, serve_roots=(ASSETS,))],
             "openapi_url": None,  # FastAPI's schema of Gradio's internals; the API is documented at /gradio_api/info
         },
         footer_links=["api", "settings"],

@@ -16,6 +16,7 @@ import soxr
 
 from core.codec import SAMPLE_RATE, SAMPLES_PER_FRAME
 from core.errors import AudioInputError
+from core.settings import AudioLimits
 from core.units import minutes
 
 logger = logging.getLogger(__name__)
@@ -57,13 +58,6 @@ class AudioFacts:
 class Audio:
     samples: np.ndarray  # float32 mono at SAMPLE_RATE, shape (n,)
     facts: AudioFacts  # where it came from and what was done to it
-
-
-@dataclass(frozen=True)
-class AudioLimits:
-    max_duration_s: float = 1800.0  # seconds (30 min)
-    max_file_bytes: int = 1 << 30  # bytes (1 GiB)
-    min_samples: int = SAMPLES_PER_FRAME  # samples at 24 kHz; shorter than one frame is refused
 
 
 @dataclass(frozen=True)

@@ -54,7 +54,7 @@ class EngineState(str, enum.Enum):  # noqa: UP042 - str() of a StrEnum differs; 
 class Engine:
     """Owns the model. Every public method is thread-safe."""
 
-    def __init__(self, settings: Settings):
+    def __init__(self, settings: Settings, lock: threading.RLock | None = None):  # lock: see core.model.second
         self.settings = settings
         self.state = EngineState.UNLOADED
         self.error: str | None = None  # why loading failed, in words for the user
@@ -64,7 +64,8 @@ class Engine:
         self._tokenizer = None
         self._dims: planner.ModelDims | None = None  # read once at load, for the memory planner
         self._fast: fast_decode.FastDecoder | None = None  # decodes: precision, compiled graphs, bf16 guard
-        self._lock = threading.RLock()
+        self._lock = lock if lock is not None else threading.RLock()
+        self.compare: Engine | None = None  # a second checkpoint beside this one, sharing the lock (core.model.second)
         self.live = LiveSessions(self)  # microphone sessions, at most settings.live_sessions (core.model.live)
 
     # ---- lifecycle -------------------------------------------------------------------
@@ -239,7 +240,7 @@ class Engine:
             lambda plan: model_calls.encode_batch_tensors(self.model, self._dims, arrays, plan),
         )
         share = seconds / max(len(arrays), 1)
-        return [EncodeResult(c, a.size, share, peak) for c, a in zip(codes_list, arrays)]
+        return [EncodeResult(c, a.size, share, peak) for c, a in zip(codes_list, arrays, strict=True)]
 
     def decode_batch(self, codes_list) -> list[DecodeResult]:
         checked = [check_codes(c) for c in codes_list]
@@ -396,7 +397,15 @@ class Engine:
             "resident_mib": resident,
             "load_seconds": self.load_seconds,
             "random_weights": is_random_checkpoint(self.model_path),  # a test checkpoint: no quality claims
+            "compare": self.compare.info() if self.compare else None,  # a second checkpoint (core.model.second)
         }
+
+
+def _second(engine: Engine | None) -> dict | None:
+    """A second checkpoint's model and state for info() (None: none was asked for)."""
+    return (
+        None if engine is None else {"model": engine.settings.model, "state": engine.state.value, "error": engine.error}
+    )
 
 
 def _no_progress(fraction: float) -> None:

@@ -293,3 +293,22 @@ def test_a_giant_declared_shape_is_named_not_a_memory_error(tmp_path):
         archive.writestr("metadata.npy", metadata)
     with pytest.raises(TokenFileError, match=r"declares shape \(1000000000000, 16\).*damaged or was crafted"):
         load_tokens(path)
+
+
+def test_a_token_bomb_is_refused_from_its_header_before_anything_is_unpacked(token_bomb):
+    """Issue 19, finding 4: 1 MB on disk, 256 MB of codes; refused at once, with no memory spent."""
+    import time
+
+    import psutil
+
+    process = psutil.Process()
+    before, started = process.memory_info().rss, time.monotonic()
+    with pytest.raises(TokenFileError, match=r"bomb_tokens\.npz: These codes decode to .* over the 30\.0 min limit"):
+        load_tokens(token_bomb)
+    assert time.monotonic() - started < 1.0
+    assert process.memory_info().rss - before < 100 * (1 << 20)
+    with pytest.raises(
+        TokenFileError, match=r"long\.npz: These codes decode to 60\.1 s of audio, over the 60\.0 s limit"
+    ):  # the reader's own limit applies
+        load_tokens(save_tokens(valid_file(frames=751), token_bomb.parent / "long.npz"), max_duration_s=60.0)
+    assert load_tokens(save_tokens(valid_file(frames=750), token_bomb.parent / "ok.npz"), max_duration_s=60.0)

@@ -18,7 +18,8 @@ from core.audio.files import load_audio
 from core.judging import abx
 from core.model.engine import Engine
 from core.settings import Settings
-from webui.app import ASSETS, UiOptions, build_app
+from webui.app import build_app
+from webui.options import ASSETS, UiOptions
 from webui.server import ServerOptions, launch
 from webui.serving.workspace import Workspace
 from webui.tabs.abx import AbxHandlers
@@ -107,7 +108,8 @@ def test_b_at_a_ladder_level_is_that_decode_and_every_trial_stores_the_level(abx
         levels = [row["level"] for row in csv.DictReader(f)]
     assert levels == [abx.level_name(2)] * 4 == ["2 of 16 codebooks, 275 bit/s"] * 4
     assert [row["level"] for row in raw["trials_detail"]] == levels
-    assert "(B: 2 of 16 codebooks, 275 bit/s)" in text and raw["sentence"].endswith("(B: 2 of 16 codebooks, 275 bit/s)")
+    both = "(A: original; B: 2 of 16 codebooks, 275 bit/s)"  # the sentence names both sides
+    assert both in text and raw["sentence"].endswith(both)
 
 
 @pytest.mark.parametrize("level", [0, 17, "abc", 2.5])

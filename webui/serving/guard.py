@@ -11,6 +11,9 @@ that Gradio itself lets through.
 - **The temp root exists** before any request that may write (``webui.serving.storage.ensure``).
 - **With a login set**: ``/gradio_api/cancel`` and ``/gradio_api/reset`` need it too, and
   ``/login`` backs off per client after a few wrong passwords (``webui.serving.throttle``).
+- **Files** (``/gradio_api/file=...``, GET and HEAD) are answered by ``webui.serving.files``, never
+  by Gradio's file route: only the app's own folders, media inline and everything else as a
+  download, byte ranges answered correctly or 416.
 - Routes of Gradio this app does not use and that do work for anyone who posts
   (``/gradio_api/process_recording`` runs ffmpeg on any video) answer 404.
 """
@@ -23,7 +26,8 @@ import re
 from http.cookies import CookieError, SimpleCookie
 from pathlib import Path
 
-from webui.serving import storage, uploads
+from core.units import MIB
+from webui.serving import files, storage, uploads
 from webui.serving.throttle import LoginThrottle, client_key, retry_after_header
 
 logger = logging.getLogger(__name__)
@@ -32,7 +36,7 @@ UPLOAD_PATHS = frozenset({"/gradio_api/upload", "/gradio_api/upload/"})
 LOGIN_PATHS = frozenset({"/login", "/login/"})
 SIGNED_IN_PATHS = frozenset({"/gradio_api/cancel", "/gradio_api/reset", "/gradio_api/reset/"})
 UNUSED_PATHS = frozenset({"/gradio_api/process_recording"})
-MAX_JSON_BODY_BYTES = 1 << 20  # API request bodies are small JSON; file contents go through /upload
+MAX_JSON_BODY_BYTES = MIB  # API request bodies are small JSON; file contents go through /upload
 MAX_JSON_DEPTH = 64  # nesting walked when looking for file paths
 _REMOTE = re.compile(r"^\s*[A-Za-z][A-Za-z0-9+.-]*:/")  # any scheme://..., http(s) and others
 _FORM_TYPES = (b"multipart/form-data", b"application/x-www-form-urlencoded")
@@ -141,9 +145,10 @@ def _replay(body: bytes, receive):
 class Guard:
     """The middleware; ``temp_root`` is the app's one temp root (``webui.serving.storage``)."""
 
-    def __init__(self, app, temp_root: Path, throttle: LoginThrottle | None = None):
+    def __init__(self, app, temp_root: Path, throttle: LoginThrottle | None = None, serve_roots: tuple[Path, ...] = ()):
         self.app = app
         self.temp_root = Path(temp_root)
+        self.serve_roots = tuple(serve_roots)  # servable besides request folders and Gradio's cache (examples)
         self.throttle = throttle or LoginThrottle()
         uploads.install()
 
@@ -155,6 +160,10 @@ class Guard:
             return await _respond(send, 404, "Not found.")
         if path in SIGNED_IN_PATHS and not signed_in(scope):
             return await _respond(send, 401, "Sign in first.")
+        if method in ("GET", "HEAD") and files.route_path(path) is not None:
+            if not signed_in(scope):
+                return await _respond(send, 401, "Sign in first.")
+            return await files.serve(scope, receive, send, self.temp_root, self._serve_roots(scope))
         if method not in ("POST", "PUT", "PATCH"):
             return await self.app(scope, receive, send)
         storage.ensure(self.temp_root)  # a /tmp cleaner may have removed it
@@ -193,6 +202,12 @@ class Guard:
                 "first (POST /gradio_api/upload), or use /fetch_url where the server allows it.",
             )
         await self.app(scope, _replay(body, receive), send)
+
+    def _serve_roots(self, scope) -> tuple[Path, ...]:
+        """Gradio's upload/output cache (where it copies every output and upload) and ours."""
+        app = scope.get("app")
+        cache = getattr(app, "uploaded_file_dir", None)
+        return (*([Path(cache)] if cache else []), *self.serve_roots)
 
     async def _upload(self, scope, receive, send):
         started = False
