@@ -113,7 +113,7 @@ def main(argv=None) -> dict:
 
     from core.audio.files import load_audio, resample
 
-    speech = load_audio(ROOT / "assets" / "speech_male_24k.wav").samples
+    speech = load_audio(ROOT / "webui" / "assets" / "speech_male_24k.wav").samples
     mic = args.out / "mic48k.tmp.wav"
     args.out.mkdir(parents=True, exist_ok=True)
     sf.write(mic, resample(speech, 24_000, 48_000), 48_000, subtype="PCM_16")

@@ -16,6 +16,7 @@ theirs at once when the client goes; this is the net under them).
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 import time
@@ -23,7 +24,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from core.audio.blocks import Audio, AudioLimits
+from core.audio.blocks import Audio
 from core.codec import NUM_CODEBOOKS, SAMPLE_RATE, SAMPLES_PER_FRAME
 from core.errors import LiveBusy, LiveSessionError, OutOfMemory
 from core.model import memory, planner
@@ -128,7 +129,8 @@ class LiveSession:
         self.owner, self.engine = owner, owner.engine
         self.max_s = owner.max_seconds()
         self.paced = paced
-        limits = AudioLimits(self.max_s + 1.0, self.engine.settings.max_file_bytes)  # this class refuses first
+        # the input's own cap sits past the session's: this class refuses first, with a live message
+        limits = dataclasses.replace(self.engine.settings.audio_limits(), max_duration_s=self.max_s + 1.0)
         self.input = MicrophoneInput(sample_rate, channels, limits, name)
         self.encoder: StreamingEncoder | None = None
         self.decoder: StreamingDecoder | None = None

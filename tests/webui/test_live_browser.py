@@ -33,7 +33,7 @@ FREED_WITHIN_S = 5.0  # a dropped tab's session is closed within this (the issue
 @pytest.fixture(scope="module")
 def mic_file(tmp_path_factory) -> Path:
     """The fake microphone: 7 s of recorded speech as 48 kHz 16-bit WAV (chromium loops it)."""
-    speech = load_audio(REPO / "assets" / "speech_male_24k.wav").samples
+    speech = load_audio(REPO / "webui" / "assets" / "speech_male_24k.wav").samples
     path = tmp_path_factory.mktemp("mic") / "mic48k.wav"
     sf.write(path, resample(speech, 24_000, 48_000), 48_000, subtype="PCM_16")
     return path

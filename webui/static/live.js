@@ -1,7 +1,8 @@
 // Codec Workbench Live: the microphone through the codec as you speak (webui/tabs/live.py).
 //
 // Runs as the js_on_load of a gr.HTML: `element`, `props`, `watch` and `trigger` come from Gradio;
-// props.value is the config the server sends on page load (texts in the page's language, limits).
+// props.value is the config the server sends on page load (texts in the page's language, limits, and the
+// codec's rate and frame length: codec facts come from core.codec, never from this script).
 // Capture: an AudioWorklet taps the microphone at the device's rate and the page sends BLOCK_MS
 // blocks over the /live/ws WebSocket (webui/serving/live_socket.py). Playback: for every frame the
 // server sends the codec's audio and the 24 kHz input of the same frame; both are scheduled at the
@@ -13,8 +14,6 @@
 const BLOCK_MS = 20; // microphone audio per message
 const AHEAD_S = 0.03; // playback margin that absorbs jitter between frames
 const MAX_QUEUE_S = 0.25; // audio queued beyond this (a burst after a stall) is dropped: live, not late
-const FRAME_S = 0.08; // one code frame (SAMPLES_PER_FRAME / SAMPLE_RATE)
-const OUT_RATE = 24000; // what the server sends back
 const KEEP = 50; // recent measurements kept for the medians shown
 const FADE_S = 0.01; // original/codec switch crossfade
 const METER_FALL_DB_S = 24; // the level meter falls this fast after a peak
@@ -95,7 +94,7 @@ function createLive() {
 
   function latency() {
     const m = (k) => median(L.parts[k]);
-    const out = {algorithmic_ms: (FRAME_S * 1000 + BLOCK_MS), compute_ms: m("compute"), transport_ms: m("transport"),
+    const out = {algorithmic_ms: (L.cfg.frame_s * 1000 + BLOCK_MS), compute_ms: m("compute"), transport_ms: m("transport"),
       playback_ms: m("playback"), total_ms: m("total"), frames: L.frames};
     const named = out.algorithmic_ms + out.compute_ms + out.transport_ms + out.playback_ms;
     out.other_ms = out.total_ms === null || out.compute_ms === null ? null : Math.max(0, out.total_ms - named);
@@ -191,23 +190,23 @@ function createLive() {
     }
     const at = Math.max(L.nextPlay, now + AHEAD_S);
     for (const [which, samples] of [["original", original], ["codec", codec]]) {
-      const buffer = L.ctx.createBuffer(1, n, OUT_RATE);
+      const buffer = L.ctx.createBuffer(1, n, L.cfg.sample_rate);
       buffer.copyToChannel(samples, 0);
       const node = L.ctx.createBufferSource();
       node.buffer = buffer;
       node.connect(L.gains[which]);
       node.start(at);
-      L.voices.push({node, end: at + n / OUT_RATE});
+      L.voices.push({node, end: at + n / L.cfg.sample_rate});
     }
-    L.nextPlay = at + n / OUT_RATE;
+    L.nextPlay = at + n / L.cfg.sample_rate;
     for (let i = 0; i < n; i++) L.energy += codec[i] * codec[i];
     L.received += n;
     const out = (L.ctx.outputLatency || 0) + (L.ctx.baseLatency || 0);
     keep("compute", compute + wait);
     keep("transport", Math.max(0, performance.now() - sentAt - compute - wait));
     keep("playback", (at - now + out) * 1000);
-    keep("total", (at + out - (L.t0 + first * FRAME_S)) * 1000); // first sample of the first frame in this message
-    L.frames = first + n / (OUT_RATE * FRAME_S);
+    keep("total", (at + out - (L.t0 + first * L.cfg.frame_s)) * 1000); // first sample of the first frame in this message
+    L.frames = first + n / (L.cfg.sample_rate * L.cfg.frame_s);
     show();
   }
 

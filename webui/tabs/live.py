@@ -16,6 +16,7 @@ from pathlib import Path
 
 import gradio as gr
 
+from core.codec import SAMPLE_RATE, SAMPLES_PER_FRAME
 from webui import i18n
 from webui.common import TabHandlers
 from webui.i18n import label
@@ -62,6 +63,8 @@ class LiveHandlers(TabHandlers):
         lang = i18n.language_of(request)
         return {
             "path": PATH,
+            "sample_rate": SAMPLE_RATE,  # what the server sends back
+            "frame_s": SAMPLES_PER_FRAME / SAMPLE_RATE,  # one code frame
             "lang": lang,
             "limit": self.engine.live.limit,
             "max_s": self.engine.live.max_seconds(),
