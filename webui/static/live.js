@@ -13,7 +13,7 @@
 
 const BLOCK_MS = 20; // microphone audio per message
 const AHEAD_S = 0.03; // playback margin that absorbs jitter between frames
-const MAX_QUEUE_S = 0.25; // audio queued beyond this (a burst after a stall) is dropped: live, not late
+const MAX_QUEUE_S = 0.15; // audio queued beyond this (a burst after a stall) is dropped: live, not late
 const KEEP = 50; // recent measurements kept for the medians shown
 const FADE_S = 0.01; // original/codec switch crossfade
 const METER_FALL_DB_S = 24; // the level meter falls this fast after a peak
@@ -251,7 +251,8 @@ function createLive() {
   L.start = start; L.stop = stop; L.hearWhich = hear;
   L.state = () => ({running: L.running, frames: L.frames, latency: latency(), level: L.level, levelMax: L.levelMax, resultId: L.resultId,
     error: L.error, hear: L.hear, note: L.note, dropped: L.dropped,
-    codecRms: L.received ? Math.sqrt(L.energy / L.received) : 0, sampleRate: L.ctx ? L.ctx.sampleRate : null});
+    codecRms: L.received ? Math.sqrt(L.energy / L.received) : 0,
+    outputLatencyMs: L.ctx ? 1000 * ((L.ctx.outputLatency || 0) + (L.ctx.baseLatency || 0)) : null, sampleRate: L.ctx ? L.ctx.sampleRate : null});
   return L;
 }
 

@@ -117,24 +117,27 @@ def build(demo: gr.Blocks, handlers: LiveHandlers, roundtrip_input: gr.Audio, ta
         js_on_load=(STATIC / "live.js").read_text(encoding="utf-8"),
         elem_id="live-widget",
     )
-    timing = gr.Markdown(elem_id="live-timing")
-    with gr.Row():
-        original = gr.Audio(label=label("live.original"), type="filepath", interactive=False, elem_id="live-original")
-        reconstruction = gr.Audio(
-            label=label("live.reconstruction"), type="filepath", interactive=False, elem_id="live-reconstruction"
+    with gr.Column(visible=False, elem_id="live-result") as result:  # appears once a session has stopped
+        timing = gr.Markdown(elem_id="live-timing")
+        open_trip = gr.Button(label("live.open_roundtrip"), variant="primary", elem_id="live-open-roundtrip")
+        with gr.Row():
+            original = gr.Audio(
+                label=label("live.original"), type="filepath", interactive=False, elem_id="live-original"
+            )
+            reconstruction = gr.Audio(
+                label=label("live.reconstruction"), type="filepath", interactive=False, elem_id="live-reconstruction"
+            )
+        with gr.Row():
+            facts = gr.Markdown(elem_id="live-facts")
+            summary = gr.Markdown(elem_id="live-tokens")
+        spectrogram = gr.Image(
+            label=label("roundtrip.spectrogram"), type="filepath", interactive=False, elem_id="live-spectrogram"
         )
-    with gr.Row():
-        facts = gr.Markdown(elem_id="live-facts")
-        summary = gr.Markdown(elem_id="live-tokens")
-    spectrogram = gr.Image(
-        label=label("roundtrip.spectrogram"), type="filepath", interactive=False, elem_id="live-spectrogram"
-    )
-    downloads = gr.File(
-        label=label("roundtrip.downloads"), file_count="multiple", interactive=False, elem_id="live-downloads"
-    )
-    open_trip = gr.Button(label("live.open_roundtrip"), elem_id="live-open-roundtrip")
-    with gr.Accordion(label("common.raw_json"), open=False):
-        details = gr.JSON(label=label("roundtrip.json"))
+        downloads = gr.File(
+            label=label("roundtrip.downloads"), file_count="multiple", interactive=False, elem_id="live-downloads"
+        )
+        with gr.Accordion(label("common.raw_json"), open=False):
+            details = gr.JSON(label=label("roundtrip.json"))
     demo.load(handlers.config, outputs=[widget], api_name="live_config", api_visibility="private", **STATUS_GROUP)
     widget.submit(
         handlers.show,
@@ -153,7 +156,7 @@ def build(demo: gr.Blocks, handlers: LiveHandlers, roundtrip_input: gr.Audio, ta
         api_name="live_result",
         api_visibility="private",
         **STATUS_GROUP,
-    )
+    ).success(lambda: gr.Column(visible=True), outputs=[result], api_name="live_result_show", api_visibility="private")
     open_trip.click(
         handlers.to_roundtrip,
         inputs=[original],
