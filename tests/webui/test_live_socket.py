@@ -20,14 +20,21 @@ from webui.serving import live_socket
 from webui.serving.workspace import Workspace
 
 
-@pytest.fixture
-def live_app(tiny_checkpoint, tmp_path):
+@pytest.fixture(scope="module")
+def live_engine(tiny_checkpoint):
     engine = Engine(Settings(model=str(tiny_checkpoint), device="cpu", live_sessions=1))
     assert engine.load(), engine.error
+    return engine
+
+
+@pytest.fixture
+def live_app(live_engine, tmp_path):
+    """The route on a bare app (no login unless a test sets one), one live slot."""
     workspace = Workspace(tmp_path / "work")
     app = FastAPI()
-    app.router.routes.extend(live_socket.live_routes(engine, workspace))
-    return TestClient(app), engine, workspace
+    app.router.routes.extend(live_socket.live_routes(live_engine, workspace))
+    yield TestClient(app), live_engine, workspace
+    assert live_engine.live.in_use == 0
 
 
 def block(samples: np.ndarray, clock_ms: float = 1.0) -> bytes:
