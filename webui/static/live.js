@@ -54,7 +54,7 @@ function createLive() {
           <label><input type="radio" name="cw-hear" value="codec" checked> ${t("hear_codec")}</label>
         </span>
       </div>
-      <div class="cw-live-meter" aria-label="${t("level")}"><div class="cw-live-level"></div><span></span></div>
+      <div class="cw-live-meter" role="meter" aria-label="${t("level")}" aria-valuemin="-60" aria-valuemax="0"><div class="cw-live-level"></div><span></span></div>
       <div class="cw-live-status" aria-live="polite"></div>
       <table class="cw-live-latency"><tbody></tbody></table>`;
     L.root.querySelector(".cw-live-start").onclick = start;
@@ -77,6 +77,8 @@ function createLive() {
     const width = Math.max(0, Math.min(100, (L.level + 60) / 60 * 100));
     const bar = L.root.querySelector(".cw-live-level");
     if (bar) { bar.style.width = width + "%"; bar.classList.toggle("cw-live-clip", L.level > -1); }
+    const meter = L.root.querySelector(".cw-live-meter");
+    if (meter) meter.setAttribute("aria-valuenow", Math.max(-60, Math.round(L.level)));
     const meterText = L.root.querySelector(".cw-live-meter span");
     if (meterText) meterText.textContent = `${t("level")}: ${L.level > -120 ? L.level.toFixed(0) : "-∞"} dBFS`;
     const lat = latency(), body = L.root.querySelector(".cw-live-latency tbody");
