@@ -29,6 +29,7 @@ from pathlib import Path
 from core.analysis import metrics as analysis
 from core.anchors import parse_anchors
 from core.audio.files import load_audio, write_wav
+from core.audio.readers import AUDIO_SUFFIXES  # the one list of what the readers open
 from core.codec import SAMPLE_RATE
 from core.errors import CodecError
 from core.judging import per_source, report, sources, verdict
@@ -38,7 +39,6 @@ from core.settings import AudioLimits
 
 logger = logging.getLogger(__name__)
 
-AUDIO_SUFFIXES = (".wav", ".flac", ".ogg", ".oga", ".opus", ".mp3", ".m4a", ".aac", ".webm", ".aif", ".aiff")
 METRICS = ("PESQ-WB", "PESQ-NB", "STOI", "SI-SDR", "Log-mel distance")  # analysis.compare's names
 COLUMNS = (
     "file",

@@ -1,5 +1,6 @@
-"""``python -m core roundtrip --anchors ... --compare-model ...`` as a user runs it: every source's
-WAV, the second checkpoint's codes, and the metrics table with a column per source."""
+"""``python -m core roundtrip --anchors ... --compare-model ...`` as a user runs it (in this process,
+the ``cli`` fixture): every source's WAV, the second checkpoint's codes, and the metrics table with a
+column per source."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import csv
 
 import soundfile as sf
 
-from tests.core.test_cli import ROOT, run
+from tests.core.test_cli import ROOT
 
 
 def _table(path) -> dict[str, dict[str, str]]:
@@ -16,11 +17,11 @@ def _table(path) -> dict[str, dict[str, str]]:
     return {name: dict(zip(header[1:], values, strict=True)) for name, *values in rows[1:]}
 
 
-def test_roundtrip_writes_every_source_and_one_table(tiny_checkpoint, second_checkpoint, tmp_path):
+def test_roundtrip_writes_every_source_and_one_table(tiny_checkpoint, second_checkpoint, tmp_path, cli):
     speech = sf.read(ROOT / "webui" / "assets" / "speech_male_24k.wav", dtype="float32")[0][: 2 * 24_000]
     sf.write(tmp_path / "clip.wav", speech, 24_000)
     out = tmp_path / "out"
-    proc = run(
+    proc = cli(
         "roundtrip", tmp_path / "clip.wav", "-o", out, "--anchors", "opus6,amr",
         "--model", tiny_checkpoint, "--compare-model", second_checkpoint,
     )  # fmt: skip
@@ -42,10 +43,10 @@ def test_roundtrip_writes_every_source_and_one_table(tiny_checkpoint, second_che
     assert "codes equal to the second checkpoint's" in proc.stdout and "random weights" in proc.stdout
 
 
-def test_a_clip_too_short_for_an_encoder_gives_a_message_and_the_other_sources(tiny_checkpoint, tmp_path, speech):
+def test_a_clip_too_short_for_an_encoder_gives_a_message_and_the_other_sources(tiny_checkpoint, tmp_path, speech, cli):
     sf.write(tmp_path / "short.wav", speech(0.5), 24_000)
     out = tmp_path / "out"
-    proc = run("roundtrip", tmp_path / "short.wav", "-o", out, "--anchors", "opus6,lp3.5", "--no-mos",
+    proc = cli("roundtrip", tmp_path / "short.wav", "-o", out, "--anchors", "opus6,lp3.5", "--no-mos",
                "--model", tiny_checkpoint)  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     assert "Opus 6 kbit/s needs at least 1 s of audio" in proc.stderr
@@ -53,9 +54,9 @@ def test_a_clip_too_short_for_an_encoder_gives_a_message_and_the_other_sources(t
     assert list(_table(out / "short.metrics.csv")["STOI"]) == ["original", "reconstruction", "lp3.5"]
 
 
-def test_a_second_checkpoint_that_cannot_load_stops_the_command(tiny_checkpoint, tmp_path, speech):
+def test_a_second_checkpoint_that_cannot_load_stops_the_command(tiny_checkpoint, tmp_path, speech, cli):
     sf.write(tmp_path / "clip.wav", speech(0.5), 24_000)
-    proc = run("roundtrip", tmp_path / "clip.wav", "-o", tmp_path / "out", "--model", tiny_checkpoint,
+    proc = cli("roundtrip", tmp_path / "clip.wav", "-o", tmp_path / "out", "--model", tiny_checkpoint,
                "--compare-model", tmp_path / "nothing-here")  # fmt: skip
     assert proc.returncode == 1 and "Traceback" not in proc.stderr
     assert "second checkpoint" in proc.stderr.strip().splitlines()[-1] and "does not exist" in proc.stderr

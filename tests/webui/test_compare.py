@@ -187,4 +187,4 @@ def test_the_report_carries_every_source_and_the_table(speech_trip):
     page = html_path.read_text()
     assert page.count("<audio") == 2 + 3 and 'id="source-opus6"' in page
     assert "Every source side by side" in page and "<th>Opus 6 kbit/s</th>" in page
-    assert comparison["placing"]["sentence"].split(".")[0] in page
+    assert "Where the codec stands: on this clip it is" in page  # the placing, in the reader's language

@@ -29,7 +29,7 @@ def handlers(engine, tmp_path) -> AbxHandlers:
 
 
 def test_the_codec_against_opus_6_is_stored_and_exported_with_both_names(handlers, engine, clip, tmp_path):
-    token, trial, references, *_ = handlers.start(str(clip), 0, 2, 4, "opus6", EN, True)
+    token, trial, references, *_ = handlers.start(str(clip), 0, 2, 4, "opus6", EN, a_codec=True)
     folder = handlers._folder(token)
     region = load_audio(clip).samples[: 2 * 24_000]
     b = sf.read(folder / "b.wav", dtype="float32")[0]

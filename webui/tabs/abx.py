@@ -153,7 +153,7 @@ class AbxHandlers(TabHandlers):
             model = str(other.settings.model)
             return (
                 other.roundtrip(audio).decoded.samples,
-                f"second checkpoint {model}",
+                f"second checkpoint {model}",  # i18n-exempt: stored with the answers, as level names are
                 i18n.text("compare.abx_b_second", lang, model=Path(model).name),
             )
         b = self.engine.roundtrip(audio, codebooks=value).decoded.samples

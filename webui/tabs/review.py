@@ -20,7 +20,6 @@ from core.codec import SAMPLE_RATE
 from core.judging import report, verdict
 from webui import i18n
 from webui.common import TabHandlers, need_file, path_of, user_errors
-from webui.jobs import compare as compare_jobs
 from webui.jobs.common import stem_of
 from webui.queues import METRICS_GROUP
 from webui.tabs import compare
@@ -110,7 +109,7 @@ class ReviewHandlers(TabHandlers):
         token_files = [f for f in (downloads or []) if str(path_of(f)).endswith(".npz")]
         token_file = need_file(path_of(token_files[0]) if token_files else None, "what.token_file", lang)
         with user_errors("action.report", lang):
-            others = compare_jobs.checked_sources(compare.sources_of(details or {}), self.workspace.root)
+            others = compare.checked_sources(details or {}, self.workspace.root)
             folder = self.workspace.new_dir("report")
             stem = stem_of(original).removesuffix("_24k_mono")
             timings = (details or {}).get("timing") or {}
