@@ -15,6 +15,7 @@ import signal
 import sys
 import threading
 import time
+from pathlib import Path
 
 from core import options
 from core.errors import SettingsError
@@ -61,6 +62,7 @@ def split_options(web: WebOptions, env) -> tuple[UiOptions, ServerOptions]:
         temp_root=web.temp_root,
         max_age_s=web.keep_files_s,
         url_policy=policy,
+        compare_models_dir=Path(web.compare_models_dir) if web.compare_models_dir else None,
     )
     server = ServerOptions(host=web.host, port=web.port, auth=auth_from_env(env), quiet=True)
     return ui, server
@@ -116,6 +118,11 @@ def main(argv=None) -> int:
     t = _stage("engine created", t)
     report = engine.warm_up()
     t = _stage(f"model loaded and checked: {'ready' if report.ok else 'NOT ready: ' + str(engine.error or '')}", t)
+    if settings.compare_model:  # a second checkpoint that cannot load leaves the server running: the page says why
+        from core.model.second import load_second
+
+        other = load_second(engine, settings.compare_model)
+        t = _stage(f"second checkpoint {settings.compare_model}: {other.state.value} {other.error or ''}".rstrip(), t)
     if stop.is_set():
         return 0
     demo = build_app(engine, ui)

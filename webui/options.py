@@ -32,6 +32,7 @@ class UiOptions:
     url_policy: url_input.UrlPolicy | None = None  # None: audio from a URL is off
     examples: tuple[Path, ...] = field(default_factory=lambda: tuple(sorted(ASSETS.glob("*.wav"))))
     stats_every_s: float = STATS_EVERY_S
+    compare_models_dir: Path | None = None  # checkpoint folders the System tab may load as the second model
 
 
 @dataclass(frozen=True)
@@ -43,6 +44,9 @@ class WebOptions(ServiceOptions):
     )
     keep_files_s: float = option(DEFAULT_MAX_AGE_S, "request files older than this are deleted, seconds")
     log_level: str = option("INFO", "how much to log", choices=LOG_LEVELS)
+    compare_models_dir: str = option(
+        "", "folder whose checkpoint subfolders the System tab may load as the second checkpoint (empty: off)"
+    )
 
     def __post_init__(self) -> None:
         super().__post_init__()

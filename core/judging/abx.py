@@ -1,7 +1,8 @@
 """Blind ABX listening test: the trial plan, the score and its sentence, and the SQLite store.
 
-A is always the original and B the codec's output (full rate or a ladder level); X is one of
-the two, chosen at random per trial. The listener says which one X is. Under the null
+A is the original (or the codec's full-rate output) and B what it is compared with: the codec's
+output at full rate or a ladder level, a reference codec (core.anchors) or the second checkpoint;
+the names of both are stored with every trial. X is one of the two, chosen at random per trial. The listener says which one X is. Under the null
 hypothesis "I cannot hear a difference" every answer is a coin flip, so the evidence is the
 one-sided binomial tail P(K >= correct | n, 1/2).
 
@@ -39,7 +40,19 @@ CHOICES = ("A", "B")  # A: original, B: codec output
 SURE_P = 0.05  # p below this: "you can tell them apart"
 PROBABLY_P = 0.10  # p below this: "you can probably tell them apart"
 LEVEL_CHOICES = (NUM_CODEBOOKS, 8, 4, 2, 1)  # codebooks offered for B on the page (the API takes any 1..16)
-CSV_FIELDS = ("session", "trial", "clip_sha256", "level", "x_is", "answer", "correct", "seconds", "answered_at")
+CSV_FIELDS = (
+    "session",
+    "trial",
+    "clip_sha256",
+    "level",  # what B is
+    "x_is",
+    "answer",
+    "correct",
+    "seconds",
+    "answered_at",
+    "a_name",  # what A is
+)
+A_ORIGINAL = "original"  # A's name unless A is something else
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS sessions (
@@ -77,7 +90,9 @@ class Score:
     planned: int  # trials in the test
     p_value: float  # one-sided binomial P(K >= correct | trials, 1/2)
     verdict: str  # "can", "probably" or "cannot" tell them apart
-    sentence: str  # e.g. "8 of 10: you can probably tell them apart, p = 0.055"
+    sentence: str  # e.g. "8 of 10: you can probably tell them apart, p = 0.055 (A: original; B: Opus 6 kbit/s)"
+    a_name: str = A_ORIGINAL  # what A is
+    b_name: str = ""  # what B is (the stored level); "" when not known
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -105,8 +120,14 @@ def level_name(codebooks: int) -> str:
     return f"{codebooks} of {NUM_CODEBOOKS} codebooks, {bitrate_bps(codebooks):g} bit/s"
 
 
-def score(correct: int, trials: int, planned: int | None = None, level: str | None = None) -> Score:
-    """The score, its p-value and the sentence for a room of non-experts (naming B's ``level`` if given)."""
+A_CODEC = "codec, " + level_name(NUM_CODEBOOKS)  # A's name when A is the codec at full rate
+
+
+def score(
+    correct: int, trials: int, planned: int | None = None, level: str | None = None, a_name: str = A_ORIGINAL
+) -> Score:
+    """The score, its p-value and the sentence for a room of non-experts (naming A and B when B's
+    ``level`` is given)."""
     p = binomial_p(correct, trials)
     if trials == 0:
         verdict, words = "cannot", "no answers yet"
@@ -116,8 +137,8 @@ def score(correct: int, trials: int, planned: int | None = None, level: str | No
         verdict, words = "probably", "you can probably tell them apart"
     else:
         verdict, words = "cannot", "you could not reliably tell them apart (no better than guessing)"
-    sentence = f"{correct} of {trials}: {words}, p = {p:.3f}" + (f" (B: {level})" if level else "")
-    return Score(correct, trials, planned or trials, p, verdict, sentence)
+    sentence = f"{correct} of {trials}: {words}, p = {p:.3f}" + (f" (A: {a_name}; B: {level})" if level else "")
+    return Score(correct, trials, planned or trials, p, verdict, sentence, a_name, level or "")
 
 
 def clip_checksum(samples) -> str:
@@ -160,20 +181,26 @@ class AbxStore:
         if not self._ready:
             conn.execute("PRAGMA journal_mode=WAL")
             conn.executescript(_SCHEMA)
+            _add_a_name(conn)
             self._ready = True
         return conn
 
     def start(
-        self, clip_sha256: str, level: str, trials: int = DEFAULT_TRIALS, seed: int | None = None
+        self,
+        clip_sha256: str,
+        level: str,
+        trials: int = DEFAULT_TRIALS,
+        seed: int | None = None,
+        a_name: str = A_ORIGINAL,
     ) -> tuple[str, Trial]:
-        """A new session: (its secret token, the first trial)."""
+        """A new session: (its secret token, the first trial). ``level``: what B is; ``a_name``: what A is."""
         seed = secrets.randbits(63) if seed is None else int(seed)
         plan = plan_trials(trials, seed)
         token = secrets.token_urlsafe(TOKEN_BYTES)
         with self._lock, closing(self._connect()) as conn, conn:
             conn.execute(
-                "INSERT INTO sessions VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (_session_id(token), self._clock(), clip_sha256, level, seed, plan, self._clock()),
+                "INSERT INTO sessions VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (_session_id(token), self._clock(), clip_sha256, level, seed, plan, self._clock(), a_name),
             )
         return token, Trial(0, len(plan), plan[0])
 
@@ -181,7 +208,7 @@ class AbxStore:
         if not token:
             raise AbxError("No blind test is running: press Start first.")
         row = conn.execute(
-            "SELECT session, clip_sha256, level, plan, presented_at FROM sessions WHERE session = ?",
+            "SELECT session, clip_sha256, level, plan, presented_at, a_name FROM sessions WHERE session = ?",
             (_session_id(token),),
         ).fetchone()
         if row is None:
@@ -196,7 +223,7 @@ class AbxStore:
         if answer not in CHOICES:
             raise AbxError(f"Answer A or B (got {answer!r}).")
         with self._lock, closing(self._connect()) as conn, conn:
-            session, sha, level, plan, presented_at = self._session(conn, token)
+            session, sha, level, plan, presented_at, a_name = self._session(conn, token)
             done = conn.execute("SELECT COUNT(*) FROM trials WHERE session = ?", (session,)).fetchone()[0]
             if done >= len(plan):
                 raise AbxError("This blind test is finished; see the results or press Start for a new one.")
@@ -205,8 +232,8 @@ class AbxStore:
             now = self._clock()
             x_is = plan[trial]
             conn.execute(
-                "INSERT INTO trials VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (session, trial, sha, level, x_is, answer, int(answer == x_is), now - presented_at, now),
+                "INSERT INTO trials VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (session, trial, sha, level, x_is, answer, int(answer == x_is), now - presented_at, now, a_name),
             )
             conn.execute("UPDATE sessions SET presented_at = ? WHERE session = ?", (now, session))
         nxt = trial + 1
@@ -215,7 +242,7 @@ class AbxStore:
     def current(self, token: str) -> Trial | None:
         """The trial waiting for an answer (None when all are answered)."""
         with self._lock, closing(self._connect()) as conn:
-            session, _sha, _level, plan, _at = self._session(conn, token)
+            session, _sha, _level, plan, _at, _a = self._session(conn, token)
             done = conn.execute("SELECT COUNT(*) FROM trials WHERE session = ?", (session,)).fetchone()[0]
         return Trial(done, len(plan), plan[done]) if done < len(plan) else None
 
@@ -228,11 +255,11 @@ class AbxStore:
     def results(self, token: str) -> Score:
         """The score so far (the whole test once every trial is answered)."""
         with self._lock, closing(self._connect()) as conn:
-            session, _sha, level, plan, _at = self._session(conn, token)
+            session, _sha, level, plan, _at, a_name = self._session(conn, token)
             correct, answered = conn.execute(
                 "SELECT COALESCE(SUM(correct), 0), COUNT(*) FROM trials WHERE session = ?", (session,)
             ).fetchone()
-        return score(int(correct), int(answered), len(plan), level)
+        return score(int(correct), int(answered), len(plan), level, a_name)
 
     def export_csv(self, path: str | Path, token: str | None = None) -> Path:
         """Write answered trials as CSV to a new file: one session's (with its token) or, for the
@@ -253,3 +280,13 @@ class AbxStore:
     def _rows(conn: sqlite3.Connection, where: str, args: tuple) -> list[dict]:
         cursor = conn.execute(f"SELECT {', '.join(CSV_FIELDS)} FROM trials {where} ORDER BY answered_at, trial", args)
         return [dict(zip(CSV_FIELDS, row, strict=True)) for row in cursor]
+
+
+def _add_a_name(conn: sqlite3.Connection) -> None:
+    """Stores made before A could be other than the original get its name as a last column (an
+    ALTER keeps their answers; positional INSERTs above rely on it being last)."""
+    for table in ("sessions", "trials"):
+        columns = [row[1] for row in conn.execute(f"PRAGMA table_info({table})")]
+        if "a_name" not in columns:
+            conn.execute(f"ALTER TABLE {table} ADD COLUMN a_name TEXT NOT NULL DEFAULT '{A_ORIGINAL}'")
+    conn.commit()

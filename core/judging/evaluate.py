@@ -8,6 +8,9 @@
 - ``report.html``: summary statistics, distribution plots (embedded) and the worst files as a
   listening queue (their original and reconstruction are copied next to it under ``listen/``).
 
+With ``--anchors`` (the reference codecs; ``none`` for the codec alone) or ``--compare-model``, each
+row also has per-source columns and the report a per-source summary (``core.judging.per_source``).
+
 The web UI's "Evaluate files" tab calls :func:`evaluate_files` on uploaded files.
 """
 
@@ -24,16 +27,18 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from core.analysis import metrics as analysis
+from core.anchors import parse_anchors
 from core.audio.files import load_audio, write_wav
+from core.audio.readers import AUDIO_SUFFIXES  # the one list of what the readers open
 from core.codec import SAMPLE_RATE
 from core.errors import CodecError
-from core.judging import report, verdict
+from core.judging import per_source, report, sources, verdict
+from core.model import second
 from core.names import safe_name
 from core.settings import AudioLimits
 
 logger = logging.getLogger(__name__)
 
-AUDIO_SUFFIXES = (".wav", ".flac", ".ogg", ".oga", ".opus", ".mp3", ".m4a", ".aac", ".webm", ".aif", ".aiff")
 METRICS = ("PESQ-WB", "PESQ-NB", "STOI", "SI-SDR", "Log-mel distance")  # analysis.compare's names
 COLUMNS = (
     "file",
@@ -79,14 +84,20 @@ def _prepare(out_dir: Path) -> None:
     (out_dir / "reconstructions").mkdir()
 
 
-def evaluate_one(engine, path: Path, name: str, out_dir: Path, limits: AudioLimits) -> dict:
-    """Round trip, metrics, MOS and verdict of one file; the error in the row if any step fails."""
+def evaluate_one(engine, path: Path, name: str, out_dir: Path, limits: AudioLimits, anchors=()) -> dict:
+    """Round trip, metrics, MOS and verdict of one file; the error in the row if any step fails.
+    With ``anchors`` or a second checkpoint, the per-source columns too (core.judging.per_source)."""
     row: dict = dict.fromkeys(COLUMNS) | {"file": name}
     started = time.perf_counter()
     try:
         audio = load_audio(path, limits)
         row["duration_s"] = audio.samples.size / SAMPLE_RATE
-        result = engine.roundtrip(audio)
+        made = None
+        if anchors or second.ready_second(engine):
+            made = sources.make_sources(engine, audio, anchors)
+            result = made.trip
+        else:
+            result = engine.roundtrip(audio)
         row["encode_s"], row["decode_s"] = result.encoded.seconds, result.decoded.seconds
         write_wav(out_dir / "reconstructions" / f"{safe_name(name, 'audio')}.wav", result.decoded.samples)
         t = time.perf_counter()
@@ -109,6 +120,8 @@ def evaluate_one(engine, path: Path, name: str, out_dir: Path, limits: AudioLimi
         )
         if judged.mos_original is not None and judged.mos_reconstruction is not None:
             row["mos_drop"] = judged.mos_original - judged.mos_reconstruction
+        if made is not None:
+            row.update(per_source.row_values(made, engine.device, bool(engine.info().get("random_weights"))))
     except Exception as e:  # noqa: BLE001 - one bad file is a row with its error, never the end of the run
         logger.warning("evaluating %s failed: %s: %s", name, type(e).__name__, e)
         row["error"] = str(e) if isinstance(e, CodecError) else f"{type(e).__name__}: {e}"
@@ -124,8 +137,10 @@ def evaluate_files(
     progress: Callable[[float, str], None] | None = None,
     worst: int = WORST_FILES,
     show_bar: bool = False,
+    anchors=(),
 ) -> Evaluation:
-    """Evaluate ``(path, display name)`` pairs into ``out_dir`` (which must not hold earlier results)."""
+    """Evaluate ``(path, display name)`` pairs into ``out_dir`` (which must not hold earlier results);
+    with ``anchors`` (core.anchors) or a second checkpoint loaded, per-source columns and summary."""
     from tqdm import tqdm
 
     started = time.perf_counter()
@@ -143,13 +158,16 @@ def evaluate_files(
             bar.set_postfix_str(name[-40:])
             if progress:
                 progress(i / max(len(files), 1), f"{i + 1}/{len(files)}: {name}")
-            rows.append(evaluate_one(engine, path, name, out_dir, limits))
+            rows.append(evaluate_one(engine, path, name, out_dir, limits, anchors))
+    ids = per_source.source_ids(anchors, second.ready_second(engine) is not None)
+    extra = per_source.columns(ids) if len(ids) > 1 else []
     csv_path = out_dir / "metrics.csv"
     with open(csv_path, "x", newline="", encoding="utf-8") as f:
-        writer = csv.DictWriter(f, fieldnames=COLUMNS)
+        writer = csv.DictWriter(f, fieldnames=[*COLUMNS, *extra])
         writer.writeheader()
         writer.writerows(rows)
-    html_path = write_html(out_dir, rows, files, limits, worst, bool(engine.info().get("random_weights")))
+    random_weights = bool(engine.info().get("random_weights"))
+    html_path = write_html(out_dir, rows, files, limits, worst, random_weights, ids if extra else [])
     return Evaluation(rows, csv_path, html_path, time.perf_counter() - started)
 
 
@@ -198,8 +216,9 @@ def write_html(
     limits: AudioLimits,
     worst: int,
     random_weights: bool,
+    source_ids: list[str] | None = None,
 ) -> Path:
-    """report.html: counts, statistics, distributions, and the listening queue."""
+    """report.html: counts, statistics, per-source summary, distributions, and the listening queue."""
     failed = [r for r in rows if r["error"]]
     levels = {level: sum(r["verdict"] == level for r in rows) for level in (*verdict.LEVELS, "unknown")}
     body = [
@@ -211,6 +230,14 @@ def write_html(
     if random_weights:
         body.append(f'<div class="caveat">{html.escape(verdict.RANDOM_CAVEAT)}</div>')
     body += ["<h2>Summary</h2>", report.table(summary(rows), ["column", "files", "mean", "median", "min", "max"])]
+    if source_ids:
+        header, per = per_source.summary(rows, source_ids)
+        body += [
+            "<h2>Per source</h2><p class='small'>Every source measured the same way on each file (PESQ, STOI and "
+            "DistillMOS on the first seconds); the last columns count the files on which the codec was closer to the "
+            "original than that source on every metric, further on every one, or mixed.</p>",
+            report.table(per, header),
+        ]
     if len(rows) > len(failed):
         png = _histogram_png(rows, out_dir / "distributions.png")
         body += ["<h2>Distributions</h2>", report.image_tag(png, "distributions")]
@@ -253,7 +280,8 @@ def cmd_evaluate(args, engine) -> int:
         raise CodecError(f"No audio files under {args.directory} (looked for {', '.join(AUDIO_SUFFIXES)}).")
     limits = engine.settings.audio_limits()
     pairs = [(p, p.relative_to(args.directory).as_posix()) for p in files]
-    result = evaluate_files(engine, pairs, args.output_dir, limits, worst=args.worst, show_bar=True)
+    anchors = parse_anchors(engine.settings.anchors)
+    result = evaluate_files(engine, pairs, args.output_dir, limits, worst=args.worst, show_bar=True, anchors=anchors)
     failed = sum(1 for r in result.rows if r["error"])
     print(
         f"{len(result.rows)} files ({failed} could not be evaluated) in {result.seconds:.1f} s -> "

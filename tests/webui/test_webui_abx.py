@@ -108,7 +108,8 @@ def test_b_at_a_ladder_level_is_that_decode_and_every_trial_stores_the_level(abx
         levels = [row["level"] for row in csv.DictReader(f)]
     assert levels == [abx.level_name(2)] * 4 == ["2 of 16 codebooks, 275 bit/s"] * 4
     assert [row["level"] for row in raw["trials_detail"]] == levels
-    assert "(B: 2 of 16 codebooks, 275 bit/s)" in text and raw["sentence"].endswith("(B: 2 of 16 codebooks, 275 bit/s)")
+    both = "(A: original; B: 2 of 16 codebooks, 275 bit/s)"  # the sentence names both sides
+    assert both in text and raw["sentence"].endswith(both)
 
 
 @pytest.mark.parametrize("level", [0, 17, "abc", 2.5])

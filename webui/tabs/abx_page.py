@@ -18,7 +18,7 @@ from webui import i18n
 from webui.common import path_of
 from webui.jobs.common import stem_of
 from webui.queues import ABX_GROUP, MODEL_GROUP
-from webui.tabs.abx import AbxHandlers
+from webui.tabs.abx import AbxHandlers, b_choices
 from webui.views.player_assets import STATIC, player_css, player_js
 
 logger = logging.getLogger(__name__)
@@ -137,13 +137,14 @@ def build(handlers: AbxPageHandlers) -> AbxPage:
                 list(TRIAL_CHOICES), value=abx.DEFAULT_TRIALS, label=i18n.label("abx.trials"), elem_id="abx-trials"
             )
             level = gr.Dropdown(
-                [(f"{k} · {bitrate_bps(k):g} bit/s", k) for k in abx.LEVEL_CHOICES],
+                [*((f"{k} · {bitrate_bps(k):g} bit/s", k) for k in abx.LEVEL_CHOICES), *b_choices()],
                 value=NUM_CODEBOOKS,
-                allow_custom_value=True,  # API callers may ask for any 1..16; abx._codebooks checks it
+                allow_custom_value=True,  # API callers may ask for any 1..16; abx._what_b checks it
                 label=i18n.label("abx.level"),
-                info=i18n.label("abx.level_info"),
+                info=i18n.label("compare.abx_b_info"),
                 elem_id="abx-level",
             )
+            a_codec = gr.Checkbox(False, label=i18n.label("compare.abx_a_choice"), elem_id="abx-a-codec")
         prompt = gr.Markdown(elem_id="abx-prompt")
         gr.HTML(
             "",
@@ -184,7 +185,7 @@ def build(handlers: AbxPageHandlers) -> AbxPage:
     running = [answer_a, answer_b, again]
     start.click(
         handlers.start,
-        inputs=[audio_in, start_s, end_s, trials, level],
+        inputs=[audio_in, start_s, end_s, trials, level, a_codec],
         outputs=started,
         api_name="abx_start",
         **MODEL_GROUP,

@@ -24,7 +24,8 @@ from webui import i18n
 from webui.common import TabHandlers, need_file, path_of, user_errors
 from webui.jobs.common import stem_of
 from webui.queues import METRICS_GROUP, REPORT_GROUP
-from webui.views import report_page, verdict_card
+from webui.tabs import compare
+from webui.views import compare_view, report_page, verdict_card
 
 logger = logging.getLogger(__name__)
 
@@ -100,14 +101,17 @@ class ReviewHandlers(TabHandlers):
         metrics_details,
         verdict_details,
         request: gr.Request | None = None,
+        comparison=None,
     ):
-        """The zip and the offline HTML page of the round trip on screen."""
+        """The zip and the offline HTML page of the round trip on screen; with the round trip's other
+        sources (``details["compare"]``) and the table of every source (``comparison``, /compare_table's)."""
         lang = i18n.language_of(request)
         original = need_file(original_path, "what.original", lang)
         reconstruction = need_file(reconstruction_path, "what.reconstruction", lang)
         token_files = [f for f in (downloads or []) if str(path_of(f)).endswith(".npz")]
         token_file = need_file(path_of(token_files[0]) if token_files else None, "what.token_file", lang)
         with user_errors("action.report", lang):
+            others = compare.checked_sources(details or {}, self.workspace.root)
             folder = self.workspace.new_dir("report")
             stem = stem_of(original).removesuffix("_24k_mono")
             timings = (details or {}).get("timing") or {}
@@ -127,6 +131,9 @@ class ReviewHandlers(TabHandlers):
                 timings,
                 self.limits,
                 report_page.renderer(lang),
+                [s | {"label": compare_view.source_label(s, lang), "path": s["wav"]} for s in others],
+                comparison if isinstance(comparison, dict) else None,
+                compare_view.report_words(comparison, lang),
             )
         return [str(zip_path), str(html_path)]
 
@@ -161,7 +168,12 @@ def verdict_components() -> tuple[gr.HTML, gr.Button, gr.HTML, gr.File]:
     card = gr.HTML(elem_id="roundtrip-verdict")
     with gr.Row(elem_classes="cw-report-row"):
         make = gr.Button(
-            i18n.label("report.button"), elem_id="roundtrip-report", size="sm", interactive=False, scale=0, min_width=220
+            i18n.label("report.button"),
+            elem_id="roundtrip-report",
+            size="sm",
+            interactive=False,
+            scale=0,
+            min_width=220,
         )
         links = gr.HTML(elem_id="roundtrip-report-files")
     files = gr.File(file_count="multiple", interactive=False, visible=False)
@@ -204,6 +216,7 @@ def wire(handlers: ReviewHandlers, roundtrip_done, after_metrics, parts: dict) -
         parts["details"],
         parts["metrics_details"],
         verdict_json,
+        *([parts["comparison"]] if parts.get("comparison") is not None else []),
     ]
     button.click(
         handlers.report,

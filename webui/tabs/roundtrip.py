@@ -117,6 +117,7 @@ class RoundTripPage:
     original: gr.Audio  # hidden: the codec's input as 24 kHz mono (the lab and the blind test read it)
     blind_what: gr.Radio  # whole clip, looped region or a worst moment
     blind_run: gr.Button
+    audio_in: gr.Audio  # the input: the Live tab hands a stopped session's recording to it
 
 
 def blind_choices(timeline_data, request: gr.Request | None = None):
@@ -246,9 +247,10 @@ def build(handlers: RoundTripHandlers, example_paths: tuple[Path, ...]) -> Round
             report=report,
             report_links=report_links,
             report_files=report_files,
+            comparison=parts.comparison,
         ),
     )
-    return RoundTripPage(original, blind_what, blind_run)
+    return RoundTripPage(original, blind_what, blind_run, audio_in)
 
 
 def _url_row(handlers: RoundTripHandlers, audio_in: gr.Audio, policy: url_input.UrlPolicy) -> None:

@@ -5,11 +5,8 @@ checks judge the text nvidia-smi prints and the facts PyTorch gives, and --json 
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import socket
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -310,33 +307,22 @@ def test_the_data_folder_comes_from_the_settings(monkeypatch, tmp_path):
     assert data_dir_of(settings_from_args(None)) == tmp_path / "env"
 
 
-def test_cli_json_and_exit_code(tiny_checkpoint, tmp_path):
+def test_cli_json_and_exit_code(tiny_checkpoint, tmp_path, monkeypatch, cli):
     blocker = tmp_path / "file"
     blocker.write_text("x")
     options = _options(tmp_path)
-    env = {**os.environ, "CODEC_DATA_DIR": str(blocker / "data")}  # the data folder as the service sets it
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "core",
-            "doctor",
-            "--json",
-            "--model",
-            str(tiny_checkpoint),
-            "--device",
-            "cpu",
-            "--port",
-            str(options.port),
-            "--temp-dir",
-            str(tmp_path / "t"),
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-        env=env,
+    monkeypatch.setenv("CODEC_DATA_DIR", str(blocker / "data"))  # the data folder as the service sets it
+    proc = cli(
+        "doctor",
+        "--json",
+        "--model",
+        tiny_checkpoint,
+        "--device",
+        "cpu",
+        "--port",
+        options.port,
+        "--temp-dir",
+        tmp_path / "t",
     )
     doc = json.loads(proc.stdout)
     by_name = {c["name"]: c for c in doc["checks"]}
