@@ -167,10 +167,11 @@ def test_a_blind_test_started_from_a_worst_moment(desktop):
     page.locator("body").click(position={"x": 5, "y": 5})
     page.keyboard.press(" ")
     page.wait_for_function(f"{ABX}.playing && {ABX}.audible === 'a'", timeout=10_000)
-    page.keyboard.press("3")  # X at the same moment, in the same transport
-    page.wait_for_function(f"{ABX}.audible === 'x'", timeout=10_000)
-    *_, old, new = page.evaluate(ABX)["voices"]
+    *_, old, new = page.evaluate(  # key 3: X at the same moment, in the same transport (read in the same task)
+        f"() => {{ document.dispatchEvent(new KeyboardEvent('keydown', {{key: '3', bubbles: true}})); return {ABX}.voices; }}"
+    )
     assert new["id"] == "x" and new["from"] == pytest.approx(old["from"] + new["when"] - old["when"], abs=1e-6)
+    page.wait_for_function(f"{ABX}.audible === 'x'", timeout=10_000)
     page.keyboard.press(" ")
     for n in range(1, 11):  # the default ten trials, answered with the keyboard
         page.locator("#abx-prompt").filter(has_text=f"Trial {n} of 10").wait_for(timeout=TIMEOUT_MS)
@@ -208,8 +209,8 @@ def test_the_phone_first_screen_and_every_tab(phone):
         box = phone.locator(selector).bounding_box()
         assert box["y"] + box["height"] <= 844, (selector, box)  # on the first screen
     tabs = phone.get_by_role("tab")
-    assert tabs.count() == 6
-    for i in range(6):
+    assert tabs.count() >= 6  # every tab is in the tab list: none behind a "…" menu
+    for i in range(tabs.count()):
         box = tabs.nth(i).bounding_box()
         assert tabs.nth(i).is_visible() and box["x"] >= 0 and box["x"] + box["width"] <= 390
     shot = DOCS / "phone.tmp.png"
