@@ -181,6 +181,7 @@ def test_a_blind_test_started_from_a_worst_moment(desktop):
     again.wait_for(timeout=TIMEOUT_MS)
     assert not page.locator("#abx-answer-a").is_visible()  # answer buttons only while a test runs
     assert "k = 8" in again.inner_text()
+    assert "as B" in page.locator("#abx-again-other").inner_text()  # or against a reference codec
     again.click()  # one click: the same region, B with fewer codebooks
     page.locator("#abx-prompt").filter(has_text="Trial 1 of 10").wait_for(timeout=TIMEOUT_MS)
     page.locator("#abx-answer-a").wait_for(timeout=TIMEOUT_MS)
@@ -293,7 +294,9 @@ def test_the_chinese_result_page_and_its_report_have_no_english_sentence(chromiu
     assert 'lang="zh-CN"' in report and "编解码器工作台报告" in report
     assert english_sentences(words) == [], english_sentences(words)
     assert _axe(page) == []
-    page.evaluate("document.querySelectorAll('#status-bar details, #roundtrip-verdict details').forEach(d => d.open = false)")
+    page.evaluate(
+        "document.querySelectorAll('#status-bar details, #roundtrip-verdict details').forEach(d => d.open = false)"
+    )
     page.locator("#roundtrip-details .label-wrap").first.click()  # folded again, as a reader finds it
     page.wait_for_timeout(500)
     shot = DOCS / "result-zh.tmp.png"
