@@ -218,6 +218,12 @@ def test_the_phone_first_screen_and_every_tab(phone):
     phone.screenshot(path=str(shot))
     _save_small(shot, DOCS / "phone.png")
     shot.unlink()
+    for i in range(tabs.count()):  # each tab reachable with a finger, and no raw translation token on it
+        tabs.nth(i).tap()
+        phone.wait_for_timeout(300)
+        assert tabs.nth(i).get_attribute("aria-selected") == "true"
+        assert "translation_metadata" not in phone.locator("body").inner_text()
+    tabs.first.tap()
 
 
 def test_the_phone_flow_tables_and_touch(phone):
