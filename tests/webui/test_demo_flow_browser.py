@@ -17,6 +17,7 @@ import pytest
 import soundfile as sf
 
 from tests.conftest import speechlike
+from tests.webui.english import english_sentences
 from tests.webui.test_webui_browser import CHROMIUM, CHROMIUM_ARGS, CLIP, REPO, TIMEOUT_MS, _save_small
 
 pytestmark = pytest.mark.browser
@@ -257,27 +258,6 @@ def test_the_phone_flow_tables_and_touch(phone):
     _touch(phone, "touchEnd", [])
     view = phone.evaluate(LAB)["view"]
     assert view["b"] - view["a"] < duration / 2
-
-
-_ALLOWED = re.compile(  # names, units and file names may stay as they are
-    r"(?:/[\w.-]+)+/?|[\w.-]+\.(?:wav|npz|png|zip|html|csv|json)\b|Qwen3-TTS-Tokenizer(?:-12Hz)?|DistillMOS|PESQ-WB|PESQ-NB|PESQ|"
-    r"STOI|SI-SDR|ITU-[RT] [\w.]+|LUFS|dBFS|kbit/s|bit/s|GiB|MiB|kHz|Hz|dB|CPU|GPU|CUDA|float32|bfloat16|bf16|"
-    r"LP \d|AMR-NB|Opus|MP3|Codec Workbench|Gradio|JSON|HTML|API|RMS|SNR|ms\b|s\b"
-)
-_SENTENCE = re.compile(r"\b[A-Za-z]{2,}\b(?:[ ,;:']+\b[A-Za-z]{2,}\b)+")  # two or more English words in a row
-
-
-def english_sentences(text: str) -> list[str]:
-    """Runs of English words left once names, units and file names are taken out."""
-    return _SENTENCE.findall(_ALLOWED.sub(" ", text))
-
-
-def test_the_detector_finds_english_and_spares_names():
-    assert (
-        english_sentences("结论：编解码器 Opus 6 kbit/s，PESQ-WB 1.2 dB，speech_male_24k.wav，/tmp/tiny-ckpt，qwen-tts")
-        == []
-    )
-    assert english_sentences("接近原始音频 close to the original") == ["close to the original"]
 
 
 def test_the_chinese_result_page_and_its_report_have_no_english_sentence(chromium, server):
