@@ -93,7 +93,7 @@ def next_level(level) -> int | None:
     try:
         current = int(float(level)) if level not in (None, "") else NUM_CODEBOOKS
     except ValueError:
-        current = NUM_CODEBOOKS
+        return None  # B was a reference codec or the second checkpoint: no ladder to walk down
     lower = [k for k in abx.LEVEL_CHOICES if k < current]
     return max(lower) if lower else None
 
