@@ -71,10 +71,11 @@ def speech():
 
 
 @pytest.fixture(scope="session")
-def engine(tiny_checkpoint):
+def session_engine(tiny_checkpoint):
     """The one session engine: ready on the tiny checkpoint (CPU), its readiness checked (the test
     round trip also warms the kernels). Shared by every test that does not change its state; a test
-    that needs other settings, or unloads, makes its own."""
+    that needs other settings, or unloads, makes its own. Tests ask for it as ``engine`` (or
+    ``tiny_engine``); a module may define its own ``engine`` and still get this one as ``tiny_engine``."""
     from core.model.engine import Engine
     from core.settings import Settings
 
@@ -85,9 +86,15 @@ def engine(tiny_checkpoint):
 
 
 @pytest.fixture(scope="session")
-def tiny_engine(engine):
+def engine(session_engine):
+    """The session engine (:func:`session_engine`)."""
+    return session_engine
+
+
+@pytest.fixture(scope="session")
+def tiny_engine(session_engine):
     """The same engine under its older name (tests written before the fixtures were merged use it)."""
-    return engine
+    return session_engine
 
 
 def official_whole_codes(model, x: np.ndarray):

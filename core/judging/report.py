@@ -246,7 +246,9 @@ def write_roundtrip_report(
     with open(html_path, "x", encoding="utf-8") as f:
         f.write(text)
     zip_path = folder / f"{stem}_report.zip"
-    facts = [{k: v for k, v in s.items() if k != "path"} | {"file": Path(s["path"]).name} for s in sources or []]
+    facts = [
+        {k: v for k, v in s.items() if k not in ("path", "wav")} | {"file": Path(s["path"]).name} for s in sources or []
+    ]
     data = {"metrics": metrics, "verdict": verdict, "environment": env, "sources": facts, "comparison": comparison}
     summary = json.dumps(data, indent=2, default=str)
     with open(zip_path, "xb") as raw, zipfile.ZipFile(raw, "w", zipfile.ZIP_DEFLATED) as z:

@@ -56,7 +56,7 @@ def test_the_round_trip_makes_the_chosen_anchors(speech_trip):
     assert [s["id"] for s in compare["sources"]] == ["lp3.5", "amr", "opus6"] and compare["problems"] == []
     root = tabs.workspace.root.resolve()
     for source in compare["sources"]:
-        path = Path(source["path"])
+        path = Path(source["wav"])
         assert path.is_file() and path.resolve().is_relative_to(root)
         assert sf.info(path).frames == sf.info(out.original).frames  # aligned, as long as the original
     opus = next(s for s in compare["sources"] if s["id"] == "opus6")
@@ -74,7 +74,7 @@ def test_the_manifest_has_every_anchor_loudness_matched_with_its_own_key_and_res
     reference = loudness.integrated_lufs(sf.read(out.original, dtype="float32")[0])
     for anchor_id in ("lp3.5", "amr", "opus6"):
         source = by_id[anchor_id]
-        samples = sf.read(source["path"], dtype="float32")[0]
+        samples = sf.read(source["path"], dtype="float32")[0]  # the manifest's sources: path
         matched = loudness.integrated_lufs(samples * np.float32(10 ** (source["gain_db"] / 20)))
         assert abs(matched - reference) <= 0.5, (anchor_id, matched, reference)
         residual = sf.read(manifest["residuals"][anchor_id], dtype="float32")[0]
@@ -135,10 +135,10 @@ def test_a_path_from_outside_the_request_folders_is_refused(speech_trip, tmp_pat
     outside = tmp_path / "elsewhere.wav"
     sf.write(outside, np.zeros(24_000, np.float32), 24_000)
     forged = json.loads(value)
-    forged["sources"].append({"id": "x", "kind": "anchor", "label": "x", "key": "x", "path": str(outside)})
+    forged["sources"].append({"id": "x", "kind": "anchor", "label": "x", "key": "x", "wav": str(outside)})
     with pytest.raises(gr.Error, match="not a file this server wrote"):
         _table(tabs, out, json.dumps(forged))
-    dotted = dict(forged, sources=[{"id": "y", "kind": "anchor", "path": str(tabs.workspace.root / ".." / "x.wav")}])
+    dotted = dict(forged, sources=[{"id": "y", "kind": "anchor", "wav": str(tabs.workspace.root / ".." / "x.wav")}])
     with pytest.raises(gr.Error, match="not a file this server wrote"):
         _table(tabs, out, dotted)
 
@@ -155,13 +155,13 @@ def test_a_second_checkpoint_is_one_more_source(tiny_checkpoint, second_checkpoi
     (source,) = compare["sources"]
     assert source["id"] == "compare" and source["kind"] == "checkpoint" and source["key"] == "c"
     first = sf.read(out.reconstruction, dtype="float32")[0]
-    assert not np.allclose(sf.read(source["path"], dtype="float32")[0], first)  # its own audio
+    assert not np.allclose(sf.read(source["wav"], dtype="float32")[0], first)  # its own audio
     assert len(compare["agreement"]) == 16 and min(r["equal_share"] for r in compare["agreement"]) < 0.5
     assert Path(compare["token_file"]).is_file()
     assert any(s["id"] == "compare" for s in manifest["sources"])
     details = _table(tabs, out, value)[-1][2]
     assert [c["source"]["id"] for c in details["table"]["columns"]] == ["original", "reconstruction", "compare"]
-    assert "| 1 |" in CompareHandlers(tabs.engine, tabs.workspace).problems(out.details, EN)[1]
+    assert "| 1 | 2 |" in CompareHandlers(tabs.engine, tabs.workspace).problems(out.details, EN)[1]
     # and without it ticked, only the codec
     assert tabs.roundtrip.roundtrip(str(clip), EN, [], False).details["compare"]["sources"] == []
 

@@ -1,7 +1,9 @@
 """The comparison in Debian's chromium: the round trip makes the default anchors with the real
-encoders; the player flips codec -> Opus 6 -> phone call at the same position with the chosen one
-the only source heard; R is the residual against the last source chosen; the table of every
-source fills in. Saves the README's screenshot docs/compare.png (the player with the anchors)."""
+encoders and, with a second tiny checkpoint (other random weights) loaded beside the first, its
+reconstruction; the player flips codec -> Opus 6 -> phone call -> second checkpoint at the same
+position with the chosen one the only source heard; R is the residual against the last source
+chosen; the table of every source fills in with both checkpoints. Saves the README's screenshot
+docs/compare.png (the player with the anchors)."""
 
 from __future__ import annotations
 
@@ -18,11 +20,14 @@ SCREENSHOT = REPO / "docs" / "compare.png"
 
 
 @pytest.fixture(scope="module")
-def page(server):
+def page(server, engine, second_checkpoint):
     if not Path(CHROMIUM).exists():
         pytest.skip(f"{CHROMIUM} is not installed (apt-get install chromium)")
     from playwright.sync_api import sync_playwright
 
+    from core.model import second
+
+    assert second.load_second(engine, str(second_checkpoint)).ready  # the live server's engine, for this module
     with sync_playwright() as p:
         browser = p.chromium.launch(
             executable_path=CHROMIUM, headless=True, args=[*CHROMIUM_ARGS, "--autoplay-policy=no-user-gesture-required"]
@@ -33,10 +38,12 @@ def page(server):
         page.locator("#roundtrip-input [data-testid=download-link]").wait_for(state="attached", timeout=TIMEOUT_MS)
         page.locator("#roundtrip-run").click()
         page.wait_for_function(
-            f"window.cwPlayer && ['opus6', 'amr'].every((s) => {STATE}.sources.includes(s))", timeout=TIMEOUT_MS
+            f"window.cwPlayer && ['opus6', 'amr', 'compare'].every((s) => {STATE}.sources.includes(s))",
+            timeout=TIMEOUT_MS,
         )
         yield page
         browser.close()
+    second.unload_second(engine)
 
 
 def test_the_anchors_are_sources_with_their_bitrate_and_key_on_the_button(page):
@@ -53,7 +60,7 @@ def test_flip_codec_opus6_amr_at_the_same_position(page):
     page.locator("#lab-player .cw-play").click()
     _audible(page, "original")
     page.wait_for_function(f"{STATE}.time > 0.5", timeout=10_000)
-    for key, source in (("b", "reconstruction"), ("o", "opus6"), ("p", "amr")):
+    for key, source in (("b", "reconstruction"), ("o", "opus6"), ("p", "amr"), ("c", "compare")):
         before, after = _flip(page, key)
         assert after["source"] == source
         *_, old, new = after["voices"]
@@ -84,7 +91,9 @@ def test_the_table_of_every_source_fills_in_and_the_player_is_pictured(page):
     table = page.locator("#lab-compare-table")
     expect(table).to_contain_text("Opus 6 kbit/s", timeout=TIMEOUT_MS)
     expect(table).to_contain_text("PESQ-WB")
+    expect(table).to_contain_text("Second checkpoint")  # both checkpoints' columns
     expect(page.locator("#lab-placing")).to_contain_text("Where the codec stands", timeout=TIMEOUT_MS)
+    expect(page.locator("#lab-agreement")).to_contain_text("Codes of the two checkpoints")
     page.evaluate("window.cwPlayer.pause()")
     page.keyboard.press("o")
     page.wait_for_timeout(300)

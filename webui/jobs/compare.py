@@ -2,7 +2,8 @@
 checkpoint) written as WAVs in the request folder, and the one table of every source.
 
 A source travels between events (and to and from API callers) as a dict: ``id``, ``kind``,
-``label``, ``key``, ``bitrate_bps`` and ``path`` (a WAV in a request folder). Paths that come back
+``label``, ``key``, ``bitrate_bps`` and ``wav`` (its file in a request folder; not ``path``, which
+Gradio would take for a file of its own and copy, and gradio_client replace by a download). Paths that come back
 from a client are believed only inside the app's request folders (``webui.tabs.compare.checked_sources``).
 """
 
@@ -24,6 +25,7 @@ from core.model import second
 from core.settings import AudioLimits
 from webui.jobs.common import Progress, quiet
 
+WAV = "wav"  # a source dict's file (in JSON that reaches clients)
 CACHE_ENTRIES = 64  # measured columns remembered (the table grows when the ladder adds levels)
 _CACHE: dict = {}
 _CACHE_LOCK = threading.Lock()
@@ -62,7 +64,7 @@ def extra_sources(
         trip = other.roundtrip(_audio(samples))
         compare_s = trip.encoded.seconds + trip.decoded.seconds
         wav = write_wav(folder / f"{stem}_{sources.COMPARE_ID}.wav", trip.decoded.samples)
-        out.append(sources.checkpoint().facts() | {"path": str(wav)})
+        out.append(sources.checkpoint().facts() | {WAV: str(wav)})
         token_file = tokens.make_token_file(trip.encoded.codes, trip.encoded.original_samples, other.settings.model)
         token_path = tokens.save_tokens(token_file, folder / f"{stem}_{sources.COMPARE_ID}_tokens.npz")
         agreement = sources.agreement_rows(token_usage.agreement(first_codes, trip.encoded.codes))
@@ -73,7 +75,7 @@ def extra_sources(
     made = anchor_lib.make_anchors(samples, wanted)
     for anchor in made.made:
         wav = write_wav(folder / f"{stem}_{anchor.id}.wav", anchor.samples)
-        out.append(sources.anchor(anchor).facts() | {"path": str(wav)})
+        out.append(sources.anchor(anchor).facts() | {WAV: str(wav)})
     timing = {"compare_s": compare_s, "anchors_s": time.perf_counter() - started}
     return ExtraSources(out, [p.to_dict() for p in made.problems], agreement, token_path, timing)
 
@@ -109,7 +111,7 @@ def table_of(
     for item in listed:
         if item["kind"] == sources.ORIGINAL:
             continue
-        samples = load_audio(Path(item["path"]), limits).samples
+        samples = load_audio(Path(item[WAV]), limits).samples
         items.append(sources.Source(item["id"], item["kind"], item["label"], item["key"], item["bitrate_bps"], samples))
     with _CACHE_LOCK:
         cache = dict(_CACHE)

@@ -69,9 +69,10 @@ def checked_sources(value, root: Path) -> list[dict]:
     base = Path(root).resolve()
     out = []
     for item in items:
-        if not isinstance(item, dict) or not isinstance(item.get("id"), str) or not isinstance(item.get("path"), str):
+        where = item.get(compare_jobs.WAV, item.get("path")) if isinstance(item, dict) else None  # manifests: path
+        if not isinstance(item, dict) or not isinstance(item.get("id"), str) or not isinstance(where, str):
             raise i18n.TranslatedError("compare.error.shape")
-        path = Path(item["path"]).resolve()
+        path = Path(where).resolve()
         if not path.is_relative_to(base) or path.suffix.lower() != ".wav":
             raise i18n.TranslatedError("compare.error.not_ours", id=item["id"])
         if not path.is_file():
@@ -80,7 +81,7 @@ def checked_sources(value, root: Path) -> list[dict]:
         out.append(
             {
                 "id": item["id"],
-                "path": str(path),
+                compare_jobs.WAV: str(path),
                 "label": str(item.get("label") or item["id"])[:80],
                 "kind": str(item.get("kind") or source_lib.ANCHOR),
                 "key": str(item.get("key") or "")[:1],
@@ -103,7 +104,7 @@ class CompareHandlers(TabHandlers):
         random_weights = bool(self.engine.info().get("random_weights"))
         with user_errors("action.compare_table", lang):
             listed = checked_sources(manifest, self.workspace.root)
-            codec = source_lib.codec().facts() | {"path": str(reconstruction)}
+            codec = source_lib.codec().facts() | {compare_jobs.WAV: str(reconstruction)}
             items = [codec, *listed]
             for mos in (False, True):
                 out = compare_jobs.table_of(original, items, self.limits, self.engine.device, random_weights, mos=mos)
@@ -146,9 +147,9 @@ def build(handlers: CompareHandlers, timeline_done, ladder_done, original, recon
     """The table under the player, refreshed after the timeline and after each ladder (call in the lab);
     returns the JSON component holding the table (the report takes it)."""
     problems = gr.Markdown(elem_id="lab-compare-problems")
-    table = gr.Markdown(elem_id="lab-compare-table")
+    table = gr.Markdown(elem_id="lab-compare-table", elem_classes="cw-tables")  # scrolls sideways on a phone
     placing = gr.Markdown(elem_id="lab-placing")
-    agreement = gr.Markdown(elem_id="lab-agreement")
+    agreement = gr.Markdown(elem_id="lab-agreement", elem_classes="cw-tables")
     raw = gr.JSON(visible=False)
     timeline_done.then(
         handlers.problems,

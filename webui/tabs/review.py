@@ -129,7 +129,7 @@ class ReviewHandlers(TabHandlers):
                 timings,
                 self.limits,
                 report_page.renderer(lang),
-                [s | {"label": compare_view.source_label(s, lang)} for s in others],
+                [s | {"label": compare_view.source_label(s, lang), "path": s["wav"]} for s in others],
                 comparison if isinstance(comparison, dict) else None,
                 compare_view.report_words(comparison, lang),
             )

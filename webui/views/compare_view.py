@@ -49,8 +49,11 @@ def table_markdown(table: dict, lang: str, mos_pending: bool = False) -> str:
 
 
 def placing_markdown(placing: dict, lang: str, labels: dict[str, str]) -> str:
-    """Where the codec stands, as Markdown (escaped) for the page."""
-    return html.escape(placing_text(placing, lang, labels), quote=False)
+    """Where the codec stands, as Markdown (escaped) for the page, with the random-weights caveat."""
+    text = html.escape(placing_text(placing, lang, labels), quote=False)
+    if placing.get("placements") and placing.get("random_weights"):
+        text += "\n\n> ⚠️ " + html.escape(i18n.text("compare.placing.random", lang), quote=False)
+    return text
 
 
 def placing_text(placing: dict, lang: str, labels: dict[str, str]) -> str:
@@ -75,10 +78,7 @@ def placing_text(placing: dict, lang: str, labels: dict[str, str]) -> str:
                     worse=", ".join(p["worse"]),
                 )
             )
-    text = i18n.text("compare.placing.lead", lang, parts=_join(parts, lang))
-    if placing.get("random_weights"):
-        text += "\n\n> ⚠️ " + i18n.text("compare.placing.random", lang)
-    return text
+    return i18n.text("compare.placing.lead", lang, parts=_join(parts, lang))
 
 
 def _join(items: list[str], lang: str) -> str:
@@ -112,13 +112,14 @@ def agreement_markdown(rows: list[dict], lang: str) -> str:
     """Share of codes equal per codebook, first checkpoint against the second ("" without a second)."""
     if not rows:
         return ""
+    books, equal = i18n.text("compare.agreement_codebook", lang), i18n.text("compare.agreement_equal", lang)
     lines = [
         i18n.text("compare.agreement_heading", lang),
         "",
-        i18n.text("compare.agreement_header", lang),
-        "|---:|---:|",
+        f"| {books} | " + " | ".join(str(r["codebook"]) for r in rows) + " |",
+        "|---|" + "---:|" * len(rows),
+        f"| {equal} | " + " | ".join(f"{r['equal_share']:.0%}" for r in rows) + " |",
     ]
-    lines += [f"| {r['codebook']} | {r['equal_share']:.1%} |" for r in rows]
     return "\n".join(lines)
 
 
@@ -134,6 +135,6 @@ def report_words(comparison: dict | None, lang: str) -> dict:
     if placing and placing.get("placements") is not None:
         columns = ((comparison or {}).get("table") or {}).get("columns") or []
         labels = {c["source"]["id"]: source_label(c["source"], lang) for c in columns}
-        text = placing_text(placing, lang, labels)
-        words["placing"] = text.replace("**", "").replace("\n\n> ⚠️ ", " ")
+        caveat = " " + i18n.text("compare.placing.random", lang) if placing.get("random_weights") else ""
+        words["placing"] = placing_text(placing, lang, labels).replace("**", "") + caveat
     return words
