@@ -101,6 +101,10 @@ def test_live_streams_and_the_recordings_codes_equal_the_offline_encode(browser,
     for part in ("compute_ms", "transport_ms", "playback_ms", "total_ms"):
         assert latency[part] is not None and latency[part] >= 0, latency
     expect(page.locator(".cw-live-latency")).to_contain_text("Mouth to ear")
+    page.get_by_role("radio", name="Original").check()  # hear the original at the same moment
+    assert state(page)["hear"] == "original"
+    page.get_by_role("radio", name="Codec").check()
+    assert state(page)["hear"] == "codec"
     shot = root / "live-full.png"
     page.screenshot(path=str(shot), full_page=True)
     _save_small(shot, SCREENSHOT)
