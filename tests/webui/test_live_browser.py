@@ -27,6 +27,7 @@ pytestmark = pytest.mark.browser
 SCREENSHOT = REPO / "docs" / "live.png"
 FIGURES = REPO / "bench" / "results" / "live_browser.json"
 TIMEOUT_MS = 90_000  # the first frames on 2 busy CPU cores
+TRIP_TIMEOUT_MS = 180_000  # a round trip with its verdict while other tests load the CPU
 FREED_WITHIN_S = 5.0  # a dropped tab's session is closed within this (the bound)
 
 
@@ -121,8 +122,8 @@ def test_live_streams_and_the_recordings_codes_equal_the_offline_encode(browser,
     assert engine.live.in_use == 0
     page.locator("#live-open-roundtrip").click()  # the session as a round trip: lab, metrics, verdict
     result = page.locator("#roundtrip-result")  # the round trip of the recording: verdict, lab, blind test
-    expect(result).to_be_visible(timeout=TIMEOUT_MS)
-    expect(result).to_contain_text("Blind-test this clip", timeout=TIMEOUT_MS)
+    expect(result).to_be_visible(timeout=TRIP_TIMEOUT_MS)
+    expect(result).to_contain_text("Blind-test this clip", timeout=TRIP_TIMEOUT_MS)
     expect(page.locator("#roundtrip-input")).to_contain_text("0:0")
     FIGURES.write_text(
         json.dumps(
