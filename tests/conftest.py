@@ -71,10 +71,11 @@ def speech():
 
 
 @pytest.fixture(scope="session")
-def engine(tiny_checkpoint):
+def session_engine(tiny_checkpoint):
     """The one session engine: ready on the tiny checkpoint (CPU), its readiness checked (the test
     round trip also warms the kernels). Shared by every test that does not change its state; a test
-    that needs other settings, or unloads, makes its own."""
+    that needs other settings, or unloads, makes its own. Tests ask for it as ``engine`` (or
+    ``tiny_engine``); a module may define its own ``engine`` and still get this one as ``tiny_engine``."""
     from core.model.engine import Engine
     from core.settings import Settings
 
@@ -85,9 +86,15 @@ def engine(tiny_checkpoint):
 
 
 @pytest.fixture(scope="session")
-def tiny_engine(engine):
+def engine(session_engine):
+    """The session engine (:func:`session_engine`)."""
+    return session_engine
+
+
+@pytest.fixture(scope="session")
+def tiny_engine(session_engine):
     """The same engine under its older name (tests written before the fixtures were merged use it)."""
-    return engine
+    return session_engine
 
 
 def official_whole_codes(model, x: np.ndarray):
@@ -187,3 +194,16 @@ def write_token_bomb(path: Path, frames: int = BOMB_FRAMES) -> Path:
 def token_bomb(tmp_path_factory) -> Path:
     """A 1 MB token file holding 256 MB of codes (hours over any duration limit)."""
     return write_token_bomb(tmp_path_factory.mktemp("bomb") / "bomb_tokens.npz")
+
+
+@pytest.fixture(scope="module")
+def single_thread():
+    """torch on one thread for a module (``pytestmark = pytest.mark.usefixtures("single_thread")``): work
+    done a frame at a time (the live tests) is many tiny ops, 20x slower with two OpenMP threads on a
+    loaded 2-core machine. References and streams then run alike."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)

@@ -2,7 +2,7 @@
 
 Layout: the status bar (``webui.tabs.status_bar``, one line) above the tabs, one module each under
 ``webui/tabs/``: Round trip (input, verdict card, the lab's player, the blind test from the result,
-details folded), Blind test (``abx_page``), Evaluate files, Encode, Decode, System. Styles and the
+details folded), Live (``live``), Blind test (``abx_page``), Evaluate files, Encode, Decode, System. Styles and the
 tab list's keys: ``webui/static/page.css`` and ``page.js``. Which events share a queue: ``webui.queues``.
 """
 
@@ -16,7 +16,7 @@ import gradio as gr
 from webui.i18n import label
 from webui.options import UiOptions
 from webui.serving.workspace import Workspace
-from webui.tabs import abx_page, decode, encode, evaluate, roundtrip, second_model, status_bar, system
+from webui.tabs import abx_page, decode, encode, evaluate, live, roundtrip, second_model, status_bar, system
 
 logger = logging.getLogger(__name__)
 
@@ -39,6 +39,8 @@ def build_app(engine, options: UiOptions | None = None) -> gr.Blocks:
                 result = roundtrip.build(
                     roundtrip.RoundTripHandlers(engine, workspace, options.url_policy), options.examples
                 )
+            with gr.Tab(label("tab.live"), id="live"):
+                live.build(demo, live.LiveHandlers(engine, workspace), result.audio_in, tabs)
             with gr.Tab(label("abx.tab"), id="abx"):
                 blind = abx_page.build(abx_page.AbxPageHandlers(engine, workspace))
             with gr.Tab(label("evaluate.tab"), id="evaluate"):

@@ -25,6 +25,9 @@ logger = logging.getLogger(__name__)
 
 TRIAL_CHOICES = (4, 6, 8, 10, 12, 16, 20)  # trials offered; 10 is the issue's default
 WORST_REGION_S = 3.0  # s; a blind test of a worst moment hears this much around it
+# Buttons come and go by a class (webui/static/page.css), not by visibility: Gradio 6.17 never shows
+# again a component that an event hid while it was hidden (and freezes the page if it is a box).
+GONE = ["cw-gone"]
 REGION_FROM_PLAYER_JS = "\n".join(  # an arrow function for the event's js=: its comment lines go
     line for line in (STATIC / "blind_region.js").read_text(encoding="utf-8").splitlines() if not line.startswith("//")
 ).replace("HALF", str(WORST_REGION_S / 2))
@@ -66,26 +69,24 @@ class AbxPageHandlers(AbxHandlers):
 
     @staticmethod
     def running():
-        """A test runs: the answer buttons, nothing of the last result."""
-        hidden = gr.update(visible=False)
-        return gr.update(visible=True), gr.update(visible=True), hidden, gr.File(value=None, visible=False)
+        """A test runs: the answer buttons, not *test again*."""
+        return gr.Button(elem_classes=[]), gr.Button(elem_classes=[]), gr.Button(elem_classes=GONE)
 
     @staticmethod
     def finished(csv_path, level, request: gr.Request):
-        """After each answer: at the end (the CSV is there) the buttons go and *test again* comes."""
+        """After each answer: at the end (the CSV is there) the answer buttons go and *test again* comes."""
         if not csv_path:
-            return gr.update(), gr.update(), gr.update(), gr.update(), gr.update()
+            return gr.Button(), gr.Button(), gr.Button()
         lang = i18n.language_of(request)
         fewer = next_level(level)
         again = (
             gr.Button(
-                value=i18n.text("abx.again_fewer", lang, k=fewer, bitrate=f"{bitrate_bps(fewer):g}"), visible=True
+                value=i18n.text("abx.again_fewer", lang, k=fewer, bitrate=f"{bitrate_bps(fewer):g}"), elem_classes=[]
             )
             if fewer
-            else gr.Button(visible=False)
+            else gr.Button(elem_classes=GONE)
         )
-        hidden = gr.update(visible=False)
-        return hidden, hidden, gr.File(visible=True), gr.update(visible=True), again
+        return gr.Button(elem_classes=GONE), gr.Button(elem_classes=GONE), again
 
 
 def next_level(level) -> int | None:
@@ -123,7 +124,7 @@ class AbxPage:
     started: list  # the outputs of a start: token, trial, references, x, prompt, results, csv
     last: gr.State
     clip: gr.Markdown
-    running: list  # answer A, answer B, again row, csv
+    running: list  # answer A, answer B, test again
 
 
 def build(handlers: AbxPageHandlers) -> AbxPage:
@@ -156,13 +157,11 @@ def build(handlers: AbxPageHandlers) -> AbxPage:
             references = gr.HTML(elem_id="abx-references")
             x_player = gr.HTML(elem_id="abx-x")
         with gr.Row():
-            answer_a = gr.Button(i18n.label("abx.answer_a"), elem_id="abx-answer-a", size="lg", visible=False)
-            answer_b = gr.Button(i18n.label("abx.answer_b"), elem_id="abx-answer-b", size="lg", visible=False)
+            answer_a = gr.Button(i18n.label("abx.answer_a"), elem_id="abx-answer-a", size="lg", elem_classes=GONE)
+            answer_b = gr.Button(i18n.label("abx.answer_b"), elem_id="abx-answer-b", size="lg", elem_classes=GONE)
         gr.Markdown(i18n.label("abx.keys"), elem_classes="cw-hint")
         results = gr.Markdown(elem_id="abx-results")
-        csv_file = gr.File(label=i18n.label("abx.csv"), interactive=False, elem_id="abx-csv", visible=False)
-        with gr.Row(visible=False, elem_id="abx-again") as again_row:
-            again = gr.Button(i18n.label("abx.again"), elem_id="abx-again-fewer")
+        again = gr.Button(i18n.label("abx.again"), elem_id="abx-again-fewer", elem_classes=GONE)
         with gr.Accordion(i18n.label("abx.other_clip"), open=False, elem_id="abx-other"):
             with gr.Row():
                 audio_in = gr.Audio(
@@ -179,10 +178,11 @@ def build(handlers: AbxPageHandlers) -> AbxPage:
         token = gr.Textbox(visible=False, elem_id="abx-token")
         trial = gr.Number(0, visible=False, precision=0, elem_id="abx-trial")
         last = gr.State(None)
-        with gr.Accordion(i18n.label("abx.raw"), open=False):
+        with gr.Accordion(i18n.label("abx.raw"), open=False, elem_id="abx-raw"):
+            csv_file = gr.File(label=i18n.label("abx.csv"), interactive=False, elem_id="abx-csv")
             raw = gr.JSON()
     started = [token, trial, references, x_player, prompt, results, csv_file]
-    running = [answer_a, answer_b, again_row, csv_file]
+    running = [answer_a, answer_b, again]
     start.click(
         handlers.start,
         inputs=[audio_in, start_s, end_s, trials, level, a_codec],
@@ -204,7 +204,7 @@ def build(handlers: AbxPageHandlers) -> AbxPage:
         api_visibility="private",
         **MODEL_GROUP,
     ).success(handlers.running, outputs=running, queue=False, api_visibility="private")
-    end = [answer_a, answer_b, csv_file, again_row, again]
+    end = [answer_a, answer_b, again]
     for button, fn, letter in ((answer_a, handlers.answer_a, "a"), (answer_b, handlers.answer_b, "b")):
         button.click(
             fn,

@@ -9,8 +9,10 @@ offline HTML page; until the verdict is in, its button says it is waiting for it
 
 from __future__ import annotations
 
+import html
 import logging
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import gradio as gr
 import soundfile
@@ -21,7 +23,7 @@ from core.judging import report, verdict
 from webui import i18n
 from webui.common import TabHandlers, need_file, path_of, user_errors
 from webui.jobs.common import stem_of
-from webui.queues import METRICS_GROUP
+from webui.queues import METRICS_GROUP, REPORT_GROUP
 from webui.tabs import compare
 from webui.views import compare_view, report_page, verdict_card
 
@@ -46,7 +48,7 @@ class ReviewHandlers(TabHandlers):
         """The round trip is done, the metrics are being measured: the card says so, Report waits."""
         lang = i18n.language_of(request)
         waiting = gr.Button(value=i18n.text("report.waiting", lang), interactive=False)
-        return verdict_card.measuring(lang, self._random()), None, waiting, gr.File(value=None, visible=False)
+        return verdict_card.measuring(lang, self._random()), None, waiting, ""
 
     def preliminary(self, original_path, metrics_details, request: gr.Request | None = None):
         """The metrics are in: a light from them alone, and when the verdict will follow."""
@@ -135,29 +137,20 @@ class ReviewHandlers(TabHandlers):
             )
         return [str(zip_path), str(html_path)]
 
-    def report_files(
-        self,
-        original_path,
-        reconstruction_path,
-        downloads,
-        details,
-        metrics_details,
-        verdict_details,
-        request: gr.Request | None = None,
-        comparison=None,
-    ):
-        """``/report``: the two files, in a box that appears only now."""
-        files = self.report(
-            original_path,
-            reconstruction_path,
-            downloads,
-            details,
-            metrics_details,
-            verdict_details,
-            request,
-            comparison,
+    @staticmethod
+    def report_links(files, request: gr.Request | None = None) -> str:
+        """The report's two files as links under the button (there is no box before there are files)."""
+        lang = i18n.language_of(request)
+        links = []
+        for item in files or []:
+            path = str(path_of(item))
+            name = html.escape(Path(path).name)
+            links.append(f'<a href="gradio_api/file={html.escape(path)}" download="{name}">{name}</a>')
+        if not links:
+            return ""
+        return (
+            f"<p class='cw-report-links'>{html.escape(i18n.text('report.files', lang))}: " + " · ".join(links) + "</p>"
         )
-        return gr.File(value=files, visible=True)
 
 
 def _duration_s(path) -> float:
@@ -168,8 +161,10 @@ def _duration_s(path) -> float:
         return 0.0
 
 
-def verdict_components() -> tuple[gr.HTML, gr.Button, gr.File]:
-    """Place the verdict card and the Report button (call in the round trip's layout)."""
+def verdict_components() -> tuple[gr.HTML, gr.Button, gr.HTML, gr.File]:
+    """Place the verdict card, the Report button and its links (call in the round trip's layout).
+    The files themselves are the /report endpoint's output, not shown: a box that comes and goes
+    would need visibility updates, which Gradio 6.17 gets wrong once a hidden box is hidden again."""
     card = gr.HTML(elem_id="roundtrip-verdict")
     with gr.Row(elem_classes="cw-report-row"):
         make = gr.Button(
@@ -178,27 +173,21 @@ def verdict_components() -> tuple[gr.HTML, gr.Button, gr.File]:
             size="sm",
             interactive=False,
             scale=0,
-            min_width=200,
+            min_width=220,
         )
-        files = gr.File(
-            label=i18n.label("report.files"),
-            file_count="multiple",
-            interactive=False,
-            elem_id="roundtrip-report-files",
-            visible=False,
-            scale=4,
-        )
-    return card, make, files
+        links = gr.HTML(elem_id="roundtrip-report-files")
+    files = gr.File(file_count="multiple", interactive=False, visible=False)
+    return card, make, links, files
 
 
 def wire(handlers: ReviewHandlers, roundtrip_done, after_metrics, parts: dict) -> None:
     """The card after the round trip and the metrics, and the Report button. ``parts``: the round
     trip's components (original, reconstruction, downloads, details, metrics_details) and ours."""
     verdict_json = gr.JSON(visible=False)
-    card, button, files = parts["verdict"], parts["report"], parts["report_files"]
+    card, button, links, files = parts["verdict"], parts["report"], parts["report_links"], parts["report_files"]
     roundtrip_done.success(
         handlers.measuring,
-        outputs=[card, verdict_json, button, files],
+        outputs=[card, verdict_json, button, links],
         api_name="verdict_measuring",
         api_visibility="private",
         queue=False,
@@ -229,4 +218,11 @@ def wire(handlers: ReviewHandlers, roundtrip_done, after_metrics, parts: dict) -
         verdict_json,
         *([parts["comparison"]] if parts.get("comparison") is not None else []),
     ]
-    button.click(handlers.report_files, inputs=inputs, outputs=[files], api_name="report", **METRICS_GROUP)
+    button.click(
+        handlers.report,
+        inputs=inputs,
+        outputs=[files],
+        show_progress_on=[button],  # the files are not shown yet: the button says it works
+        api_name="report",
+        **REPORT_GROUP,
+    ).success(handlers.report_links, inputs=[files], outputs=[links], api_visibility="private", queue=False)

@@ -8,6 +8,7 @@ import html
 from core.judging import source_table
 from core.judging.sources import ANCHOR, CHECKPOINT, CODEC, CODEC_BPS, LEVEL, ORIGINAL
 from webui import i18n
+from webui.views.formatting import metric_name
 
 
 def source_label(source: dict, lang: str) -> str:
@@ -41,7 +42,7 @@ def table_markdown(table: dict, lang: str, mos_pending: bool = False) -> str:
     names = [html.escape(source_label(c["source"], lang)) for c in columns]
     lines = ["| | " + " | ".join(names) + " |", "|---|" + "---:|" * len(columns)]
     for row in table["rows"]:
-        name = i18n.text("compare.row.bitrate", lang) if row == source_table.BITRATE else row
+        name = i18n.text("compare.row.bitrate", lang) if row == source_table.BITRATE else metric_name(row, lang)
         lines.append(f"| {name} | " + " | ".join(_cell(row, c["values"].get(row)) for c in columns) + " |")
     note = i18n.text("compare.table_note", lang, window=f"{source_table.WINDOW_S:g}")
     pending = "\n\n" + i18n.text("compare.mos_pending", lang) if mos_pending else ""
