@@ -117,6 +117,9 @@ def main(argv=None) -> int:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--model", type=Path, default=None, help="checkpoint for the official round trip's scale")
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
+    parser.add_argument(
+        "--long-minutes", type=float, default=10.0, help="one run of the defaults on a long clip (0: none)"
+    )
     args = parser.parse_args(argv)
     samples = looped(CLIP_S)
     folder = Path(tempfile.mkdtemp(prefix="anchors-bench-"))
@@ -165,6 +168,18 @@ def main(argv=None) -> int:
     }
     result["default_within_budget"] = result["default_extra_median_s"]["total_extra_s"] < BUDGET_S
     result["default_cpu_within_budget"] = result["default_extra_median_s"]["total_extra_cpu_s"] < BUDGET_S
+    if args.long_minutes > 0:
+        long = looped(args.long_minutes * 60)
+        load = os.getloadavg()
+        wall, cpu = time.perf_counter(), time.process_time()
+        made = make_anchors(long, parse_anchors(DEFAULT_ANCHORS))
+        result["long_clip"] = {
+            "minutes": args.long_minutes,
+            "loadavg": load,
+            "default_anchors_s": time.perf_counter() - wall,
+            "default_anchors_cpu_s": time.process_time() - cpu,
+            "made": [a.id for a in made.made],
+        }
     if args.model:
         result["official_roundtrip_s"] = official_roundtrip_s(args.model, samples)
         result["official_model"] = str(args.model)
@@ -204,6 +219,14 @@ def markdown(r: dict) -> str:
         lines.append(
             f"| {name} | {seconds:.3f} s | {cpu:.3f} s | {'—' if rate is None else f'{rate / 1000:.2f} kbit/s'} |"
         )
+    if "long_clip" in r:
+        long = r["long_clip"]
+        lines += [
+            "",
+            f"A {long['minutes']:g}-minute clip (one run, load {long['loadavg'][0]:.1f}): the default anchors took "
+            f"{long['default_anchors_s']:.1f} s ({long['default_anchors_cpu_s']:.1f} s CPU): they grow linearly with the "
+            "clip and are made block by block (the encoders take 10 s blocks, the low-pass 2.7 s FFT blocks).",
+        ]
     if "official_roundtrip_s" in r:
         lines += [
             "",

@@ -194,3 +194,16 @@ def write_token_bomb(path: Path, frames: int = BOMB_FRAMES) -> Path:
 def token_bomb(tmp_path_factory) -> Path:
     """A 1 MB token file holding 256 MB of codes (hours over any duration limit)."""
     return write_token_bomb(tmp_path_factory.mktemp("bomb") / "bomb_tokens.npz")
+
+
+@pytest.fixture(scope="module")
+def single_thread():
+    """torch on one thread for a module (``pytestmark = pytest.mark.usefixtures("single_thread")``): work
+    done a frame at a time (the live tests) is many tiny ops, 20x slower with two OpenMP threads on a
+    loaded 2-core machine. References and streams then run alike."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)

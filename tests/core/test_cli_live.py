@@ -9,18 +9,11 @@ import time
 import numpy as np
 import pytest
 import soundfile as sf
-import torch
 
 from core.audio.files import resample
 from core.cli.main import main
 
-
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # see tests/core/nn/test_streaming.py
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("single_thread")  # see tests/conftest.py
 
 
 def test_live_codes_equal_encode_and_the_report_names_the_parts(tiny_checkpoint, tmp_path, speech, capsys):

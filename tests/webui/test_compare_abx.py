@@ -94,3 +94,10 @@ def test_a_store_from_before_keeps_its_answers_and_names_a_the_original(tmp_path
     assert (row["a_name"], row["level"], row["correct"]) == ("original", "old B", "1")
     token, _ = store.start("sha2", "new B", 2, a_name="codec")  # and new sessions work beside them
     assert store.results(token).sentence.endswith("(A: codec; B: new B)")
+
+
+def test_test_again_with_fewer_codebooks_only_walks_the_ladder():
+    from webui.tabs.abx_page import next_level
+
+    assert next_level(16) == 8 and next_level("4") == 2
+    assert next_level("opus6") is None and next_level("compare") is None

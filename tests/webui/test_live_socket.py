@@ -126,3 +126,21 @@ def test_another_site_and_a_missing_login_are_refused(live_app):
             ws.receive_text()
     assert refused.value.code == 4403
     assert engine.live.in_use == 0
+
+
+def test_a_page_sending_faster_than_real_time_is_stopped(live_app):
+    """Audio more than PACE_SLACK_S ahead of the clock is refused: a flood cannot fill the server."""
+    client, engine, _ = live_app
+    second = np.zeros(8_000, np.float32)  # 1 s at 8 kHz, the largest block a page may send
+    with client.websocket_connect("/live/ws?rate=8000") as ws:
+        assert json.loads(ws.receive_text())["type"] == "ready"
+        replies = []
+        for _ in range(5):
+            ws.send_bytes(block(second))
+        while True:
+            reply = ws.receive()
+            if reply.get("text"):
+                replies.append(json.loads(reply["text"]))
+                break
+    assert replies[-1]["type"] == "error" and "faster than real time" in replies[-1]["message"]
+    assert engine.live.in_use == 0

@@ -120,7 +120,7 @@ def next_level(level) -> int | None:
     try:
         current = int(float(level)) if level not in (None, "") else NUM_CODEBOOKS
     except ValueError:
-        return None
+        return None  # B was a reference codec or the second checkpoint: no ladder to walk down
     lower = [k for k in abx.LEVEL_CHOICES if k < current]
     return max(lower) if lower else None
 

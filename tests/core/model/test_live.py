@@ -9,7 +9,6 @@ import time
 import numpy as np
 import pytest
 import soundfile as sf
-import torch
 
 from core.audio.files import load_audio, resample
 from core.errors import AudioInputError, LiveBusy, LiveSessionError
@@ -18,13 +17,7 @@ from core.model.engine import Engine
 from core.settings import Settings
 from tests.live_checks import stream
 
-
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # see tests/core/nn/test_streaming.py
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("single_thread")  # see tests/conftest.py
 
 
 @pytest.fixture
