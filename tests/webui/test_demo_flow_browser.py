@@ -19,6 +19,7 @@ import soundfile as sf
 from tests.conftest import speechlike
 from tests.webui.english import english_sentences
 from tests.webui.test_webui_browser import CHROMIUM, CHROMIUM_ARGS, CLIP, REPO, TIMEOUT_MS, _save_small
+from webui.i18n import text
 
 pytestmark = pytest.mark.browser
 
@@ -263,22 +264,29 @@ def test_the_phone_flow_tables_and_touch(phone):
 def test_the_chinese_result_page_and_its_report_have_no_english_sentence(chromium, server):
     page = _open(chromium, server[0], viewport={"width": 1440, "height": 900}, locale="zh-CN")
     _round_trip(page)
+    page.locator("#roundtrip-details .label-wrap").first.click()
+    page.locator("#lab-compare-table table").wait_for(timeout=TIMEOUT_MS)  # every source side by side...
+    page.wait_for_function(  # ...with their DistillMOS too, so that the report carries the whole table
+        "!document.querySelector('#lab-compare-table').innerText.includes('DistillMOS……')", timeout=TIMEOUT_MS
+    )
     page.locator("#roundtrip-report").click()
     link = page.locator("#roundtrip-report-files a[href$='.html']").first
     link.wait_for(timeout=TIMEOUT_MS)
-    page.locator("#roundtrip-details .label-wrap").first.click()
     page.evaluate(
         "document.querySelectorAll('#status-bar details, #roundtrip-verdict details').forEach(d => d.open = true)"
     )
     page.wait_for_timeout(500)
     shown = page.locator("body").inner_text()
     assert "接近原始音频" in shown or "劣化" in shown  # the verdict, in Chinese
-    assert english_sentences(shown) == [], english_sentences(shown)
+    left = english_sentences(shown)
+    assert left == [], [shown[max(0, shown.find(w) - 80) : shown.find(w) + 80] for w in left]
     with urllib.request.urlopen(link.evaluate("a => a.href"), timeout=30) as response:
         report = response.read().decode("utf-8")
     words = html.unescape(re.sub(r"<style.*?</style>|data:[\w/+-]+;base64,[\w+/=]+|<[^>]+>", " ", report, flags=re.S))
     assert 'lang="zh-CN"' in report and "编解码器工作台报告" in report
-    assert english_sentences(words) == [], english_sentences(words)
+    assert text("compare.report.table", "zh-CN") in report  # the table of every source is in it
+    left = english_sentences(words)
+    assert left == [], [words[max(0, words.find(w) - 80) : words.find(w) + 80] for w in left]
     assert _axe(page) == []
     page.evaluate(
         "document.querySelectorAll('#status-bar details, #roundtrip-verdict details').forEach(d => d.open = false)"
