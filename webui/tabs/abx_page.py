@@ -224,12 +224,12 @@ def build(handlers: AbxPageHandlers) -> AbxPage:
         queue=False,
         api_visibility="private",
     ).success(handlers.running, outputs=running, queue=False, api_visibility="private")
-    for button, fn, name in (
+    for button, repeat, name in (
         (again, handlers.again_fewer, "abx_again"),
         (against, handlers.again_other, "abx_again_other"),
     ):
         button.click(
-            fn,
+            repeat,
             inputs=[last, trials, level],
             outputs=[*started, level, clip],
             api_name=name,
