@@ -179,9 +179,10 @@ def sources_block(sources: list[dict] | None, comparison: dict | None, words: di
     if comparison:
         measured = comparison.get("table", comparison)
         columns, rows = measured["columns"], measured["rows"]
-        header = [words["metric"], *(_source_caption(c["source"]) for c in columns)]
+        names, labels = words.get("rows") or {}, words.get("labels") or {}  # the reader's words, when given
+        header = [words["metric"], *(labels.get(c["source"]["id"]) or _source_caption(c["source"]) for c in columns)]
         body.append(f"<h2>{html.escape(words['table'])}</h2>")
-        body.append(table([[row, *(c["values"].get(row) for c in columns)] for row in rows], header))
+        body.append(table([[names.get(row, row), *(c["values"].get(row) for c in columns)] for row in rows], header))
         sentence = words.get("placing") or (comparison.get("placing") or {}).get("sentence")
         if sentence:
             body.append(f"<p>{html.escape(sentence)}</p>")

@@ -82,6 +82,7 @@ def test_flip_a_b_r_a_keeps_the_position_and_switches_what_is_heard(page):
 
 
 def test_a_ladder_level_is_playable(page):
+    page.locator("#lab-ladder .label-wrap").first.click()  # the ladder's controls, folded under the player
     page.locator("#lab-ladder-run").click()
     page.wait_for_function(f"{STATE}.sources.includes('k16')", timeout=TIMEOUT_MS)
     state = page.evaluate(STATE)
@@ -105,7 +106,7 @@ def test_a_worst_moment_moves_the_player(page):
     assert state["loop"]["b"] == pytest.approx(target + 0.5, abs=0.01)
     page.wait_for_timeout(300)
     shot = SCREENSHOT.with_suffix(".tmp.png")
-    page.locator("#lab-heading").scroll_into_view_if_needed()
+    page.locator("#lab-player").scroll_into_view_if_needed()
     page.screenshot(path=str(shot), full_page=False)
     _save_small(shot, SCREENSHOT)
     shot.unlink()

@@ -127,15 +127,21 @@ def agreement_markdown(rows: list[dict], lang: str) -> str:
 def report_words(comparison: dict | None, lang: str) -> dict:
     """The comparison's words for the report page in ``lang`` (core.judging.report.sources_block)."""
     placing = (comparison or {}).get("placing") if isinstance(comparison, dict) else None
-    words = {
+    words: dict = {
         "other": i18n.text("compare.report.other", lang),
         "table": i18n.text("compare.report.table", lang),
         "metric": i18n.text("compare.report.metric", lang),
         "note": i18n.text("compare.table_note", lang, window=f"{source_table.WINDOW_S:g}"),
     }
+    measured = ((comparison or {}).get("table") or comparison or {}) if isinstance(comparison, dict) else {}
+    columns = measured.get("columns") or []
+    labels = {c["source"]["id"]: source_label(c["source"], lang) for c in columns}
+    words["labels"] = labels  # the table's columns and rows in the reader's words (metrics.json keeps core's)
+    words["rows"] = {
+        row: i18n.text("compare.row.bitrate", lang) if row == source_table.BITRATE else metric_name(row, lang)
+        for row in measured.get("rows") or []
+    }
     if placing and placing.get("placements") is not None:
-        columns = ((comparison or {}).get("table") or {}).get("columns") or []
-        labels = {c["source"]["id"]: source_label(c["source"], lang) for c in columns}
         caveat = " " + i18n.text("compare.placing.random", lang) if placing.get("random_weights") else ""
         words["placing"] = placing_text(placing, lang, labels).replace("**", "") + caveat
     return words
