@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 
+import pytest
 import soundfile as sf
 
 from tests.core.test_cli import ROOT
@@ -17,6 +18,7 @@ def _table(path) -> dict[str, dict[str, str]]:
     return {name: dict(zip(header[1:], values, strict=True)) for name, *values in rows[1:]}
 
 
+@pytest.mark.slow  # two models, two real encoders and DistillMOS on five sources
 def test_roundtrip_writes_every_source_and_one_table(tiny_checkpoint, second_checkpoint, tmp_path, cli):
     speech = sf.read(ROOT / "webui" / "assets" / "speech_male_24k.wav", dtype="float32")[0][: 2 * 24_000]
     sf.write(tmp_path / "clip.wav", speech, 24_000)

@@ -143,6 +143,7 @@ def test_a_path_from_outside_the_request_folders_is_refused(speech_trip, tmp_pat
         _table(tabs, out, dotted)
 
 
+@pytest.mark.slow  # a second engine and model load, two round trips and the table with DistillMOS
 def test_a_second_checkpoint_is_one_more_source(tiny_checkpoint, second_checkpoint, tmp_path, speech):
     engine = Engine(Settings(model=str(tiny_checkpoint), device="cpu", anchors="none"))
     assert engine.load()

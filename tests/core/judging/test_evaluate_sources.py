@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 
+import pytest
 import soundfile as sf
 
 from core.anchors import parse_anchors
@@ -12,6 +13,7 @@ from core.audio.files import AudioLimits
 from core.judging.evaluate import evaluate_files
 
 
+@pytest.mark.slow  # two round trips, two real encoders and DistillMOS on three sources each
 def test_per_source_columns_and_summary(tiny_engine, tmp_path, speech):
     files = []
     for i, seconds in enumerate((1.2, 0.6)):  # 0.6 s: too short for Opus, which leaves its columns blank
