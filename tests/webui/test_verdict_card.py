@@ -54,7 +54,7 @@ def test_a_clip_no_measure_could_judge():
 
 
 def test_the_first_look_comes_with_an_estimate_from_the_last_verdict(engine, tmp_path, speech):
-    reviewer = ReviewHandlers(engine, None)  # type: ignore[arg-type] - no request folder is needed here
+    reviewer = ReviewHandlers(engine, None)  # type: ignore[arg-type]  # no request folder is needed here
     path = tmp_path / "clip.wav"
     sf.write(path, speech(4.0), 24_000)
     metrics = {"metrics": [{"name": "PESQ-WB", "value": 1.2}, {"name": "STOI", "value": 0.97}]}
