@@ -28,7 +28,17 @@ if TYPE_CHECKING:
 DEFAULT_MODEL = "Qwen/Qwen3-TTS-Tokenizer-12Hz"  # hub id of the published checkpoint
 DTYPES = ("float32", "bfloat16")  # float32 is the published dtype
 _DEVICE_RE = re.compile(r"^(cpu|cuda:\d+)$")
-_POSITIVE = ("max_duration_s", "max_file_mb", "encode_chunk_s", "encode_span_s", "batch_audio_s", "min_chunk_s")
+_POSITIVE = (
+    "max_duration_s",
+    "max_file_mb",
+    "encode_chunk_s",
+    "encode_span_s",
+    "batch_audio_s",
+    "min_chunk_s",
+    "ladder_max_audio_s",
+    "abx_max_region_s",
+    "abx_session_ttl_s",
+)
 _SHARES = ("cleanup_threshold", "max_batch_memory_fraction")  # in (0, 1]
 DATA_DIR_NAME = "codec-workbench"  # folder under $XDG_DATA_HOME (or ~/.local/share) for stored results
 
@@ -95,6 +105,11 @@ class Settings:
     compile_decoder: bool = option(
         False, "torch.compile the decoder in the background after loading (decodes stay eager until it is done)"
     )
+    ladder_max_audio_s: float = option(
+        3600.0, "audio one codebook-ladder request may decode: levels x clip seconds (16 levels of 10 min: 9600)"
+    )
+    abx_max_region_s: float = option(60.0, "longest blind-test region, seconds (listeners compare short excerpts)")
+    abx_session_ttl_s: float = option(3600.0, "a blind test with no answer for this long expires, seconds")
 
     def __post_init__(self) -> None:
         """Check values that do not need the model; raise SettingsError saying what to change."""

@@ -78,5 +78,11 @@ def build_app(engine, options: UiOptions | None = None) -> gr.Blocks:
             with gr.Tab(label("tab.decode"), id="decode"):
                 decode.build(decode.DecodeHandlers(engine, workspace))
             with gr.Tab(label("tab.system"), id="system"):
-                system.build(system.SystemHandlers(engine, workspace), options.stats_every_s)
+                system.build(system.SystemHandlers(engine, workspace, _address_of(demo)), options.stats_every_s)
     return demo
+
+
+def _address_of(demo: gr.Blocks):
+    """Where ``demo`` listens once launched, (host, port), as it was started: for the doctor, which
+    must never take it from a request's Host header."""
+    return lambda: (getattr(demo, "server_name", None), getattr(demo, "server_port", None))

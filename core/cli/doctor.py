@@ -11,7 +11,10 @@ def add_parsers(sub) -> dict:
     """``doctor``, on ``sub``; returns {name: function}."""
     from core.doctor.run import DEFAULT_HOST, DEFAULT_PORT
 
-    p = sub.add_parser("doctor", help="diagnose the setup: GPU, memory, service, ffmpeg, packages, port, folders")
+    p = sub.add_parser(
+        "doctor",
+        help="diagnose the setup: model, GPU, memory, decode precision, service, decoders, packages, port, folders",
+    )
     p.add_argument("--json", action="store_true", help="print the report as JSON (keys: docs/doctor.md)")
     p.add_argument("--host", default=None, help=f"where the UI listens [env CODEC_HOST, default {DEFAULT_HOST}]")
     p.add_argument("--port", type=int, default=None, help=f"the UI's port [env CODEC_PORT, default {DEFAULT_PORT}]")
@@ -21,7 +24,11 @@ def add_parsers(sub) -> dict:
         default=None,
         help="the UI's request folders [env CODEC_TEMP_DIR, default: <system temp>/codec-workbench]",
     )
-    p.add_argument("--no-model", action="store_true", help="skip loading the model (placement, memory, tones skipped)")
+    p.add_argument(
+        "--no-model",
+        action="store_true",
+        help="do not load the model: its files are checked, placement, memory, tones and precision skipped",
+    )
     return {"doctor": cmd_doctor}
 
 

@@ -20,14 +20,15 @@ import html
 import logging
 import math
 import secrets
-import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import gradio as gr
+import numpy as np
+import soundfile as sf
 
-from core.audio.files import SAMPLE_RATE, audio_from_array, load_audio, write_wav
+from core.audio.files import SAMPLE_RATE, audio_from_array, load_audio
 from core.codec import NUM_CODEBOOKS
 from core.judging import abx
 from core.nn.ladder import bitrate_bps
@@ -85,22 +86,27 @@ class AbxHandlers(TabHandlers):
     store: abx.AbxStore = field(init=False)
 
     def __post_init__(self):
-        self.store = abx.AbxStore(self.engine.settings.data_dir)
+        settings = self.engine.settings
+        self.store = abx.AbxStore(settings.data_dir, session_ttl_s=settings.abx_session_ttl_s)
 
     def _folder(self, token: str) -> Path:
         """The session's media folder, found from the token alone (no path ever comes from the client)."""
         return self.workspace.root / f"{PREFIX}abx-{hashlib.sha256(token.encode()).hexdigest()[:32]}"
 
     def _x(self, token: str, trial: abx.Trial) -> Path:
-        """A fresh copy of A or B under a random name for this trial."""
+        """X of this trial: A's or B's 16-bit samples with a dither of their own, under a name only the
+        token gives (written once: a repeated call finds it)."""
         folder = self._folder(token)
-        for old in folder.glob("x-*.wav"):
-            old.unlink(missing_ok=True)
+        target = folder / f"x-{hashlib.sha256(f'{token}:{trial.index}'.encode()).hexdigest()[:24]}.wav"
+        if target.is_file():
+            return target
         source = folder / ("a.wav" if trial.x_is == "A" else "b.wav")
         if not source.is_file():
             raise i18n.TranslatedError("abx.audio_gone")
-        target = folder / f"x-{secrets.token_hex(12)}.wav"
-        shutil.copyfile(source, target)
+        for old in folder.glob("x-*.wav"):
+            old.unlink(missing_ok=True)
+        samples, _rate = sf.read(source, dtype="int16")
+        _write_pcm16(target, samples.astype(np.int32) + _tpdf_lsb(samples.size))
         return target
 
     def _trial_outputs(self, token: str, trial: abx.Trial, lang: str):
@@ -116,15 +122,17 @@ class AbxHandlers(TabHandlers):
         with user_errors("action.abx_start", lang):
             codebooks = _codebooks(level)  # before any model work
             progress(0.1, desc=i18n.text("abx.preparing", lang))
-            samples = _region(load_audio(source, self.limits).samples, start_s, end_s, lang)
+            samples = _region(
+                load_audio(source, self.limits).samples, start_s, end_s, self.engine.settings.abx_max_region_s
+            )
             audio = audio_from_array(samples, SAMPLE_RATE, limits=self.limits)
             result = self.engine.roundtrip(audio, codebooks=codebooks)
             name = abx.level_name(codebooks)
             token, trial = self.store.start(abx.clip_checksum(samples), name, int(trials))
             folder = self._folder(token)
             folder.mkdir(parents=True)
-            write_wav(folder / "a.wav", samples)
-            write_wav(folder / "b.wav", result.decoded.samples)
+            _write_pcm16(folder / "a.wav", _dithered(samples))
+            _write_pcm16(folder / "b.wav", _dithered(result.decoded.samples))
             index, x_player, prompt = self._trial_outputs(token, trial, lang)
         logger.info("blind test started: %d trials on %.1f s, B %s", trial.total, samples.size / SAMPLE_RATE, name)
         players = _player(folder / "a.wav", "abx-a-audio", i18n.text("abx.a_caption", lang)) + _player(
@@ -138,10 +146,11 @@ class AbxHandlers(TabHandlers):
         """Record one answer; show the next X, or nothing more once the last one is in."""
         lang = i18n.language_of(request)
         with user_errors("action.abx_answer", lang):
+            number = _trial_number(trial)
             current = self.store.current(token or "")
             if current is None:
-                return trial, "", i18n.text("abx.finished", lang)
-            if int(trial) != current.index:  # a repeated key press: the current trial stays
+                return number, "", i18n.text("abx.finished", lang)
+            if number != current.index:  # a repeated key press: the current trial stays (nothing written)
                 return self._trial_outputs(token, current, lang)
             nxt = self.store.answer(token, current.index, choice)
             if nxt is None:
@@ -161,9 +170,11 @@ class AbxHandlers(TabHandlers):
         the last answer only how many are left."""
         lang = i18n.language_of(request)
         with user_errors("action.abx_results", lang):
-            score = self.store.results(token or "")
-            if score.trials < score.planned:
-                return i18n.text("abx.progress", lang, done=score.trials, total=score.planned), None, score.to_dict()
+            answered, planned = self.store.progress(token or "")
+            if answered < planned:  # not a hint of the score before the end: only how many are left
+                text = i18n.text("abx.progress", lang, done=answered, total=planned)
+                return text, None, {"answered": answered, "planned": planned}
+            score = self.store.results(token)
             csv_path = self._folder(token) / f"blind-test-{secrets.token_hex(4)}.csv"
             self.store.export_csv(csv_path, token)
             rows = self.store.rows(token)
@@ -194,15 +205,58 @@ def _codebooks(level) -> int:
     return int(value)
 
 
-def _region(samples, start_s, end_s, lang: str):
-    """The selected part of the clip (end 0 or empty: to the end)."""
-    start = max(float(start_s or 0.0), 0.0)
-    end = float(end_s or 0.0)
+def _region(samples, start_s, end_s, max_region_s: float):
+    """The selected part of the clip (end 0 or empty: to the end), at least MIN_REGION_S and at most
+    ``max_region_s`` long (Settings.abx_max_region_s: a blind test compares short excerpts)."""
+    start, end = _seconds(start_s), _seconds(end_s)
+    start = max(start, 0.0)
     duration = samples.size / SAMPLE_RATE
     end = duration if end <= 0 else min(end, duration)
     if end - start < MIN_REGION_S:
         raise i18n.TranslatedError("abx.region_too_short", min=MIN_REGION_S, duration=duration)
+    if end - start > max_region_s:
+        raise i18n.TranslatedError("abx.region_too_long", max=max_region_s, length=end - start)
     return samples[int(start * SAMPLE_RATE) : int(end * SAMPLE_RATE)]
+
+
+def _seconds(value) -> float:
+    try:
+        seconds = float(value or 0.0)
+    except (TypeError, ValueError):
+        seconds = math.nan
+    if not math.isfinite(seconds):
+        raise i18n.TranslatedError("abx.bad_region", value=value)
+    return seconds
+
+
+def _trial_number(value) -> int:
+    """The trial number a client sent back: a whole number, else a message (not a traceback)."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        number = math.nan
+    if not (math.isfinite(number) and number.is_integer() and number >= 0):
+        raise i18n.TranslatedError("abx.bad_trial", value=value)
+    return int(number)
+
+
+def _tpdf_lsb(size: int) -> np.ndarray:
+    """Triangular dither of one 16-bit step: -1, 0 or +1 with chances 1/4, 1/2, 1/4 (fresh each call)."""
+    rng = np.random.default_rng(secrets.randbits(64))
+    return rng.integers(0, 2, size, dtype=np.int32) - rng.integers(0, 2, size, dtype=np.int32)
+
+
+def _dithered(samples) -> np.ndarray:
+    """Float samples as 16-bit steps with TPDF dither (what A and B are played from)."""
+    x = np.asarray(samples, dtype=np.float64) * 32767.0
+    return np.round(x + _tpdf_lsb(x.size)).astype(np.int64)
+
+
+def _write_pcm16(path: Path, steps) -> Path:
+    """16-bit steps (clipped to the range) as a new WAV; never overwrites."""
+    with open(path, "xb") as f:
+        sf.write(f, np.clip(steps, -32768, 32767).astype(np.int16), SAMPLE_RATE, format="WAV", subtype="PCM_16")
+    return path
 
 
 def build(demo: gr.Blocks, handlers: AbxHandlers) -> None:

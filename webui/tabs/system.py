@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import gradio as gr
@@ -21,7 +22,10 @@ logger = logging.getLogger(__name__)
 
 @dataclass
 class SystemHandlers(TabHandlers):
-    """The tab's events."""
+    """The tab's events. ``address``: where this server listens, (host, port), as it was started
+    (``build_app`` reads them from the running Blocks); None: the doctor's defaults."""
+
+    address: Callable[[], tuple[str | None, int | None]] | None = None
 
     def clear_vram(self, request: gr.Request | None = None):
         lang = i18n.language_of(request)
@@ -33,7 +37,8 @@ class SystemHandlers(TabHandlers):
         """Every doctor check (``python -m core doctor``) as a panel, plus its JSON report."""
         lang = i18n.language_of(request)
         with user_errors("action.doctor", lang):
-            report = run_doctor(self.engine, doctor_panel.options_for(request, self.workspace.root)).to_dict()
+            address = self.address() if self.address is not None else (None, None)
+            report = run_doctor(self.engine, doctor_panel.options_for(address, self.workspace.root)).to_dict()
         return doctor_panel.panel_html(report, lang), report
 
     def stats(self, request: gr.Request | None = None):
