@@ -105,6 +105,9 @@ class Settings:
     compile_decoder: bool = option(
         False, "torch.compile the decoder in the background after loading (decodes stay eager until it is done)"
     )
+    mos_windows: int = option(
+        4, "DistillMOS windows of 7.68 s per clip for the verdict (bounds its time and memory at any length)"
+    )
     ladder_max_audio_s: float = option(
         3600.0, "audio one codebook-ladder request may decode: levels x clip seconds (16 levels of 10 min: 9600)"
     )
@@ -137,6 +140,8 @@ class Settings:
                 raise SettingsError(f"{name} must be in (0, 1], e.g. 0.8.")
         if self.decode_chunk_frames < 1:
             raise SettingsError("decode_chunk_frames must be at least 1.")
+        if self.mos_windows < 1:
+            raise SettingsError("mos_windows must be at least 1.")
         if self.encode_kv_device_mib < 0:
             raise SettingsError("encode_kv_device_mib must be zero or more.")
 

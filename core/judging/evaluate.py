@@ -103,6 +103,7 @@ def evaluate_one(engine, path: Path, name: str, out_dir: Path, limits: AudioLimi
             analysis.SAMPLE_RATE,
             engine.device,
             bool(engine.info().get("random_weights")),
+            engine.settings.mos_windows,
         )
         row.update(
             mos_original=judged.mos_original,

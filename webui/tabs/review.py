@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 import gradio as gr
 
 from core.audio.files import load_audio
+from core.codec import SAMPLE_RATE
 from core.judging import report, verdict
 from webui import i18n
 from webui.common import TabHandlers, need_file, path_of, user_errors
@@ -65,7 +66,9 @@ class ReviewHandlers(TabHandlers):
                 from core.analysis import metrics as analysis
 
                 values = verdict.metric_values(analysis.compare(a, b))
-            v = verdict.judge(a, b, values, 24_000, self.engine.device, self._random()).to_dict()
+            v = verdict.judge(
+                a, b, values, SAMPLE_RATE, self.engine.device, self._random(), self.engine.settings.mos_windows
+            ).to_dict()
         return verdict_markdown(v, lang), v
 
     @staticmethod
