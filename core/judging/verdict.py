@@ -6,13 +6,13 @@ loaded once, on first use, onto the engine's device, and runs under its own lock
 
 Bounded cost (issue 19). DistillMOS itself cuts a clip into 7.68 s windows one second apart and
 runs them all in one batch: about 60 MB of RAM per second of audio (a 3-minute clip took 12.6 GiB;
-30 minutes would need about 100 GB). Here the same windows are run one at a time, and at most
-``max_windows`` of them (``Settings.mos_windows``, default 4: about 1 s each on 2 CPU cores): when the model's own segmentation
-has more, that many windows are spread evenly from the first 7.68 s to the last (its own
+30 minutes would need about 100 GB). Here at most ``max_windows`` of its windows run
+(``Settings.mos_windows``, default 4, about 1 s each on 2 CPU cores): where the model's own
+segmentation has more, that many are spread evenly from the first 7.68 s to the last (its own
 ``linspace`` with fewer hops). A clip up to 7.68 + (max_windows - 1) s gets exactly DistillMOS's
 own answer; a longer one the mean over the chosen windows, named in the verdict (``windows``, in
-seconds). Memory is then one window's, and time at most ``max_windows`` windows per clip, whatever
-the length.
+seconds). Memory is then ``max_windows`` windows' (one batch, about 80 MB each) and time at most
+``max_windows`` windows per clip, whatever the length.
 
 Thresholds (see docs/verdict.md for the reasoning). The tokenizer's published figures on
 LibriSpeech test-clean are PESQ-WB 3.21, PESQ-NB 3.68, STOI 0.96, UTMOS 4.16: the codec at its
@@ -171,7 +171,8 @@ class MosPredictor:
     def predict_windows(
         self, samples, sample_rate: int, max_windows: int | None = None
     ) -> tuple[float | None, tuple[tuple[float, float], ...]]:
-        """(MOS, the windows used as (start s, end s)); one window in memory at a time."""
+        """(MOS, the windows used as (start s, end s)); the windows run as one batch, as DistillMOS
+        runs its own, so memory is ``max_windows`` windows' (about 80 MB each) at any length."""
         import soxr
         import torch
 
@@ -181,14 +182,14 @@ class MosPredictor:
         if sample_rate != MOS_RATE:  # the whole clip at once: 16 kHz of 30 min is 115 MB, and no seams
             audio = soxr.resample(audio, sample_rate, MOS_RATE).astype(np.float32)
         starts = window_starts(audio.size, max_windows)
-        scores = []
+        if audio.size < WINDOW_SAMPLES:  # the model pads a short clip itself
+            audio = np.pad(audio, (0, WINDOW_SAMPLES - audio.size))
+        batch = np.stack([audio[start : start + WINDOW_SAMPLES] for start in starts])  # max_windows x 7.68 s
         with self._lock:
             if self._model is None:
                 self._model = self._load()
             with torch.inference_mode():
-                for start in starts:
-                    window = torch.from_numpy(audio[start : start + WINDOW_SAMPLES]).to(self.device)[None]
-                    scores.append(float(self._model(window).reshape(-1)[0].item()))
+                scores = self._model(torch.from_numpy(batch).to(self.device)).reshape(-1).tolist()
         spans = tuple(
             (round(s / MOS_RATE, 2), round(min(s + WINDOW_SAMPLES, audio.size) / MOS_RATE, 2)) for s in starts
         )
