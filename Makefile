@@ -1,11 +1,15 @@
 # Codec Workbench: set up, run as a service, test.
 #
-#   make run      virtual environment + pinned requirements, then supervisord in the foreground
-#   make test     test needs (Debian packages, test requirements), then every non-GPU test
+#   make run        virtual environment + what the app needs, then supervisord in the foreground
+#   make test       test needs (Debian packages, every requirements file), lint, then every non-GPU test
+#   make test-fast  the edit-test loop: no browser, no service, no slow tests (a few minutes)
 #
 # Both work on a fresh Debian machine with Python 3.11+; the Debian packages are installed
 # (apt-get, non-interactive) only when missing. The virtual environment is reused while the
 # requirements files are unchanged (a stamp file per requirements set).
+#
+# The requirements*.txt files are the one list of dependencies: pyproject.toml reads them for
+# `pip install .` (requirements.txt) and its extras ([judging], [dataset], [test]).
 
 SHELL := /bin/bash
 .SHELLFLAGS := -euo pipefail -c
@@ -16,6 +20,9 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 CONF ?= supervisord.conf
 PYTEST_ARGS ?=
+APP_REQS := requirements.txt requirements-judging.txt  # the app (its verdict needs the MOS model)
+TEST_REQS := $(APP_REQS) requirements-dataset.txt requirements-test.txt  # make test runs every test
+FAST_MARKERS := not gpu and not browser and not service and not slow
 
 # pesq ships no wheels: pip compiles it, which needs a C toolchain and Python's headers.
 BUILD_DEBS := build-essential python3-dev
@@ -27,14 +34,15 @@ export PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD := 1
 export GRADIO_ANALYTICS_ENABLED := False
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: help run start stop restart status tail test lint test-service system-deps test-system-deps venv clean-venv
+.PHONY: help run start stop restart status tail test test-fast lint test-service system-deps test-system-deps venv clean-venv
 
 help:
 	@echo "make run           set up and start the service in the foreground (Ctrl-C stops it)"
 	@echo "make start|stop    start supervisord in the background | shut it down"
 	@echo "make status|tail   supervisorctl status | follow the web UI's log (logs/webui.log)"
 	@echo "make test          set up, lint, then run all tests except GPU ones (PYTEST_ARGS=... adds flags)"
-	@echo "make lint          ruff check, ruff format --check, mypy core webui"
+	@echo "make test-fast     no browser, no service, no slow tests: the edit-test loop"
+	@echo "make lint          ruff check, ruff format --check, mypy, eslint webui/static"
 
 # ---- virtual environment -------------------------------------------------------------------
 $(PY):
@@ -43,15 +51,15 @@ $(PY):
 	$(PYTHON) -m venv $(VENV) || { rm -rf $(VENV); scripts/ensure-debian-packages.sh python3-venv; $(PYTHON) -m venv $(VENV); }
 	$(PY) -m pip install -q --upgrade pip
 
-$(VENV)/.stamp-runtime: requirements.txt | $(PY)
-	@echo "installing requirements.txt into $(VENV) (the first time downloads torch: minutes)"
-	@start=$$(date +%s); $(PY) -m pip install -q -r requirements.txt; \
+$(VENV)/.stamp-runtime: $(APP_REQS) | $(PY)
+	@echo "installing $(APP_REQS) into $(VENV) (the first time downloads torch: minutes)"
+	@start=$$(date +%s); $(PY) -m pip install -q $(addprefix -r ,$(APP_REQS)); \
 	  echo "requirements installed in $$(( $$(date +%s) - start )) s"
 	@touch $@
 
-$(VENV)/.stamp-test: requirements.txt requirements-test.txt | $(PY)
-	@echo "installing requirements-test.txt into $(VENV) (the first time downloads torch: minutes)"
-	@start=$$(date +%s); $(PY) -m pip install -q -r requirements-test.txt; \
+$(VENV)/.stamp-test: $(TEST_REQS) | $(PY)
+	@echo "installing $(TEST_REQS) into $(VENV) (the first time downloads torch: minutes)"
+	@start=$$(date +%s); $(PY) -m pip install -q $(addprefix -r ,$(TEST_REQS)); \
 	  echo "test requirements installed in $$(( $$(date +%s) - start )) s"
 	@touch $@ $(VENV)/.stamp-runtime
 
@@ -103,7 +111,10 @@ lint: $(VENV)/.stamp-test
 	$(VENV)/bin/mypy
 
 test: test-system-deps lint
-	$(PY) -m pytest -m "not gpu" --timeout=900 $(PYTEST_ARGS)
+	$(PY) -m pytest -m "not gpu" --timeout=900 --durations=15 $(PYTEST_ARGS)
+
+test-fast: $(VENV)/.stamp-test
+	$(PY) -m pytest -m "$(FAST_MARKERS)" --timeout=300 --durations=10 $(PYTEST_ARGS)
 
 test-service: $(VENV)/.stamp-test
 	$(PY) -m pytest tests/service --timeout=600 $(PYTEST_ARGS)

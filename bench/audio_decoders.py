@@ -25,8 +25,9 @@ import soundfile as sf
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from core.audio.blocks import AudioLimits, Collector, Source, finish  # noqa: E402
+from core.audio.blocks import Collector, Source, finish  # noqa: E402
 from core.audio.readers import load_with_av  # noqa: E402
+from core.settings import AudioLimits  # noqa: E402
 
 RATE = 44_100  # Hz of the source tone
 CASES = {  # extension -> ffmpeg codec options

@@ -28,6 +28,7 @@ import platform
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -38,12 +39,11 @@ sys.path.insert(0, str(ROOT))
 from core.model.engine import Engine  # noqa: E402
 from core.nn import decoding  # noqa: E402
 from core.settings import Settings  # noqa: E402
+from core.units import MIB  # noqa: E402
 
 SR = 24_000  # Hz
 FRAME = 1920  # samples per code frame
 SEAM_WINDOW_FRAMES = 25  # frames after each seam over which seam error is measured (2 s)
-GIB = 1 << 30  # bytes in a GiB
-MIB = 1 << 20  # bytes in a MiB
 
 log = logging.getLogger("bench")
 
@@ -200,11 +200,18 @@ def run_dtype(args, dtype: str) -> dict:
     if not engine.load():
         raise SystemExit(f"engine did not load: {engine.error}")
     tok = engine._tokenizer  # the official wrapper around the very same model object
+    assert tok is not None  # loaded above
     model = tok.model
     device = args.device
     chunk_frames = settings.decode_chunk_frames
     strict = dtype == "float32"
-    out = {"dtype": dtype, "settings": settings.to_dict(), "rows": [], "context_rows": [], "batch": None}
+    out: dict[str, Any] = {
+        "dtype": dtype,
+        "settings": settings.to_dict(),
+        "rows": [],
+        "context_rows": [],
+        "batch": None,
+    }
 
     log.info("[%s] warm-up", dtype)
     for seconds in args.warmup:
@@ -272,7 +279,7 @@ def run_dtype(args, dtype: str) -> dict:
             dec, dec_s, dec_peak = timed(lambda: engine.decode_batch([r.codes for r in enc]), device)
             oenc, oenc_s, oenc_peak = timed(lambda: tok.encode(clips, sr=SR), device)
             odec, odec_s, odec_peak = timed(lambda: tok.decode(oenc), device)
-        agree = [agreement(r.codes, o.cpu().numpy()) for r, o in zip(enc, oenc.audio_codes)]
+        agree = [agreement(r.codes, o.cpu().numpy()) for r, o in zip(enc, oenc.audio_codes, strict=True)]
         out["batch"] = {
             "clips": count,
             "seconds_each": seconds,
@@ -516,7 +523,7 @@ def main(argv=None) -> dict:
             build_full_checkpoint(args.checkpoint, reference=args.reference)
         log.info("built checkpoint in %.1f s", time.perf_counter() - start)
     cuda = args.device.startswith("cuda")
-    result = {
+    result: dict[str, Any] = {
         "meta": {
             "device": args.device,
             "device_name": torch.cuda.get_device_name(torch.device(args.device))

@@ -16,6 +16,7 @@ import statistics
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -47,7 +48,7 @@ def main(argv=None) -> None:
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--out", default=str(ROOT / "bench" / "results"))
     args = p.parse_args(argv)
-    rows = []
+    rows: list[dict[str, Any]] = []
     with torch.inference_mode():
         for dtype in (torch.float32, torch.bfloat16):
             for channels, steps, kernel, dilation in SHAPES:
@@ -68,7 +69,7 @@ def main(argv=None) -> None:
                         "channels_last_ms": last,
                     }
                 )
-    meta = {
+    meta: dict[str, Any] = {
         "torch": torch.__version__,
         "threads": torch.get_num_threads(),
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),

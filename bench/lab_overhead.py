@@ -37,6 +37,7 @@ from core import tokens  # noqa: E402
 from core.model.engine import Engine  # noqa: E402
 from core.nn import ladder  # noqa: E402
 from core.settings import Settings  # noqa: E402
+from core.units import MIB  # noqa: E402
 from webui.serving.workspace import Workspace  # noqa: E402
 from webui.tabs.lab import LabHandlers  # noqa: E402
 from webui.tabs.roundtrip import RoundTripHandlers  # noqa: E402
@@ -45,7 +46,7 @@ logger = logging.getLogger("bench.lab_overhead")
 
 BUDGET_S = 1.0  # seconds of lab UI work (ladder minus decodes, plus timeline) per 30 s clip
 CLIP_S = 30.0  # seconds of audio
-SOURCE = ROOT / "assets" / "speech_male_24k.wav"  # real (synthetic) speech, 24 kHz mono
+SOURCE = ROOT / "webui" / "assets" / "speech_male_24k.wav"  # real (synthetic) speech, 24 kHz mono
 RATE = 24_000  # Hz
 
 
@@ -83,6 +84,7 @@ def time_lab(lab: LabHandlers, original: str, reconstruction: str, downloads: li
 def official_decode_s(engine: Engine, token_file: str) -> float:
     codes = tokens.load_tokens(token_file).codes.astype(np.int64)
     tok = engine._tokenizer  # the official wrapper around the very same model object
+    assert tok is not None, "the engine is loaded before the official decode is timed"
     start = time.perf_counter()
     tok.decode({"audio_codes": torch.from_numpy(codes)})
     return time.perf_counter() - start
@@ -200,7 +202,7 @@ def markdown(r: dict) -> str:
         long_line = (
             f"A {g['minutes']:g}-minute clip: `/timeline` took {g['timeline_s']:.1f} s; the page receives "
             f"{g['manifest_bytes'] / 1024:.1f} KiB ({g['plot_points']} timeline points, {g['envelope_columns']} "
-            f"waveform columns) instead of a {g['audio_file_bytes'] / 2**20:.0f} MiB WAV per version."
+            f"waveform columns) instead of a {g['audio_file_bytes'] / MIB:.0f} MiB WAV per version."
         )
         lines += ["", long_line]
     lines += ["", "Reproduce: `nice python -m bench.lab_overhead`.", ""]

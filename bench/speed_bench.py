@@ -45,6 +45,7 @@ from bench.codec_bench import (  # noqa: E402
 from core.model.engine import Engine  # noqa: E402
 from core.nn import fast_decode  # noqa: E402
 from core.settings import Settings  # noqa: E402
+from core.units import MIB  # noqa: E402
 
 log = logging.getLogger("bench.speed")
 LAST_PEAK_MIB: float | None = None  # peak allocated device memory of the last ``median_timed`` (MiB)
@@ -79,7 +80,7 @@ def median_timed(fn, repeats: int, device: str):
         out = fn()
         sync(device)
         times.append(time.perf_counter() - start)
-    LAST_PEAK_MIB = torch.cuda.max_memory_allocated(torch.device(device)) / (1 << 20) if cuda else None
+    LAST_PEAK_MIB = torch.cuda.max_memory_allocated(torch.device(device)) / MIB if cuda else None
     return out, statistics.median(times), times
 
 

@@ -1,11 +1,14 @@
-"""Dataset tokenization throughput: ours (``python -m core tokenize`` on Ray Data, 1 and 2 GPUs) against
-the official ``finetuning/prepare_data.py`` loop (``Qwen3TTSTokenizer.encode`` on batches of 32 paths, one
-device), on the same files; plus the batched encode alone (32 clips at a time, as each side's model sees
-them): wall time and peak GPU memory. Writes ``tokenize_bench.json`` and ``tokenize_bench.md`` to --out.
+"""Dataset tokenization throughput: ours (``python -m core tokenize`` on Ray Data, strict fp32 and TF32,
+1 GPU and more where the machine has them) against the official ``finetuning/prepare_data.py`` loop
+(``Qwen3TTSTokenizer.encode`` on batches of 32 paths, one device), on the same files; plus the batched
+encode alone (32 clips at a time, as each side's model sees them): wall time and peak GPU memory. Writes
+``tokenize_bench.json`` and ``tokenize_bench.md`` to --out.
 
-On the GPU machine (builds the full-size random checkpoint when it is missing; Ray must be importable):
+On the GPU machine (builds the full-size random checkpoint when it is missing; Ray must be importable),
+the parts in separate processes, so the official path runs as it runs (the engine caps cuDNN's
+workspace for its process: Settings.conv_workspace_mib):
 
-    python -m bench.tokenize_bench --checkpoint /tmp/full --out bench/results
+    for part in official ours pipeline; do python -m bench.tokenize_bench --parts $part --out bench/results; done
 
 CPU smoke run: ``python -m bench.tokenize_bench --tiny --device cpu --files 12 --gpus 0 --out /tmp/tb``.
 The official loop runs with PyTorch's default TF32 flags, as prepare_data does; ours runs with its own
@@ -35,6 +38,7 @@ from core.dataset.inputs import read_inputs  # noqa: E402
 from core.dataset.pipeline import TokenizeOptions, job_record, run  # noqa: E402
 from core.model.engine import Engine  # noqa: E402
 from core.settings import Settings  # noqa: E402
+from core.units import MIB  # noqa: E402
 
 SR = 24_000  # Hz, the codec's rate
 FILE_SR = 16_000  # Hz, the bench files' rate: both paths resample, as with most speech datasets
@@ -80,46 +84,40 @@ def official_loop(checkpoint: str, manifest: Path, device: str) -> dict:
     frames = 0
     for i in range(0, len(rows), OFFICIAL_BATCH):
         enc = tok.encode([r["audio"] for r in rows[i : i + OFFICIAL_BATCH]])
-        for code, row in zip(enc.audio_codes, rows[i : i + OFFICIAL_BATCH]):
+        for code, row in zip(enc.audio_codes, rows[i : i + OFFICIAL_BATCH], strict=True):
             row["audio_codes"] = code.cpu().tolist()
             frames += len(row["audio_codes"])
     wall = time.perf_counter() - start
-    peak = torch.cuda.max_memory_allocated() / 2**20 if device.startswith("cuda") else None
+    peak = torch.cuda.max_memory_allocated() / MIB if device.startswith("cuda") else None
     return {"wall_s": wall, "peak_mib": peak, "frames": frames, "files": len(rows), "tok": tok}
 
 
-def batch_encodes(tok, checkpoint: str, variants, clips: list[np.ndarray], device: str) -> list[dict]:
-    """The model work alone, 32 clips at a time: the official encode and ours (engine variants)."""
-    rows = []
+def time_batches(fn, clips: list[np.ndarray], device: str) -> tuple[float, float | None]:
+    """(wall s, peak MiB) of ``fn`` over ``clips``, 32 at a time, after a warm-up on the first batch."""
+    fn(clips[:OFFICIAL_BATCH])  # warm-up for this path's shapes
+    total, peak = 0.0, 0.0
+    for i in range(0, len(clips), OFFICIAL_BATCH):
+        batch = clips[i : i + OFFICIAL_BATCH]
+        _, seconds, p = timed(lambda batch=batch: fn(batch), device)
+        total += seconds
+        peak = max(peak, p or 0.0)
+    return total, (peak if device.startswith("cuda") else None)
 
-    def loop(fn):
-        fn(clips[:OFFICIAL_BATCH])  # warm-up for this path's shapes
-        total, peak = 0.0, 0.0
-        for i in range(0, len(clips), OFFICIAL_BATCH):
-            batch = clips[i : i + OFFICIAL_BATCH]
-            _, seconds, p = timed(lambda batch=batch: fn(batch), device)
-            total += seconds
-            peak = max(peak, p or 0.0)
-        return total, (peak if device.startswith("cuda") else None)
 
-    seconds, peak = loop(lambda b: tok.encode(b, sr=SR))
-    rows.append(
-        {
-            "path": "official Qwen3TTSTokenizer.encode (PyTorch defaults: TF32 convs)",
-            "wall_s": seconds,
-            "peak_mib": peak,
-        }
-    )
+def ours_batches(checkpoint: str, variants, clips: list[np.ndarray], device: str) -> list[dict]:
+    """The model work alone, 32 clips at a time, through the engine (settings variants)."""
     from types import SimpleNamespace
 
+    rows = []
     for label, changes in variants:
         engine = Engine(Settings(model=checkpoint, device=device, **changes))
         assert engine.load(), engine.error
-        seconds, peak = loop(lambda b, e=engine: e.encode_batch([SimpleNamespace(samples=c) for c in b]))
+        seconds, peak = time_batches(
+            lambda b, e=engine: e.encode_batch([SimpleNamespace(samples=c) for c in b]), clips, device
+        )
         rows.append({"path": label, "settings": changes, "wall_s": seconds, "peak_mib": peak})
-        if not changes:  # the batched encode itself, without the engine's grouping: one pass, then time windows
-            for budget_s in (None, 60.0, 30.0):
-                rows.append(direct_batches(engine, loop, budget_s))
+        if not changes:  # the batched encode itself, without the engine's grouping: one pass per 32 clips
+            rows.append(direct_batches(engine, lambda fn: time_batches(fn, clips, device), None))
         del engine
         if device.startswith("cuda"):
             torch.cuda.empty_cache()
@@ -152,11 +150,48 @@ def direct_batches(engine, loop, budget_s: float | None) -> dict:
     }
 
 
+class GpuSampler:
+    """nvidia-smi's utilisation of every GPU, twice a second, in a thread; ``stop`` returns the mean
+    per GPU over a time window (perf_counter seconds)."""
+
+    def __init__(self):
+        import subprocess
+        import threading
+
+        self.samples: list[tuple[float, list[float]]] = []
+        self._stop = threading.Event()
+
+        def poll():
+            while not self._stop.wait(0.5):
+                try:
+                    out = subprocess.run(
+                        ["nvidia-smi", "--query-gpu=utilization.gpu", "--format=csv,noheader,nounits"],
+                        capture_output=True,
+                        text=True,
+                        timeout=5,
+                    ).stdout
+                    self.samples.append((time.perf_counter(), [float(x) for x in out.split()]))
+                except (OSError, ValueError, subprocess.TimeoutExpired):
+                    return
+
+        self._thread = threading.Thread(target=poll, daemon=True)
+        self._thread.start()
+
+    def stop(self, start: float, end: float) -> list[float] | None:
+        self._stop.set()
+        self._thread.join(timeout=10)
+        inside = [u for t, u in self.samples if start <= t <= end]
+        if not inside:
+            return None
+        return [float(np.mean([u[i] for u in inside])) for i in range(len(inside[0]))]
+
+
 def pipeline_run(manifest: Path, out: Path, settings: Settings, actors: int, object_store_mib: int) -> dict:
     """One tokenize job (a fresh local Ray each time), timed end to end and from its first result."""
     inputs = read_inputs(manifest)
     options = TokenizeOptions(actors=actors, object_store_mib=object_store_mib)
     marks: list[float] = []
+    sampler = GpuSampler() if settings.is_cuda else None
     start = time.perf_counter()
     result = run(
         inputs,
@@ -169,7 +204,10 @@ def pipeline_run(manifest: Path, out: Path, settings: Settings, actors: int, obj
     )
     wall = time.perf_counter() - start
     steady = marks[-1] - marks[0] if len(marks) > 1 else wall
+    utilisation = sampler.stop(marks[0], marks[-1]) if sampler and marks else None
     return {
+        "strict_fp32": settings.strict_fp32_encode,
+        "gpu_utilisation": utilisation,
         "actors": result.actors,
         "gpus": max(result.actors, 1) if settings.is_cuda else 0,
         "files": result.files,
@@ -193,51 +231,58 @@ def markdown(result: dict) -> str:
         "",
         (
             f"16 kHz speech-like files of {result['min_s']:g}-{result['max_s']:g} s; {m['gpu']}; torch {m['torch']}, "
-            f"ray {result['ray']}. Random weights: throughput and memory only. {result.get('runs', '')}"
+            f"ray {result['ray']}. Full-size checkpoint, random weights, transformer layer scales 1.0: throughput, "
+            f"memory and agreement only. {result.get('runs', '')}"
         ),
         "",
         "## Whole jobs (files in, codes out)",
         "",
-        "| path | files | audio h | GPUs | wall s | audio h per GPU-hour (whole run) | audio h per GPU-hour (steady) |",
-        "|---|---|---|---|---|---|---|",
+        "| path | files | audio h | GPUs | wall s | audio h per GPU-hour (whole run) | audio h per GPU-hour (steady) | GPU utilisation (steady) |",
+        "|---|---|---|---|---|---|---|---|",
         (
-            f"| official prepare_data loop (batch {OFFICIAL_BATCH}; model already loaded and warm) | {o['files']} | "
-            f"{batch_audio_s / HOUR_S:.2f} | 1 | {o['wall_s']:.1f} | {per_gpu_hour(batch_audio_s, o['wall_s'], 1):.0f} | - |"
+            f"| official prepare_data loop (batch {OFFICIAL_BATCH}; model already loaded and warm; TF32 convs, "
+            f"PyTorch's default) | {o['files']} | {batch_audio_s / HOUR_S:.2f} | 1 | {o['wall_s']:.1f} | "
+            f"{per_gpu_hour(batch_audio_s, o['wall_s'], 1):.0f} | - | - |"
         ),
     ]
     for p in result["pipeline"]:
+        flag = "" if p.get("strict_fp32", True) else " --no-strict-fp32-encode"
+        use = p.get("gpu_utilisation")
+        use_text = ", ".join(f"{u:.0f}%" for u in use) if use else "-"
         lines.append(
-            f"| ours: `python -m core tokenize --no-strict-fp32-encode`, {p['actors']} actor(s); whole run includes Ray start and "
-            f"model load ({p['first_result_s']:.0f} s to the first result) | {p['files']} | {p['audio_s'] / HOUR_S:.2f} "
-            f"| {p['gpus']} | {p['wall_s']:.1f} | {per_gpu_hour(p['audio_s'], p['wall_s'], p['gpus']):.0f} | "
-            f"{per_gpu_hour(p['audio_s'], p['steady_s'], p['gpus']):.0f} |"
+            f"| ours: `python -m core tokenize{flag}` ({'strict fp32' if not flag else 'TF32'}), {p['actors']} actor(s); "
+            f"whole run includes Ray start and model load ({p['first_result_s']:.0f} s to the first result) | "
+            f"{p['files']} | {p['audio_s'] / HOUR_S:.2f} | {p['gpus']} | {p['wall_s']:.1f} | "
+            f"{per_gpu_hour(p['audio_s'], p['wall_s'], p['gpus']):.0f} | "
+            f"{per_gpu_hour(p['audio_s'], p['steady_s'], p['gpus']):.0f} ({p['steady_s']:.0f} s) | {use_text} |"
         )
-    if result.get("scaling") is not None:
-        lines += [
-            "",
-            (
-                f"Second GPU: {result['scaling']:.2f}x the one-GPU steady throughput (aim >= 1.8x). Steady = first "
-                "to last result; on this small set it is a few seconds, so the figure is rough."
-            ),
-        ]
+    if result.get("scaling"):
+        for strict, ratio in result["scaling"].items():
+            lines += [
+                "",
+                f"Second GPU ({'strict' if strict == 'True' else 'TF32'}): {ratio:.2f}x the one-GPU steady throughput.",
+            ]
     lines += [
         "",
         f"## Batched encode alone ({OFFICIAL_BATCH} clips per call, {o['files']} clips, 24 kHz arrays in)",
         "",
-        "| path | wall s | peak GPU memory MiB | vs official memory |",
-        "|---|---|---|---|",
+        "| path | wall s | audio h per GPU-hour | peak GPU memory MiB | vs official memory |",
+        "|---|---|---|---|---|",
     ]
-    base = result["batches"][0]["peak_mib"]
-    for b in result["batches"]:
+    rows = result["official_batches"] + result["ours_batches"]
+    base = rows[0]["peak_mib"]
+    for b in rows:
         share = f"{b['peak_mib'] / base:.2f}x" if b["peak_mib"] and base else "-"
         peak = f"{b['peak_mib']:.0f}" if b["peak_mib"] else "-"
-        lines.append(f"| {b['path']} | {b['wall_s']:.2f} | {peak} | {share} |")
+        rate = per_gpu_hour(batch_audio_s, b["wall_s"], 1)
+        lines.append(f"| {b['path']} | {b['wall_s']:.2f} | {rate:.0f} | {peak} | {share} |")
     agree = result["batch_vs_lone"]
     lines += [
         "",
         (
-            f"Official whole-loop peak GPU memory: {o['peak_mib'] or 0:.0f} MiB. Our batched codes equal lone encodes "
-            f"(`python -m core encode`) on {100 * agree['codes_equal_share']:.4f}% of codes ({agree['clips']} clips)."
+            f"Official whole-loop peak GPU memory: {o['peak_mib'] or 0:.0f} MiB. Our batched codes (engine defaults: "
+            f"strict fp32) equal lone encodes (`python -m core encode`) on {100 * agree['codes_equal_share']:.4f}% "
+            f"of codes ({agree['clips']} clips)."
         ),
         "",
     ]
@@ -246,7 +291,7 @@ def markdown(result: dict) -> str:
 
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--checkpoint", default="/tmp/full", help="full-size checkpoint (built here when missing)")
+    p.add_argument("--checkpoint", default="/tmp/full-ls1", help="full-size checkpoint (built here when missing)")
     p.add_argument("--tiny", action="store_true", help="tiny checkpoint (CPU smoke run)")
     p.add_argument("--device", default="cuda:0")
     p.add_argument("--files", type=int, default=1024)
@@ -254,59 +299,81 @@ def parse_args(argv=None):
     p.add_argument("--max-s", type=float, default=17.0)
     p.add_argument("--gpus", default="1,2", help="pipeline runs: encode actors (one GPU each); 0 = CPU actor")
     p.add_argument("--object-store-mb", type=int, default=8192)
+    p.add_argument("--modes", default="strict,tf32", help="pipeline runs: strict (fp32, the default), tf32")
     p.add_argument("--work", type=Path, default=Path("/tmp/tokenize-bench"))
     p.add_argument("--out", type=Path, required=True)
-    p.add_argument("--parts", default="batch,pipeline", help="batch (official + encodes), pipeline (Ray jobs)")
+    p.add_argument(
+        "--parts", default="official,ours,pipeline", help="official, ours (batched encodes), pipeline (Ray jobs)"
+    )
     return p.parse_args(argv)
 
 
-def batch_part(args, checkpoint: Path, manifest: Path) -> dict:
-    """The official loop, the batched encodes and the agreement of our batched codes with lone encodes."""
+def official_part(args, checkpoint: Path, manifest: Path) -> dict:
+    """The official loop and the official batched encode (in a process of their own: PyTorch's defaults)."""
     official = official_loop(str(checkpoint), manifest, args.device)
     tok = official.pop("tok")
-    from core.audio.files import load_audio
-
-    clips = [load_audio(json.loads(line)["audio"]).samples for line in manifest.read_text().splitlines()]
-    variants = [
-        ("ours: Engine.encode_batch (defaults: strict fp32)", {}),
-        ("ours: Engine.encode_batch, TF32 allowed (same flags as official)", {"strict_fp32_encode": False}),
-    ]
-    batches = batch_encodes(tok, str(checkpoint), variants, clips, args.device)
-    del tok
-    engine = Engine(Settings(model=str(checkpoint), device=args.device))
-    assert engine.load(), engine.error
-    from types import SimpleNamespace
-
-    sample = clips[: 2 * OFFICIAL_BATCH]
-    batched = [r.codes for r in engine.encode_batch([SimpleNamespace(samples=c) for c in sample])]
-    lone = [engine.encode_array(c).codes for c in sample]
-    equal = sum(int((a == b).sum()) for a, b in zip(batched, lone))
-    agreement = {"clips": len(sample), "codes_equal_share": equal / sum(a.size for a in lone)}
-    del engine
-    if args.device.startswith("cuda"):
-        torch.cuda.empty_cache()
-    files = len(clips)
-    audio_s = sum(c.size for c in clips) / SR
+    clips = _clips(manifest)
+    seconds, peak = time_batches(lambda b: tok.encode(b, sr=SR), clips, args.device)
+    row = {
+        "path": "official Qwen3TTSTokenizer.encode (PyTorch defaults: TF32 convs)",
+        "wall_s": seconds,
+        "peak_mib": peak,
+    }
     return {
         "official": official,
-        "batches": batches,
-        "batch_vs_lone": agreement,
-        "batch_files": files,
-        "batch_audio_s": audio_s,
+        "official_batches": [row],
+        "batch_files": len(clips),
+        "batch_audio_s": _audio_s(clips),
     }
 
 
+def _clips(manifest: Path) -> list[np.ndarray]:
+    from core.audio.files import load_audio
+
+    return [load_audio(json.loads(line)["audio"]).samples for line in manifest.read_text().splitlines()]
+
+
+def _audio_s(clips) -> float:
+    return sum(c.size for c in clips) / SR
+
+
+def ours_part(args, checkpoint: Path, manifest: Path) -> dict:
+    """Our batched encodes (strict fp32 and TF32) and the agreement of batched codes with lone encodes."""
+    from types import SimpleNamespace
+
+    clips = _clips(manifest)
+    variants = [
+        ("ours: Engine.encode_batch (defaults: strict fp32, windows, cuDNN workspace cap)", {}),
+        ("ours: Engine.encode_batch, TF32 allowed (same flags as official)", {"strict_fp32_encode": False}),
+    ]
+    batches = ours_batches(str(checkpoint), variants, clips, args.device)
+    engine = Engine(Settings(model=str(checkpoint), device=args.device))
+    assert engine.load(), engine.error
+    sample = clips[: 2 * OFFICIAL_BATCH]
+    batched = [r.codes for r in engine.encode_batch([SimpleNamespace(samples=c) for c in sample])]
+    lone = [engine.encode_array(c).codes for c in sample]
+    equal = sum(int((a == b).sum()) for a, b in zip(batched, lone, strict=True))
+    agreement = {"clips": len(sample), "codes_equal_share": equal / sum(a.size for a in lone)}
+    del engine
+    return {"ours_batches": batches, "batch_vs_lone": agreement}
+
+
 def pipeline_part(args, checkpoint: Path, manifest: Path) -> dict:
+    """``tokenize`` jobs: strict fp32 (the default) and TF32, on 1 GPU and more where the machine has them."""
     pipeline = []
     for n in [int(x) for x in args.gpus.split(",")]:
+        if n > max(torch.cuda.device_count(), 1 if n == 0 else 0):
+            log.info("skipping %d GPU(s): this machine has %d", n, torch.cuda.device_count())
+            continue
         device = "cpu" if n == 0 else "cuda:0"
-        # TF32 allowed (--no-strict-fp32-encode): the fast, windowed batch path (strict fp32 windows measured slow on the H200)
-        settings = Settings(model=str(checkpoint), device=device, strict_fp32_encode=False)
-        pipeline.append(pipeline_run(manifest, args.work / f"out-{n}", settings, max(n, 1), args.object_store_mb))
-        log.info("pipeline %s", pipeline[-1])
-    ones = [p for p in pipeline if p["gpus"] == 1]
-    twos = [p for p in pipeline if p["gpus"] == 2]
-    scaling = (ones[0]["steady_s"] / twos[0]["steady_s"]) if ones and twos else None
+        for strict in [m == "strict" for m in args.modes.split(",")]:
+            settings = Settings(model=str(checkpoint), device=device, strict_fp32_encode=strict)
+            name = f"out-{n}-{'strict' if strict else 'tf32'}"
+            pipeline.append(pipeline_run(manifest, args.work / name, settings, max(n, 1), args.object_store_mb))
+            log.info("pipeline %s", pipeline[-1])
+    one = {p["strict_fp32"]: p for p in pipeline if p["gpus"] == 1}
+    two = {p["strict_fp32"]: p for p in pipeline if p["gpus"] == 2}
+    scaling = {str(k): one[k]["steady_s"] / two[k]["steady_s"] for k in one if k in two} or None
     import ray
 
     return {"pipeline": pipeline, "scaling": scaling, "ray": ray.__version__}
@@ -316,12 +383,13 @@ def main(argv=None) -> dict:
     args = parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     checkpoint = Path(args.checkpoint)
-    if not (checkpoint / "config.json").exists():
-        from core.model.checkpoints import build_full_checkpoint, build_tiny_checkpoint
+    if not (checkpoint / "config.json").exists():  # layer scales 1.0: context matters for the agreement check
+        from core.model.checkpoints import build_model, build_tiny_checkpoint, full_config, save_checkpoint
 
-        build_tiny_checkpoint(checkpoint) if args.tiny else build_full_checkpoint(
-            checkpoint, reference=ROOT / "core" / "model" / "reference-config.json"
-        )
+        if args.tiny:
+            build_tiny_checkpoint(checkpoint)
+        else:
+            save_checkpoint(build_model(full_config(), seed=0, layer_scale=1.0), checkpoint, kind="full")
     manifest = args.work / "data" / "train.jsonl"
     if not manifest.exists():
         make_files(args.work / "data", args.files, 0, args.device, args.min_s, args.max_s)
@@ -341,14 +409,16 @@ def main(argv=None) -> dict:
             "python": platform.python_version(),
         },
     )
-    if "batch" in args.parts:
-        result.update(batch_part(args, checkpoint, manifest))
+    if "official" in args.parts:
+        result.update(official_part(args, checkpoint, manifest))
+    if "ours" in args.parts:
+        result.update(ours_part(args, checkpoint, manifest))
     if "pipeline" in args.parts:
         result.update(pipeline_part(args, checkpoint, manifest))
     saved.write_text(json.dumps(result, indent=2) + "\n")
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "tokenize_bench.json").write_text(json.dumps(result, indent=2) + "\n")
-    if "official" in result and "pipeline" in result:
+    if "official" in result and "ours_batches" in result and "pipeline" in result:
         (args.out / "tokenize_bench.md").write_text(markdown(result))
         print(markdown(result))
     return result

@@ -27,6 +27,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import soundfile as sf
@@ -48,7 +49,7 @@ logger = logging.getLogger("bench.ui_overhead")
 
 BUDGET_S = 0.5  # seconds of UI work allowed per 30 s round trip
 CLIP_S = 30.0  # seconds of audio
-SOURCE = ROOT / "assets" / "speech_male_24k.wav"  # real (synthetic) speech, 24 kHz mono
+SOURCE = ROOT / "webui" / "assets" / "speech_male_24k.wav"  # real (synthetic) speech, 24 kHz mono
 CASES = {"44.1 kHz stereo 16-bit WAV": (44_100, 2), "24 kHz mono 16-bit WAV": (24_000, 1)}
 
 
@@ -141,7 +142,7 @@ def run(model: str | None, device: str, repeats: int, work: Path) -> dict:
         DecodeHandlers(engine, workspace),
     )
     load_before = os.getloadavg()
-    results = {"cases": {}}
+    results: dict[str, Any] = {"cases": {}}
     for name, (rate, channels) in CASES.items():
         clip = make_clip(work, rate, channels)
         time_roundtrip(trip, clip)  # warm-up: imports, font cache, PESQ tables

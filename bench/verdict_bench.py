@@ -63,11 +63,11 @@ def child(seconds: float, path: str) -> dict:
     base = _rss_mib()
     load = os.getloadavg()[0]
     started = time.perf_counter()
+    scores: list[float | None] = []
     if path == "ours":
         v = verdict.judge(original, noisy, {"PESQ-WB": 3.0, "STOI": 0.9}, 24_000)
-        scores, windows = (v.mos_original, v.mos_reconstruction), len(v.windows)
+        scores, windows = [v.mos_original, v.mos_reconstruction], len(v.windows)
     else:  # DistillMOS's own forward on each whole clip, resampled to 16 kHz
-        scores = []
         with torch.inference_mode():
             for clip in (original, noisy):
                 x = soxr.resample(clip, 24_000, verdict.MOS_RATE).astype(np.float32)
@@ -81,7 +81,7 @@ def child(seconds: float, path: str) -> dict:
         "peak_rss_mib": round(_peak_mib(), 1),
         "growth_mib": round(_peak_mib() - base, 1),
         "windows_per_clip": windows,
-        "mos": [round(s, 3) for s in scores],
+        "mos": [None if s is None else round(s, 3) for s in scores],
         "load_1min": round(load, 2),
     }
 

@@ -1,13 +1,19 @@
-"""Codec Workbench engine for the Qwen3-TTS-Tokenizer-12Hz codec.
+"""Codec Workbench: the engine for the Qwen3-TTS-Tokenizer-12Hz codec, as a library.
 
-One module per concern; docs/core.md has the map (where things live). In short: ``codec`` (the
-codec's facts and rules), ``settings``, ``engine`` (the model owner: lifecycle, lock, jobs),
-``planner`` (chunk plans and memory estimates), ``encoding`` / ``decoding`` (the encode and decode
-paths on long audio), ``kv_cache`` and ``kernels`` (what they run on), ``audio`` (reading any audio
-file; ``audio_readers``, ``audio_blocks``), ``tokens`` (the token file format), ``readiness``,
-``memory``, ``weights``, ``checkpoints``, ``analysis``, ``versions``, ``cli``; for the listening lab
-``ladder`` (decode with the first k codebooks), ``timeline``, ``token_usage``, ``loudness``.
-Importing this package does no work; the UI lives in ``webui`` and is never imported here.
+What it offers:
+
+- ``core.model.engine.Engine``: the one object that owns the model (load, readiness, encode,
+  decode, round trip, memory estimates; one lock around all model work).
+- ``core.settings.Settings``: its options, from flags and ``CODEC_*`` variables
+  (``core.settings.settings_from_args``); ``Settings.audio_limits()`` guards every way audio comes in.
+- ``core.audio.files.load_audio`` / ``core.audio.files.write_wav``: any common audio file to
+  24 kHz mono float32 with its facts, and back to an exact WAV.
+- ``core.tokens``: the token file (``core.tokens.save_tokens``, ``core.tokens.load_tokens``).
+- ``core.codec``: the codec's facts and its rule for valid codes.
+- The command line: ``python -m core`` (``codec`` when installed), assembled in ``core.cli.main``.
+
+Where everything lives: docs/core.md. Importing this package does no work (no model load, no
+CUDA init); the web UI lives in ``webui`` and is never imported here.
 """
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"  # the one version source: pyproject.toml, token files, /health and the doctor read it

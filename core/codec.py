@@ -26,6 +26,16 @@ BITS_PER_CODE = 11  # log2(CODEBOOK_SIZE)
 Progress = Callable[[float], None]  # progress(share of a job done, 0..1), called as long jobs go
 
 
+def code_bits(frames: int, codebooks: int = NUM_CODEBOOKS) -> int:
+    """Bits of ``frames`` frames of codes with the first ``codebooks`` codebooks kept."""
+    return frames * codebooks * BITS_PER_CODE
+
+
+def bitrate_bps(codebooks: int = NUM_CODEBOOKS) -> float:
+    """Bit/s of codes with the first ``codebooks`` codebooks kept: 137.5 per codebook, 2200 for all."""
+    return FRAME_RATE * code_bits(1, codebooks)
+
+
 def ceil_div(a: int, b: int) -> int:
     """⌈a / b⌉ for integers, without floats (exact for any size)."""
     return -(-a // b)

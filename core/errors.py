@@ -28,3 +28,11 @@ class EngineNotReady(CodecError):
 
 class OutOfMemory(CodecError):
     """A job did not fit in device memory even at the smallest chunk size."""
+
+
+class LiveSessionError(CodecError):
+    """A live session refused input (too long, faster than real time) or has ended."""
+
+
+class LiveBusy(LiveSessionError):
+    """Every live session slot is in use (or live mode is off)."""

@@ -1,9 +1,16 @@
-"""Settings: one frozen dataclass, built once at the edge from CLI flags and environment.
+"""The option tables, built once at the edge from CLI flags and environment.
+
+- :class:`Settings`: the engine's (model, device, dtype, limits, chunking); every entry point
+  (``python -m core``, ``python -m webui``, supervisord) builds one with :func:`settings_from_args`
+  and hands it to the engine; nothing below the edge reads the environment.
+- :class:`AudioLimits`: what guards every way audio comes in; made from the settings by
+  :meth:`Settings.audio_limits` (its defaults are the settings' defaults, from the same constants).
+- :class:`ServiceOptions`: where the web service listens and writes (host, port, temp folder); the
+  web UI's options (``webui.options.WebOptions``) extend it and ``python -m core doctor`` reads it,
+  so both see the same flags, variables and defaults.
 
 Every field is an option (``core.options``): it has a flag and a ``CODEC_*`` variable, and it is
-checked when the object is made (``__post_init__``), whichever way it was built. Every entry point
-(``python -m core``, ``python -m webui``, supervisord) builds a :class:`Settings` with
-:func:`settings_from_args` and hands it to the engine; nothing below the edge reads the environment.
+checked when the object is made (``__post_init__``), whichever way it was built.
 """
 
 from __future__ import annotations
@@ -12,19 +19,23 @@ import argparse
 import math
 import os
 import re
+import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from core import options
+from core.anchors.catalog import ANCHORS, DEFAULT_ANCHORS, parse_anchors
+from core.codec import SAMPLES_PER_FRAME
 from core.errors import SettingsError
 from core.options import option
 from core.units import MIB
 
-if TYPE_CHECKING:
-    from core.audio.blocks import AudioLimits
-
+MAX_DURATION_S = 1800.0  # seconds (30 min): the longest input accepted unless --max-duration says otherwise
+MAX_FILE_MB = 1024.0  # MiB: the largest input file accepted unless --max-file-mb says otherwise
+DEFAULT_HOST = "127.0.0.1"  # the web UI listens on loopback only unless told otherwise
+DEFAULT_PORT = 7860  # Gradio's usual port
+TEMP_FOLDER = "codec-workbench"  # request folders go to <system temp>/TEMP_FOLDER unless --temp-dir says otherwise
 DEFAULT_MODEL = "Qwen/Qwen3-TTS-Tokenizer-12Hz"  # hub id of the published checkpoint
 DTYPES = ("float32", "bfloat16")  # float32 is the published dtype
 _DEVICE_RE = re.compile(r"^(cpu|cuda:\d+)$")
@@ -35,6 +46,7 @@ _POSITIVE = (
     "encode_span_s",
     "batch_audio_s",
     "min_chunk_s",
+    "live_max_s",
     "ladder_max_audio_s",
     "abx_max_region_s",
     "abx_session_ttl_s",
@@ -63,12 +75,22 @@ def default_device() -> str:
 
 
 @dataclass(frozen=True)
+class AudioLimits:
+    """What audio may come in. Build it with :meth:`Settings.audio_limits`; the defaults here are the
+    settings' defaults (for library callers without settings: ``load_audio(path)``)."""
+
+    max_duration_s: float = MAX_DURATION_S  # seconds
+    max_file_bytes: int = int(MAX_FILE_MB * MIB)  # bytes
+    min_samples: int = SAMPLES_PER_FRAME  # samples at 24 kHz; shorter than one frame is refused
+
+
+@dataclass(frozen=True)
 class Settings:
     model: str = option(DEFAULT_MODEL, "local checkpoint directory or hub id")
     device: str = option("cpu", "one explicit device: cpu or cuda:N (default: cuda:0 if available; never 'auto')")
     dtype: str = option("float32", "float32 (published) or bfloat16 (GPUs with native bf16 only)")
-    max_duration_s: float = option(1800.0, "longest input accepted, seconds (30 min)", flag="--max-duration")
-    max_file_mb: float = option(1024.0, "largest input file accepted, MiB")
+    max_duration_s: float = option(MAX_DURATION_S, "longest input accepted, seconds (30 min)", flag="--max-duration")
+    max_file_mb: float = option(MAX_FILE_MB, "largest input file accepted, MiB")
     cleanup_threshold: float = option(
         0.8, "after a job, clear cached VRAM when reserved memory passes this share of the card"
     )
@@ -105,6 +127,20 @@ class Settings:
     compile_decoder: bool = option(
         False, "torch.compile the decoder in the background after loading (decodes stay eager until it is done)"
     )
+    anchors: str = option(
+        DEFAULT_ANCHORS,
+        "reference codecs made from each clip beside the codec: comma-separated ids from "
+        f"{', '.join(a.id for a in ANCHORS)}, 'all' or 'none'",
+    )
+    compare_model: str = option(
+        "", "a second checkpoint (local directory or hub id) loaded beside --model on the same device (empty: none)"
+    )
+    compare_dtype: str | None = option(None, "the second checkpoint's precision (default: as --dtype)", choices=DTYPES)
+    compare_decode_dtype: str | None = option(
+        None, "the second checkpoint's decoder precision (default: as its dtype)", choices=DTYPES
+    )
+    live_sessions: int = option(2, "live sessions (microphone through the codec) at once; 0 turns live mode off")
+    live_max_s: float = option(600.0, "longest live session, seconds (10 min); never more than --max-duration")
     mos_windows: int = option(
         4, "DistillMOS windows of 7.68 s per clip for the verdict (bounds its time and memory at any length)"
     )
@@ -140,10 +176,21 @@ class Settings:
                 raise SettingsError(f"{name} must be in (0, 1], e.g. 0.8.")
         if self.decode_chunk_frames < 1:
             raise SettingsError("decode_chunk_frames must be at least 1.")
+        if self.live_sessions < 0:
+            raise SettingsError("live_sessions must be zero (live mode off) or more.")
         if self.mos_windows < 1:
             raise SettingsError("mos_windows must be at least 1.")
         if self.encode_kv_device_mib < 0:
             raise SettingsError("encode_kv_device_mib must be zero or more.")
+        parse_anchors(self.anchors)  # SettingsError naming the valid ids
+        for name in ("compare_dtype", "compare_decode_dtype"):
+            if getattr(self, name) not in (None, *DTYPES):
+                raise SettingsError(f"{name} {getattr(self, name)!r} is not supported: use one of {', '.join(DTYPES)}.")
+        if self.compare_dtype == "bfloat16" and not self.is_cuda:
+            raise SettingsError(
+                "--compare-dtype bfloat16 runs only on a GPU; on CPU use --compare-decode-dtype bfloat16 "
+                "(the second checkpoint's decoder in bf16, guarded) to hear bf16 against fp32."
+            )
 
     @property
     def max_file_bytes(self) -> int:
@@ -155,12 +202,34 @@ class Settings:
 
     def audio_limits(self) -> AudioLimits:
         """The limits that guard every way audio comes in (files, arrays, URLs, batches)."""
-        from core.audio.blocks import AudioLimits
-
         return AudioLimits(max_duration_s=self.max_duration_s, max_file_bytes=self.max_file_bytes)
 
     def to_dict(self) -> dict:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
+
+
+def default_temp_root() -> Path:
+    """Where request folders go when no ``--temp-dir`` is given: a folder in the system's temp folder."""
+    return Path(tempfile.gettempdir()) / TEMP_FOLDER
+
+
+@dataclass(frozen=True)
+class ServiceOptions:
+    """Where the web service listens and writes: read by the web UI (``webui.options.WebOptions``
+    extends this table) and by ``python -m core doctor`` (which checks that port and folder)."""
+
+    host: str = option(DEFAULT_HOST, "interface the web UI binds (0.0.0.0: every interface)")
+    port: int = option(DEFAULT_PORT, f"TCP port of the web UI (0: the first free one from {DEFAULT_PORT} up)")
+    temp_dir: str = option("", f"where per-request files go (default: <system temp>/{TEMP_FOLDER})")
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.port <= 65535:
+            raise SettingsError(f"port {self.port} is not a TCP port: use 1..65535 (or 0 for any free one).")
+
+    @property
+    def temp_root(self) -> Path:
+        """The temp folder: ``temp_dir`` when given, else :func:`default_temp_root`."""
+        return Path(self.temp_dir) if self.temp_dir else default_temp_root()
 
 
 def add_settings_arguments(parser: argparse.ArgumentParser) -> None:

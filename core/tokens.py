@@ -30,13 +30,14 @@ from typing import Any
 import numpy as np
 
 from core.codec import (
-    BITS_PER_CODE,
     CODEBOOK_SIZE,
     FRAME_RATE,
     NUM_CODEBOOKS,
     SAMPLE_RATE,
+    bitrate_bps,
     ceil_div,
     check_duration,
+    code_bits,
     codes_problem,
     length_problem,
 )
@@ -50,7 +51,7 @@ FORMAT_NAME = "codec-workbench-tokens"  # the "format" field of every token file
 FORMAT_VERSION = 1  # bumped whenever a reader of the old version could misread the new one
 
 TOKENS_PER_SECOND = FRAME_RATE * NUM_CODEBOOKS  # 200 codes/s
-NOMINAL_BITRATE_BPS = TOKENS_PER_SECOND * BITS_PER_CODE  # 2200 bit/s
+NOMINAL_BITRATE_BPS = bitrate_bps()  # 2200 bit/s
 PCM16_BITRATE_BPS = SAMPLE_RATE * 16  # 384000 bit/s, 16-bit mono PCM at 24 kHz
 
 MAX_FILE_BYTES = 256 * MIB  # 256 MiB; a 10-hour clip is about 10 MB, so this is generous
@@ -97,7 +98,7 @@ class TokenFile:
     def bitrate_bps(self) -> float:
         """Bits of codes per second of audio; a little above 2200 for short clips, because
         the last frame is padded."""
-        return self.frames * NUM_CODEBOOKS * BITS_PER_CODE / self.duration_s
+        return code_bits(self.frames) / self.duration_s
 
     def summary(self, original_pcm_bps: float | None = None) -> dict:
         """Numbers for display. ``original_pcm_bps``: bitrate of the user's original file
@@ -138,7 +139,7 @@ class TokenFile:
 
 def codes_summary(frames: int) -> dict:
     """Nominal numbers for ``frames`` frames of codes (no file needed)."""
-    bits = frames * NUM_CODEBOOKS * BITS_PER_CODE
+    bits = code_bits(frames)
     return {
         "frames": frames,
         "codebooks": NUM_CODEBOOKS,

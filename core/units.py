@@ -1,4 +1,4 @@
-"""Units and how they are written for people: the one home of ``MIB`` and ``minutes``.
+"""Units and how they are written for people: the one home of ``MIB``, ``GIB`` and ``minutes``.
 
 Codec facts (rates, sizes) live in ``core.codec``; this module holds what is not about the codec.
 """
@@ -6,6 +6,7 @@ Codec facts (rates, sizes) live in ``core.codec``; this module holds what is not
 from __future__ import annotations
 
 MIB = 1 << 20  # bytes in a MiB
+GIB = 1024 * MIB  # bytes in a GiB
 
 
 def minutes(seconds: float) -> str:

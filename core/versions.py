@@ -11,12 +11,15 @@ SELF = "codec-workbench"  # this project's distribution name
 
 
 def installed_versions(names) -> dict[str, str | None]:
-    """name -> installed version, None where missing; this project's own version also from a
-    checkout that was not pip-installed."""
+    """name -> installed version, None where missing; this project's own version is the running
+    code's (``core.__version__``, the one version source), installed or not."""
     found: dict[str, str | None] = {}
     for name in names:
+        if name == SELF:
+            found[name] = __version__
+            continue
         try:
             found[name] = metadata.version(name)
         except metadata.PackageNotFoundError:
-            found[name] = __version__ if name == SELF else None
+            found[name] = None
     return found

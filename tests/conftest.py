@@ -11,8 +11,15 @@ import pytest
 SAMPLE_RATE = 24_000  # Hz
 
 
+SERVICE_TESTS = Path(__file__).resolve().parent / "service"
+
+
 def pytest_collection_modifyitems(config, items):
-    """GPU tests run only where CUDA exists (the device machine), never in CI."""
+    """Tests under tests/service are marked ``service`` (make test-fast leaves them out); GPU tests
+    run only where CUDA exists (the device machine), never in CI."""
+    for item in items:
+        if SERVICE_TESTS in Path(item.fspath).parents:
+            item.add_marker(pytest.mark.service)
     try:
         import torch
 
@@ -33,6 +40,14 @@ def tiny_checkpoint(tmp_path_factory) -> Path:
     from core.model.checkpoints import build_tiny_checkpoint
 
     return build_tiny_checkpoint(tmp_path_factory.mktemp("tiny-ckpt"))
+
+
+@pytest.fixture(scope="session")
+def second_checkpoint(tmp_path_factory) -> Path:
+    """Another tiny checkpoint with other random weights (seed 1): a second model to compare."""
+    from core.model.checkpoints import build_tiny_checkpoint
+
+    return build_tiny_checkpoint(tmp_path_factory.mktemp("tiny-ckpt-b"), seed=1)
 
 
 def speechlike(seconds: float, seed: int = 0, sample_rate: int = SAMPLE_RATE) -> np.ndarray:

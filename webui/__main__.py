@@ -15,13 +15,13 @@ import signal
 import sys
 import threading
 import time
-from pathlib import Path
 
 from core import options
 from core.errors import SettingsError
 from core.settings import add_settings_arguments, settings_from_args
-from webui.app import UiOptions, build_app, default_temp_root
-from webui.options import WebOptions
+from core.units import MIB
+from webui.app import build_app
+from webui.options import UiOptions, WebOptions
 from webui.server import ServerOptions, launch
 from webui.serving import storage, url_input
 
@@ -56,11 +56,9 @@ def options_from_args(args, env) -> tuple[UiOptions, ServerOptions]:
 
 
 def split_options(web: WebOptions, env) -> tuple[UiOptions, ServerOptions]:
-    policy = (
-        url_input.UrlPolicy(int(web.url_max_mb * url_input.MIB), web.url_timeout_s) if web.enable_url_input else None
-    )
+    policy = url_input.UrlPolicy(int(web.url_max_mb * MIB), web.url_timeout_s) if web.enable_url_input else None
     ui = UiOptions(
-        temp_root=Path(web.temp_dir) if web.temp_dir else default_temp_root(),
+        temp_root=web.temp_root,
         max_age_s=web.keep_files_s,
         url_policy=policy,
     )

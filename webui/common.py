@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING
 
 import gradio as gr
 
-from core.audio.blocks import AudioLimits
 from core.errors import CodecError
+from core.settings import AudioLimits
 from webui import i18n
 from webui.serving import storage
 from webui.serving.workspace import Workspace

@@ -112,12 +112,20 @@ def text(key: str, lang: str = DEFAULT_LANGUAGE, **fields: Any) -> str:
     return template.format(**fields) if fields else template
 
 
+def filled(fields: dict[str, Any], lang: str) -> dict[str, Any]:
+    """``fields`` for a template: one named ``<name>_key`` is itself a key, said in ``lang`` as ``{<name>}``."""
+    return {
+        name.removesuffix("_key"): text(value, lang) if name.endswith("_key") else value
+        for name, value in fields.items()
+    }
+
+
 def progress_in(lang: str, progress: Callable[..., Any]) -> Callable[..., None]:
     """Adapt a ``gr.Progress`` (``progress(fraction, desc=...)``) to the jobs' keyed progress
     (``progress(fraction, key, **fields)``), translating each step into ``lang``."""
 
     def say(fraction: float, key: str, **fields: Any) -> None:
-        progress(fraction, desc=text(key, lang, **fields))
+        progress(fraction, desc=text(key, lang, **filled(fields, lang)))
 
     return say
 
@@ -132,8 +140,4 @@ class TranslatedError(Exception):
         super().__init__(self.in_language(DEFAULT_LANGUAGE))
 
     def in_language(self, lang: str) -> str:
-        filled = {
-            name.removesuffix("_key"): text(value, lang) if name.endswith("_key") else value
-            for name, value in self.fields.items()
-        }
-        return text(self.key, lang, **filled)
+        return text(self.key, lang, **filled(self.fields, lang))

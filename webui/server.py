@@ -19,16 +19,15 @@ from fastapi import FastAPI
 from fastapi.routing import APIRoute
 from starlette.middleware import Middleware
 
-from webui.app import ASSETS, CSS, UiOptions
+from core.settings import DEFAULT_HOST, DEFAULT_PORT
+from webui.app import CSS
 from webui.i18n import gradio_i18n
+from webui.options import ASSETS, UiOptions
 from webui.serving import timeouts
 from webui.serving.guard import Guard
 from webui.serving.health import add_health_routes
 
 logger = logging.getLogger(__name__)
-
-DEFAULT_HOST = "127.0.0.1"
-DEFAULT_PORT = 7860
 
 
 @dataclass(frozen=True)

@@ -268,7 +268,7 @@ def spectrogram_figure(reference, reconstruction, sample_rate: int = SAMPLE_RATE
             "dB",
         ),
     ]
-    for ax, cax, (mel, title, cmap, low, high, label) in zip(axes, caxes, panels):
+    for ax, cax, (mel, title, cmap, low, high, label) in zip(axes, caxes, panels, strict=True):
         _draw_mel(fig, ax, cax, mel, sample_rate, duration, title, cmap, low, high, label)
     axes[-1].set_xlabel("time (s)")
     return fig

@@ -10,7 +10,8 @@ Two curves on a common grid of ``RESOLUTION_S`` (50 ms) cells:
   no value (NaN).
 
 The worst moments are the ``WORST_COUNT`` peaks of the log-mel distance smoothed over
-``WORST_WINDOW_S``, at least ``WORST_SEPARATION_S`` apart, silent cells excluded. Chunk seams are
+``WORST_WINDOW_S``, at least ``WORST_SEPARATION_S`` apart, silent cells excluded; a clip shorter
+than the smoothing window has no worst moments (``too_short_for_worst``), but still its curves. Chunk seams are
 where a long decode's chunks meet (every ``decode_chunk_frames`` frames): worth a listen.
 
 Long clips are analysed block by block (exactly as a whole-clip pass), and :func:`decimate`
@@ -53,6 +54,7 @@ class Timeline:
     worst: tuple[Moment, ...]  # worst first
     seams_s: tuple[float, ...]  # where decode chunks meet
     duration_s: float  # length compared (the shorter of the two clips)
+    too_short_for_worst: bool = False  # shorter than WORST_WINDOW_S: curves, but no worst moments
 
     def to_dict(self, max_points: int = PLOT_POINTS) -> dict:
         """JSON-ready, with curves decimated to at most ``max_points`` points."""
@@ -67,6 +69,8 @@ class Timeline:
             "seg_snr_db": _rounded(snr, 2),
             "worst": [vars(m) for m in self.worst],
             "seams_s": list(self.seams_s),
+            "too_short_for_worst": self.too_short_for_worst,
+            "worst_window_s": WORST_WINDOW_S,
         }
 
 
@@ -94,8 +98,9 @@ def timeline(
     if decode_chunk_frames:
         step = decode_chunk_frames * SAMPLES_PER_FRAME
         seams = tuple(s / SAMPLE_RATE for s in range(step, n, step))
-    worst = _worst(distance, snr, silent, cell / SAMPLE_RATE)
-    return Timeline(cell / SAMPLE_RATE, distance, snr, worst, seams, n / SAMPLE_RATE)
+    short = distance.size < _window_cells(cell / SAMPLE_RATE)
+    worst = () if short else _worst(distance, snr, silent, cell / SAMPLE_RATE)
+    return Timeline(cell / SAMPLE_RATE, distance, snr, worst, seams, n / SAMPLE_RATE, short)
 
 
 def _mel_distance_cells(a: np.ndarray, b: np.ndarray, samples: int, cell: int) -> np.ndarray:
@@ -145,8 +150,14 @@ def _seg_snr_cells(ref: np.ndarray, deg: np.ndarray, cell: int) -> np.ndarray:
     return np.where(silent, np.nan, snr).astype(np.float32)
 
 
+def _window_cells(cell_s: float) -> int:
+    """Cells in the worst-moment smoothing window."""
+    return max(1, round(WORST_WINDOW_S / cell_s))
+
+
 def _worst(distance: np.ndarray, snr: np.ndarray, silent: np.ndarray, cell_s: float) -> tuple[Moment, ...]:
-    width = max(1, round(WORST_WINDOW_S / cell_s))
+    # "same" convolution returns max(cells, width) values: the caller keeps clips shorter than the window out
+    width = _window_cells(cell_s)
     smooth = np.convolve(distance, np.ones(width) / width, mode="same")
     score = np.where(silent, -np.inf, smooth)
     gap = max(1, round(WORST_SEPARATION_S / cell_s))

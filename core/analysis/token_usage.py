@@ -90,3 +90,13 @@ def usage_figure(codes, codebook: int = 1) -> Figure:
     )
     fig.subplots_adjust(left=0.07, right=0.98, top=0.93, bottom=0.1)
     return fig
+
+
+def agreement(a, b) -> list[float]:
+    """Per codebook, the share of frames where two encodes of one clip chose the same code (two
+    checkpoints, or one at two precisions): 16 values in 0..1, over the frames both have."""
+    x, y = np.asarray(a), np.asarray(b)
+    n = min(x.shape[0], y.shape[0])
+    if n == 0:
+        return [0.0] * NUM_CODEBOOKS
+    return [float(v) for v in (x[:n] == y[:n]).mean(axis=0)]

@@ -16,6 +16,7 @@ import soxr
 
 from core.codec import SAMPLE_RATE, SAMPLES_PER_FRAME
 from core.errors import AudioInputError
+from core.settings import AudioLimits
 from core.units import minutes
 
 logger = logging.getLogger(__name__)
@@ -57,13 +58,6 @@ class AudioFacts:
 class Audio:
     samples: np.ndarray  # float32 mono at SAMPLE_RATE, shape (n,)
     facts: AudioFacts  # where it came from and what was done to it
-
-
-@dataclass(frozen=True)
-class AudioLimits:
-    max_duration_s: float = 1800.0  # seconds (30 min)
-    max_file_bytes: int = 1 << 30  # bytes (1 GiB)
-    min_samples: int = SAMPLES_PER_FRAME  # samples at 24 kHz; shorter than one frame is refused
 
 
 @dataclass(frozen=True)
@@ -121,12 +115,16 @@ class Collector:
         self.peak = 0.0  # of the mono 24 kHz output
         self.parts: list[np.ndarray] = []
         self.stream = None
+        self.flushed = False  # the resampler's tail is out: no more blocks
         if source.sample_rate != SAMPLE_RATE:
             self.stream = soxr.ResampleStream(
                 source.sample_rate, SAMPLE_RATE, 1, dtype="float32", quality=RESAMPLE_QUALITY
             )
 
-    def add(self, block: np.ndarray) -> None:
+    def add(self, block: np.ndarray) -> np.ndarray:
+        """Check and keep a block; return the 24 kHz mono samples it completed (live input reads them)."""
+        if self.flushed:
+            raise AudioInputError(f"'{self.name}' has ended; no more audio can be added.")
         finite = np.isfinite(block).all(axis=1)
         if not finite.all():
             first = (self.frames + int(np.argmin(finite))) / self.source.sample_rate
@@ -143,11 +141,21 @@ class Collector:
             )
         self.clipped += int(np.count_nonzero(np.abs(block) >= CLIP_LEVEL))
         mono = block[:, 0] if block.shape[1] == 1 else block.mean(axis=1, dtype=np.float32)
-        self._keep(mono if self.stream is None else self.stream.resample_chunk(mono))
+        mono = mono if self.stream is None else self.stream.resample_chunk(mono)
+        self._keep(mono)
+        return mono
+
+    def flush(self) -> np.ndarray:
+        """The resampler's last samples, kept and returned (once); the input then takes no more blocks."""
+        tail = np.zeros(0, np.float32)
+        if self.stream is not None and not self.flushed:
+            tail = self.stream.resample_chunk(np.zeros(0, np.float32), last=True)
+            self._keep(tail)
+        self.flushed = True
+        return tail
 
     def finish(self) -> np.ndarray:
-        if self.stream is not None:
-            self._keep(self.stream.resample_chunk(np.zeros(0, np.float32), last=True))
+        self.flush()
         if not self.parts:
             return np.zeros(0, np.float32)
         return np.ascontiguousarray(np.concatenate(self.parts), dtype=np.float32)

@@ -27,7 +27,6 @@ from core.audio.blocks import (
     RESAMPLE_QUALITY,
     Audio,
     AudioFacts,
-    AudioLimits,
     Collector,
     Source,
     finish,
@@ -37,12 +36,12 @@ from core.audio.blocks import (
 from core.audio.readers import FORMATS, Unreadable, load_with_av, load_with_soundfile
 from core.codec import SAMPLE_RATE
 from core.errors import AudioInputError
+from core.settings import AudioLimits
 from core.units import MIB
 
 __all__ = [
     "Audio",
     "AudioFacts",
-    "AudioLimits",
     "audio_from_array",
     "describe_formats",
     "load_audio",

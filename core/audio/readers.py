@@ -21,7 +21,6 @@ import soundfile as sf
 from core.audio.blocks import (
     BLOCK_FRAMES,
     Audio,
-    AudioLimits,
     Collector,
     Source,
     check_complete,
@@ -29,6 +28,7 @@ from core.audio.blocks import (
     finish,
 )
 from core.errors import AudioInputError
+from core.settings import AudioLimits
 
 logger = logging.getLogger(__name__)
 

@@ -43,6 +43,12 @@ def add_build_checkpoint_parser(sub) -> dict:
     build.add_argument("directory", type=Path)
     build.add_argument("--reference", type=Path, default=None, help="reference config.json for --full")
     build.add_argument("--seed", type=int, default=0)
+    build.add_argument(
+        "--layer-scale",
+        type=float,
+        default=None,
+        help="--full: set every transformer layer scale (1.0 for exactness checks: context then matters)",
+    )
     return {"build-checkpoint": cmd_build_checkpoint}
 
 
@@ -162,6 +168,8 @@ def cmd_build_checkpoint(args) -> int:
     if args.tiny:
         path = build_tiny_checkpoint(args.directory, seed=args.seed)
     else:
-        path = build_full_checkpoint(args.directory, seed=args.seed, reference=args.reference or REFERENCE_CONFIG)
+        path = build_full_checkpoint(
+            args.directory, seed=args.seed, reference=args.reference or REFERENCE_CONFIG, layer_scale=args.layer_scale
+        )
     print(f"wrote random-weight checkpoint to {path} (not for quality claims)")
     return 0

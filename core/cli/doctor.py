@@ -1,48 +1,42 @@
-"""``python -m core doctor [--json]``: exit code 0 only when no check failed."""
+"""``python -m core doctor [--json]``: exit code 0 only when no check failed.
+
+Where the web UI listens and writes comes from the same table the web UI reads
+(``core.settings.ServiceOptions``: ``--host``/``CODEC_HOST``, ``--port``/``CODEC_PORT``,
+``--temp-dir``/``CODEC_TEMP_DIR``), so the doctor checks the port and folder the UI would use.
+"""
 
 from __future__ import annotations
 
 import json
 import os
-from pathlib import Path
+
+from core import options
 
 
 def add_parsers(sub) -> dict:
     """``doctor``, on ``sub``; returns {name: function}."""
-    from core.doctor.run import DEFAULT_HOST, DEFAULT_PORT
+    from core.settings import ServiceOptions
 
     p = sub.add_parser(
         "doctor",
         help="diagnose the setup: model, GPU, memory, decode precision, service, decoders, packages, port, folders",
     )
     p.add_argument("--json", action="store_true", help="print the report as JSON (keys: docs/doctor.md)")
-    p.add_argument("--host", default=None, help=f"where the UI listens [env CODEC_HOST, default {DEFAULT_HOST}]")
-    p.add_argument("--port", type=int, default=None, help=f"the UI's port [env CODEC_PORT, default {DEFAULT_PORT}]")
-    p.add_argument(
-        "--temp-dir",
-        type=Path,
-        default=None,
-        help="the UI's request folders [env CODEC_TEMP_DIR, default: <system temp>/codec-workbench]",
-    )
+    options.add_arguments(p, ServiceOptions)
     p.add_argument(
         "--no-model",
         action="store_true",
-        help="do not load the model: its files are checked, placement, memory, tones and precision skipped",
+        help="do not load the model: its files are checked; placement, memory, tones, precision skipped",
     )
     return {"doctor": cmd_doctor}
 
 
 def options_from_args(args, env=os.environ):
-    from core.doctor.run import DEFAULT_HOST, DEFAULT_PORT, DoctorOptions
+    from core.doctor.run import DoctorOptions
+    from core.settings import ServiceOptions
 
-    changes = {
-        "host": args.host or env.get("CODEC_HOST") or DEFAULT_HOST,
-        "port": args.port if args.port is not None else int(env.get("CODEC_PORT") or DEFAULT_PORT),
-    }
-    temp_dir = args.temp_dir or env.get("CODEC_TEMP_DIR")  # as the web UI reads it (webui.options)
-    if temp_dir:
-        changes["temp_dir"] = Path(temp_dir)
-    return DoctorOptions(**changes)
+    service = options.build(ServiceOptions, args, env)
+    return DoctorOptions(host=service.host, port=service.port, temp_dir=service.temp_root)
 
 
 def cmd_doctor(args) -> int:

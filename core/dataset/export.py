@@ -15,6 +15,7 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
+from core.codec import FRAME_RATE, NUM_CODEBOOKS
 from core.dataset.shards import atomic_write_text, codes_of, read_errors, read_shards
 
 logger = logging.getLogger(__name__)
@@ -42,7 +43,7 @@ def write_outputs(out: Path, job: dict, settings: dict, options: dict, run: dict
         "job": job,
         "files": {"total": job["items"], "encoded": rows, "errors": len(errors)},
         "audio": {"seconds": audio_s, "hours": audio_s / SECONDS_PER_HOUR},
-        "codes": {"frames": frames, "codebooks": 16, "frame_rate": 12.5, "dtype": "int16"},
+        "codes": {"frames": frames, "codebooks": NUM_CODEBOOKS, "frame_rate": FRAME_RATE, "dtype": "int16"},
         "shards": shards,
         "settings": {"engine": settings, "pipeline": options},
         "timings": {"runs": previous + [run], "wall_s": sum(r["wall_s"] for r in previous + [run])},

@@ -24,6 +24,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from core.codec import NUM_CODEBOOKS, SAMPLE_RATE
 from core.dataset.inputs import Inputs, Item
 from core.dataset.shards import Done, Failed, ShardWriter, check_job, finished_shards, shard_of
 from core.errors import CodecError
@@ -32,7 +33,7 @@ from core.units import MIB
 
 logger = logging.getLogger(__name__)
 
-HASH_BLOCK_BYTES = 1 << 20  # bytes read at a time for the source checksum
+HASH_BLOCK_BYTES = MIB  # bytes read at a time for the source checksum
 
 LOCAL_START_ATTEMPTS = 3  # tries to start the local Ray (its start times out under heavy CPU load)
 
@@ -124,7 +125,7 @@ def run(
             for result in _results(todo, settings, encode_settings, options, actors, gpus):
                 writer.add(result)
                 if isinstance(result, Done):
-                    audio_s += result.original_samples / 24_000
+                    audio_s += result.original_samples / SAMPLE_RATE
                 if on_result:
                     on_result(result)
     if not writer.complete:
@@ -227,7 +228,7 @@ def _results(
             if batch["error"][row]:
                 yield Failed(index, key, str(batch["error"][row]))
                 continue
-            codes = np.frombuffer(batch["codes"][row], dtype=np.int16).reshape(-1, 16)
+            codes = np.frombuffer(batch["codes"][row], dtype=np.int16).reshape(-1, NUM_CODEBOOKS)
             yield Done(
                 index,
                 key,
@@ -306,13 +307,13 @@ class EncodeActor:
         except Exception as e:  # noqa: BLE001 - one bad clip or an out-of-memory batch: retry one by one to isolate it
             logger.warning("batch of %d failed (%s); encoding one by one", len(clips), _reason(e))
             results = []
-            for i, clip in zip(todo, clips):
+            for i, clip in zip(todo, clips, strict=True):
                 try:
                     results.append(self.engine.encode_array(clip))
                 except Exception as e1:  # noqa: BLE001 - its reason goes to errors.jsonl
                     errors[i] = _reason(e1)
                     results.append(None)
-        for i, result in zip(todo, results):
+        for i, result in zip(todo, results, strict=True):
             if result is not None:
                 codes[i] = result.codes.astype(np.int16).tobytes()
                 original[i] = result.original_samples

@@ -6,6 +6,7 @@ import logging
 import time
 from dataclasses import dataclass, field
 
+from core.codec import SAMPLE_RATE
 from core.dataset.shards import Done, Failed
 
 logger = logging.getLogger(__name__)
@@ -40,7 +41,7 @@ class Progress:
         if isinstance(result, Failed):
             self.errors += 1
         else:
-            self.audio_s += result.original_samples / 24_000
+            self.audio_s += result.original_samples / SAMPLE_RATE
         if self._bar is not None:
             self._bar.update(1)  # type: ignore[attr-defined]
             self._bar.set_postfix_str(self.rate_text(), refresh=False)  # type: ignore[attr-defined]

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from core.codec import NUM_CODEBOOKS
+from core.codec import NUM_CODEBOOKS, SAMPLE_RATE
 from core.errors import CodecError
 
 logger = logging.getLogger(__name__)
@@ -139,7 +139,7 @@ def write_shard(out: Path, shard: int, done: list[Done], failed: list[Failed], m
             "codes": codes,
             "frames": frames.astype(np.int32),
             "original_samples": [d.original_samples for d in done],
-            "duration_s": [d.original_samples / 24_000 for d in done],
+            "duration_s": [d.original_samples / SAMPLE_RATE for d in done],
             "model": [model] * len(done),
             "versions": [versions_json] * len(done),
             "extra": [d.extra for d in done],

@@ -176,7 +176,7 @@ def port(host: str, number: int) -> tuple[OSError | None, dict | None]:
     probe = "127.0.0.1" if host in ("0.0.0.0", "") else host
     try:
         with urllib.request.urlopen(f"http://{probe}:{number}/health", timeout=HEALTH_TIMEOUT_S) as response:
-            return bind_error, json.loads(response.read(1 << 20))
+            return bind_error, json.loads(response.read(MIB))
     except (OSError, ValueError):
         return bind_error, None
 

@@ -92,7 +92,7 @@ def check_packages(pins: dict[str, str], installed: dict[str, str | None]) -> Fi
             title,
             FAIL,
             "; ".join(problems),
-            ".venv/bin/pip install -r requirements.txt",
+            ".venv/bin/pip install -r requirements.txt -r requirements-judging.txt",
             missing=missing,
             wrong=wrong,
         )

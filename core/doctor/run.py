@@ -6,7 +6,6 @@ engine it serves with, and its own temp folder and port)."""
 from __future__ import annotations
 
 import logging
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,14 +13,13 @@ from pathlib import Path
 from core.doctor import gather, gpu, host, needs, tones
 from core.doctor.findings import Finding, Report
 from core.errors import CodecError
+from core.settings import DEFAULT_HOST, DEFAULT_PORT, default_temp_root
 from core.versions import installed_versions
 
 logger = logging.getLogger(__name__)
 
-REPO = Path(__file__).resolve().parents[2]  # requirements.txt, supervisord.conf and logs/ live here
-DEFAULT_HOST = "127.0.0.1"  # as webui.server.DEFAULT_HOST (core cannot import webui; a test keeps them equal)
-DEFAULT_PORT = 7860  # as webui.server.DEFAULT_PORT
-TEMP_FOLDER = "codec-workbench"  # request folders go to <system temp>/TEMP_FOLDER (webui.app.default_temp_root)
+REPO = Path(__file__).resolve().parents[2]  # requirements*.txt, supervisord.conf and logs/ live here
+APP_REQUIREMENTS = ("requirements.txt", "requirements-judging.txt")  # what make run installs: the app, its verdict
 JOB_LENGTHS_S = (("30 s", 30.0), ("10 min", 600.0), ("30 min", 1800.0))  # (label, seconds) for the memory check
 
 
@@ -32,9 +30,9 @@ def data_dir_of(settings) -> Path:
 
 @dataclass(frozen=True)
 class DoctorOptions:
-    host: str = DEFAULT_HOST  # where the UI listens (CODEC_HOST)
-    port: int = DEFAULT_PORT  # its port (CODEC_PORT)
-    temp_dir: Path = field(default_factory=lambda: Path(tempfile.gettempdir()) / TEMP_FOLDER)  # request folders
+    host: str = DEFAULT_HOST  # where the UI listens (core.settings.ServiceOptions, as the web UI reads it)
+    port: int = DEFAULT_PORT  # its port
+    temp_dir: Path = field(default_factory=default_temp_root)  # its request folders
     data_dir: Path | None = None  # stored results; None: the engine's settings (data_dir_of)
     repo: Path = REPO  # requirements.txt, supervisord.conf, logs/
     temp_need_mib: float = 1024.0  # free space the temp folder needs: uploads and outputs of a few jobs
@@ -73,7 +71,7 @@ def run_doctor(engine, options: DoctorOptions = DoctorOptions()) -> Report:
             gather.log_tail(options.repo / "logs" / f"{host.PROGRAM}.log"),
         ),
         needs.check_audio_decoders(*gather.audio_decoders(needs.NEEDED_DECODERS)),
-        _packages(options.repo / "requirements.txt"),
+        _packages([options.repo / name for name in APP_REQUIREMENTS]),
         host.check_port(options.host, options.port, *gather.port(options.host, options.port)),
         host.check_folder(
             "temp_dir",
@@ -153,6 +151,7 @@ def _tones(engine):
     return tones.check_tones(lambda x: engine.encode_array(x).codes, lambda codes: engine.decode(codes).samples)
 
 
-def _packages(requirements: Path):
-    pins = host.parse_pins(requirements.read_text(encoding="utf-8")) if requirements.is_file() else {}
+def _packages(requirements: list[Path]):
+    text = "\n".join(path.read_text(encoding="utf-8") for path in requirements if path.is_file())
+    pins = host.parse_pins(text)
     return host.check_packages(pins, installed_versions(pins))

@@ -30,7 +30,7 @@ from contextlib import closing, contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from core.codec import NUM_CODEBOOKS
+from core.codec import NUM_CODEBOOKS, bitrate_bps
 from core.errors import CodecError
 
 logger = logging.getLogger(__name__)
@@ -111,8 +111,6 @@ def binomial_p(correct: int, n: int) -> float:
 
 def level_name(codebooks: int) -> str:
     """What B is, as stored with every answer and said in the sentence: "2 of 16 codebooks, 275 bit/s"."""
-    from core.nn.ladder import bitrate_bps  # torch: only when a test starts, not at import
-
     return f"{codebooks} of {NUM_CODEBOOKS} codebooks, {bitrate_bps(codebooks):g} bit/s"
 
 
@@ -363,7 +361,7 @@ class AbxStore:
     @staticmethod
     def _rows(conn: sqlite3.Connection, where: str, args: tuple) -> list[dict]:
         cursor = conn.execute(f"SELECT {', '.join(CSV_FIELDS)} FROM trials {where} ORDER BY answered_at, trial", args)
-        return [dict(zip(CSV_FIELDS, row)) for row in cursor]
+        return [dict(zip(CSV_FIELDS, row, strict=True)) for row in cursor]
 
 
 def _damaged(error: sqlite3.DatabaseError) -> bool:

@@ -17,7 +17,6 @@ import csv
 import html
 import logging
 import os
-import re
 import statistics
 import time
 from collections.abc import Callable, Iterable
@@ -25,9 +24,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from core.analysis import metrics as analysis
-from core.audio.files import AudioLimits, load_audio, write_wav
+from core.audio.files import load_audio, write_wav
+from core.codec import SAMPLE_RATE
 from core.errors import CodecError
 from core.judging import report, verdict
+from core.names import safe_name
+from core.settings import AudioLimits
 
 logger = logging.getLogger(__name__)
 
@@ -51,7 +53,6 @@ COLUMNS = (
 PLOTTED = ("PESQ-WB", "STOI", "SI-SDR", "mos_drop")  # distributions drawn in the report
 WORST_FILES = 5  # files in the report's listening queue
 _LEVEL_RANK = {"red": 0, "amber": 1, "unknown": 2, "green": 3}
-_SAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 
 
 @dataclass(frozen=True)
@@ -78,20 +79,16 @@ def _prepare(out_dir: Path) -> None:
     (out_dir / "reconstructions").mkdir()
 
 
-def _safe_name(name: str) -> str:
-    return _SAFE.sub("_", name).strip("_") or "audio"
-
-
 def evaluate_one(engine, path: Path, name: str, out_dir: Path, limits: AudioLimits) -> dict:
     """Round trip, metrics, MOS and verdict of one file; the error in the row if any step fails."""
     row: dict = dict.fromkeys(COLUMNS) | {"file": name}
     started = time.perf_counter()
     try:
         audio = load_audio(path, limits)
-        row["duration_s"] = audio.samples.size / analysis.SAMPLE_RATE
+        row["duration_s"] = audio.samples.size / SAMPLE_RATE
         result = engine.roundtrip(audio)
         row["encode_s"], row["decode_s"] = result.encoded.seconds, result.decoded.seconds
-        write_wav(out_dir / "reconstructions" / f"{_safe_name(name)}.wav", result.decoded.samples)
+        write_wav(out_dir / "reconstructions" / f"{safe_name(name, 'audio')}.wav", result.decoded.samples)
         t = time.perf_counter()
         values = verdict.metric_values(analysis.compare(audio.samples, result.decoded.samples))
         row.update(values)
@@ -100,7 +97,7 @@ def evaluate_one(engine, path: Path, name: str, out_dir: Path, limits: AudioLimi
             audio.samples,
             result.decoded.samples,
             values,
-            analysis.SAMPLE_RATE,
+            SAMPLE_RATE,
             engine.device,
             bool(engine.info().get("random_weights")),
             engine.settings.mos_windows,
@@ -185,7 +182,7 @@ def _histogram_png(rows: list[dict], path: Path) -> Path:
 
     fig = Figure(figsize=(10, 2.6), dpi=analysis.FIG_DPI)
     axes = fig.subplots(1, len(PLOTTED))
-    for ax, column in zip(axes, PLOTTED):
+    for ax, column in zip(axes, PLOTTED, strict=True):
         values = [r[column] for r in rows if isinstance(r.get(column), (int, float))]
         ax.hist(values, bins=min(20, max(len(values), 1)), color="#4a7fb5")
         ax.set_title(column, fontsize=10)
@@ -224,7 +221,7 @@ def write_html(
         (out_dir / "listen").mkdir()
         body.append("<h2>Listen to these first (worst first)</h2>")
     for i, row in enumerate(queue, 1):
-        safe = _safe_name(row["file"])
+        safe = safe_name(row["file"], "audio")
         original = write_wav(
             out_dir / "listen" / f"{i:02d}_{safe}_original.wav", load_audio(names[row["file"]], limits).samples
         )
@@ -255,7 +252,7 @@ def cmd_evaluate(args, engine) -> int:
     files = find_audio(args.directory)
     if not files:
         raise CodecError(f"No audio files under {args.directory} (looked for {', '.join(AUDIO_SUFFIXES)}).")
-    limits = AudioLimits(max_duration_s=engine.settings.max_duration_s, max_file_bytes=engine.settings.max_file_bytes)
+    limits = engine.settings.audio_limits()
     pairs = [(p, p.relative_to(args.directory).as_posix()) for p in files]
     result = evaluate_files(engine, pairs, args.output_dir, limits, worst=args.worst, show_bar=True)
     failed = sum(1 for r in result.rows if r["error"])

@@ -15,6 +15,7 @@ import json
 import mimetypes
 import platform
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 
 from core import tokens
@@ -65,10 +66,10 @@ def image_tag(path: str | Path, alt: str) -> str:
     return f'<figure><img alt="{html.escape(alt)}" src="{data_url(path)}"></figure>'
 
 
-def page(title: str, body: str) -> str:
+def page(title: str, body: str, lang: str = "en") -> str:
     """A whole HTML document with the report style; ``body`` is trusted HTML."""
     return (
-        f'<!doctype html>\n<html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>'
+        f'<!doctype html>\n<html lang="{html.escape(lang)}"><head><meta charset="utf-8"><title>{html.escape(title)}</title>'
         f'<meta name="viewport" content="width=device-width, initial-scale=1"><style>{STYLE}</style></head>'
         f"<body>\n{body}\n</body></html>\n"
     )
@@ -157,6 +158,27 @@ def roundtrip_html(
     return page(title, "\n".join(body))
 
 
+PICTURE_CAPTIONS = {  # picture id -> caption of the English page (another renderer words them itself)
+    "spectrograms": "Log-mel spectrograms: original, reconstruction, difference",
+    "token_usage": "Token usage: entropy per codebook, histogram of codebook 1",
+}
+
+
+def english_page(
+    stem: str,
+    original_wav: Path,
+    reconstruction_wav: Path,
+    pngs: dict[str, Path],
+    metrics: list[dict],
+    verdict: dict | None,
+    env: dict,
+) -> str:
+    """The report page in English (the CLI's, and the default): ``pngs`` by picture id."""
+    captioned = {PICTURE_CAPTIONS.get(key, key): path for key, path in pngs.items()}
+    title = f"Codec Workbench report: {stem}"
+    return roundtrip_html(title, original_wav, reconstruction_wav, captioned, metrics, verdict, env)
+
+
 def write_roundtrip_report(
     folder: Path,
     stem: str,
@@ -167,13 +189,14 @@ def write_roundtrip_report(
     metrics: list[dict],
     verdict: dict | None,
     env: dict,
+    render: Callable[..., str] = english_page,
 ) -> tuple[Path, Path]:
-    """Write ``{stem}_report.html`` and ``{stem}_report.zip`` (both new files) into ``folder``."""
+    """Write ``{stem}_report.html`` and ``{stem}_report.zip`` (both new files) into ``folder``.
+    ``render(stem, original_wav, reconstruction_wav, pngs, metrics, verdict, env)`` makes the page
+    (the web page passes one in the reader's language); ``metrics.json`` keeps the data as it is."""
     folder = Path(folder)
     html_path = folder / f"{stem}_report.html"
-    text = roundtrip_html(
-        f"Codec Workbench report: {stem}", original_wav, reconstruction_wav, pngs, metrics, verdict, env
-    )
+    text = render(stem, original_wav, reconstruction_wav, pngs, metrics, verdict, env)
     with open(html_path, "x", encoding="utf-8") as f:
         f.write(text)
     zip_path = folder / f"{stem}_report.zip"
@@ -197,9 +220,10 @@ def build_roundtrip_report(
     engine_info: dict,
     timings: dict,
     limits,
+    render: Callable[..., str] = english_page,
 ) -> tuple[Path, Path]:
-    """Draw the pictures from the files (read within ``limits``, a core.audio.files.AudioLimits), then
-    write the zip and the HTML (see write_roundtrip_report)."""
+    """Draw the pictures from the files (read within ``limits``, a core.settings.AudioLimits), then
+    write the zip and the HTML (see write_roundtrip_report; ``render`` makes the page)."""
     from core.analysis import metrics as analysis
     from core.analysis import token_usage
     from core.audio.files import load_audio
@@ -209,12 +233,10 @@ def build_roundtrip_report(
     reconstruction = load_audio(reconstruction_wav, limits).samples
     codes = tokens.load_tokens(token_file, max_duration_s=limits.max_duration_s).codes
     pngs = {
-        "Log-mel spectrograms: original, reconstruction, difference": analysis.figure_to_png(
+        "spectrograms": analysis.figure_to_png(
             analysis.spectrogram_figure(original, reconstruction), folder / f"{stem}_spectrograms.png"
         ),
-        "Token usage: entropy per codebook, histogram of codebook 1": analysis.figure_to_png(
-            token_usage.usage_figure(codes), folder / f"{stem}_token_usage.png"
-        ),
+        "token_usage": analysis.figure_to_png(token_usage.usage_figure(codes), folder / f"{stem}_token_usage.png"),
     }
     return write_roundtrip_report(
         folder,
@@ -226,4 +248,5 @@ def build_roundtrip_report(
         metrics,
         verdict,
         environment(engine_info, timings),
+        render,
     )

@@ -70,7 +70,7 @@ def encode_batch_tensors(model, dims: ModelDims | None, arrays, plan: ChunkPlan)
     sizes = [arrays[i].size for i in short]
     for group, window in planner.batch_groups(short, sizes, plan.batch_samples, context, plan.batch_windows):
         tensors = [torch.from_numpy(arrays[i]) for i in group]
-        for i, codes in zip(group, batching.encode_batch(model, tensors, window)):
+        for i, codes in zip(group, batching.encode_batch(model, tensors, window), strict=True):
             out[i] = codes.cpu().numpy()
     return typing.cast("list[np.ndarray]", out)  # every index was filled above
 
@@ -93,6 +93,6 @@ def decode_batch_tensors(model, runner, codes_list, plan: ChunkPlan) -> tuple[li
         chunk = max(1, plan.decode_chunk_frames // len(group))  # a chunk call holds ≈ one clip's chunk
         wavs = decoding.decode_batch(model, [torch.from_numpy(codes_list[i]) for i in group], chunk, runner=runner)
         chunks += ceil_div(max(frames[i] for i in group), chunk)
-        for i, w in zip(group, wavs):
+        for i, w in zip(group, wavs, strict=True):
             out[i] = w.float().numpy()
     return typing.cast("list[np.ndarray]", out), runner.take_warnings(chunks)  # every index was filled

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import torch
 
-from core.codec import SAMPLE_RATE, SAMPLES_PER_FRAME
+from core.codec import CODEBOOK_SIZE, FRAME_RATE, NUM_CODEBOOKS, SAMPLE_RATE, SAMPLES_PER_FRAME
 
 logger = logging.getLogger(__name__)
 
@@ -45,26 +45,26 @@ TINY_ENCODER = {
     "num_attention_heads": 2,
     "num_key_value_heads": 2,
     "head_dim": 16,
-    "codebook_size": 2048,  # entries per codebook, as published
+    "codebook_size": CODEBOOK_SIZE,  # entries per codebook, as published
     "codebook_dim": 16,
-    "num_quantizers": 16,
+    "num_quantizers": NUM_CODEBOOKS,
     "vector_quantization_hidden_dimension": 16,
     "upsample_groups": 32,
-    "frame_rate": 12.5,
+    "frame_rate": FRAME_RATE,
 }
 
 TINY_DECODER = {
     "hidden_size": 32,
     "latent_dim": 32,
     "codebook_dim": 16,
-    "codebook_size": 2048,
+    "codebook_size": CODEBOOK_SIZE,
     "decoder_dim": 64,  # halves at each of the 4 upsampling blocks
     "num_hidden_layers": 2,
     "num_attention_heads": 2,
     "num_key_value_heads": 2,
     "head_dim": 16,
     "intermediate_size": 64,
-    "num_quantizers": 16,
+    "num_quantizers": NUM_CODEBOOKS,
     "sliding_window": 72,
     "upsample_rates": [8, 5, 4, 3],
     "upsampling_ratios": [2, 2],
@@ -177,9 +177,14 @@ def build_tiny_checkpoint(directory: Path, seed: int = 0) -> Path:
     return save_checkpoint(build_model(tiny_config(), seed=seed, layer_scale=1.0), directory, kind="tiny")
 
 
-def build_full_checkpoint(directory: Path, seed: int = 0, reference: Path = REFERENCE_CONFIG) -> Path:
-    """Full-size random checkpoint from the published architecture (≈682 MB on disk)."""
-    return save_checkpoint(build_model(full_config(reference), seed=seed), directory, kind="full")
+def build_full_checkpoint(
+    directory: Path, seed: int = 0, reference: Path = REFERENCE_CONFIG, layer_scale: float | None = None
+) -> Path:
+    """Full-size random checkpoint from the published architecture (≈682 MB on disk). ``layer_scale``
+    1.0 sets every transformer layer scale (encoder and decoder) so context matters: for exactness
+    checks (None keeps the fresh init's 0.01)."""
+    model = build_model(full_config(reference), seed=seed, layer_scale=layer_scale)
+    return save_checkpoint(model, directory, kind="full")
 
 
 def is_random_checkpoint(directory: Path | None) -> bool:

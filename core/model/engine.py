@@ -13,6 +13,7 @@ to a whole-clip encode, audio equal to a whole-utterance decode; see docs/perfor
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import logging
 import threading
@@ -27,6 +28,7 @@ from core.errors import AudioInputError, CodecError, EngineNotReady, OutOfMemory
 from core.model import calls as model_calls
 from core.model import memory, planner, readiness
 from core.model.checkpoints import is_random_checkpoint
+from core.model.live import LiveSessions
 from core.model.planner import ChunkPlan, MemoryEstimate
 from core.model.results import DecodeResult, EncodeResult, RoundTripResult
 from core.model.weights import check_device, load_tokenizer
@@ -52,7 +54,8 @@ class EngineState(str, enum.Enum):  # noqa: UP042 - str() of a StrEnum differs; 
 class Engine:
     """Owns the model. Every public method is thread-safe."""
 
-    def __init__(self, settings: Settings):
+    def __init__(self, settings: Settings, lock: threading.RLock | None = None):
+        """``lock``: another engine's, so that both models' work is serialised (core.model.second)."""
         self.settings = settings
         self.state = EngineState.UNLOADED
         self.error: str | None = None  # why loading failed, in words for the user
@@ -62,7 +65,9 @@ class Engine:
         self._tokenizer = None
         self._dims: planner.ModelDims | None = None  # read once at load, for the memory planner
         self._fast: fast_decode.FastDecoder | None = None  # decodes: precision, compiled graphs, bf16 guard
-        self._lock = threading.RLock()
+        self._lock = lock if lock is not None else threading.RLock()
+        self.compare: Engine | None = None  # a second checkpoint beside this one, sharing the lock (core.model.second)
+        self.live = LiveSessions(self)  # microphone sessions, at most settings.live_sessions (core.model.live)
 
     # ---- lifecycle -------------------------------------------------------------------
     @property
@@ -149,6 +154,7 @@ class Engine:
         return False
 
     def _drop_model(self) -> None:
+        self.live.close_all()  # their state belongs to the model that goes
         self._tokenizer, self._dims, self._fast = None, None, None
         memory.release_cached(self.device)
 
@@ -235,7 +241,7 @@ class Engine:
             lambda plan: model_calls.encode_batch_tensors(self.model, self._dims, arrays, plan),
         )
         share = seconds / max(len(arrays), 1)
-        return [EncodeResult(c, a.size, share, peak) for c, a in zip(codes_list, arrays)]
+        return [EncodeResult(c, a.size, share, peak) for c, a in zip(codes_list, arrays, strict=True)]
 
     def decode_batch(self, codes_list) -> list[DecodeResult]:
         checked = [check_codes(c) for c in codes_list]
@@ -249,6 +255,16 @@ class Engine:
         )
         share = seconds / max(len(checked), 1)
         return [DecodeResult(w, SAMPLE_RATE, share, peak, warnings) for w in wavs]
+
+    @contextlib.contextmanager
+    def model_work(self, operation: str):
+        """(model, decoder runner) under the lock, with the backend flags of ``operation``'s jobs, for
+        work done in small steps (a live session's frame); no plan and no retries."""
+        with self._lock:
+            if self.state != EngineState.READY or self._tokenizer is None or self._fast is None:
+                raise EngineNotReady(self.not_ready_message())
+            with torch.inference_mode(), model_calls.backend_flags(self.settings, operation):
+                yield self._tokenizer.model, self._fast
 
     # ---- planning, estimates, OOM retries -------------------------------------------------
     def _plan(self, operation: str, lengths: list[int]) -> tuple[ChunkPlan | None, MemoryEstimate]:

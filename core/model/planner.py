@@ -102,12 +102,10 @@ def base_plan(settings: Settings) -> ChunkPlan:
 
 
 def batch_windows(settings: Settings) -> bool:
-    """Where windowed batches were measured good: the CPU, and GPUs with TF32 convolutions allowed.
-    On an H200 with strict fp32 convolutions cuDNN picked, for the window shapes, algorithms with a
-    ≈75 GiB workspace that ran 2x slower (bench/results/tokenize_bench.md); there the batch splits
-    into budget-sized groups, each encoded in one pass."""
-    strict = settings.strict_fp32_encode and settings.dtype == "float32"
-    return not settings.is_cuda or (settings.dtype == "float32" and not strict)
+    """Where windowed batches were measured good: the CPU, and fp32 on GPUs (TF32 or strict fp32).
+    In strict fp32 an odd-length tail window once drew an FFT plan with a ≈75 GiB workspace; every
+    window now has the same shape (``core.nn.batching``; bench/results/tokenize_bench-strict*.md)."""
+    return not settings.is_cuda or settings.dtype == "float32"
 
 
 def floors(settings: Settings) -> tuple[int, int]:
@@ -279,3 +277,27 @@ def choose(
         plan = smaller(plan, settings)
     assert first is not None  # base_plan always gives one plan
     return None, first
+
+
+def second_model_estimate(
+    weight_bytes: float, work_bytes: float, free_bytes: float, fraction: float, device: str, reference_s: float
+) -> MemoryEstimate:
+    """Whether a second checkpoint fits beside the first before it is loaded: its weights
+    (``core.model.weights.checkpoint_weight_bytes``) plus the working memory of a ``reference_s``
+    round trip must fit in ``fraction`` of what is free now (``free_bytes`` already excludes the
+    first model's weights, which are resident)."""
+    need, available = weight_bytes + work_bytes, fraction * free_bytes
+    fits = need <= available
+    where = "GPU" if device.startswith("cuda") else "RAM"
+    verdict = (
+        "fits"
+        if fits
+        else "does not fit: it was not loaded. Free memory (Clear VRAM, unload the second checkpoint, stop other "
+        "programs), use a smaller dtype (--compare-dtype bfloat16 on a GPU) or leave --compare-model out"
+    )
+    message = (
+        f"The second checkpoint needs ≈{weight_bytes / MIB / 1024:.2f} GiB of {where} for its weights and "
+        f"≈{work_bytes / MIB / 1024:.2f} GiB for a {reference_s:g} s round trip; {available / MIB / 1024:.2f} GiB "
+        f"is available on {device} beside the first model: {verdict}."
+    )
+    return MemoryEstimate("load", reference_s, round(need / MIB, 1), round(available / MIB, 1), fits, message)

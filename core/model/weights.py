@@ -186,3 +186,49 @@ def load_tokenizer(source: str, device: str, dtype: torch.dtype):
     check_complete(tokenizer.model, path)
     tokenizer.model.eval()
     return tokenizer, path
+
+
+SAFETENSORS_ITEM_BYTES = {
+    "F64": 8,
+    "F32": 4,
+    "F16": 2,
+    "BF16": 2,
+    "I64": 8,
+    "I32": 4,
+    "I16": 2,
+    "I8": 1,
+    "U8": 1,
+    "BOOL": 1,
+}
+MAX_HEADER_BYTES = 64 * 1024 * 1024  # a safetensors header past this is not a checkpoint's (the published one: 90 KB)
+
+
+def checkpoint_weight_bytes(path: Path, dtype: torch.dtype) -> int:
+    """Bytes the checkpoint in ``path`` will hold once loaded in ``dtype``, read from the safetensors
+    headers alone (no tensor is read): floating tensors at ``dtype``'s size, the rest as stored
+    (the official ``from_pretrained(dtype=...)`` casts every floating parameter and buffer)."""
+    item = torch.empty((), dtype=dtype).element_size()
+    total = 0
+    for file in sorted(Path(path).glob("*.safetensors")):
+        for name, entry in _safetensors_header(file).items():
+            if name == "__metadata__":
+                continue
+            numel = 1
+            for size in entry.get("shape", []):
+                numel *= int(size)
+            kind = str(entry.get("dtype", ""))
+            if kind not in SAFETENSORS_ITEM_BYTES:
+                raise WeightsError(f"{file}: tensor {name} has dtype {kind!r}, which a checkpoint cannot hold.")
+            total += numel * (item if kind.startswith(("F", "BF")) else SAFETENSORS_ITEM_BYTES[kind])
+    return total
+
+
+def _safetensors_header(file: Path) -> dict:
+    try:
+        with open(file, "rb") as f:
+            size = int.from_bytes(f.read(8), "little")
+            if not 0 < size <= MAX_HEADER_BYTES:
+                raise ValueError(f"a header of {size} bytes")
+            return json.loads(f.read(size))
+    except (OSError, ValueError) as e:
+        raise WeightsError(f"{file} is not a readable safetensors file ({e}). Re-download the checkpoint.") from e

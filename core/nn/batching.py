@@ -24,7 +24,7 @@ import logging
 
 import torch
 
-from core.codec import NUM_CODEBOOKS, SAMPLES_PER_FRAME, SAMPLES_PER_STEP, num_frames
+from core.codec import NUM_CODEBOOKS, SAMPLES_PER_FRAME, SAMPLES_PER_STEP, ceil_div, num_frames
 from core.nn.encoding import conv_context_samples
 
 logger = logging.getLogger(__name__)
@@ -100,11 +100,18 @@ def _front_end(model, batch: torch.Tensor, lengths: torch.Tensor, window_samples
             return mimi.encoder(batch[:, None])
     window = max(SAMPLES_PER_FRAME, window_samples // SAMPLES_PER_FRAME * SAMPLES_PER_FRAME)
     context = conv_context_samples(model)
+    # Every window after the first has one shape: the batch is padded to whole windows (positions past
+    # each clip's length are set as a lone encode pads them anyway, and the steps they add are cut).
+    # A tail window of odd length made cuDNN's heuristics pick, in strict fp32, an FFT plan with a
+    # ≈75 GiB workspace (bench/results/tokenize_bench-strict-run1.md); fixed shapes also hit its plan cache.
+    padded = ceil_div(total, window) * window
+    if padded > total:
+        batch = torch.nn.functional.pad(batch, (0, padded - total))
     pieces = []
-    for start in range(0, total, window):
+    for start in range(0, padded, window):
         low = max(0, start - context)
         with padded_like_lone_clips(convs, lengths - low):
             embedded = mimi.encoder(batch[:, None, low : start + window])
         pieces.append(embedded[..., (start - low) // SAMPLES_PER_STEP :])
         del embedded
-    return torch.cat(pieces, dim=-1)
+    return torch.cat(pieces, dim=-1)[..., : ceil_div(total, SAMPLES_PER_STEP)]

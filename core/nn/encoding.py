@@ -100,43 +100,69 @@ def encode_batch(model, wavs: list[torch.Tensor]) -> list[torch.Tensor]:
 def _encode_streaming(
     model, wav, chunk_samples, span_steps, kv_device_bytes, host_block_steps, on_progress: Progress
 ) -> torch.Tensor:
-    mimi = model.encoder
-    device = next(model.parameters()).device
-    dtype = next(model.parameters()).dtype
     total = int(wav.shape[-1])
     chunk = max(SAMPLES_PER_FRAME, chunk_samples // SAMPLES_PER_FRAME * SAMPLES_PER_FRAME)
     span = max(chunk, (span_steps * SAMPLES_PER_STEP) // chunk * chunk)  # whole windows per span
-    context = conv_context_samples(model)
-    steps_total = ceil_div(total, SAMPLES_PER_STEP)
-    kv = KVStore(mimi.encoder_transformer, steps_total, device, dtype, kv_device_bytes, host_block_steps)
-    num_q = int(getattr(model, "encoder_valid_num_quantizers", NUM_CODEBOOKS))
-    codes, tail = [], None  # tail: the last two transformer outputs (context of the stride-2 conv)
-    logger.debug("streaming encode: %d samples, window %d, span %d, context %d", total, chunk, span, context)
+    state = EncoderState(model, ceil_div(total, SAMPLES_PER_STEP), kv_device_bytes, host_block_steps)
+    logger.debug("streaming encode: %d samples, window %d, span %d, context %d", total, chunk, span, state.context)
+    codes = []
     for span_start in range(0, total, span):
         span_end = min(span_start + span, total)
         pieces = []
         for start in range(span_start, span_end, chunk):
             end = min(start + chunk, span_end)
-            low = max(0, start - context)
-            window = wav[low:end].to(device=device, dtype=dtype, non_blocking=True)
-            embedded = mimi.encoder(window[None, None])
-            pieces.append(embedded[..., (start - low) // SAMPLES_PER_STEP :])
-            del window, embedded
+            low = max(0, start - state.context)
+            pieces.append(state.conv_steps(wav[low:end], start - low))
             on_progress(end / total)
         steps = torch.cat(pieces, dim=-1) if len(pieces) > 1 else pieces[0]
         del pieces
-        hidden = _encoder_transformer_span(
-            mimi.encoder_transformer, steps.transpose(1, 2), kv, span_start // SAMPLES_PER_STEP
-        ).transpose(1, 2)
-        if tail is None:
+        codes.append(state.frames(steps, span_start // SAMPLES_PER_STEP))
+    state.close()
+    return torch.cat(codes, dim=0)[: num_frames(total)]
+
+
+class EncoderState:
+    """What an encode carries from one span to the next, so spans give the whole clip's codes: the
+    encoder's keys and values (``KVStore``, with the engine's offload rule) and the stride-2
+    convolution's last two transformer outputs. The chunked encode above and the live encoder
+    stream (``core.nn.streaming``) both run through it.
+
+    ``steps_total``: encoder steps this state may hold (the keys/values are preallocated for them).
+    """
+
+    def __init__(self, model, steps_total: int, kv_device_bytes: int | None, host_block_steps: int = HOST_BLOCK_STEPS):
+        self.mimi = model.encoder
+        self.device = next(model.parameters()).device
+        self.dtype = next(model.parameters()).dtype
+        self.context = conv_context_samples(model)
+        self.num_q = int(getattr(model, "encoder_valid_num_quantizers", NUM_CODEBOOKS))
+        self.kv = KVStore(
+            self.mimi.encoder_transformer, steps_total, self.device, self.dtype, kv_device_bytes, host_block_steps
+        )
+        self.tail: torch.Tensor | None = None  # the last two transformer outputs (context of the stride-2 conv)
+
+    def conv_steps(self, window: torch.Tensor, skip_samples: int) -> torch.Tensor:
+        """The SEANet's steps (1, C, steps) of ``window`` (mono samples that start on a frame boundary),
+        without the first ``skip_samples`` (the left context, a whole number of frames)."""
+        window = window.to(device=self.device, dtype=self.dtype, non_blocking=True)
+        embedded = self.mimi.encoder(window[None, None])
+        return embedded[..., skip_samples // SAMPLES_PER_STEP :]
+
+    def frames(self, steps: torch.Tensor, position: int) -> torch.Tensor:
+        """Codes (frames, codebooks) of the SEANet steps (1, C, steps) that start at step ``position``
+        (even: a frame boundary), with every earlier step in the keys/values."""
+        mimi = self.mimi
+        hidden = _encoder_transformer_span(mimi.encoder_transformer, steps.transpose(1, 2), self.kv, position)
+        hidden = hidden.transpose(1, 2)
+        if self.tail is None:
             down = mimi.downsample(hidden)
         else:
-            down = mimi.downsample(torch.cat([tail, hidden], dim=-1))[..., tail.shape[-1] // 2 :]
-        tail = hidden[..., -2:].clone()
-        codes.append(mimi.quantizer.encode(down, num_q)[:, 0])  # (codebooks, frames)
-    kv.close()
-    out = torch.cat(codes, dim=-1)[:num_q].T.to(torch.long)
-    return out[: num_frames(total)]
+            down = mimi.downsample(torch.cat([self.tail, hidden], dim=-1))[..., self.tail.shape[-1] // 2 :]
+        self.tail = hidden[..., -2:].clone()
+        return mimi.quantizer.encode(down, self.num_q)[:, 0][: self.num_q].T.to(torch.long)
+
+    def close(self) -> None:
+        self.kv.close()
 
 
 def _encoder_transformer_span(transformer, hidden: torch.Tensor, kv: KVStore, position: int) -> torch.Tensor:

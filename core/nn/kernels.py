@@ -19,7 +19,7 @@ import types
 
 import torch
 
-from core.codec import ceil_div
+from core.codec import SAMPLES_PER_FRAME, ceil_div
 from core.nn import conv_layout
 
 logger = logging.getLogger(__name__)
@@ -146,7 +146,7 @@ def warm_snake_in_background(device: str, dtype: torch.dtype) -> threading.Threa
                 beta=torch.zeros(channels, device=device),
                 no_div_by_zero=1e-9,
             )
-            x = torch.zeros(1, channels, 1920, device=device, dtype=dtype)
+            x = torch.zeros(1, channels, SAMPLES_PER_FRAME, device=device, dtype=dtype)
             snake_beta(params, x)
             snake_beta(params, conv_layout.channels_last(x))
         except Exception as e:  # the first real decode meets it again and falls back

@@ -31,18 +31,12 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from core.codec import BITS_PER_CODE, FRAME_RATE, NUM_CODEBOOKS, SAMPLE_RATE, check_duration
+from core.codec import NUM_CODEBOOKS, SAMPLE_RATE, bitrate_bps, check_duration
 from core.errors import SettingsError, TokenFileError
 
 logger = logging.getLogger(__name__)
 
-BITRATE_PER_CODEBOOK_BPS = FRAME_RATE * BITS_PER_CODE  # 137.5 bit/s for each codebook kept
-DEFAULT_LEVELS = (1, 2, 4, 8, 16)  # the ladder's rungs unless asked otherwise
-
-
-def bitrate_bps(codebooks: int) -> float:
-    """Bits per second of codes when the first ``codebooks`` codebooks are kept."""
-    return codebooks * BITRATE_PER_CODEBOOK_BPS
+DEFAULT_LEVELS = (1, 2, 4, 8, NUM_CODEBOOKS)  # the ladder's rungs unless asked otherwise
 
 
 def parse_levels(levels: Iterable | str | None) -> tuple[int, ...]:

@@ -1,4 +1,5 @@
 import argparse
+import dataclasses
 
 import pytest
 
@@ -57,7 +58,7 @@ def test_bad_number_in_environment_names_the_variable():
 
 
 def test_settings_are_frozen():
-    with pytest.raises(Exception):
+    with pytest.raises(dataclasses.FrozenInstanceError):
         Settings().device = "cuda:0"
 
 
@@ -92,6 +93,7 @@ _OTHER = {
     "dtype": "bfloat16",
     "data_dir": "/some/data",
     "decode_dtype": "bfloat16",
+    "anchors": "mp3,opus12",
 }
 
 

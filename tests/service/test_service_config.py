@@ -96,7 +96,8 @@ def _make_dry_run(target: str) -> str:
 
 def test_make_run_installs_then_runs_supervisord_in_the_foreground():
     plan = _make_dry_run("run")
-    assert "-m venv .venv" in plan and "pip install -q -r requirements.txt" in plan
+    assert "-m venv .venv" in plan and "pip install -q -r requirements.txt -r requirements-judging.txt" in plan
+    assert "requirements-dataset.txt" not in plan, "the app needs no Ray: make run leaves the [dataset] extra out"
     assert re.search(r"supervisord -n -c supervisord.conf", plan), plan
 
 
@@ -129,8 +130,10 @@ def test_make_test_installs_test_needs_and_runs_every_non_gpu_test():
     plan = _make_dry_run("test")
     for pkg in ("ffmpeg", "sox", "espeak-ng", "chromium"):
         assert pkg in plan
-    assert "pip install -q -r requirements-test.txt" in plan
-    assert re.search(r"-m pytest -m \"not gpu\"", plan), plan
+    install = next(line for line in plan.splitlines() if "pip install -q -r" in line)
+    for name in ("requirements.txt", "requirements-judging.txt", "requirements-dataset.txt", "requirements-test.txt"):
+        assert f"-r {name}" in install, install
+    assert re.search(r"-m pytest -m \"not gpu\" .*--durations=15", plan), plan
 
 
 def first_commands(markdown: str, count: int = 2) -> list[str]:

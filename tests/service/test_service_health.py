@@ -100,7 +100,9 @@ def _fake_engine(state: str, report: ReadinessReport | None):
 
 def _report(*statuses):
     names = ("cuda", "weights", "roundtrip")
-    return ReadinessReport(tuple(Step(n, n.title(), s, f"{n} detail", 0.0) for n, s in zip(names, statuses)), 0.0)
+    return ReadinessReport(
+        tuple(Step(n, n.title(), s, f"{n} detail", 0.0) for n, s in zip(names, statuses, strict=True)), 0.0
+    )
 
 
 @pytest.mark.parametrize(

@@ -12,7 +12,8 @@ import soundfile as sf
 from core.model.engine import Engine
 from core.settings import Settings
 from tests.webui.tab_handlers import Tabs
-from webui.app import UiOptions, build_app
+from webui.app import build_app
+from webui.options import UiOptions
 from webui.server import ServerOptions, launch
 from webui.serving.workspace import Workspace
 

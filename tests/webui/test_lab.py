@@ -4,6 +4,7 @@ timeline), the codebook ladder end to end, token usage, and bad input on each.""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import gradio as gr
@@ -56,6 +57,9 @@ def test_timeline_manifest_residual_gains_and_worst_moments(trip):
     assert 1 <= len(timeline["worst"]) <= 3 and timeline["resolution_s"] <= 0.1
     assert all(0 <= m["time_s"] <= 3.0 for m in timeline["worst"])
     assert len(manifest["envelope"]["max"]) <= 2000
+    # each source carries its own waveform: the player draws the one that plays
+    assert by_id["original"]["envelope"] == manifest["envelope"]
+    assert max(by_id["residual"]["envelope"]["max"]) != max(by_id["original"]["envelope"]["max"])
     assert manifest["ui"]["play"] == "Play"
     assert Path(by_id["residual"]["path"]).parent != Path(original).parent  # its own request folder
 
@@ -70,7 +74,14 @@ def test_ladder_k16_is_the_reconstruction_and_k1_is_not(trip):
     np.testing.assert_array_equal(_read(paths["k16"]), _read(reconstruction))
     assert not np.array_equal(_read(paths["k1"]), _read(reconstruction))
     assert [row["bitrate_bps"] for row in details["levels"]] == [137.5, 2200.0]
-    assert len(gallery) == 2 and all(Path(p).read_bytes()[:4] == b"\x89PNG" for p, _ in gallery)
+    pictures = re.findall(r"src='gradio_api/file=([^']+)'", gallery)  # the original, then each level
+    assert len(pictures) == 3 and all(Path(p).read_bytes()[:4] == b"\x89PNG" for p in pictures)
+    assert gallery.count("height='160'") == 3 and gallery.count("class='cw-spec-y'") == 3  # natural height, kHz axis
+    assert [c for c in re.findall(r"<figcaption>([^<]+)</figcaption>", gallery)] == [
+        "Original",
+        "k = 1 · 137.5 bit/s",
+        "k = 16 · 2200 bit/s",
+    ]
     assert "| 1 | 137.5 |" in table and "| 16 | 2200 |" in table
     assert json.loads(value)["sources"][3]["key"] == "1"
     assert details["timing"]["ui_s"] >= 0 and details["timing"]["model_s"] > 0

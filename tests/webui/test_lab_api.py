@@ -43,7 +43,7 @@ def test_ladder_levels_and_a_bad_file_is_refused(client, two_clips, bad_audio):
     )
     assert [row["codebooks"] for row in details["levels"]] == [2, 16]
     assert [row["bitrate_bps"] for row in details["levels"]] == [275.0, 2200.0]
-    assert len(gallery) == 2 and "| 2 | 275 |" in table
+    assert gallery.count("<img ") == 3 and "| 2 | 275 |" in table  # the original, then k = 2 and k = 16
     level16 = sf.read(details["levels"][1]["wav"], dtype="float32")[0]
     assert level16.shape == (48_000,) and np.isfinite(level16).all()
     with pytest.raises(AppError, match="not_audio.wav"):

@@ -5,6 +5,7 @@ the score). Saves docs/abx.png."""
 from __future__ import annotations
 
 import csv
+import html
 import re
 import socket
 from pathlib import Path
@@ -18,7 +19,8 @@ from core.audio.files import load_audio
 from core.judging import abx
 from core.model.engine import Engine
 from core.settings import Settings
-from webui.app import ASSETS, UiOptions, build_app
+from webui.app import build_app
+from webui.options import ASSETS, UiOptions
 from webui.server import ServerOptions, launch
 from webui.serving.workspace import Workspace
 from webui.tabs.abx import AbxHandlers
@@ -202,7 +204,7 @@ def test_x_cannot_be_told_from_a_and_b_by_its_bytes(abx_handlers, clip):
     a, b = sf.read(folder / "a.wav", dtype="int16")[0], sf.read(folder / "b.wav", dtype="int16")[0]
     seen = set()
     while trial is not None and trial < 6:
-        x_path = Path(re.search(r'src="gradio_api/file=([^"]+)"', x_player).group(1))
+        x_path = Path(html.unescape(re.search(r'data-path="([^"]+)"', x_player).group(1)))
         assert _sha(x_path) not in (_sha(folder / "a.wav"), _sha(folder / "b.wav"), *seen)
         assert x_path.stat().st_size == (folder / "a.wav").stat().st_size  # sizes say nothing either
         x = sf.read(x_path, dtype="int16")[0].astype(int)

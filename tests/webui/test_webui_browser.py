@@ -21,7 +21,7 @@ CHROMIUM_ARGS = [
 ]
 REPO = Path(__file__).resolve().parents[2]
 SCREENSHOT = REPO / "docs" / "roundtrip.png"
-CLIP = REPO / "assets" / "speech_male_24k.wav"
+CLIP = REPO / "webui" / "assets" / "speech_male_24k.wav"
 TIMEOUT_MS = 90_000  # a round trip on 2 busy CPU cores
 
 

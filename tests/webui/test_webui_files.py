@@ -72,7 +72,7 @@ def served(engine, tmp_path_factory):
             else:
                 os.environ[key] = value
         tempfile.tempdir = saved_tempdir
-        for module, value in zip(modules, saved_defaults):
+        for module, value in zip(modules, saved_defaults, strict=True):
             module.DEFAULT_TEMP_DIR = value
 
 

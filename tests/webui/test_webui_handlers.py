@@ -17,7 +17,7 @@ from core.model.engine import Engine
 from core.settings import Settings
 from core.tokens import load_tokens
 from tests.webui.tab_handlers import Tabs
-from webui.app import ASSETS
+from webui.options import ASSETS
 from webui.serving.workspace import Workspace
 
 METRICS_OUTPUTS = ("metrics", "metrics_details")
@@ -30,7 +30,7 @@ def _digest(path: Path) -> str:
 def _roundtrip(tabs, path) -> dict:
     """The Round trip button: /roundtrip, then its /metrics follow-up on the two players."""
     out = tabs.roundtrip.roundtrip(str(path))._asdict()  # the outputs' names: webui.handlers.RoundTripView
-    out.update(zip(METRICS_OUTPUTS, tabs.roundtrip.metrics(out["original"], out["reconstruction"])))
+    out.update(zip(METRICS_OUTPUTS, tabs.roundtrip.metrics(out["original"], out["reconstruction"]), strict=True))
     return out
 
 

@@ -20,7 +20,8 @@ from gradio import processing_utils
 from gradio_client import Client, handle_file
 
 from tests.webui.tab_handlers import Tabs
-from webui.app import UiOptions, build_app
+from webui.app import build_app
+from webui.options import UiOptions
 from webui.server import ServerOptions, launch
 from webui.serving import storage, timeouts
 from webui.serving.workspace import Workspace

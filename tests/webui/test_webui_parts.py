@@ -9,8 +9,9 @@ import time
 import pytest
 
 from webui.__main__ import StartupError, auth_from_env, build_parser, options_from_args
-from webui.app import UiOptions, build_app
+from webui.app import build_app
 from webui.jobs.codec import stem_of
+from webui.options import UiOptions
 from webui.queues import MODEL_GROUP
 from webui.serving.workspace import Workspace
 from webui.views import formatting as fmt
@@ -114,7 +115,7 @@ def test_metric_table_shows_missing_values_with_their_note():
         {"name": "SI-SDR", "value": 12.3456, "meaning": "fidelity", "better": "higher", "note": "", "unit": "dB"},
     ]
     text = fmt.metrics_markdown(metrics)
-    assert "| n/a |" in text and "the original is silent" in text and "12.346 dB" in text
+    assert "| – |" in text and "the original is silent" in text and "12.346 dB" in text
 
 
 def test_facts_show_warnings_or_say_there_are_none():

@@ -9,7 +9,8 @@ from pathlib import Path
 import gradio as gr
 import pytest
 
-from webui.app import ASSETS
+from webui.options import ASSETS
+from webui.tabs.evaluate import EvaluateHandlers
 from webui.tabs.review import ReviewHandlers
 
 CLIP = ASSETS / "speech_male_24k.wav"
@@ -47,9 +48,14 @@ def test_report_without_a_round_trip_asks_for_one(reviewer):
         reviewer.report(None, None, None, None, None, None, None)
 
 
+@pytest.fixture
+def evaluator(tabs):
+    return EvaluateHandlers(tabs.engine, tabs.workspace)
+
+
 @pytest.mark.slow
-def test_evaluate_files_gives_a_row_per_file_and_keeps_going_past_a_bad_one(reviewer, bad_audio, clip):
-    summary, table, files = reviewer.evaluate([str(clip), str(bad_audio), str(clip)], None)
+def test_evaluate_files_gives_a_row_per_file_and_keeps_going_past_a_bad_one(evaluator, bad_audio, clip):
+    summary, table, files = evaluator.evaluate([str(clip), str(bad_audio), str(clip)], None)
     assert "3 files" in summary and "1 could not be evaluated" in summary
     rows = table.value["data"]
     assert [r[0] for r in rows] == ["speech 3s.wav", "not_audio.wav", "speech 3s.wav (2)"]
@@ -57,9 +63,9 @@ def test_evaluate_files_gives_a_row_per_file_and_keeps_going_past_a_bad_one(revi
     assert [Path(f).name for f in files] == ["metrics.csv", "report.html", "evaluation.zip"]
 
 
-def test_evaluate_without_files_says_so(reviewer):
+def test_evaluate_without_files_says_so(evaluator):
     with pytest.raises(gr.Error, match="No files yet"):
-        reviewer.evaluate([], None)
+        evaluator.evaluate([], None)
 
 
 @pytest.mark.browser

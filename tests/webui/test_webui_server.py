@@ -16,10 +16,11 @@ from pathlib import Path
 
 import pytest
 from gradio_client import Client, handle_file
-from gradio_client.exceptions import AppError
+from gradio_client.exceptions import AppError, AuthenticationError
 
 from core.tokens import load_tokens
-from webui.app import UiOptions, build_app
+from webui.app import build_app
+from webui.options import UiOptions
 from webui.server import ServerOptions, launch
 
 REPO = Path(__file__).resolve().parents[2]
@@ -108,8 +109,8 @@ def test_login_required_when_auth_is_set(engine, tmp_path, free_port):
     demo = build_app(engine, ui)
     _app, url = launch(demo, engine, ui, ServerOptions(port=free_port, auth=("ann", "s3cret")))
     try:
-        with pytest.raises(Exception):
-            Client(url, verbose=False)  # no credentials: the config is refused
+        with pytest.raises(AuthenticationError):
+            Client(url, verbose=False)  # no credentials: the config is refused (401)
         authed = Client(url, auth=("ann", "s3cret"), verbose=False)
         assert authed.predict(api_name="/stats")[1]["process_rss_mib"] > 0
         assert _get(url + "ready")[0] == 200  # probes need no login

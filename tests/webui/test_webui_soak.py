@@ -17,7 +17,8 @@ import pytest
 import soundfile as sf
 import torch
 
-from webui.app import UiOptions, build_app
+from webui.app import build_app
+from webui.options import UiOptions
 from webui.server import ServerOptions, launch
 
 REQUESTS = 200  # round trips in the soak

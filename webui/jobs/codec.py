@@ -10,15 +10,17 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from core import tokens
 from core.analysis import metrics as analysis
 from core.analysis import token_usage
-from core.audio.files import AudioLimits, load_audio, write_wav
+from core.audio.files import load_audio, write_wav
 from core.codec import SAMPLES_PER_FRAME
 from core.model.engine import ROUNDTRIP_ENCODE_SHARE
+from core.settings import AudioLimits
+from webui.jobs import compare as compare_jobs
 from webui.jobs.common import Progress, quiet, stem_of
 
 
@@ -31,6 +33,8 @@ class RoundTripOutput:
     facts: dict  # AudioFacts.to_dict()
     summary: dict  # TokenFile.summary(original_pcm_bps)
     timing: dict  # encode_s, decode_s, model_s, total_s, ui_s
+    # the sources beside the codec (webui.jobs.compare.extra_sources): sources, problems, agreement, token_file
+    compare: dict = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -74,12 +78,28 @@ def _timing(start: float, encoded=None, decoded=None) -> dict:
     }  # e.g. bf16 chunks redone in fp32
 
 
-def _preflight(engine, operation: str, samples: int, progress: Progress, at: float) -> str:
+def _with_extra(timing: dict, extra: dict) -> dict:
+    """The round trip's timing with the sources beside the codec: the second model's time is model
+    time, the anchors' is their own; neither counts as the page's overhead (ui_s)."""
+    out = timing | extra
+    out["model_s"] += extra["compare_s"]
+    out["ui_s"] -= extra["compare_s"] + extra["anchors_s"]
+    return out
+
+
+def _preflight(engine, operation: str, samples: int, progress: Progress, at: float) -> dict:
     """The engine's memory estimate for the job, shown before it starts (the engine refuses
-    jobs that cannot fit with the same message)."""
-    message = engine.estimate(operation, samples=samples).message
-    progress(at, f"job.estimate.{operation}", message=message)
-    return message
+    jobs that cannot fit). Its figures, for the page to say in its language (webui.views.words)."""
+    estimate = engine.estimate(operation, samples=samples)
+    fields = {
+        "seconds": f"{estimate.seconds:.1f}",
+        "need": f"{estimate.peak_mib / 1024:.2f}",
+        "available": f"{estimate.available_mib / 1024:.2f}",
+        "where_key": "words.gpu" if str(engine.settings.device).startswith("cuda") else "words.ram",
+        "fits_key": "words.fits" if estimate.fits else "words.does_not_fit",
+    }
+    progress(at, f"job.estimate.{operation}", **fields)
+    return fields | {"operation": operation}
 
 
 def _span(progress: Progress, low: float, high: float, key: str) -> Callable[[float], None]:
@@ -118,18 +138,24 @@ def _trip_steps(progress: Progress, low: float, high: float) -> Callable[[float]
     return step
 
 
-def roundtrip(engine, source: Path, folder: Path, limits: AudioLimits, progress: Progress = quiet) -> RoundTripOutput:
-    """Read, then ``Engine.roundtrip``; write both WAVs, the token file and the spectrogram comparison.
-    The metrics are the follow-up :func:`measure` (PESQ alone would take half the budget)."""
+def roundtrip(
+    engine, source: Path, folder: Path, limits: AudioLimits, progress: Progress = quiet, compare_with=()
+) -> RoundTripOutput:
+    """Read, then ``Engine.roundtrip``; write both WAVs, the token file and the spectrogram comparison,
+    and the sources in ``compare_with`` (anchor ids, ``compare`` for the second checkpoint:
+    webui.jobs.compare). The metrics are the follow-up :func:`measure` (PESQ alone would take half the budget)."""
     start = time.perf_counter()
     progress(0.05, "job.reading")
     audio = load_audio(source, limits)
     estimate = _preflight(engine, "roundtrip", audio.samples.size, progress, 0.15)
     progress(0.2, "job.encoding")
-    trip = engine.roundtrip(audio, progress=_trip_steps(progress, 0.2, 0.9))
+    trip = engine.roundtrip(audio, progress=_trip_steps(progress, 0.2, 0.8))
     encoded, decoded = trip.encoded, trip.decoded
-    progress(0.9, "job.writing")
     stem = stem_of(source)
+    extra = compare_jobs.extra_sources(
+        engine, audio.samples, encoded.codes, compare_with, folder, stem, progress, at=(0.8, 0.9)
+    )
+    progress(0.9, "job.writing")
     token_file = _token_file(engine, encoded.codes, encoded.original_samples)
     original = write_wav(folder / f"{stem}_24k_mono.wav", audio.samples)
     reconstruction = write_wav(folder / f"{stem}_reconstruction.wav", decoded.samples)
@@ -143,7 +169,13 @@ def roundtrip(engine, source: Path, folder: Path, limits: AudioLimits, progress:
         png,
         audio.facts.to_dict(),
         token_file.summary(audio.facts.pcm_bps),
-        _timing(start, encoded, decoded) | {"estimate": estimate},
+        _with_extra(_timing(start, encoded, decoded), extra.timing) | {"estimate": estimate},
+        {
+            "sources": extra.sources,
+            "problems": extra.problems,
+            "agreement": extra.agreement,
+            "token_file": str(extra.token_file) if extra.token_file else None,
+        },
     )
 
 

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from pathlib import Path
 
+from core.names import safe_name
+
 Progress = Callable[..., None]  # progress(fraction, key, **fields): a catalogue key (webui.i18n.progress_in)
-_SAFE = re.compile(r"[^A-Za-z0-9_-]+")
 STEM_CHARS = 60  # longest name stem we keep from the input's file name
 
 
@@ -18,5 +18,4 @@ def quiet(*_args, **_kwargs) -> None:
 
 def stem_of(path: Path | str) -> str:
     """A safe file-name stem from the input's name ("my clip (1).mp3" -> "my_clip_1")."""
-    stem = _SAFE.sub("_", Path(path).stem).strip("_")[:STEM_CHARS]
-    return stem or "audio"
+    return safe_name(Path(path).stem, "audio", max_chars=STEM_CHARS, dots=False)

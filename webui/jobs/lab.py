@@ -22,9 +22,11 @@ from core import tokens
 from core.analysis import metrics as analysis
 from core.analysis import timeline, token_usage
 from core.audio import loudness
-from core.audio.files import AudioLimits, load_audio, write_wav
-from core.codec import check_duration
+from core.audio.files import load_audio, write_wav
+from core.codec import SAMPLE_RATE, check_duration
+from core.judging.sources import CODEC_BPS
 from core.nn import ladder
+from core.settings import AudioLimits
 from webui.jobs.common import Progress, quiet, stem_of
 
 RESIDUAL_GAIN_DB = 0.0  # the residual plays at its own level: what was lost, as loud as it was lost
@@ -39,6 +41,9 @@ class Source:
     path: str  # WAV in a request folder (served by Gradio's file route)
     gain_db: float  # applied in the player so that it matches the original's integrated loudness
     lufs: float | None  # its integrated loudness (None: too short or silent)
+    kind: str = ""  # original, codec, residual, checkpoint, anchor or level (core.judging.sources)
+    bitrate_bps: float | None = None  # of its codes or encoded bytes (None: the original, residual, a filter)
+    envelope: dict | None = None  # timeline.waveform_envelope: the player draws the source that plays
 
 
 @dataclass(frozen=True)
@@ -52,7 +57,7 @@ class TimelineOutput:
 class LadderOutput:
     manifest: dict  # the player's sources with the ladder levels added
     rows: list[dict]  # per level: codebooks, bitrate, metrics, gain, files
-    spectrograms: list[tuple[str, str]]  # (PNG path, caption) per level
+    spectrograms: list[tuple[str, str]]  # (PNG path, caption): the original's first, then one per level
     timing: dict  # model_s (encode + decodes), ui_s (everything else), total_s
 
 
@@ -69,7 +74,7 @@ class _Analysed:
 _CACHE: dict[tuple, _Analysed] = {}  # (samples, digest) -> analysis: the timeline's original and reconstruction,
 # met again by the ladder (its original, and its k = 16 level, which is the reconstruction sample for sample)
 CACHE_ENTRIES = 8  # analyses remembered: a timeline's two and a default ladder's five fit
-CACHE_MAX_SAMPLES = 5 * 60 * analysis.SAMPLE_RATE  # longer clips are not cached (a 5-min mel is 9 MiB)
+CACHE_MAX_SAMPLES = 5 * 60 * SAMPLE_RATE  # longer clips are not cached (a 5-min mel is 9 MiB)
 _CACHE_LOCK = threading.Lock()  # the lab's CPU events and the ladder run in different workers
 
 
@@ -98,12 +103,46 @@ def _source(
     reference_lufs: float | None,
     gain_db: float | None = None,
     lufs: float | None | str = "measure",
+    kind: str = "",
+    bitrate_bps: float | None = None,
 ) -> Source:
     measured = loudness.integrated_lufs(samples) if lufs == "measure" else lufs
     assert not isinstance(measured, str)  # "measure" is the only string accepted
     lufs = measured
     gain = loudness.matching_gain_db(reference_lufs, lufs) if gain_db is None else gain_db
-    return Source(id_, key, label, str(path), round(gain, 2), None if lufs is None else round(lufs, 2))
+    rounded = None if lufs is None else round(lufs, 2)
+    envelope = timeline.waveform_envelope(samples)
+    return Source(id_, key, label, str(path), round(gain, 2), rounded, kind, bitrate_bps, envelope)
+
+
+def _residual(folder: Path, stem: str, of: str, original: np.ndarray, samples: np.ndarray) -> Path:
+    """original − ``samples``, sample-aligned, as ``{stem}_residual_{of}.wav`` (the player's R against ``of``)."""
+    n = min(original.size, samples.size)
+    return write_wav(folder / f"{stem}_residual_{of}.wav", original[:n] - samples[:n])
+
+
+def _extra_sources(
+    extra: list[dict], original: np.ndarray, folder: Path, stem: str, limits: AudioLimits, reference_lufs
+) -> tuple[list[Source], dict[str, str]]:
+    """The sources beside the codec (webui.jobs.compare: anchors, the second checkpoint), with their
+    loudness gains and a residual each."""
+    out, residuals = [], {}
+    for item in extra:
+        samples = _load(Path(item["path"]), limits)
+        out.append(
+            _source(
+                item["id"],
+                item.get("key") or "",
+                item.get("label") or item["id"],
+                Path(item["path"]),
+                samples,
+                reference_lufs,
+                kind=item.get("kind") or "",
+                bitrate_bps=item.get("bitrate_bps"),
+            )
+        )
+        residuals[item["id"]] = str(_residual(folder, stem, item["id"], original, samples))
+    return out, residuals
 
 
 def base_manifest(
@@ -113,9 +152,11 @@ def base_manifest(
     limits: AudioLimits,
     decode_chunk_frames: int | None,
     progress: Progress = quiet,
+    extra: list[dict] | None = None,
 ) -> TimelineOutput:
     """Original, reconstruction and residual (original - reconstruction, sample-aligned, written
-    here), their loudness gains, the quality timeline and the waveform envelope."""
+    here), their loudness gains, the quality timeline and the waveform envelope; ``extra``: more
+    sources (checked source dicts from webui.jobs.compare), each with its gain and its residual."""
     start = time.perf_counter()
     progress(0.1, "lab.job.reading")
     original, reconstruction = _load(original_path, limits), _load(reconstruction_path, limits)
@@ -126,20 +167,34 @@ def base_manifest(
     progress(0.4, "lab.job.loudness")
     ref, rec = _analyse(original), _analyse(reconstruction)
     sources = [
-        _source("original", "a", "original", original_path, original, ref.lufs, 0.0, ref.lufs),
-        _source("reconstruction", "b", "reconstruction", reconstruction_path, reconstruction, ref.lufs, lufs=rec.lufs),
-        _source("residual", "r", "residual", residual_path, residual, ref.lufs, RESIDUAL_GAIN_DB),
+        _source("original", "a", "original", original_path, original, ref.lufs, 0.0, ref.lufs, "original"),
+        _source(
+            "reconstruction",
+            "b",
+            "reconstruction",
+            reconstruction_path,
+            reconstruction,
+            ref.lufs,
+            lufs=rec.lufs,
+            kind="codec",
+            bitrate_bps=CODEC_BPS,
+        ),
+        _source("residual", "r", "residual", residual_path, residual, ref.lufs, RESIDUAL_GAIN_DB, kind="residual"),
     ]
+    more, residuals = _extra_sources(extra or [], original, folder, stem, limits, ref.lufs)
+    sources += more
     progress(0.6, "lab.job.timeline")
     mels = (ref.mel, rec.mel) if original.size == reconstruction.size else None
     tl = timeline.timeline(original[:n], reconstruction[:n], decode_chunk_frames, mels=mels).to_dict()
     manifest = {
-        "duration_s": n / analysis.SAMPLE_RATE,
-        "sample_rate": analysis.SAMPLE_RATE,
+        "duration_s": n / SAMPLE_RATE,
+        "sample_rate": SAMPLE_RATE,
         "sources": [asdict(s) for s in sources],
         "timeline": tl,
         "envelope": timeline.waveform_envelope(original[:n]),
         "reference_lufs": ref.lufs,
+        "residuals": {"reconstruction": str(residual_path), **residuals},  # R against each source (docs/lab.md)
+        "residual_of": "reconstruction",
     }
     return TimelineOutput(manifest, tl, time.perf_counter() - start)
 
@@ -185,10 +240,15 @@ def run_ladder(
     stem = stem_of(audio_path).removesuffix("_24k_mono")
     ref = _analyse(original)
     ref_mel, ref_lufs, top = ref.mel, ref.lufs, float(ref.mel.max())
-    sources = [s for s in (manifest or {}).get("sources", []) if not s["id"].startswith("k")]
+    sources = [s for s in (manifest or {}).get("sources", []) if not _is_level(s)]
     if not sources:
-        sources = [asdict(_source("original", "a", "original", audio_path, original, ref_lufs, 0.0, ref_lufs))]
-    rows, pictures = [], []
+        sources = [
+            asdict(_source("original", "a", "original", audio_path, original, ref_lufs, 0.0, ref_lufs, "original"))
+        ]
+    residuals = {k: v for k, v in (manifest or {}).get("residuals", {}).items() if not k.startswith("k")}
+    rows: list[dict] = []
+    original_png = analysis.mel_png(ref_mel, folder / f"{stem}_original.png", top - analysis.TOP_DB, top)
+    pictures = [(str(original_png), "original")]  # the page names it in the reader's language
     for index, rung in enumerate(rungs):
         wav = write_wav(folder / f"{stem}_k{rung.codebooks:02d}.wav", rung.samples)
         level = _analyse(rung.samples)
@@ -197,8 +257,19 @@ def run_ladder(
         png = analysis.mel_png(mel, folder / f"{stem}_k{rung.codebooks:02d}.png", top - analysis.TOP_DB, top)
         key = LADDER_KEYS[index] if index < len(LADDER_KEYS) else ""
         label = f"k{rung.codebooks}"  # the page shows it in the reader's language
-        source = _source(f"k{rung.codebooks}", key, label, wav, rung.samples, ref_lufs, lufs=level.lufs)
+        source = _source(
+            f"k{rung.codebooks}",
+            key,
+            label,
+            wav,
+            rung.samples,
+            ref_lufs,
+            lufs=level.lufs,
+            kind="level",
+            bitrate_bps=rung.bitrate_bps,
+        )
         sources.append(asdict(source))
+        residuals[source.id] = str(_residual(folder, stem, source.id, original, rung.samples))
         rows.append(
             {
                 "codebooks": rung.codebooks,
@@ -212,19 +283,25 @@ def run_ladder(
                 "spectrogram": str(png),
             }
         )
-        pictures.append((str(png), f"k = {rung.codebooks} · {rung.bitrate_bps:g} bit/s"))
+        pictures.append((str(png), f"k{rung.codebooks}"))  # a source id: the page words it
     total = time.perf_counter() - start
     manifest = dict(
         manifest
         or {
-            "duration_s": original.size / analysis.SAMPLE_RATE,
-            "sample_rate": analysis.SAMPLE_RATE,
+            "duration_s": original.size / SAMPLE_RATE,
+            "sample_rate": SAMPLE_RATE,
             "envelope": timeline.waveform_envelope(original),
             "reference_lufs": ref_lufs,
         }
     )
     manifest["sources"] = sources
+    manifest["residuals"] = residuals
     return LadderOutput(manifest, rows, pictures, {"model_s": model_s, "ui_s": total - model_s, "total_s": total})
+
+
+def _is_level(source: dict) -> bool:
+    """A ladder level (manifests from before sources had a kind: its id is k<n>)."""
+    return source.get("kind") == "level" or (not source.get("kind") and source["id"].startswith("k"))
 
 
 def usage_of(token_path: Path, codebook, folder: Path, max_duration_s: float | None = None) -> tuple[list[dict], Path]:

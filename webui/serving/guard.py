@@ -26,6 +26,7 @@ import re
 from http.cookies import CookieError, SimpleCookie
 from pathlib import Path
 
+from core.units import MIB
 from webui.serving import files, storage, uploads
 from webui.serving.throttle import LoginThrottle, client_key, retry_after_header
 
@@ -35,7 +36,7 @@ UPLOAD_PATHS = frozenset({"/gradio_api/upload", "/gradio_api/upload/"})
 LOGIN_PATHS = frozenset({"/login", "/login/"})
 SIGNED_IN_PATHS = frozenset({"/gradio_api/cancel", "/gradio_api/reset", "/gradio_api/reset/"})
 UNUSED_PATHS = frozenset({"/gradio_api/process_recording"})
-MAX_JSON_BODY_BYTES = 1 << 20  # API request bodies are small JSON; file contents go through /upload
+MAX_JSON_BODY_BYTES = MIB  # API request bodies are small JSON; file contents go through /upload
 MAX_JSON_DEPTH = 64  # nesting walked when looking for file paths
 _REMOTE = re.compile(r"^\s*[A-Za-z][A-Za-z0-9+.-]*:/")  # any scheme://..., http(s) and others
 _FORM_TYPES = (b"multipart/form-data", b"application/x-www-form-urlencoded")

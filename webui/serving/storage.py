@@ -22,18 +22,20 @@ import tempfile
 import time
 from pathlib import Path
 
+from core.settings import default_temp_root
+from core.units import MIB
+
 logger = logging.getLogger(__name__)
 
 GRADIO_DIR = "gradio"  # Gradio's upload/output cache, under the root
 TMP_DIR = "tmp"  # tempfile.tempdir of the process, under the root
 MIN_FREE_MIB = 64.0  # below this much free disk under the root the app reports itself not ready
 _FULL_ERRNOS = {errno.ENOSPC, errno.EDQUOT}  # "no space left", "quota exceeded"
-MIB = 1 << 20  # bytes in a MiB
 
 
 def default_root() -> Path:
-    """The temp root when none is configured: a folder in the system's temp folder."""
-    return Path(tempfile.gettempdir()) / "codec-workbench"
+    """The temp root when none is configured (``core.settings.default_temp_root``)."""
+    return default_temp_root()
 
 
 def gradio_dir(root: Path) -> Path:

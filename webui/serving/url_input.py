@@ -22,7 +22,6 @@ from __future__ import annotations
 import http.client
 import ipaddress
 import logging
-import re
 import socket
 import ssl
 import threading
@@ -31,7 +30,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urljoin, urlsplit
 
+from core import __version__
 from core.errors import AudioInputError
+from core.names import safe_name
 from core.units import MIB
 from webui.i18n import TranslatedError, text
 
@@ -42,8 +43,8 @@ DEFAULT_MAX_MB = 50.0  # MiB, largest download accepted
 DEFAULT_TIMEOUT_S = 20.0  # seconds for the whole download
 MAX_REDIRECTS = 3  # redirects followed, each re-checked
 CHUNK_BYTES = 1 << 16  # bytes read at a time
-USER_AGENT = "codec-workbench/0.1 (audio fetch)"  # i18n-exempt: sent to servers, never shown
-_SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
+URL_NAME_CHARS = 80  # longest local file name taken from a URL
+USER_AGENT = f"codec-workbench/{__version__} (audio fetch)"  # i18n-exempt: sent to servers, never shown
 _BROADCAST = ipaddress.IPv4Address("255.255.255.255")  # limited broadcast
 _THIS_NETWORK = ipaddress.IPv4Network("0.0.0.0/8")  # RFC 1122 "this network"
 
@@ -301,5 +302,4 @@ def _read(response, url: str, deadline: float) -> bytes:
 def _file_name(path: str) -> str:
     """A safe local name from the URL's last path segment."""
     last = path.split("?", 1)[0].rstrip("/").rsplit("/", 1)[-1]
-    name = _SAFE_NAME.sub("_", last).strip("._")[:80]
-    return name or "url-audio"
+    return safe_name(last, "url-audio", max_chars=URL_NAME_CHARS)

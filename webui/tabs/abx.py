@@ -1,12 +1,18 @@
-"""The "Blind test" tab: can a listener tell the original from the codec's output?
+"""The blind test's server side: can a listener tell the original from the codec's output?
 
 A is the original, B the reconstruction, X one of them at random (core.judging.abx plans it and keeps
 the answers in SQLite). B is the full rate (16 codebooks) or a ladder level: the decode of the
 clip's codes with their first k codebooks (core.nn.ladder), to find the lowest bitrate a listener
-cannot tell apart. Players are plain ``<audio>`` elements without waveforms, and X is a
-fresh copy under a random name every trial, so neither the picture nor the file name gives the
-answer away. Keys: A / B answer, 1 / 2 / 3 play A / B / X. Nothing is shown about the answers
-until the last one is in.
+cannot tell apart. The page (``webui.tabs.abx_page``) plays A, B and X in one transport without
+waveforms, and X is written anew for every trial under a name only the session's token gives, so
+neither the picture nor the file name gives the answer away. Nothing is shown about the answers
+until the last one is in: before it, no output carries the score, only how many are left.
+
+Issue 19: A and B are 16-bit WAVs with their own dither, and X is written for each trial from A's
+or B's samples with a fresh dither (one least significant bit, -96 dBFS: inaudible), so X's bytes
+(and hash) never equal A's or B's; a script can still tell them apart by decoding and comparing
+samples, a listener cannot. A repeated or stale answer writes nothing. The SQLite store is never
+touched on the model's queue (``AbxStore.start`` writes nothing).
 
 The session token lives only in the page (a hidden textbox) and in the API caller's hands; the
 server keeps its hash. The trial number travels with each answer, so a double key press cannot
@@ -17,66 +23,47 @@ from __future__ import annotations
 
 import hashlib
 import html
+import json
 import logging
 import math
 import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import gradio as gr
 import numpy as np
 import soundfile as sf
 
-from core.audio.files import SAMPLE_RATE, audio_from_array, load_audio
-from core.codec import NUM_CODEBOOKS
+from core.audio.files import audio_from_array, load_audio
+from core.codec import NUM_CODEBOOKS, SAMPLE_RATE, bitrate_bps
 from core.judging import abx
-from core.nn.ladder import bitrate_bps
 from webui import i18n
 from webui.common import TabHandlers, need_file, user_errors
-from webui.queues import ABX_GROUP, MODEL_GROUP
 from webui.serving.workspace import PREFIX
-
-if TYPE_CHECKING:
-    pass
 
 logger = logging.getLogger(__name__)
 
 MIN_REGION_S = 1.0  # s; shorter regions are too short to judge
 _MEANINGS = {"can": "abx.meaning_can", "probably": "abx.meaning_probably", "cannot": "abx.meaning_cannot"}
-TRIAL_CHOICES = (4, 6, 8, 10, 12, 16, 20)  # trials offered; 10 is the issue's default
-# i18n-exempt: JavaScript
-KEYS_JS = """
-() => {
-  if (window.__cwAbxKeys) return;
-  window.__cwAbxKeys = true;
-  document.addEventListener('keydown', (e) => {
-    const tab = document.getElementById('abx-panel');
-    if (!tab || tab.offsetParent === null || e.ctrlKey || e.metaKey || e.altKey) return;
-    if (['INPUT', 'TEXTAREA', 'SELECT'].includes(document.activeElement?.tagName)) return;
-    const key = e.key.toLowerCase();
-    const buttons = {a: 'abx-answer-a', b: 'abx-answer-b'};
-    const players = {'1': 'abx-a-audio', '2': 'abx-b-audio', '3': 'abx-x-audio'};
-    if (buttons[key]) { document.getElementById(buttons[key])?.click(); e.preventDefault(); }
-    if (players[key]) {
-      document.querySelectorAll('#abx-panel audio').forEach((a) => a.pause());
-      const p = document.getElementById(players[key]);
-      if (p) { p.currentTime = 0; p.play(); e.preventDefault(); }
-    }
-  });
-}
-"""
+TRANSPORT_WORDS = ("play", "pause", "loop", "zoom_in", "zoom_out", "zoom_all", "sources", "alt_track", "alt_loop")
 
 
-def _player(path: Path | None, element_id: str, caption: str) -> str:
-    """A plain audio player (no waveform: X's picture would give the answer away)."""
+def _source(path: Path | None, source_id: str, key: str, caption: str) -> str:
+    """One source of the blind test's transport (webui/static/abx_player.js reads these): no
+    player, no waveform of its own (X's picture would give the answer away)."""
     if path is None:
         return ""
-    src = html.escape(f"gradio_api/file={path}")
     return (
-        f'<div class="cw-abx-player"><div class="cw-abx-caption">{html.escape(caption)}</div>'
-        f'<audio controls preload="auto" id="{element_id}" src="{src}"></audio></div>'
+        f'<div class="cw-abx-source" data-cw-source="{source_id}" data-key="{key}" '
+        f'data-label="{html.escape(caption)}" data-path="{html.escape(str(path))}">'
+        f"<kbd>{key}</kbd> {html.escape(caption)}</div>"
     )
+
+
+def _transport_words(lang: str) -> str:
+    """The transport's words in the page's language, for the player to read."""
+    words = {key: i18n.text(f"lab.player.{key}", lang) for key in TRANSPORT_WORDS}
+    return f'<div hidden data-cw-words="{html.escape(json.dumps(words))}" data-cw-rate="{SAMPLE_RATE}"></div>'
 
 
 @dataclass
@@ -112,7 +99,7 @@ class AbxHandlers(TabHandlers):
     def _trial_outputs(self, token: str, trial: abx.Trial, lang: str):
         x = self._x(token, trial)
         prompt = i18n.text("abx.prompt", lang, n=trial.index + 1, total=trial.total)
-        return trial.index, _player(x, "abx-x-audio", i18n.text("abx.x_caption", lang)), prompt
+        return trial.index, _source(x, "x", "3", i18n.text("abx.x_caption", lang)), prompt
 
     def start(self, audio_path, start_s, end_s, trials, level, request: gr.Request, progress=gr.Progress()):
         """Round-trip the clip (or its region) with B's ``level`` (codebooks kept; None: all 16),
@@ -135,10 +122,15 @@ class AbxHandlers(TabHandlers):
             _write_pcm16(folder / "b.wav", _dithered(result.decoded.samples))
             index, x_player, prompt = self._trial_outputs(token, trial, lang)
         logger.info("blind test started: %d trials on %.1f s, B %s", trial.total, samples.size / SAMPLE_RATE, name)
-        players = _player(folder / "a.wav", "abx-a-audio", i18n.text("abx.a_caption", lang)) + _player(
-            folder / "b.wav",
-            "abx-b-audio",
-            i18n.text("abx.b_caption", lang, codebooks=codebooks, bitrate=f"{bitrate_bps(codebooks):g}"),
+        players = (
+            _transport_words(lang)
+            + _source(folder / "a.wav", "a", "1", i18n.text("abx.a_caption", lang))
+            + _source(
+                folder / "b.wav",
+                "b",
+                "2",
+                i18n.text("abx.b_caption", lang, codebooks=codebooks, bitrate=f"{bitrate_bps(codebooks):g}"),
+            )
         )
         return token, index, players, x_player, prompt, "", None
 
@@ -179,7 +171,7 @@ class AbxHandlers(TabHandlers):
             self.store.export_csv(csv_path, token)
             rows = self.store.rows(token)
         lines = [
-            f"### {html.escape(score.sentence)}",
+            f"### {html.escape(score_sentence(score, lang))}",
             i18n.text(_MEANINGS[score.verdict], lang),
             "",
             "| # | X | " + i18n.text("abx.your_answer", lang) + " | ✓ | s |",
@@ -190,6 +182,27 @@ class AbxHandlers(TabHandlers):
             for r in rows
         ]
         return "\n".join(lines), str(csv_path), score.to_dict() | {"trials_detail": rows}
+
+
+def score_sentence(score: abx.Score, lang: str) -> str:
+    """The score's sentence (core.judging.abx words it in English for the CSV and the CLI) in ``lang``."""
+    if lang == i18n.DEFAULT_LANGUAGE:
+        return score.sentence
+    words = i18n.text("abx.words_none" if score.trials == 0 else f"abx.words_{score.verdict}", lang)
+    sentence = i18n.text(
+        "abx.sentence", lang, correct=score.correct, trials=score.trials, words=words, p=f"{score.p_value:.3f}"
+    )
+    level = score.sentence.partition(" (B: ")[2].removesuffix(")")
+    return sentence + (i18n.text("abx.sentence_b", lang, level=_level_words(level, lang)) if level else "")
+
+
+def _level_words(level: str, lang: str) -> str:
+    """A stored level name ("2 of 16 codebooks, 275 bit/s", core.judging.abx.level_name) in ``lang``."""
+    head, _, bitrate = level.partition(" codebooks, ")
+    codebooks = head.split(" of ")[0]
+    if not (codebooks.isdigit() and bitrate):
+        return level  # another kind of B (a name): shown as it is
+    return i18n.text("abx.level_name", lang, codebooks=codebooks, total=NUM_CODEBOOKS, bitrate=bitrate)
 
 
 def _codebooks(level) -> int:
@@ -257,84 +270,3 @@ def _write_pcm16(path: Path, steps) -> Path:
     with open(path, "xb") as f:
         sf.write(f, np.clip(steps, -32768, 32767).astype(np.int16), SAMPLE_RATE, format="WAV", subtype="PCM_16")
     return path
-
-
-def build(demo: gr.Blocks, handlers: AbxHandlers) -> None:
-    """The tab's components and events (call inside a ``gr.Tab``)."""
-    with gr.Column(elem_id="abx-panel"):
-        gr.Markdown(i18n.label("abx.intro"))
-        with gr.Row():
-            with gr.Column(scale=3):
-                audio_in = gr.Audio(
-                    sources=["upload", "microphone"],
-                    type="filepath",
-                    label=i18n.label("abx.input"),
-                    elem_id="abx-input",
-                )
-            with gr.Column(scale=1, min_width=220):
-                start_s = gr.Number(0.0, label=i18n.label("abx.start_s"), minimum=0, elem_id="abx-start-s")
-                end_s = gr.Number(0.0, label=i18n.label("abx.end_s"), minimum=0, elem_id="abx-end-s")
-                trials = gr.Radio(
-                    list(TRIAL_CHOICES), value=abx.DEFAULT_TRIALS, label=i18n.label("abx.trials"), elem_id="abx-trials"
-                )
-                level = gr.Dropdown(
-                    [(f"{k} · {bitrate_bps(k):g} bit/s", k) for k in abx.LEVEL_CHOICES],
-                    value=NUM_CODEBOOKS,
-                    allow_custom_value=True,  # API callers may ask for any 1..16; _codebooks checks it
-                    label=i18n.label("abx.level"),
-                    info=i18n.label("abx.level_info"),
-                    elem_id="abx-level",
-                )
-                start = gr.Button(i18n.label("abx.start"), variant="primary", elem_id="abx-start")
-        token = gr.Textbox(visible=False, elem_id="abx-token")
-        trial = gr.Number(0, visible=False, precision=0, elem_id="abx-trial")
-        prompt = gr.Markdown(elem_id="abx-prompt")
-        with gr.Row():
-            references = gr.HTML(elem_id="abx-references")
-            x_player = gr.HTML(elem_id="abx-x")
-        with gr.Row():
-            answer_a = gr.Button(i18n.label("abx.answer_a"), elem_id="abx-answer-a", size="lg")
-            answer_b = gr.Button(i18n.label("abx.answer_b"), elem_id="abx-answer-b", size="lg")
-        gr.Markdown(i18n.label("abx.keys"), elem_classes="cw-hint")
-        results = gr.Markdown(elem_id="abx-results")
-        csv_file = gr.File(label=i18n.label("abx.csv"), interactive=False, elem_id="abx-csv")
-        with gr.Accordion(i18n.label("abx.raw"), open=False):
-            raw = gr.JSON()
-    start.click(
-        handlers.start,
-        inputs=[audio_in, start_s, end_s, trials, level],
-        outputs=[token, trial, references, x_player, prompt, results, csv_file],
-        api_name="abx_start",
-        **MODEL_GROUP,
-    )
-    for button, fn, letter in ((answer_a, handlers.answer_a, "a"), (answer_b, handlers.answer_b, "b")):
-        (
-            button.click(
-                fn,
-                inputs=[token, trial],
-                outputs=[trial, x_player, prompt],
-                api_name=f"abx_answer_{letter}",
-                api_visibility="private",
-                **ABX_GROUP,
-            ).then(
-                handlers.results,
-                inputs=[token],
-                outputs=[results, csv_file, raw],
-                api_visibility="private",
-                api_name=f"abx_results_after_{letter}",
-                **ABX_GROUP,
-            )
-        )
-    # the documented API: one answer endpoint taking "A" or "B", and the results on demand
-    choice = gr.Textbox(visible=False)
-    choice.submit(
-        handlers.answer,
-        inputs=[token, trial, choice],
-        outputs=[trial, x_player, prompt],
-        api_name="abx_answer",
-        **ABX_GROUP,
-    )
-    token.submit(
-        handlers.results, inputs=[token], outputs=[results, csv_file, raw], api_name="abx_results", **ABX_GROUP
-    )
-    demo.load(None, js=KEYS_JS, api_name="abx_keys", api_visibility="private")

@@ -1,8 +1,8 @@
-"""The listening lab, a section under the round trip: an A/B/R flip player (webui/static/flip_player.js), the
-quality timeline with its worst moments, the codebook ladder and token usage.
+"""The listening lab, a section of the round trip: an A/B/R flip player (webui/static/player_*.js and
+flip_player.js), the quality timeline with its worst moments, the codebook ladder and token usage.
 
-``build(lab, ...)`` builds the section and chains its events after the round trip's own
-(whose outputs it only reads). The player's manifest lives in a ``gr.State`` (not part of the API)
+``build_player`` and ``build_details`` place its parts, ``wire`` chains its events after the round
+trip's own (whose outputs it only reads). The player's manifest lives in a ``gr.State`` (not part of the API)
 and in the player's value; the API names are ``/timeline``, ``/ladder`` and ``/token_usage``.
 """
 
@@ -15,35 +15,58 @@ from pathlib import Path
 
 import gradio as gr
 
+from core.codec import NUM_CODEBOOKS
+from core.judging.sources import ANCHOR, CHECKPOINT, LEVEL
 from core.nn import ladder
 from webui import i18n
 from webui.common import TabHandlers, need_file, user_errors
+from webui.jobs import compare as compare_jobs
 from webui.jobs import lab as lab_jobs
 from webui.queues import LAB_GROUP, MODEL_GROUP
+from webui.tabs import compare
+from webui.views import compare_view, ladder_view
+from webui.views.player_assets import player_css, player_js
 
 logger = logging.getLogger(__name__)
 
-PLAYER_JS = Path(__file__).resolve().parents[1] / "static" / "flip_player.js"
-PLAYER_CSS = Path(__file__).resolve().parents[1] / "static" / "flip_player.css"
-JS_TEXT_KEYS = ("play", "pause", "loop", "worst", "legend_mel", "legend_snr")  # strings the player shows
+JS_TEXT_KEYS = (  # the player's words (lab.player.*), in the page's language
+    "play",
+    "pause",
+    "loop",
+    "worst",
+    "no_worst",
+    "too_short",
+    "legend_mel",
+    "legend_snr",
+    "zoom_in",
+    "zoom_out",
+    "zoom_all",
+    "sources",
+    "alt_wave",
+    "alt_timeline",
+    "alt_loop",
+)
 
 
 @dataclass
 class LabHandlers(TabHandlers):
     """The lab's event handlers."""
 
-    def timeline(self, original_path, reconstruction_path, request: gr.Request | None = None):
-        """Residual, loudness gains and the quality timeline of a reconstruction: the player's manifest."""
+    def timeline(self, original_path, reconstruction_path, request: gr.Request | None = None, details=None):
+        """Residual, loudness gains and the quality timeline of a reconstruction: the player's manifest;
+        with the round trip's ``details``, its other sources too (anchors, the second checkpoint)."""
         lang = i18n.language_of(request)
         original = need_file(original_path, "what.original", lang)
         reconstruction = need_file(reconstruction_path, "what.reconstruction", lang)
         with user_errors("action.lab_timeline", lang):
+            extra = compare_jobs.checked_sources(compare.sources_of(details), self.workspace.root)
             out = lab_jobs.base_manifest(
                 original,
                 reconstruction,
                 self.workspace.new_dir("lab"),
                 self.limits,
                 self.engine.settings.decode_chunk_frames,
+                extra=extra,
             )
         manifest = _with_ui_text(out.manifest, lang)
         logger.info("timeline of %s: %.3f s", original.name, out.seconds)
@@ -76,7 +99,8 @@ class LabHandlers(TabHandlers):
         manifest = _with_ui_text(out.manifest, lang)
         logger.info("ladder of %s: model %.2f s, ours %.3f s", audio.name, out.timing["model_s"], out.timing["ui_s"])
         details = {"levels": out.rows, "timing": out.timing}
-        return (manifest, json.dumps(manifest), out.spectrograms, _ladder_markdown(out.rows, lang), details)
+        figures = ladder_view.spectrograms_html(out.spectrograms, manifest["duration_s"], lang)
+        return (manifest, json.dumps(manifest), figures, _ladder_markdown(out.rows, lang), details)
 
     def token_usage(self, token_files, codebook, request: gr.Request | None = None):
         """Codes used, entropy and perplexity per codebook, and one codebook's histogram."""
@@ -112,11 +136,11 @@ def _with_ui_text(manifest: dict, lang: str) -> dict:
     ui = {key: i18n.text(f"lab.player.{key}", lang) for key in JS_TEXT_KEYS}
     lufs = manifest.get("reference_lufs")
     ui["note"] = i18n.text("lab.player.note", lang, lufs="?" if lufs is None else f"{lufs:.1f}")
+    ui["residual_of"] = i18n.text("compare.player.residual_of", lang, source="{source}")  # the player fills it in
     sources = []
     for source in manifest["sources"]:
-        if source["id"].startswith("k"):
-            k = int(source["id"][1:])
-            label = i18n.text("lab.source.level", lang, k=k, bitrate=f"{ladder.bitrate_bps(k):g}")
+        if source.get("kind") in (ANCHOR, CHECKPOINT, LEVEL) or source["id"].startswith("k"):
+            label = compare_view.source_label(source | {"kind": source.get("kind") or LEVEL}, lang)
         else:
             label = i18n.text(f"lab.source.{source['id']}", lang)
         sources.append(source | {"label": label})
@@ -142,43 +166,66 @@ def _usage_markdown(rows: list[dict], lang: str) -> str:
     return "\n".join(lines)
 
 
-def build(lab: LabHandlers, roundtrip_done, original: gr.Audio, reconstruction: gr.Audio, downloads: gr.File) -> None:
-    """The lab section, its events chained after ``roundtrip_done`` (the /roundtrip event)."""
-    state = gr.State(None)  # the player's manifest: sources, gains, timeline
-    gr.Markdown(i18n.label("lab.heading"), elem_id="lab-heading")
+@dataclass
+class LabParts:
+    """The lab's components, placed in two parts of the round trip's page: the player and its
+    ladder controls in the flow (``build_player``), the ladder's and token usage's figures in the
+    folded details (``build_details``)."""
+
+    state: gr.State  # the player's manifest: sources, gains, timeline
+    player: gr.HTML
+    timeline_json: gr.JSON
+    levels: gr.CheckboxGroup
+    run_ladder: gr.Button
+    ladder_table: gr.Markdown | None = None
+    ladder_figures: gr.HTML | None = None
+    ladder_json: gr.JSON | None = None
+    usage: list | None = None  # table, figure, JSON
+    usage_file: gr.File | None = None
+    codebook: gr.Slider | None = None
+    compare_section: gr.Column | None = None  # the table of every source (webui.tabs.compare)
+
+
+def build_player() -> LabParts:
+    """The flip player and the ladder's controls (call in the round trip's result column)."""
+    state = gr.State(None)
     player = gr.HTML(
         "",
         html_template='<div class="cw-lab-root"></div>',
-        css_template=PLAYER_CSS.read_text(encoding="utf-8"),
-        js_on_load=PLAYER_JS.read_text(encoding="utf-8"),
+        css_template=player_css(),
+        js_on_load=player_js("flip_player.js"),
         elem_id="lab-player",
     )
+    gr.Markdown(i18n.label("lab.heading"), elem_id="lab-heading", elem_classes="cw-hint")
     timeline_json = gr.JSON(visible=False)
-    with gr.Accordion(i18n.label("lab.ladder.heading"), open=True):
+    with gr.Accordion(i18n.label("lab.ladder.heading"), open=False, elem_id="lab-ladder"):
         with gr.Row():
             levels = gr.CheckboxGroup(
-                [str(k) for k in range(1, ladder.NUM_CODEBOOKS + 1)],
+                [str(k) for k in range(1, NUM_CODEBOOKS + 1)],
                 value=[str(k) for k in ladder.DEFAULT_LEVELS],
                 label=i18n.label("lab.ladder.levels"),
                 elem_id="lab-levels",
                 scale=4,
             )
             run_ladder = gr.Button(i18n.label("lab.ladder.run"), elem_id="lab-ladder-run", scale=1)
-        ladder_table = gr.Markdown(elem_id="lab-ladder-table")
-        ladder_gallery = gr.Gallery(
-            label=i18n.label("lab.ladder.spectrograms"),
-            columns=1,
-            height="auto",
-            object_fit="contain",
-            elem_id="lab-ladder-gallery",
-        )
-        ladder_json = gr.JSON(visible=False)
-    with gr.Accordion(i18n.label("lab.usage.heading"), open=False):
+    return LabParts(state, player, timeline_json, levels, run_ladder)
+
+
+def build_details(parts: LabParts) -> None:
+    """The table of every source, the ladder's table and spectrograms, and the token usage (call in
+    the folded details)."""
+    parts.compare_section = gr.Column(elem_id="lab-compare")
+    parts.ladder_table = gr.Markdown(elem_id="lab-ladder-table")
+    parts.ladder_figures = gr.HTML(elem_id="lab-ladder-gallery")
+    parts.ladder_json = gr.JSON(visible=False)
+    with gr.Accordion(i18n.label("lab.usage.heading"), open=False, elem_id="lab-usage"):
         with gr.Row():
-            usage_file = gr.File(label=i18n.label("lab.usage.upload"), file_types=[".npz"], elem_id="lab-usage-file")
-            codebook = gr.Slider(
+            parts.usage_file = gr.File(
+                label=i18n.label("lab.usage.upload"), file_types=[".npz"], elem_id="lab-usage-file"
+            )
+            parts.codebook = gr.Slider(
                 1,
-                ladder.NUM_CODEBOOKS,
+                NUM_CODEBOOKS,
                 value=1,
                 step=1,
                 label=i18n.label("lab.usage.codebook"),
@@ -188,39 +235,57 @@ def build(lab: LabHandlers, roundtrip_done, original: gr.Audio, reconstruction: 
         usage_png = gr.Image(
             type="filepath", interactive=False, label=i18n.label("lab.usage.figure"), elem_id="lab-usage-figure"
         )
-        usage_json = gr.JSON(visible=False)
+        parts.usage = [usage_table, usage_png, gr.JSON(visible=False)]
 
-    roundtrip_done.success(
+
+def wire(lab: LabHandlers, parts: LabParts, roundtrip_done, original, reconstruction, downloads, details):
+    """The lab's events, chained after ``roundtrip_done`` (the /roundtrip event); ``details``: the
+    round trip's JSON, whose ``compare`` part lists the other sources. Returns the /timeline event
+    (the blind test's choices follow it)."""
+    assert parts.usage is not None and parts.usage_file is not None and parts.codebook is not None
+    assert parts.ladder_figures is not None and parts.ladder_table is not None and parts.ladder_json is not None
+    assert parts.compare_section is not None
+    timeline_done = roundtrip_done.success(
         lab.timeline,
-        inputs=[original, reconstruction],
-        outputs=[state, player, timeline_json],
+        inputs=[original, reconstruction, details],
+        outputs=[parts.state, parts.player, parts.timeline_json],
         api_name="timeline",
         **LAB_GROUP,
     )
-    usage_outputs = [usage_table, usage_png, usage_json]
     roundtrip_done.success(
-        lab.token_usage, inputs=[downloads, codebook], outputs=usage_outputs, api_name="token_usage", **LAB_GROUP
+        lab.token_usage, inputs=[downloads, parts.codebook], outputs=parts.usage, api_name="token_usage", **LAB_GROUP
     )
-    usage_file.upload(
+    parts.usage_file.upload(
         lab.token_usage,
-        inputs=[usage_file, codebook],
-        outputs=usage_outputs,
+        inputs=[parts.usage_file, parts.codebook],
+        outputs=parts.usage,
         api_name="token_usage_upload",
         api_visibility="private",
         **LAB_GROUP,
     )
-    codebook.release(
+    parts.codebook.release(
         lab.token_usage_of_either,
-        inputs=[usage_file, downloads, codebook],
-        outputs=usage_outputs,
+        inputs=[parts.usage_file, downloads, parts.codebook],
+        outputs=parts.usage,
         api_name="token_usage_codebook",
         api_visibility="private",
         **LAB_GROUP,
     )
-    run_ladder.click(
+    ladder_done = parts.run_ladder.click(
         lab.ladder,
-        inputs=[original, downloads, levels, state],
-        outputs=[state, player, ladder_gallery, ladder_table, ladder_json],
+        inputs=[original, downloads, parts.levels, parts.state],
+        outputs=[parts.state, parts.player, parts.ladder_figures, parts.ladder_table, parts.ladder_json],
         api_name="ladder",
         **MODEL_GROUP,
     )
+    with parts.compare_section:
+        compare.build(
+            compare.CompareHandlers(lab.engine, lab.workspace),
+            timeline_done,
+            ladder_done,
+            original,
+            reconstruction,
+            parts.player,
+            details,
+        )
+    return timeline_done

@@ -1,18 +1,19 @@
-"""The round trip's verdict in words and its shareable report (a section of the round trip).
+"""The round trip's verdict card and its shareable report (a section of the round trip).
 
-The verdict is a follow-up event after the metrics (``/verdict``): DistillMOS on both clips plus
-the PESQ/STOI values the metrics event just computed, as one traffic-light line. "Report" packs
-what the round trip made into a zip and an offline HTML page (``/report``).
+The card (``webui.views.verdict_card``) shows from the moment the round trip is done: *measuring*,
+then *preliminary* as soon as the metrics are in (a light from PESQ and STOI, and an estimate of
+when the final verdict comes), then the verdict (``/verdict``: DistillMOS plus the PESQ/STOI values
+the metrics event computed). *Report* (``/report``) packs what the round trip made into a zip and an
+offline HTML page; until the verdict is in, its button says it is waiting for it.
 """
 
 from __future__ import annotations
 
-import html
 import logging
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field
 
 import gradio as gr
+import soundfile
 
 from core.audio.files import load_audio
 from core.codec import SAMPLE_RATE
@@ -21,39 +22,49 @@ from webui import i18n
 from webui.common import TabHandlers, need_file, path_of, user_errors
 from webui.jobs.common import stem_of
 from webui.queues import METRICS_GROUP
-
-if TYPE_CHECKING:
-    pass
+from webui.views import report_page, verdict_card
 
 logger = logging.getLogger(__name__)
 
-MAX_EVALUATE_FILES = 50  # uploads per evaluation run in the UI (the CLI has no limit)
-_WORDS = {"green": "verdict.green", "amber": "verdict.amber", "red": "verdict.red", "unknown": "verdict.unknown"}
-_LIGHTS = {"green": "🟢", "amber": "🟠", "red": "🔴"}
-
-
-def verdict_markdown(v: dict, lang: str) -> str:
-    """The traffic-light line, the reasons, and the random-weights caveat."""
-    words = i18n.text(_WORDS[v["level"]], lang)
-    lines = [f"### {_LIGHTS.get(v['level'], '⚪')} {words}"]
-    mos = [x for x in (v["mos_original"], v["mos_reconstruction"]) if x is not None]
-    if len(mos) == 2:
-        lines.append(i18n.text("verdict.mos", lang, original=mos[0], reconstruction=mos[1]))
-    lines.append(html.escape("; ".join(v["reasons"])))
-    if v.get("caveat"):
-        lines.append(f"> ⚠️ {i18n.text('verdict.random_caveat', lang)}")
-    return "\n\n".join(lines)
+# DistillMOS seconds per second of audio judged, until this server has timed a verdict of its own
+# (both clips of a 10 s round trip took 2-3 s on the 2-core CPU of the test machine).
+DEFAULT_MOS_S_PER_AUDIO_S = 0.15
 
 
 @dataclass
 class ReviewHandlers(TabHandlers):
-    """The verdict and the report of the round trip on screen."""
+    """The verdict and the report of the round trip on screen. ``pace``: the last verdict's
+    seconds per second of audio judged, for the next estimate (this app's only memory)."""
+
+    pace: list[float] = field(default_factory=lambda: [DEFAULT_MOS_S_PER_AUDIO_S])
 
     def _random(self) -> bool:
         return bool(self.engine.info().get("random_weights"))
 
-    def verdict(self, original_path, reconstruction_path, metrics_details, request: gr.Request, progress=gr.Progress()):
-        """DistillMOS on both clips + the metrics' PESQ-WB and STOI -> one line."""
+    def measuring(self, request: gr.Request | None = None):
+        """The round trip is done, the metrics are being measured: the card says so, Report waits."""
+        lang = i18n.language_of(request)
+        waiting = gr.Button(value=i18n.text("report.waiting", lang), interactive=False)
+        return verdict_card.measuring(lang, self._random()), None, waiting, gr.File(value=None, visible=False)
+
+    def preliminary(self, original_path, metrics_details, request: gr.Request | None = None):
+        """The metrics are in: a light from them alone, and when the verdict will follow."""
+        lang = i18n.language_of(request)
+        duration_s = _duration_s(original_path)
+        judged = verdict_card.judged_words(None, duration_s, lang)
+        estimate_s = 2 * duration_s * self.pace[0] if duration_s else None  # both clips
+        values = verdict.metric_values((metrics_details or {}).get("metrics"))
+        return verdict_card.preliminary(values, estimate_s, judged, lang, self._random())
+
+    def verdict(
+        self,
+        original_path,
+        reconstruction_path,
+        metrics_details,
+        request: gr.Request | None = None,
+        progress=gr.Progress(),
+    ):
+        """DistillMOS on both clips + the metrics' PESQ-WB and STOI -> the card (and its dict)."""
         lang = i18n.language_of(request)
         original = need_file(original_path, "what.original", lang)
         reconstruction = need_file(reconstruction_path, "what.reconstruction", lang)
@@ -69,11 +80,16 @@ class ReviewHandlers(TabHandlers):
             v = verdict.judge(
                 a, b, values, SAMPLE_RATE, self.engine.device, self._random(), self.engine.settings.mos_windows
             ).to_dict()
-        return verdict_markdown(v, lang), v
+        duration_s = a.size / SAMPLE_RATE
+        if duration_s > 0 and v.get("seconds"):
+            self.pace[0] = v["seconds"] / (2 * duration_s)
+        card = verdict_card.final(v, values, verdict_card.judged_words(v, duration_s, lang), lang)
+        return card, v
 
     @staticmethod
-    def clear():
-        return "", None, None
+    def report_ready(request: gr.Request | None = None):
+        """The verdict is in (or failed: the report goes without it): Report can be pressed."""
+        return gr.Button(value=i18n.text("report.button", i18n.language_of(request)), interactive=True)
 
     def report(
         self,
@@ -83,7 +99,7 @@ class ReviewHandlers(TabHandlers):
         details,
         metrics_details,
         verdict_details,
-        request: gr.Request,
+        request: gr.Request | None = None,
     ):
         """The zip and the offline HTML page of the round trip on screen."""
         lang = i18n.language_of(request)
@@ -110,55 +126,93 @@ class ReviewHandlers(TabHandlers):
                 self.engine.info(),
                 timings,
                 self.limits,
+                report_page.renderer(lang),
             )
         return [str(zip_path), str(html_path)]
 
+    def report_files(
+        self,
+        original_path,
+        reconstruction_path,
+        downloads,
+        details,
+        metrics_details,
+        verdict_details,
+        request: gr.Request | None = None,
+    ):
+        """``/report``: the two files, in a box that appears only now."""
+        files = self.report(
+            original_path, reconstruction_path, downloads, details, metrics_details, verdict_details, request
+        )
+        return gr.File(value=files, visible=True)
 
-def verdict_components() -> tuple[gr.Markdown, gr.Button, gr.File]:
-    """Place the verdict line and the Report button (call in the round-trip tab's layout)."""
-    verdict_line = gr.Markdown(elem_id="roundtrip-verdict")
-    with gr.Row():
-        make = gr.Button(i18n.label("report.button"), elem_id="roundtrip-report", scale=1)
+
+def _duration_s(path) -> float:
+    """Seconds of a WAV the round trip wrote (its header only); 0 when it cannot be read."""
+    try:
+        return float(soundfile.info(str(path_of(path))).duration)
+    except Exception:  # noqa: BLE001 - only an estimate depends on it
+        return 0.0
+
+
+def verdict_components() -> tuple[gr.HTML, gr.Button, gr.File]:
+    """Place the verdict card and the Report button (call in the round trip's layout)."""
+    card = gr.HTML(elem_id="roundtrip-verdict")
+    with gr.Row(elem_classes="cw-report-row"):
+        make = gr.Button(
+            i18n.label("report.button"),
+            elem_id="roundtrip-report",
+            size="sm",
+            interactive=False,
+            scale=0,
+            min_width=200,
+        )
         files = gr.File(
             label=i18n.label("report.files"),
             file_count="multiple",
             interactive=False,
             elem_id="roundtrip-report-files",
+            visible=False,
             scale=4,
         )
-    return verdict_line, make, files
+    return card, make, files
 
 
-def wire(handlers: ReviewHandlers, run: gr.Button, after_metrics, parts: dict) -> None:
-    """The verdict after the metrics, and the Report button. ``parts``: the round-trip tab's
-    components (original, reconstruction, downloads, details, metrics_details) and ours."""
+def wire(handlers: ReviewHandlers, roundtrip_done, after_metrics, parts: dict) -> None:
+    """The card after the round trip and the metrics, and the Report button. ``parts``: the round
+    trip's components (original, reconstruction, downloads, details, metrics_details) and ours."""
     verdict_json = gr.JSON(visible=False)
-    run.click(
-        handlers.clear,
-        outputs=[parts["verdict"], verdict_json, parts["report_files"]],
-        api_name="verdict_clear",
+    card, button, files = parts["verdict"], parts["report"], parts["report_files"]
+    roundtrip_done.success(
+        handlers.measuring,
+        outputs=[card, verdict_json, button, files],
+        api_name="verdict_measuring",
         api_visibility="private",
         queue=False,
         show_progress="hidden",
     )
     after_metrics.success(
+        handlers.preliminary,
+        inputs=[parts["original"], parts["metrics_details"]],
+        outputs=[card],
+        api_name="verdict_preliminary",
+        api_visibility="private",
+        queue=False,
+        show_progress="hidden",
+    ).success(
         handlers.verdict,
         inputs=[parts["original"], parts["reconstruction"], parts["metrics_details"]],
-        outputs=[parts["verdict"], verdict_json],
+        outputs=[card, verdict_json],
         api_name="verdict",
+        show_progress="hidden",  # the card itself says what runs and for how long
         **METRICS_GROUP,
-    )
-    parts["report"].click(
-        handlers.report,
-        inputs=[
-            parts["original"],
-            parts["reconstruction"],
-            parts["downloads"],
-            parts["details"],
-            parts["metrics_details"],
-            verdict_json,
-        ],
-        outputs=[parts["report_files"]],
-        api_name="report",
-        **METRICS_GROUP,
-    )
+    ).then(handlers.report_ready, outputs=[button], api_name="report_ready", api_visibility="private", queue=False)
+    inputs = [
+        parts["original"],
+        parts["reconstruction"],
+        parts["downloads"],
+        parts["details"],
+        parts["metrics_details"],
+        verdict_json,
+    ]
+    button.click(handlers.report_files, inputs=inputs, outputs=[files], api_name="report", **METRICS_GROUP)

@@ -1,6 +1,8 @@
-"""The Round trip tab: audio in, *Encode → Decode*, then what the codec kept and lost: players,
-input facts, token summary, spectrograms, downloads (``/roundtrip``); the metrics as its follow-up
-(``/metrics``); the listening lab and the verdict below (``webui.tabs.lab``, ``webui.tabs.review``)."""
+"""The Round trip tab, the page a demo is given on: audio in, *Encode → Decode* (``/roundtrip``), then
+one flow: the verdict card (``webui.tabs.review``), the one player (the lab's, ``webui.tabs.lab``),
+*Blind-test this clip* (``webui.tabs.abx_page``), and the details folded: downloads, spectrograms,
+the metrics (``/metrics``), the ladder's figures, token usage, input facts, raw JSON. Nothing of the
+result shows before there is one."""
 
 from __future__ import annotations
 
@@ -11,13 +13,14 @@ from typing import Any, NamedTuple
 
 import gradio as gr
 
+from core.units import MIB
 from webui import i18n
 from webui.common import TabHandlers, need_file, user_errors
 from webui.i18n import label
 from webui.jobs import codec as jobs
 from webui.queues import FETCH_GROUP, METRICS_GROUP, MODEL_GROUP
 from webui.serving import url_input
-from webui.tabs import lab, review
+from webui.tabs import compare, lab, review
 from webui.tabs.inputs import audio_input, examples
 from webui.views import formatting as fmt
 
@@ -44,18 +47,32 @@ class RoundTripHandlers(TabHandlers):
 
     url_policy: url_input.UrlPolicy | None = None
 
-    def roundtrip(self, audio_path, request: gr.Request | None = None, progress=gr.Progress()):
-        """Encode → decode: players, facts, token summary, spectrograms, downloads."""
+    def roundtrip(
+        self,
+        audio_path,
+        request: gr.Request | None = None,
+        anchors=None,
+        with_second=None,
+        progress=gr.Progress(),  # noqa: B008 - Gradio's way to ask for a progress bar
+    ):
+        """Encode → decode: players, facts, token summary, spectrograms, downloads; beside the codec
+        the chosen reference codecs (``anchors``: ids, None for the server's --anchors) and the
+        second checkpoint when one is loaded (``with_second``), listed in ``details["compare"]``."""
         lang = i18n.language_of(request)
         source = need_file(audio_path, "what.audio", lang)
         with user_errors("action.roundtrip", lang, self.workspace.root):
             out = jobs.roundtrip(
-                self.engine, source, self.workspace.new_dir("roundtrip"), self.limits, i18n.progress_in(lang, progress)
+                self.engine,
+                source,
+                self.workspace.new_dir("roundtrip"),
+                self.limits,
+                i18n.progress_in(lang, progress),
+                compare.chosen(anchors, with_second, self.engine.settings),
             )
         logger.info(
             "round trip of %s: model %.2f s, ours %.3f s", source.name, out.timing["model_s"], out.timing["ui_s"]
         )
-        details = {"input": out.facts, "tokens": out.summary, "timing": out.timing}
+        details = {"input": out.facts, "tokens": out.summary, "timing": out.timing, "compare": out.compare}
         return RoundTripView(
             original=str(out.original_wav),
             reconstruction=str(out.reconstruction_wav),
@@ -93,52 +110,87 @@ class RoundTripHandlers(TabHandlers):
         return str(path)
 
 
-def build(handlers: RoundTripHandlers, example_paths: tuple[Path, ...]) -> None:
-    """The tab's input, results, lab and verdict (call inside a ``gr.Tab``)."""
+@dataclass
+class RoundTripPage:
+    """What app.py wires to other tabs: the blind test starts from this result."""
+
+    original: gr.Audio  # hidden: the codec's input as 24 kHz mono (the lab and the blind test read it)
+    blind_what: gr.Radio  # whole clip, looped region or a worst moment
+    blind_run: gr.Button
+
+
+def blind_choices(timeline_data, request: gr.Request | None = None):
+    """The blind test's choices for this result: the whole clip, the loop, each worst moment."""
+    lang = i18n.language_of(request)
+    choices = [(i18n.text("roundtrip.blind.whole", lang), "whole"), (i18n.text("roundtrip.blind.loop", lang), "loop")]
+    for n, moment in enumerate((timeline_data or {}).get("worst") or [], start=1):
+        words = i18n.text("roundtrip.blind.worst", lang, n=n, time=fmt.clock(moment["time_s"]))
+        choices.append((words, f"worst{n}"))
+    return gr.Radio(choices=choices, value="whole")
+
+
+def show_result():
+    """The round trip is done: its result column appears (nothing of it shows before)."""
+    return gr.Column(visible=True)
+
+
+def build(handlers: RoundTripHandlers, example_paths: tuple[Path, ...]) -> RoundTripPage:
+    """The tab in the order a listener needs it: input, *Encode → Decode*, the verdict card, the
+    player, *Blind-test this clip*, then the details folded (call inside a ``gr.Tab``)."""
     reviewer = review.ReviewHandlers(handlers.engine, handlers.workspace)
-    with gr.Row():
-        with gr.Column(scale=3):
+    lab_handlers = lab.LabHandlers(handlers.engine, handlers.workspace)
+    with gr.Row(elem_classes="cw-input-row"):
+        with gr.Column(scale=3, min_width=280):
             audio_in = audio_input("roundtrip-input")
-            examples(audio_in, example_paths, "roundtrip_example")
-        with gr.Column(scale=1, min_width=200):
+        with gr.Column(scale=1, min_width=200, elem_classes="cw-run-column"):
             run = gr.Button(label("roundtrip.run"), variant="primary", size="lg", elem_id="roundtrip-run")
-            gr.Markdown(label("roundtrip.hint"))
+            gr.Markdown(label("roundtrip.hint"), elem_classes="cw-hint")
+    examples(audio_in, example_paths, "roundtrip_example")
+    with gr.Accordion(label("compare.anchors"), open=False, elem_id="roundtrip-compare"):
+        anchors, with_second = compare.inputs(handlers.engine.settings)
     if handlers.url_policy is not None:
         _url_row(handlers, audio_in, handlers.url_policy)
-    timing = gr.Markdown(elem_id="roundtrip-timing")
-    with gr.Row():
-        original = gr.Audio(
-            label=label("roundtrip.original"),
-            type="filepath",
-            interactive=False,
-            elem_id="roundtrip-original",
-            buttons=["download"],
-        )
-        reconstruction = gr.Audio(
-            label=label("roundtrip.reconstruction"),
-            type="filepath",
-            interactive=False,
-            elem_id="roundtrip-reconstruction",
-            buttons=["download"],
-        )
-    with gr.Row():
-        facts = gr.Markdown(elem_id="roundtrip-facts")
-        summary = gr.Markdown(elem_id="roundtrip-tokens")
-    spectrogram = gr.Image(
-        label=label("roundtrip.spectrogram"),
-        type="filepath",
-        interactive=False,
-        elem_id="roundtrip-spectrogram",
-        buttons=["download", "fullscreen"],
-    )
-    metrics = gr.Markdown(elem_id="roundtrip-metrics")
-    verdict, report, report_files = review.verdict_components()
-    downloads = gr.File(
-        label=label("roundtrip.downloads"), file_count="multiple", interactive=False, elem_id="roundtrip-downloads"
-    )
-    with gr.Accordion(label("common.raw_json"), open=False):
-        details = gr.JSON(label=label("roundtrip.json"))
-        metrics_details = gr.JSON(label=label("roundtrip.metrics_json"))
+    timing = gr.Markdown(elem_id="roundtrip-timing", elem_classes="cw-hint")
+    # the codec's input and output: inputs of the lab, the metrics, the verdict and the blind test;
+    # the one player is the lab's (loudness-matched, same position), so these are not shown
+    original = gr.Audio(type="filepath", interactive=False, visible=False, elem_id="roundtrip-original")
+    reconstruction = gr.Audio(type="filepath", interactive=False, visible=False, elem_id="roundtrip-reconstruction")
+    with gr.Column(visible=False, elem_id="roundtrip-result") as result:
+        verdict, report, report_files = review.verdict_components()
+        parts = lab.build_player()
+        with gr.Row(elem_id="roundtrip-blind"):
+            blind_what = gr.Radio(
+                [("whole", "whole")],
+                value="whole",
+                label=label("roundtrip.blind.label"),
+                elem_id="roundtrip-blind-what",
+                scale=4,
+            )
+            blind_run = gr.Button(
+                label("roundtrip.blind.run"), variant="secondary", elem_id="roundtrip-blind-run", scale=0, min_width=200
+            )
+        with gr.Accordion(label("roundtrip.details"), open=False, elem_id="roundtrip-details"):
+            downloads = gr.File(
+                label=label("roundtrip.downloads"),
+                file_count="multiple",
+                interactive=False,
+                elem_id="roundtrip-downloads",
+            )
+            spectrogram = gr.Image(
+                label=label("roundtrip.spectrogram"),
+                type="filepath",
+                interactive=False,
+                elem_id="roundtrip-spectrogram",
+                buttons=["download", "fullscreen"],
+            )
+            metrics = gr.Markdown(elem_id="roundtrip-metrics", elem_classes="cw-tables")
+            lab.build_details(parts)
+            with gr.Row(elem_classes="cw-tables"):
+                facts = gr.Markdown(elem_id="roundtrip-facts")
+                summary = gr.Markdown(elem_id="roundtrip-tokens")
+            with gr.Accordion(label("common.raw_json"), open=False):
+                details = gr.JSON(label=label("roundtrip.json"))
+                metrics_details = gr.JSON(label=label("roundtrip.metrics_json"))
     done = run.click(
         handlers.clear_metrics,
         outputs=[metrics, metrics_details],
@@ -148,7 +200,7 @@ def build(handlers: RoundTripHandlers, example_paths: tuple[Path, ...]) -> None:
         show_progress="hidden",
     ).then(
         handlers.roundtrip,
-        inputs=[audio_in],
+        inputs=[audio_in, anchors, with_second],
         outputs=list(
             RoundTripView(
                 original=original,
@@ -164,17 +216,23 @@ def build(handlers: RoundTripHandlers, example_paths: tuple[Path, ...]) -> None:
         api_name="roundtrip",
         **MODEL_GROUP,
     )
+    done.success(show_result, outputs=[result], queue=False, api_visibility="private")
+    done.success(blind_choices, outputs=[blind_what], queue=False, api_visibility="private")
     after_metrics = done.success(
         handlers.metrics,
         inputs=[original, reconstruction],
         outputs=[metrics, metrics_details],
         api_name="metrics",
+        show_progress="hidden",  # the verdict card says that the metrics are being measured
         **METRICS_GROUP,
     )
-    lab.build(lab.LabHandlers(handlers.engine, handlers.workspace), done, original, reconstruction, downloads)
+    timeline_done = lab.wire(lab_handlers, parts, done, original, reconstruction, downloads, details)
+    timeline_done.success(
+        blind_choices, inputs=[parts.timeline_json], outputs=[blind_what], queue=False, api_visibility="private"
+    )
     review.wire(
         reviewer,
-        run,
+        done,
         after_metrics,
         dict(
             original=original,
@@ -187,13 +245,12 @@ def build(handlers: RoundTripHandlers, example_paths: tuple[Path, ...]) -> None:
             report_files=report_files,
         ),
     )
+    return RoundTripPage(original, blind_what, blind_run)
 
 
 def _url_row(handlers: RoundTripHandlers, audio_in: gr.Audio, policy: url_input.UrlPolicy) -> None:
     with gr.Row(equal_height=True):
-        url = gr.Textbox(
-            label=label("url.label", mib=f"{policy.max_bytes / url_input.MIB:g}"), scale=4, elem_id="url-input"
-        )
+        url = gr.Textbox(label=label("url.label", mib=f"{policy.max_bytes / MIB:g}"), scale=4, elem_id="url-input")
         fetch = gr.Button(label("url.fetch"), scale=1, elem_id="url-fetch")
     fetch.click(
         handlers.fetch_url,

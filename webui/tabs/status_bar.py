@@ -1,5 +1,6 @@
-"""The status bar above the tabs: the three readiness steps, model, device, dtype, resident
-memory (``/status``), and *Re-run checks* (``/readiness``), which loads the model if it is not loaded."""
+"""The status bar above the tabs: one line ("Ready · CPU · float32 · 4 MiB") that opens to the three
+readiness steps, model, device, dtype, resident memory (``/status``); failures open it. *Re-run
+checks* (``/readiness``) loads the model if it is not loaded."""
 
 from __future__ import annotations
 
@@ -37,12 +38,10 @@ class StatusHandlers(TabHandlers):
 
 
 def build(demo: gr.Blocks, handlers: StatusHandlers) -> None:
-    with gr.Row():
-        with gr.Column(scale=6):
-            status = gr.HTML(elem_id="status-bar")
-        with gr.Column(scale=1, min_width=160):
-            rerun = gr.Button(label("status.rerun"), elem_id="rerun-checks", size="sm")
-            gr.Markdown(label("status.rerun_hint"), elem_classes="cw-hint")
+    """One line (it opens to the three steps) with *Re-run checks* at its right end."""
+    with gr.Row(elem_id="status-row"):
+        status = gr.HTML(elem_id="status-bar")
+        rerun = gr.Button(label("status.rerun"), elem_id="rerun-checks", size="sm", scale=0, min_width=0)
     raw = gr.JSON(visible=False)
     demo.load(
         handlers.status,

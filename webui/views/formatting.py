@@ -9,8 +9,9 @@ import re
 
 from core.model.readiness import FAIL, PASS, SKIPPED, STEP_TITLES
 from webui.i18n import DEFAULT_LANGUAGE, catalogues, text
+from webui.views import words
 
-STATUS_ICONS = {PASS: "✓", FAIL: "✗", SKIPPED: "–"}  # readiness status -> icon
+STATUS_ICONS = {PASS: "✓", FAIL: "✗", SKIPPED: "–", "pending": "…"}  # readiness status -> icon
 READINESS_STEPS = tuple(STEP_TITLES)  # core.model.readiness step names, in order (titles are translated here)
 _BACKTICKS = re.compile(r"`([^`]+)`")
 
@@ -24,33 +25,50 @@ def _esc_code(value) -> str:
     return _BACKTICKS.sub(r"<code>\1</code>", _esc(value))
 
 
+def clock(seconds: float) -> str:
+    """A moment of a clip as m:ss.s (the player writes m:ss.ss)."""
+    minutes, rest = divmod(max(0.0, float(seconds)), 60.0)
+    return f"{int(minutes)}:{rest:04.1f}"
+
+
 # --------------------------------------------------------------------------- status bar
 
 
 def status_html(report: dict | None, info: dict, lang: str = DEFAULT_LANGUAGE) -> str:
-    """The status bar: three readiness steps, then what is loaded where. Step titles, verdicts and
-    labels are translated; each step's detail is core's evidence (English, as in the log)."""
+    """The readiness panel, folded to one line ("Ready · NVIDIA H200 · float32 · 651 MiB") that
+    opens to the three steps and what is loaded where; a failure opens it. The random-weights
+    warning stays outside the fold: it must be seen."""
     steps = report["steps"] if report else []
-    verdict = _verdict(report, info, lang)
+    kind, words_ = _verdict(report, info, lang)
     parts = [
-        f'<div class="cw-status cw-{verdict[0]}" id="cw-status">',
-        f'<div class="cw-verdict">{_esc(verdict[1])}</div>',
+        f'<details class="cw-status cw-{kind}" id="cw-status"{"" if kind != "bad" else " open"}>',
+        f'<summary><span class="cw-dot" aria-hidden="true"></span><span class="cw-verdict">{_esc(words_)}</span>'
+        f"{_summary_tail(info, lang)}</summary>",
         '<div class="cw-steps">',
     ]
     for step in steps or _pending_steps(lang):
         if info.get("error") and step["detail"] == info["error"]:
-            step = {**step, "detail": text("status.see_below", lang)}  # said once, in the box
+            step = {**step, "detail": text("status.see_below", lang), "status": step["status"], "data": {}}
         parts.append(_step_html(step, lang))
     parts.append("</div>")
     parts.append(f'<div class="cw-meta">{_meta_line(info, lang)}</div>')
-    if info.get("random_weights"):
-        parts.append(f'<div class="cw-fix" id="cw-random">{text("status.random_weights_html", lang)}</div>')
+    parts.append(f'<p class="cw-hint">{_esc(text("status.rerun_hint", lang))}</p>')
     if info.get("state") == "failed" and info.get("error"):
         parts.append(
             '<div class="cw-fix">' + text("status.not_loaded_html", lang, error=_esc_code(info["error"])) + "</div>"
         )
-    parts.append("</div>")
+    parts.append("</details>")
+    if info.get("random_weights"):
+        parts.append(f'<div class="cw-fix" id="cw-random" role="note">{text("status.random_weights_html", lang)}</div>')
     return "".join(parts)
+
+
+def _summary_tail(info: dict, lang: str) -> str:
+    """ " · device · dtype · resident MiB" for the folded line (what is known)."""
+    device = text("status.device_cpu_short", lang) if info.get("device") == "cpu" else info.get("device_label")
+    resident = info.get("resident_mib")
+    items = [device or info.get("device"), info.get("dtype"), f"{resident:.0f} MiB" if resident else None]
+    return "".join(f" · {_esc(item)}" for item in items if item)
 
 
 def _verdict(report: dict | None, info: dict, lang: str) -> tuple[str, str]:
@@ -65,7 +83,7 @@ def _verdict(report: dict | None, info: dict, lang: str) -> tuple[str, str]:
 
 def _pending_steps(lang: str) -> list[dict]:
     return [
-        {"name": n, "title": n, "status": SKIPPED, "detail": text("status.step_pending", lang), "seconds": 0.0}
+        {"name": n, "title": n, "status": "pending", "detail": text("status.step_pending", lang), "seconds": 0.0}
         for n in READINESS_STEPS
     ]
 
@@ -84,7 +102,7 @@ def _step_html(step: dict, lang: str) -> str:
         f'<div class="cw-step cw-step-{_esc(status)}" data-step="{_esc(step["name"])}">'
         f'<span class="cw-icon">{STATUS_ICONS.get(status, "?")}</span> '
         f'<b>{_esc(title)}</b> <span class="cw-word">{_esc(word)}</span>'
-        f'<div class="cw-detail">{_esc(step["detail"])}</div></div>'
+        f'<div class="cw-detail">{_esc(words.step_detail(step, lang))}</div></div>'
     )
 
 
@@ -126,7 +144,7 @@ def facts_markdown(facts: dict, lang: str = DEFAULT_LANGUAGE) -> str:
     out = _table((text("facts.title", lang), ""), rows)
     warnings = list(facts.get("warnings") or [])
     if warnings:
-        out += "\n\n" + "\n".join(f"- ⚠ {w}" for w in warnings)
+        out += "\n\n" + "\n".join(f"- ⚠ {words.sentence(w, lang)}" for w in warnings)
     else:
         out += "\n\n" + text("facts.no_warnings", lang)
     return out
@@ -169,10 +187,10 @@ def metrics_markdown(metrics: list[dict], seconds: float | None = None, lang: st
     """One row per metric: value, which way is better, what it means (and any note, core's English)."""
     rows = []
     for m in metrics:
-        value = "n/a" if m["value"] is None else f"{m['value']:.3f}{(' ' + m['unit']) if m['unit'] else ''}"
+        value = "–" if m["value"] is None else f"{m['value']:.3f}{(' ' + m['unit']) if m['unit'] else ''}"
         arrow = text("metrics.higher" if m["better"] == "higher" else "metrics.lower", lang)
         meaning = _translated("metrics.meaning.", m["name"], m["meaning"], lang)
-        meaning += f" *({m['note']})*" if m.get("note") else ""
+        meaning += f" *({words.sentence(m['note'], lang)})*" if m.get("note") else ""
         rows.append((f"**{m['name']}**", value, arrow, meaning))
     headers = (text("metrics.metric", lang), text("metrics.value", lang), "", text("metrics.meaning", lang))
     out = "### " + text("metrics.title", lang) + "\n" + _table(headers, rows)
@@ -193,10 +211,9 @@ def timing_markdown(timing: dict, lang: str = DEFAULT_LANGUAGE) -> str:
     if timing.get("peak_gpu_mib") is not None:
         out += text("timing.peak_gpu", lang, mib=f"{timing['peak_gpu_mib']:.0f}")
     if timing.get("estimate"):
-        out += text("timing.estimate", lang, estimate=timing["estimate"])  # the engine's English estimate
-    out += text("timing.metrics_follow", lang)
-    for warning in timing.get("warnings") or ():  # the engine's English warning, e.g. bf16 chunks redone in fp32
-        out += text("timing.warning", lang, warning=_esc(warning))
+        out += text("timing.estimate", lang, estimate=words.estimate(timing["estimate"], lang))
+    for warning in timing.get("warnings") or ():  # e.g. bf16 chunks redone in fp32
+        out += text("timing.warning", lang, warning=_esc(words.sentence(warning, lang)))
     return out
 
 

@@ -169,7 +169,7 @@ def test_khz_ticks_sit_where_the_formula_puts_them():
     ticks, labels = analysis._khz_ticks(SR, 80)
     assert labels == ["0.5", "1", "2", "4", "8"]
     centres = htk_mel_centres_hz(SR, 80)
-    for tick, label in zip(ticks, labels):
+    for tick, label in zip(ticks, labels, strict=True):
         exact = np.interp(float(label) * 1000, centres, np.arange(80) + 0.5)  # between centres, linear in Hz
         assert tick == pytest.approx(exact, abs=0.01)
 

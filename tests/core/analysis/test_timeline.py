@@ -91,3 +91,16 @@ def test_waveform_envelope_bounds_the_signal(speech):
     assert len(env["min"]) == len(env["max"]) <= 300
     assert max(env["max"]) == pytest.approx(float(x.max()), abs=1e-3)
     assert min(env["min"]) == pytest.approx(float(x.min()), abs=1e-3)
+
+
+@pytest.mark.parametrize("seconds", [1920 / RATE, 0.2, 0.45])
+def test_clips_shorter_than_the_worst_window_have_curves_and_no_worst_moments(speech, seconds):
+    """One frame (80 ms) up to just under the smoothing window: curves, no worst moments, and the
+    reason is in the JSON the page reads (this raised a broadcast ValueError before)."""
+    x = speech(seconds)
+    tl = timeline.timeline(x, 0.9 * x)
+    assert tl.mel_distance_db.size == -(-x.size // round(tl.resolution_s * RATE))
+    assert tl.worst == () and tl.too_short_for_worst
+    data = tl.to_dict()
+    assert data["too_short_for_worst"] is True and data["worst"] == []
+    assert timeline.timeline(speech(0.6), 0.9 * speech(0.6)).too_short_for_worst is False

@@ -17,7 +17,6 @@ import soundfile as sf
 
 from core.audio.files import (
     Audio,
-    AudioLimits,
     audio_from_array,
     describe_formats,
     load_audio,
@@ -26,6 +25,7 @@ from core.audio.files import (
 )
 from core.codec import FRAME_RATE, SAMPLE_RATE, SAMPLES_PER_FRAME
 from core.errors import AudioInputError, CodecError
+from core.settings import AudioLimits
 
 FRAME_S = SAMPLES_PER_FRAME / SAMPLE_RATE  # seconds, one code frame (80 ms)
 

@@ -76,7 +76,7 @@ def test_finetune_jsonl_is_what_the_official_dataset_reads_and_round_trips_throu
     path = export_jsonl(tmp_path, tmp_path / "ft.jsonl")
     lines = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
     assert lines[0]["text"] == "你好" and lines[0]["ref_audio"] == "r.wav" and lines[0]["audio"] == "a0.wav"
-    for line, row in zip(lines, rows):
+    for line, row in zip(lines, rows, strict=True):
         codes = torch.tensor(line["audio_codes"], dtype=torch.long)  # as finetuning/dataset.py reads it
         assert codes.shape == (row.codes.shape[0], 16)
         token_file = make_token_file(codes.numpy(), row.original_samples, "model")

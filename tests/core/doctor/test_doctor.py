@@ -17,6 +17,7 @@ import torch
 from core.doctor import FAIL, PASS, SKIPPED, WARN, DoctorOptions, gather, gpu, host, needs, run_doctor, tones
 from core.doctor.findings import SCHEMA_VERSION
 from core.doctor.run import data_dir_of
+from core.units import MIB
 from core.versions import installed_versions
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -204,7 +205,7 @@ def test_a_temp_folder_without_room_fails(tmp_path):
     free, error = gather.folder(tmp_path / "temp")
     assert error is None and free > 0
     assert host.check_folder("temp_dir", "t", str(tmp_path), free, error, need_mib=1).status == PASS
-    full = host.check_folder("temp_dir", "t", str(tmp_path), free, error, need_mib=free / host.MIB + 1)
+    full = host.check_folder("temp_dir", "t", str(tmp_path), free, error, need_mib=free / MIB + 1)
     assert full.status == FAIL and "MiB free" in full.evidence
 
 

@@ -13,7 +13,8 @@ import pytest
 from core.judging import abx
 
 
-def _answer_all(store: abx.AbxStore, token: str, trial: abx.Trial) -> None:
+def _answer_all(store: abx.AbxStore, token: str, first: abx.Trial) -> None:
+    trial: abx.Trial | None = first
     while trial is not None:
         trial = store.answer(token, trial.index, "A")
 

@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from core import tokens
-from core.audio.files import AudioLimits, audio_from_array, write_wav
+from core.audio.files import audio_from_array, write_wav
 from core.judging import report, verdict
+from core.settings import AudioLimits
 
 CHROMIUM = "/usr/bin/chromium"
 

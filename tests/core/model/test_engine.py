@@ -52,13 +52,13 @@ def test_batch_gives_the_same_codes_as_one_by_one(tiny_engine, speech):
     clips = [audio_from_array(speech(s, seed=i), 24_000) for i, s in enumerate((1.0, 2.5, 0.5, 0.33, 1.9999))]
     batch = tiny_engine.encode_batch(clips)
     differing = 0
-    for clip, result in zip(clips, batch):
+    for clip, result in zip(clips, batch, strict=True):
         single = tiny_engine.encode(clip).codes
         assert result.codes.shape == single.shape
         differing += int((result.codes != single).any(axis=1).sum())
     assert differing <= 1
     decoded = tiny_engine.decode_batch([r.codes for r in batch])
-    for result, dec in zip(batch, decoded):
+    for result, dec in zip(batch, decoded, strict=True):
         np.testing.assert_allclose(dec.samples, tiny_engine.decode(result.codes).samples, atol=1e-4)
 
 

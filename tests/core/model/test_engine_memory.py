@@ -139,12 +139,12 @@ def test_batches_group_short_clips_and_chunk_long_ones(make_engine, speech):
     engine = make_engine(encode_chunk_s=1.0, batch_audio_s=2.0, decode_chunk_frames=20)
     arrays = [speech(s, seed=i) for i, s in enumerate((0.5, 2.6, 0.7, 0.9, 0.3))]
     results = engine.encode_batch([audio_from_array(a, SR) for a in arrays])
-    for a, r in zip(arrays, results):
+    for a, r in zip(arrays, results, strict=True):
         single = whole_codes(engine, a)
         assert r.codes.shape == single.shape
         np.testing.assert_array_equal(r.codes[:-1], single[:-1])  # a padded clip's last frame may differ
     np.testing.assert_array_equal(results[1].codes, whole_codes(engine, arrays[1]))  # chunked alone: exact
     decoded = engine.decode_batch([r.codes for r in results])
-    for r, d in zip(results, decoded):
+    for r, d in zip(results, decoded, strict=True):
         # batched vs lone decode: other conv shapes, so fp32 rounding differs (1.1e-5 seen on an AMX CPU)
         np.testing.assert_allclose(d.samples, engine.decode(r.codes).samples, atol=1e-4, rtol=0)

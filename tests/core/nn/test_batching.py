@@ -32,7 +32,7 @@ def test_batched_codes_equal_lone_encodes_every_frame(tiny_engine, speech, windo
     window = None if window_s is None else int(window_s * 24_000)
     with torch.inference_mode():
         batched = batching.encode_batch(tiny_engine.model, [torch.from_numpy(c) for c in clips], window)
-    assert differing_frames((many.numpy(), one) for many, one in zip(batched, lone)) <= NEAR_TIE_FRAMES
+    assert differing_frames((many.numpy(), one) for many, one in zip(batched, lone, strict=True)) <= NEAR_TIE_FRAMES
 
 
 def test_without_the_padding_rule_a_short_clips_last_frame_changes(tiny_engine, speech):
@@ -72,5 +72,5 @@ def test_the_engine_batch_path_uses_windows_and_stays_exact(tiny_checkpoint, spe
     groups = planner.batch_groups(list(range(len(clips))), sizes, 6 * 24_000, conv_context_samples(engine.model))
     assert any(window is not None for _, window in groups)  # the settings make this job windowed
     batched = engine.encode_batch([SimpleNamespace(samples=c) for c in clips])
-    pairs = [(result.codes, engine.encode_array(clip).codes) for clip, result in zip(clips, batched)]
+    pairs = [(result.codes, engine.encode_array(clip).codes) for clip, result in zip(clips, batched, strict=True)]
     assert differing_frames(pairs) <= NEAR_TIE_FRAMES

@@ -39,7 +39,7 @@ def test_streamed_decode_matches_the_whole_decode_at_every_seam(tiny_model, spee
     assert ours.shape == whole.shape == official.shape == (75 * FRAME,)
     seams = list(range(chunk, 75, chunk))
     ours_err, official_err = seam_errors(ours, whole, seams), seam_errors(official, whole, seams)
-    for seam, a, b in zip(seams, ours_err, official_err):
+    for seam, a, b in zip(seams, ours_err, official_err, strict=True):
         assert a < 1e-4, f"seam at frame {seam}: ours differs by {a}"
         assert b > 1e-3, f"seam at frame {seam}: official differs by only {b} (context does not matter?)"
         assert a < b / 100
@@ -63,6 +63,6 @@ def test_batched_decode_equals_one_by_one(tiny_model, speech, whole_codes, layou
     with torch.inference_mode():
         batch = decoding.decode_batch(model, codes, 9, runner=runner(model, layout))
         single = [decoding.decode(model, c, 9, runner=runner(model, layout)) for c in codes]
-    for b, s, c in zip(batch, single, codes):
+    for b, s, c in zip(batch, single, codes, strict=True):
         assert b.shape == (c.shape[0] * FRAME,)
         torch.testing.assert_close(b, s, atol=1e-5, rtol=0)

@@ -1,0 +1,27 @@
+"""Reference codecs ("anchors"): the same clip through codecs people know, at stated bitrates.
+
+A listener asks "is 2.2 kbit/s good?"; a phone call, Opus, MP3 and the MUSHRA low-pass anchors
+answer it when heard beside the codec. Each anchor is made from the clip by a real encoder through
+PyAV (``encoders``) or by a filter (``lowpass``), decoded back to 24 kHz mono, sample-aligned with
+the original and as long as it. Which ones exist and how they are made: ``catalog``; making a
+clip's anchors (with a message for each one that cannot be made): ``make``.
+
+    from core.anchors import make_anchors, parse_anchors
+    made = make_anchors(samples, parse_anchors("opus6,amr"))
+"""
+
+from core.anchors.catalog import ANCHORS, BY_ID, DEFAULT_ANCHORS, Anchor, anchor_ids, parse_anchors
+from core.anchors.make import AnchorAudio, AnchorSet, Problem, make_anchors
+
+__all__ = [
+    "ANCHORS",
+    "BY_ID",
+    "DEFAULT_ANCHORS",
+    "Anchor",
+    "AnchorAudio",
+    "AnchorSet",
+    "Problem",
+    "anchor_ids",
+    "make_anchors",
+    "parse_anchors",
+]

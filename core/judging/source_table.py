@@ -1,0 +1,154 @@
+"""One table of every source of a clip: a column per source, a row per metric.
+
+Rows: PESQ-WB, STOI, SI-SDR and the log-mel distance against the original (``core.analysis.metrics``,
+PESQ and STOI on its first ``METRIC_WINDOW_S`` seconds), DistillMOS of the source alone (the same
+window: ≈60 MB of RAM per second of audio otherwise) and the bitrate. The original's own column holds
+its DistillMOS, the yardstick for the others'. Every number is measured on this clip; a metric that
+cannot be computed is None with the reason in ``notes``.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+import numpy as np
+
+from core.analysis import metrics as analysis
+from core.codec import SAMPLE_RATE
+from core.judging.sources import Source
+
+logger = logging.getLogger(__name__)
+
+METRICS = ("PESQ-WB", "STOI", "SI-SDR", "Log-mel distance")  # against the original (analysis.compare's names)
+MOS = "DistillMOS"  # of the source alone, 1..5
+BITRATE = "Bitrate"  # bit/s
+ROWS = (*METRICS, MOS, BITRATE)
+HIGHER_IS_BETTER = {"PESQ-WB": True, "STOI": True, "SI-SDR": True, "Log-mel distance": False, MOS: True}
+UNITS = {"SI-SDR": "dB", "Log-mel distance": "dB", BITRATE: "bit/s"}
+WINDOW_S = analysis.METRIC_WINDOW_S  # DistillMOS looks at the same first seconds as PESQ and STOI
+
+
+@dataclass(frozen=True)
+class Column:
+    source: dict  # Source.facts(): id, kind, label, key, bitrate_bps
+    values: dict  # row name -> value or None
+    notes: dict  # row name -> why it is None, or what part of the clip it covers
+
+
+@dataclass(frozen=True)
+class SourceTable:
+    columns: tuple[Column, ...]  # the original first, then the sources in the order given
+    seconds: float  # time taken
+
+    def column(self, source_id: str) -> Column:
+        return next(c for c in self.columns if c.source["id"] == source_id)
+
+    def to_dict(self) -> dict:
+        return {
+            "rows": list(ROWS),
+            "columns": [{"source": c.source, "values": c.values, "notes": c.notes} for c in self.columns],
+            "seconds": self.seconds,
+        }
+
+    def csv_rows(self) -> list[list]:
+        """Header (metric, then each source's id) and one row per metric."""
+        out: list[list] = [["metric", *(c.source["id"] for c in self.columns)]]
+        out += [[row, *(c.values.get(row) for c in self.columns)] for row in ROWS]
+        return out
+
+    def text(self) -> str:
+        """The table as aligned plain text (the CLI prints it)."""
+        header = ["", *(c.source["label"] for c in self.columns)]
+        lines = [header] + [[row, *(_cell(c.values.get(row)) for c in self.columns)] for row in ROWS]
+        widths = [max(len(str(line[i])) for line in lines) for i in range(len(header))]
+        return "\n".join(
+            "  ".join(str(v).rjust(w) for v, w in zip(line, widths, strict=True)).rstrip() for line in lines
+        )
+
+
+def _cell(value) -> str:
+    if value is None:
+        return "—"
+    return f"{value:.0f}" if abs(value) >= 100 else f"{value:.2f}"
+
+
+def measure(
+    original: Source,
+    sources: Iterable[Source],
+    device: str = "cpu",
+    mos: bool = True,
+    progress: Callable[[float], None] | None = None,
+    cache: dict | None = None,
+) -> SourceTable:
+    """The table for ``sources`` (each with samples) against ``original``. ``cache``: a dict kept by
+    the caller, {(source digest, original digest): column values}, so a source measured once is
+    not measured again when the table grows (the ladder adds levels)."""
+    started = time.perf_counter()
+    sources = list(sources)
+    ref = np.asarray(original.samples, dtype=np.float32)
+    ref_key = _digest(ref)
+    columns = [_original_column(original, ref, device, mos, cache, ref_key)]
+    for i, source in enumerate(sources):
+        if progress:
+            progress(i / max(len(sources), 1))
+        samples = np.asarray(source.samples, dtype=np.float32)
+        key = (_digest(samples), ref_key, mos)
+        found = cache.get(key) if cache is not None else None
+        if found is None:
+            found = _measure_one(ref, samples, device, mos)
+            if cache is not None:
+                cache[key] = found
+        values, notes = found
+        columns.append(Column(source.facts(), values | {BITRATE: source.bitrate_bps}, notes))
+    return SourceTable(tuple(columns), time.perf_counter() - started)
+
+
+def _original_column(original: Source, ref, device, mos, cache, ref_key) -> Column:
+    key = ("original", ref_key, mos)
+    found = cache.get(key) if cache is not None else None
+    if found is None:
+        value, note = _mos(ref, device) if mos else (None, "not asked for")
+        found = ({MOS: value}, {MOS: note} if note else {})
+        if cache is not None:
+            cache[key] = found
+    values = dict.fromkeys(ROWS) | found[0]
+    return Column(original.facts(), values, found[1])
+
+
+def _measure_one(ref: np.ndarray, samples: np.ndarray, device: str, mos: bool) -> tuple[dict, dict]:
+    values: dict = {}
+    notes: dict = {}
+    for m in analysis.compare(ref, samples):
+        if m.name in METRICS:
+            values[m.name] = m.value
+            if m.note:
+                notes[m.name] = m.note
+    value, note = _mos(samples, device) if mos else (None, "not asked for")
+    values[MOS] = value
+    if note:
+        notes[MOS] = note
+    return values, notes
+
+
+def _mos(samples: np.ndarray, device: str) -> tuple[float | None, str]:
+    from core.judging import verdict
+
+    window = samples[: int(WINDOW_S * SAMPLE_RATE)]
+    note = f"on the first {WINDOW_S:g} s" if window.size < samples.size else ""
+    try:
+        value = verdict.predictor(device).predict(window, SAMPLE_RATE)
+    except Exception as e:  # noqa: BLE001 - the other rows stand without it
+        logger.warning("DistillMOS failed: %s: %s", type(e).__name__, e)
+        return None, f"could not be computed: {type(e).__name__}"
+    if value is None:
+        return None, f"needs at least {verdict.MIN_MOS_S:g} s of sound"
+    return value, note
+
+
+def _digest(samples: np.ndarray) -> str:
+    import hashlib
+
+    return hashlib.blake2b(np.ascontiguousarray(samples).tobytes(), digest_size=16).hexdigest()

@@ -1,0 +1,120 @@
+"""The versions of one clip that a listener compares: its sources.
+
+The original, the codec's reconstruction, a second checkpoint's, ladder levels (the first k
+codebooks) and the anchors (``core.anchors``) are all sources: each has an id, a kind, an English
+label, a player key and a bitrate, and is sample-aligned with the original. The player, the metrics
+table, the blind test, the reports and the CLI all take this one list.
+
+:func:`make_sources` runs a clip through the codec (and the second checkpoint when one is loaded,
+under the same lock) and makes the chosen anchors: what ``python -m core roundtrip``, the folder
+evaluation and the web page's round trip share.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from core import anchors as anchor_lib
+from core.codec import BITS_PER_CODE, FRAME_RATE, NUM_CODEBOOKS
+
+CODEC_BPS = NUM_CODEBOOKS * BITS_PER_CODE * FRAME_RATE  # 2200 bit/s: 16 codes of 11 bits, 12.5 times a second
+ORIGINAL, CODEC, CHECKPOINT, LEVEL, ANCHOR = "original", "codec", "checkpoint", "level", "anchor"  # Source.kind
+CODEC_ID, COMPARE_ID = "reconstruction", "compare"  # the ids of the codec's and the second checkpoint's output
+COMPARE_KEY = "c"  # the second checkpoint's key in the player
+
+
+@dataclass(frozen=True)
+class Source:
+    id: str  # "original", "reconstruction", "compare", "k4", "opus6", ...
+    kind: str  # ORIGINAL, CODEC, CHECKPOINT, LEVEL or ANCHOR
+    label: str  # English, e.g. "Opus 6 kbit/s" (the page words it in the reader's language by id)
+    key: str  # keyboard key in the flip player ("" for none)
+    bitrate_bps: float | None  # codes or encoded bytes per second (None: the original, a filter)
+    samples: np.ndarray | None = field(default=None, repr=False, compare=False)  # float32 mono, aligned
+
+    def facts(self) -> dict:
+        """Everything but the samples (for JSON, the manifest, the tables)."""
+        return {"id": self.id, "kind": self.kind, "label": self.label, "key": self.key, "bitrate_bps": self.bitrate_bps}
+
+
+def original(samples=None) -> Source:
+    return Source("original", ORIGINAL, "original", "a", None, samples)
+
+
+def codec(samples=None) -> Source:
+    return Source(CODEC_ID, CODEC, f"codec {CODEC_BPS / 1000:g} kbit/s", "b", CODEC_BPS, samples)
+
+
+def checkpoint(samples=None) -> Source:
+    return Source(
+        COMPARE_ID, CHECKPOINT, f"second checkpoint {CODEC_BPS / 1000:g} kbit/s", COMPARE_KEY, CODEC_BPS, samples
+    )
+
+
+def level(codebooks: int, samples=None, key: str = "") -> Source:
+    from core.nn.ladder import bitrate_bps
+
+    rate = bitrate_bps(codebooks)
+    return Source(
+        f"k{codebooks}", LEVEL, f"first {codebooks} of {NUM_CODEBOOKS} codebooks, {rate:g} bit/s", key, rate, samples
+    )
+
+
+def anchor(made: anchor_lib.AnchorAudio) -> Source:
+    a = made.anchor
+    return Source(a.id, ANCHOR, a.label, a.key, made.bitrate_bps, made.samples)
+
+
+@dataclass(frozen=True)
+class SourceSet:
+    original: Source
+    sources: tuple[Source, ...]  # the codec first, then the second checkpoint, then the anchors
+    problems: tuple[anchor_lib.Problem, ...]  # anchors that could not be made, and why
+    trip: object  # the codec's core.model.results.RoundTripResult (codes, timings)
+    second_trip: object | None  # the second checkpoint's, when one is loaded
+    agreement: list[float] | None  # share of codes equal per codebook, first model against second
+    timing: dict  # model_s, anchors_s
+
+    def by_id(self, source_id: str) -> Source:
+        return next(s for s in (self.original, *self.sources) if s.id == source_id)
+
+
+def make_sources(
+    engine,
+    audio,
+    anchors: Iterable[anchor_lib.Anchor],
+    compare: bool = True,
+    progress: Callable[[float], None] | None = None,
+) -> SourceSet:
+    """``audio`` (core.audio.files.Audio) through the codec, the second checkpoint (when ``compare``
+    and one is ready) and each of ``anchors``. Progress: the model work up to 0.9, the anchors after."""
+    from core.model import second
+
+    report = progress or (lambda f: None)
+    x = np.asarray(audio.samples, dtype=np.float32)
+    other = second.ready_second(engine) if compare else None
+    if other is not None:
+        both = second.roundtrip_both(engine, audio, lambda f: report(0.9 * f))
+        trip, second_trip, agreement = both.first, both.second, both.agreement()
+    else:
+        trip, second_trip, agreement = engine.roundtrip(audio, lambda f: report(0.9 * f)), None, None
+    started = time.perf_counter()
+    made = anchor_lib.make_anchors(x, anchors, lambda f: report(0.9 + 0.1 * f))
+    sources = [codec(trip.decoded.samples)]
+    if second_trip is not None:
+        sources.append(checkpoint(second_trip.decoded.samples))
+    sources += [anchor(a) for a in made.made]
+    model_s = trip.encoded.seconds + trip.decoded.seconds
+    if second_trip is not None:
+        model_s += second_trip.encoded.seconds + second_trip.decoded.seconds
+    timing = {"model_s": model_s, "anchors_s": time.perf_counter() - started}
+    return SourceSet(original(x), tuple(sources), made.problems, trip, second_trip, agreement, timing)
+
+
+def agreement_rows(agreement: list[float] | None) -> list[dict]:
+    """Per codebook: its number (1 is the semantic one) and the share of codes equal."""
+    return [{"codebook": i, "equal_share": round(v, 4)} for i, v in enumerate(agreement or [], start=1)]

@@ -1,0 +1,115 @@
+"""The maps cannot drift: docs/core.md and docs/webui.md list every module of their package (and
+docs/webui.md every file of webui/static), everything they list exists, and no doc names a path
+or a ``core.x`` / ``webui.x`` name that is not there.
+
+A module is "listed" when its path appears in backticks, relative to its package (``nn/encoding.py``
+in docs/core.md) or to the repository (``webui/options.py``). ``__init__.py`` files are a package's
+face (a docstring); the map names the package folder instead (``audio/``).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+MAPS = {"core": ROOT / "docs" / "core.md", "webui": ROOT / "docs" / "webui.md"}
+DOCS = [ROOT / "README.md", ROOT / "CHANGELOG.md", *sorted((ROOT / "docs").glob("*.md"))]
+_LISTED = re.compile(r"`([\w./-]+\.(?:py|js|css))`")
+_FOLDER = re.compile(r"`(\w+)/`")
+_PATH = re.compile(r"(?<![\w/.-])((?:core|webui|tests|bench|deploy|scripts|docs)/[\w./-]*[\w/])")
+_DOTTED = re.compile(r"`((?:core|webui)(?:\.\w+)+)")
+
+
+def package_files(package: str) -> set[str]:
+    """Every module of ``package`` (and, for webui, every file of its static folder), relative to it."""
+    base = ROOT / package
+    files = {p.relative_to(base).as_posix() for p in base.rglob("*.py") if p.name != "__init__.py"}
+    if package == "webui":
+        files |= {p.relative_to(base).as_posix() for p in (base / "static").glob("*") if p.suffix in (".js", ".css")}
+    return files
+
+
+def listed(package: str) -> set[str]:
+    return {name.removeprefix(package + "/") for name in _LISTED.findall(MAPS[package].read_text())}
+
+
+@pytest.mark.parametrize("package", sorted(MAPS))
+def test_every_module_is_in_its_map(package):
+    missing = package_files(package) - listed(package)
+    assert not missing, f"{MAPS[package].name} does not list: {sorted(missing)}"
+
+
+@pytest.mark.parametrize("package", sorted(MAPS))
+def test_every_subpackage_has_its_place_in_the_map(package):
+    folders = {p.parent.relative_to(ROOT / package).as_posix() for p in (ROOT / package).glob("*/__init__.py")}
+    named = set(_FOLDER.findall(MAPS[package].read_text()))
+    assert folders <= named, f"{MAPS[package].name} has no section for: {sorted(folders - named)}"
+
+
+@pytest.mark.parametrize("package", sorted(MAPS))
+def test_everything_the_map_lists_exists(package):
+    gone = [n for n in listed(package) if not (ROOT / package / n).is_file() and not (ROOT / n).is_file()]
+    assert not gone, f"{MAPS[package].name} lists modules that do not exist: {gone}"
+
+
+def test_paths_named_in_the_docs_exist():
+    """``bench/results/lab_overhead.{json,md}`` counts as there when a file of that stem is."""
+    gone = []
+    for doc in DOCS:
+        for path in set(_PATH.findall(doc.read_text())):
+            path = path.rstrip(".")
+            if not (ROOT / path).exists() and not list((ROOT / path).parent.glob((ROOT / path).name + ".*")):
+                gone.append(f"{doc.relative_to(ROOT)}: {path}")
+    assert not gone, "paths in the docs that are not in the tree:\n" + "\n".join(sorted(gone))
+
+
+def _module_file(parts: list[str]) -> Path | None:
+    path = ROOT.joinpath(*parts)
+    for candidate in (path.with_suffix(".py"), path / "__init__.py"):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def _defined(module: Path) -> set[str]:
+    names = set()
+    for node in ast.parse(module.read_text()).body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names |= {t.id for t in targets if isinstance(t, ast.Name)}
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names |= {(a.asname or a.name).split(".")[0] for a in node.names}
+    return names
+
+
+def test_dotted_names_in_the_docs_exist():
+    """``core.model.engine.Engine``: the longest prefix that is a module exists, and the next part is
+    defined in it (``core.analysis.compare`` would name a function that moved to ``metrics``)."""
+    gone = []
+    for doc in DOCS:
+        for dotted in set(_DOTTED.findall(doc.read_text())):
+            parts = dotted.split(".")
+            depth = next((n for n in range(len(parts), 0, -1) if _module_file(parts[:n])), 0)
+            module = _module_file(parts[:depth])
+            rest = parts[depth:]
+            if module is None or (rest and rest[0] not in _defined(module)):
+                gone.append(f"{doc.relative_to(ROOT)}: {dotted}")
+    assert not gone, "names in the docs that are not in the code:\n" + "\n".join(sorted(gone))
+
+
+def test_the_package_docstring_names_only_what_exists():
+    """core/__init__.py says what the package offers; every ``core.x`` it names is there."""
+    import core
+
+    for dotted in re.findall(r"``(core(?:\.\w+)+)``", core.__doc__ or ""):
+        parts = dotted.split(".")
+        depth = next((n for n in range(len(parts), 0, -1) if _module_file(parts[:n])), 0)
+        assert depth >= 2, f"core/__init__.py names {dotted}, which is not a module"
+        rest = parts[depth:]
+        assert not rest or rest[0] in _defined(_module_file(parts[:depth])), f"{dotted} is not defined"

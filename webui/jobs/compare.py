@@ -1,0 +1,163 @@
+"""The comparison's work, without Gradio: the sources beside the codec (anchors, the second
+checkpoint) written as WAVs in the request folder, the one table of every source, and checking the
+sources a client hands back.
+
+A source travels between events (and to and from API callers) as a dict: ``id``, ``kind``,
+``label``, ``key``, ``bitrate_bps`` and ``path`` (a WAV in a request folder). Paths that come back
+from a client are believed only inside the app's request folders (:func:`checked_sources`).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from core import anchors as anchor_lib
+from core import tokens
+from core.analysis import token_usage
+from core.audio.files import AudioLimits, load_audio, write_wav
+from core.errors import AudioInputError
+from core.judging import placing, source_table, sources
+from core.model import second
+from webui.jobs.common import Progress, quiet
+
+MAX_SOURCES = 48  # sources a client may hand back (every anchor, ladder level and more)
+SOURCE_FIELDS = ("id", "kind", "label", "key", "bitrate_bps", "path")
+CACHE_ENTRIES = 64  # measured columns remembered (the table grows when the ladder adds levels)
+_CACHE: dict = {}
+_CACHE_LOCK = threading.Lock()
+
+
+@dataclass(frozen=True)
+class ExtraSources:
+    sources: list[dict]  # the second checkpoint's and the anchors', as source dicts with their WAV paths
+    problems: list[dict]  # anchors that could not be made: id, label, reason, message
+    agreement: list[dict]  # per codebook: share of codes equal, first model against second (empty: none)
+    token_file: Path | None  # the second checkpoint's codes
+    timing: dict  # compare_s (the second model), anchors_s
+
+
+def extra_sources(
+    engine,
+    samples: np.ndarray,
+    first_codes: np.ndarray,
+    chosen,
+    folder: Path,
+    stem: str,
+    progress: Progress = quiet,
+    at: tuple[float, float] = (0.0, 1.0),
+) -> ExtraSources:
+    """The second checkpoint's reconstruction (when one is ready and ``chosen`` names ``compare``)
+    and the ``chosen`` anchors of ``samples``, each written as ``{stem}_{id}.wav`` into ``folder``."""
+    low, high = at
+    chosen = list(chosen or [])
+    out: list[dict] = []
+    agreement: list[dict] = []
+    token_path = None
+    compare_s = 0.0
+    other = second.ready_second(engine) if sources.COMPARE_ID in chosen else None
+    if other is not None:
+        progress(low, "compare.job.second")
+        trip = other.roundtrip(_audio(samples))
+        compare_s = trip.encoded.seconds + trip.decoded.seconds
+        wav = write_wav(folder / f"{stem}_{sources.COMPARE_ID}.wav", trip.decoded.samples)
+        out.append(sources.checkpoint().facts() | {"path": str(wav)})
+        token_file = tokens.make_token_file(trip.encoded.codes, trip.encoded.original_samples, other.settings.model)
+        token_path = tokens.save_tokens(token_file, folder / f"{stem}_{sources.COMPARE_ID}_tokens.npz")
+        agreement = sources.agreement_rows(token_usage.agreement(first_codes, trip.encoded.codes))
+    wanted = anchor_lib.parse_anchors([c for c in chosen if c != sources.COMPARE_ID])
+    started = time.perf_counter()
+    if wanted:
+        progress((low + high) / 2, "compare.job.anchors")
+    made = anchor_lib.make_anchors(samples, wanted)
+    for anchor in made.made:
+        wav = write_wav(folder / f"{stem}_{anchor.id}.wav", anchor.samples)
+        out.append(sources.anchor(anchor).facts() | {"path": str(wav)})
+    timing = {"compare_s": compare_s, "anchors_s": time.perf_counter() - started}
+    return ExtraSources(out, [p.to_dict() for p in made.problems], agreement, token_path, timing)
+
+
+def _audio(samples: np.ndarray):
+    from core.audio.files import audio_from_array
+    from core.codec import SAMPLE_RATE
+
+    return audio_from_array(samples, SAMPLE_RATE)
+
+
+def checked_sources(value, root: Path) -> list[dict]:
+    """The sources a client handed back (a list of source dicts, or a dict holding one under
+    ``sources``), each kept only with the known fields and a path to a WAV inside ``root`` (the
+    app's request folders); AudioInputError for anything else."""
+    items = value.get("sources", []) if isinstance(value, dict) else value or []
+    if not isinstance(items, list) or len(items) > MAX_SOURCES:
+        raise AudioInputError(f"The sources must be a list of at most {MAX_SOURCES} entries (from /roundtrip).")
+    base = Path(root).resolve()
+    out = []
+    for item in items:
+        if not isinstance(item, dict) or not isinstance(item.get("id"), str) or not isinstance(item.get("path"), str):
+            raise AudioInputError("Each source needs an id and a path, as /roundtrip returned them.")
+        path = Path(item["path"]).resolve()
+        if not path.is_relative_to(base) or path.suffix.lower() != ".wav":
+            raise AudioInputError(f"Source {item['id']!r} is not a file this server wrote; use /roundtrip's sources.")
+        if not path.is_file():
+            raise AudioInputError(f"The file of source {item['id']!r} is gone (files are kept for an hour); run again.")
+        bitrate = item.get("bitrate_bps")
+        out.append(
+            {k: item.get(k) for k in SOURCE_FIELDS}
+            | {
+                "path": str(path),
+                "label": str(item.get("label") or item["id"])[:80],
+                "kind": str(item.get("kind") or sources.ANCHOR),
+                "key": str(item.get("key") or "")[:1],
+                "bitrate_bps": float(bitrate) if isinstance(bitrate, int | float) else None,
+            }
+        )
+    return out
+
+
+@dataclass(frozen=True)
+class TableOutput:
+    table: dict  # SourceTable.to_dict()
+    placing: dict  # Placing.to_dict()
+    seconds: float
+
+
+def table_of(
+    original_path: Path,
+    listed: list[dict],
+    limits: AudioLimits,
+    device: str,
+    random_weights: bool,
+    mos: bool = True,
+    progress: Progress = quiet,
+) -> TableOutput:
+    """The table of every listed source (checked source dicts) against the original, and where the
+    codec stands among them. Columns measured before are taken from a cache."""
+    started = time.perf_counter()
+    original = sources.original(load_audio(original_path, limits).samples)
+    items = []
+    for item in listed:
+        if item["kind"] == sources.ORIGINAL:
+            continue
+        samples = load_audio(Path(item["path"]), limits).samples
+        items.append(sources.Source(item["id"], item["kind"], item["label"], item["key"], item["bitrate_bps"], samples))
+    with _CACHE_LOCK:
+        cache = dict(_CACHE)
+    table = source_table.measure(
+        original, items, device, mos, lambda f: progress(0.1 + 0.85 * f, "compare.job.table"), cache
+    )
+    with _CACHE_LOCK:
+        _CACHE.update(cache)
+        while len(_CACHE) > CACHE_ENTRIES:
+            _CACHE.pop(next(iter(_CACHE)))
+    subject = sources.CODEC_ID if any(i.id == sources.CODEC_ID for i in items) else None
+    placed = placing.place(table, subject, random_weights) if subject else None
+    return TableOutput(
+        table.to_dict(),
+        placed.to_dict() if placed else {"placements": [], "sentence": "", "random_weights": random_weights},
+        time.perf_counter() - started,
+    )

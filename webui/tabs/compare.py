@@ -1,0 +1,136 @@
+"""The comparison, in the round trip: which known codecs to make beside the codec (and the second
+checkpoint), and under the listening lab the one table of every source with where the codec stands
+(``/compare_table``). The work is in ``webui.jobs.compare``; the words in ``webui.views.compare_view``.
+
+The sources reach the other events through the round trip's details (``details["compare"]``) and
+the player's manifest; a path that comes back from a client is believed only inside the request
+folders (``webui.jobs.compare.checked_sources``).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+
+import gradio as gr
+
+from core import anchors as anchor_lib
+from core.judging import sources as source_lib
+from webui import i18n
+from webui.common import TabHandlers, need_file, user_errors
+from webui.jobs import compare as compare_jobs
+from webui.queues import METRICS_GROUP
+from webui.views import compare_view
+
+logger = logging.getLogger(__name__)
+
+# what the checkboxes show: codec names and rates, the same in every language (the player's buttons are translated)
+CHOICE_LABELS = {
+    "lp3.5": "LP 3.5 kHz",
+    "lp7": "LP 7 kHz",
+    "amr": "☎ AMR-NB 12.2 kbit/s",
+    "opus6": "Opus 6 kbit/s",
+    "opus12": "Opus 12 kbit/s",
+    "mp3": "MP3 32 kbit/s",
+}
+
+
+def chosen(anchors, with_second, settings) -> list[str]:
+    """What the round trip makes beside the codec: the ticked anchors (None: the server's
+    --anchors) and ``compare`` for the second checkpoint."""
+    ids = anchor_lib.anchor_ids(settings.anchors if anchors is None else anchors)
+    return ids + ([source_lib.COMPARE_ID] if with_second is None or with_second else [])
+
+
+def sources_of(value) -> list[dict]:
+    """The source dicts in what a client handed over: the player's manifest (JSON text or dict),
+    the round trip's details (``compare.sources``) or a list of sources."""
+    if isinstance(value, str):
+        value = json.loads(value) if value.strip() else {}
+    if isinstance(value, dict) and isinstance(value.get("compare"), dict):
+        value = value["compare"]
+    items = value.get("sources", []) if isinstance(value, dict) else value or []
+    if not isinstance(items, list):
+        return []
+    skip = (source_lib.ORIGINAL, source_lib.CODEC, "residual")
+    return [s for s in items if isinstance(s, dict) and s.get("kind") not in skip and s.get("id") != "residual"]
+
+
+@dataclass
+class CompareHandlers(TabHandlers):
+    """The table of every source."""
+
+    def table(self, original_path, reconstruction_path, manifest, request: gr.Request | None = None):
+        """Every source against the original: a column each (the fast metrics first, then DistillMOS),
+        and where the codec stands among them. A generator: the page shows the first table at once."""
+        lang = i18n.language_of(request)
+        original = need_file(original_path, "what.original", lang)
+        reconstruction = need_file(reconstruction_path, "what.reconstruction", lang)
+        random_weights = bool(self.engine.info().get("random_weights"))
+        with user_errors("action.compare_table", lang):
+            listed = compare_jobs.checked_sources(sources_of(manifest), self.workspace.root)
+            codec = source_lib.codec().facts() | {"path": str(reconstruction)}
+            items = [codec, *listed]
+            for mos in (False, True):
+                out = compare_jobs.table_of(original, items, self.limits, self.engine.device, random_weights, mos=mos)
+                yield self._outputs(out, lang, pending=not mos)
+
+    def _outputs(self, out: compare_jobs.TableOutput, lang: str, pending: bool):
+        labels = {c["source"]["id"]: compare_view.source_label(c["source"], lang) for c in out.table["columns"]}
+        details = {"table": out.table, "placing": out.placing, "seconds": out.seconds}
+        return (
+            compare_view.table_markdown(out.table, lang, mos_pending=pending),
+            compare_view.placing_markdown(out.placing, lang, labels),
+            details,
+        )
+
+    def problems(self, details, request: gr.Request | None = None):
+        """The anchors that could not be made, and the two checkpoints' codes (from the round trip's details)."""
+        lang = i18n.language_of(request)
+        compare = (details or {}).get("compare") or {}
+        duration = ((details or {}).get("input") or {}).get("duration_s")
+        return (
+            compare_view.problems_markdown(compare.get("problems") or [], lang, duration),
+            compare_view.agreement_markdown(compare.get("agreement") or [], lang),
+        )
+
+
+def inputs(settings) -> tuple[gr.CheckboxGroup, gr.Checkbox]:
+    """The round trip's choice of what to make beside the codec (call in its input column)."""
+    anchors = gr.CheckboxGroup(
+        [(CHOICE_LABELS[a.id], a.id) for a in anchor_lib.ANCHORS],
+        value=anchor_lib.anchor_ids(settings.anchors),
+        label=i18n.label("compare.anchors"),
+        info=i18n.label("compare.anchors_info"),
+        elem_id="roundtrip-anchors",
+    )
+    second = gr.Checkbox(True, label=i18n.label("compare.second"), elem_id="roundtrip-second")
+    return anchors, second
+
+
+def build(handlers: CompareHandlers, timeline_done, ladder_done, original, reconstruction, player, details) -> None:
+    """The table under the player, refreshed after the timeline and after each ladder (call in the lab)."""
+    problems = gr.Markdown(elem_id="lab-compare-problems")
+    table = gr.Markdown(elem_id="lab-compare-table")
+    placing = gr.Markdown(elem_id="lab-placing")
+    agreement = gr.Markdown(elem_id="lab-agreement")
+    raw = gr.JSON(visible=False)
+    timeline_done.then(
+        handlers.problems,
+        inputs=[details],
+        outputs=[problems, agreement],
+        api_name="compare_notes",
+        api_visibility="private",
+        queue=False,
+        show_progress="hidden",
+    )
+    for done, name in ((timeline_done, "compare_table"), (ladder_done, "compare_table_after_ladder")):
+        done.success(
+            handlers.table,
+            inputs=[original, reconstruction, player],
+            outputs=[table, placing, raw],
+            api_name=name,
+            api_visibility="public" if name == "compare_table" else "private",
+            **METRICS_GROUP,
+        )

@@ -1,0 +1,117 @@
+"""The comparison in the reader's language: source names, the one table (a column per source), where
+the codec stands among them, the anchors that could not be made, and the two checkpoints' codes."""
+
+from __future__ import annotations
+
+import html
+
+from core.judging import source_table
+from core.judging.sources import ANCHOR, CHECKPOINT, CODEC, CODEC_BPS, LEVEL, ORIGINAL
+from webui import i18n
+
+
+def source_label(source: dict, lang: str) -> str:
+    """A source's name on its button and in its column: "Opus 6 kbit/s", "第二个检查点（2.2 kbit/s）"."""
+    kind, sid = source.get("kind"), source["id"]
+    rate = source.get("bitrate_bps") or CODEC_BPS
+    if kind == LEVEL:
+        k = int(sid[1:])
+        return i18n.text("lab.source.level", lang, k=k, bitrate=f"{rate:g}")
+    if kind == ANCHOR and f"compare.source.{sid}" in i18n.catalogues()[i18n.DEFAULT_LANGUAGE]:
+        return i18n.text(f"compare.source.{sid}", lang)
+    if kind in (CODEC, CHECKPOINT):
+        key = "compare.source.reconstruction" if kind == CODEC else "compare.source.compare"
+        return i18n.text(key, lang, bitrate=f"{rate / 1000:g}")
+    if kind == ORIGINAL:
+        return i18n.text("compare.source.original", lang)
+    return str(source.get("label") or sid)
+
+
+def _cell(row: str, value) -> str:
+    if value is None:
+        return "–"
+    if row == source_table.BITRATE:
+        return f"{value / 1000:.1f}"
+    return f"{value:.2f}"
+
+
+def table_markdown(table: dict, lang: str, mos_pending: bool = False) -> str:
+    """The table: a header of source names, a row per metric; the note under it."""
+    columns = table["columns"]
+    names = [html.escape(source_label(c["source"], lang)) for c in columns]
+    lines = ["| | " + " | ".join(names) + " |", "|---|" + "---:|" * len(columns)]
+    for row in table["rows"]:
+        name = i18n.text("compare.row.bitrate", lang) if row == source_table.BITRATE else row
+        lines.append(f"| {name} | " + " | ".join(_cell(row, c["values"].get(row)) for c in columns) + " |")
+    note = i18n.text("compare.table_note", lang, window=f"{source_table.WINDOW_S:g}")
+    pending = "\n\n" + i18n.text("compare.mos_pending", lang) if mos_pending else ""
+    return i18n.text("compare.heading", lang) + "\n\n" + "\n".join(lines) + "\n\n" + note + pending
+
+
+def placing_markdown(placing: dict, lang: str, labels: dict[str, str]) -> str:
+    """Where the codec stands, from core.judging.placing's placements, in ``lang``. ``labels``: the
+    sources' names by id."""
+    placements = placing.get("placements") or []
+    if not placements:
+        return i18n.text("compare.placing.none", lang)
+    parts = []
+    for relation in ("closer", "further"):
+        names = [labels.get(p["source_id"], p["label"]) for p in placements if p["relation"] == relation]
+        if names:
+            parts.append(i18n.text(f"compare.placing.{relation}", lang, names=_join(names, lang)))
+    for p in placements:
+        if p["relation"] == "mixed":
+            parts.append(
+                i18n.text(
+                    "compare.placing.mixed",
+                    lang,
+                    name=labels.get(p["source_id"], p["label"]),
+                    better=", ".join(p["better"]),
+                    worse=", ".join(p["worse"]),
+                )
+            )
+    text = i18n.text("compare.placing.lead", lang, parts=_join(parts, lang))
+    if placing.get("random_weights"):
+        text += "\n\n> ⚠️ " + i18n.text("compare.placing.random", lang)
+    return html.escape(text, quote=False)
+
+
+def _join(items: list[str], lang: str) -> str:
+    if len(items) == 1:
+        return items[0]
+    return i18n.text("compare.placing.sep", lang).join(items[:-1]) + i18n.text("compare.placing.and", lang) + items[-1]
+
+
+def problems_markdown(problems: list[dict], lang: str, duration_s: float | None = None) -> str:
+    """One line per anchor that could not be made, and why."""
+    lines = []
+    for p in problems or []:
+        label = source_label({"id": p["id"], "kind": ANCHOR, "label": p.get("label")}, lang)
+        if p.get("reason") == "too_short":
+            line = i18n.text(
+                "compare.problem.too_short",
+                lang,
+                label=label,
+                min=f"{p.get('min_seconds', 0):g}",
+                duration=f"{duration_s or 0:.2f}",
+            )
+        elif p.get("reason") == "missing_encoder":
+            line = i18n.text("compare.problem.missing_encoder", lang, label=label)
+        else:
+            line = i18n.text("compare.problem.failed", lang, label=label, detail=p.get("message", ""))
+        lines.append("> ⚠️ " + html.escape(line, quote=False))
+    return "\n\n".join(lines)
+
+
+def agreement_markdown(rows: list[dict], lang: str) -> str:
+    """Share of codes equal per codebook, first checkpoint against the second ("" without a second)."""
+    if not rows:
+        return ""
+    lines = [
+        i18n.text("compare.agreement_heading", lang),
+        "",
+        i18n.text("compare.agreement_header", lang),
+        "|---:|---:|",
+    ]
+    lines += [f"| {r['codebook']} | {r['equal_share']:.1%} |" for r in rows]
+    return "\n".join(lines)

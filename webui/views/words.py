@@ -1,0 +1,104 @@
+"""Sentences core/ makes, in the page's language.
+
+core/ writes its sentences in English on purpose: the CLI, the logs and the CSV files show them.
+The page shows them in its own language: a sentence core makes with figures is matched here and
+said again from the catalogue with the same figures (``PATTERNS``: one table, tested against core's
+real sentences); a readiness step is worded from its figures (``Step.data``), a memory estimate from
+its fields. A sentence nobody taught this module is shown as core wrote it, never dropped.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+
+from core.model.readiness import FAIL, PASS, SKIPPED
+from webui.i18n import DEFAULT_LANGUAGE, filled, text
+
+logger = logging.getLogger(__name__)
+
+_NUMBER = r"-?\d+(?:\.\d+)?"
+PATTERNS: tuple[tuple[re.Pattern, str], ...] = tuple(
+    (re.compile(pattern), key)
+    for pattern, key in (
+        # core.audio.blocks: what was done to the input
+        # i18n-exempt: core's English, matched (the catalogue says it)
+        (r"Resampled from (?P<rate>\d+) Hz to (?P<target>\d+) Hz\.", "words.resampled"),
+        # i18n-exempt: core's English, matched (the catalogue says it)
+        (r"Stereo downmixed to mono\.", "words.stereo"),
+        # i18n-exempt: core's English, matched (the catalogue says it)
+        (r"(?P<n>\d+) channels downmixed to mono\.", "words.channels"),
+        # i18n-exempt: core's English, matched (the catalogue says it)
+        (r"1 sample is clipped\.", "words.clipped_one"),
+        # i18n-exempt: core's English, matched (the catalogue says it)
+        (r"(?P<n>\d+) samples are clipped\.", "words.clipped"),
+        # i18n-exempt: core's English, matched (the catalogue says it)
+        (rf"The clip is nearly silent \((?P<db>{_NUMBER}) dBFS\)\.", "words.near_silent"),
+        # core.analysis.metrics: why a metric has no value, or what it covers
+        # i18n-exempt: core's English, matched (the catalogue says it)
+        (rf"PESQ needs at least (?P<s>{_NUMBER}) s of audio", "words.pesq_short"),
+        # i18n-exempt: core's English, matched (the catalogue says it)
+        (rf"STOI needs at least (?P<s>{_NUMBER}) s of speech", "words.stoi_short"),
+        # i18n-exempt: core's English, matched (the catalogue says it)
+        (r"the original is silent; (?P<metric>PESQ|STOI) needs speech", "words.silent_speech"),
+        # i18n-exempt: core's English, matched (the catalogue says it)
+        (r"the original is silent; SI-SDR needs a signal", "words.silent_signal"),
+        # i18n-exempt: core's English, matched (the catalogue says it)
+        (rf"on the first (?P<window>{_NUMBER}) s of (?P<total>{_NUMBER}) s, for speed", "words.first_part"),
+        # i18n-exempt: core's English, matched (the catalogue says it)
+        (rf"over (?P<db>{_NUMBER}) dB below the loudest part of the original", "words.mel_floor"),
+        # i18n-exempt: core's English, matched (the catalogue says it)
+        (r"could not be computed: (?P<detail>.+)", "words.not_computed"),
+        # core.nn.fast_decode: chunks redone in float32
+        (
+            # i18n-exempt: core's English, matched (the catalogue says it)
+            r"(?P<redone>\d+) of (?P<chunks>\d+) decode chunk\(s\) came out broken in (?P<dtype>\w+) \(non-finite or "
+            # i18n-exempt: core's English, matched (the catalogue says it)
+            r"full-scale samples\) and were decoded again in float32\. If this repeats, run with "
+            # i18n-exempt: core's English, matched (the catalogue says it)
+            r"--decode-dtype float32\.",
+            "words.redone_chunks",
+        ),
+    )
+)
+
+
+def sentence(english: str, lang: str) -> str:
+    """One of core's sentences in ``lang`` (as it is where no pattern knows it)."""
+    if lang == DEFAULT_LANGUAGE:
+        return english
+    for pattern, key in PATTERNS:
+        found = pattern.fullmatch(english.strip())
+        if found:
+            return text(key, lang, **found.groupdict())
+    logger.debug("no translation for core's sentence %r", english)
+    return english
+
+
+def step_detail(step: dict, lang: str) -> str:
+    """A readiness step's detail, worded from its figures where the step passed or was skipped by
+    design; a failure's detail is core's evidence (it names what failed), after a sentence in ``lang``."""
+    data, name, status = step.get("data") or {}, step.get("name"), step.get("status")
+    if status == FAIL:
+        return text("words.step_failed", lang, detail=step.get("detail", ""))
+    if name == "cuda" and status == SKIPPED:
+        return text("words.cuda_on_cpu" if not data.get("cuda") else "words.cuda_unused", lang)
+    if name == "cuda" and status == PASS and "name" in data:
+        bf16 = text("words.yes" if data.get("bf16") else "words.no", lang)
+        return text(
+            "words.cuda_pass", lang, name=data["name"], free=data["free_mib"], total=data["total_mib"], bf16=bf16
+        )
+    if name == "weights" and status == PASS and "mib" in data:
+        return text("words.weights_pass", lang, mib=f"{data['mib']:.0f}", dtype=data.get("dtype", ""))
+    if name == "roundtrip" and status == PASS and "seconds" in data:
+        return text("words.roundtrip_pass", lang, ms=f"{data['seconds'] * 1000:.0f}")
+    return sentence(step.get("detail", ""), lang)
+
+
+def estimate(value, lang: str) -> str:
+    """The engine's memory estimate before a job (webui.jobs.codec's figures) in ``lang``; an
+    older caller's English message as it is."""
+    if not isinstance(value, dict) or "operation" not in value:
+        return str(value or "")
+    fields = {k: v for k, v in value.items() if k != "operation"}
+    return text(f"job.estimate.{value['operation']}", lang, **filled(fields, lang))
