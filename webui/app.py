@@ -30,7 +30,7 @@ PAGE_JS = (STATIC / "page.js").read_text(encoding="utf-8")  # the tab list's key
 def build_app(engine, options: UiOptions | None = None) -> gr.Blocks:
     """The whole page for ``engine``; nothing outside this call holds UI state."""
     options = options or UiOptions()
-    workspace = Workspace(options.temp_root, options.max_age_s)
+    workspace = Workspace(options.temp_root, options.max_age_s, options.max_temp_bytes)
     with gr.Blocks(title=TITLE, analytics_enabled=False, delete_cache=GRADIO_CACHE_CLEANUP) as demo:
         gr.Markdown(label("app.intro"), elem_id="app-intro")
         status_bar.build(demo, status_bar.StatusHandlers(engine, workspace))

@@ -149,7 +149,9 @@ def decode_timings(engine, frames: int) -> dict[str, float] | None:
     except CodecError:
         return None
     key = (str(engine.model_path), engine.device, frames)
-    if key not in _DECODE_TIMINGS:
+    if key in _DECODE_TIMINGS:
+        return dict(_DECODE_TIMINGS[key])
+    with engine._lock:  # the model is shared: no job may run (or hook it, as the ladder does) meanwhile
         codes = torch.zeros(1, NUM_CODEBOOKS, frames, dtype=torch.long, device=engine.device)
         timings = {}
         for dtype in ("float32", "bfloat16"):
@@ -161,7 +163,7 @@ def decode_timings(engine, frames: int) -> dict[str, float] | None:
                 timings[dtype] = time.perf_counter() - started
             del fast
         _DECODE_TIMINGS[key] = timings
-    return dict(_DECODE_TIMINGS[key])
+    return dict(timings)
 
 
 def port(host: str, number: int) -> tuple[OSError | None, dict | None]:

@@ -13,7 +13,7 @@ from core.doctor import run_doctor
 from webui import i18n
 from webui.common import TabHandlers, user_errors
 from webui.i18n import label
-from webui.queues import MODEL_GROUP, STATS_GROUP
+from webui.queues import DOCTOR_GROUP, MODEL_GROUP, STATS_GROUP
 from webui.views import doctor_panel
 from webui.views import formatting as fmt
 
@@ -63,7 +63,7 @@ def build(handlers: SystemHandlers, stats_every_s: float) -> None:
     report = gr.HTML(elem_id="doctor-panel")
     with gr.Accordion(label("doctor.json"), open=False):
         report_raw = gr.JSON()
-    diagnose.click(handlers.doctor, outputs=[report, report_raw], api_name="doctor", **MODEL_GROUP)
+    diagnose.click(handlers.doctor, outputs=[report, report_raw], api_name="doctor", **DOCTOR_GROUP)
     timer = gr.Timer(stats_every_s)
     timer.tick(
         handlers.stats,
