@@ -42,7 +42,7 @@ class Unreadable(Exception):
 
 def load_with_soundfile(path: Path, limits: AudioLimits) -> Audio:
     try:
-        f = sf.SoundFile(path)
+        f = sf.SoundFile(os.fsencode(path))  # bytes: any file name works (soundfile encodes str strictly)
     except (sf.SoundFileError, RuntimeError) as e:
         raise Unreadable(str(e)) from e
     with f:
