@@ -51,9 +51,9 @@ class Inputs:
         """sha256 over every item's key and extra fields: a rerun resumes only onto the same input."""
         digest = hashlib.sha256()
         for item in self.items:
-            digest.update(f"{item.index}\0{item.key}\0{item.path}\0{item.extra}\n".encode())
+            digest.update(f"{item.index}\0{item.key}\0{item.path}\0{item.extra}\n".encode("utf-8", "surrogateescape"))
         for error in self.errors:
-            digest.update(f"{error.index}\0{error.key}\0!\n".encode())
+            digest.update(f"{error.index}\0{error.key}\0!\n".encode("utf-8", "surrogateescape"))
         return digest.hexdigest()
 
 
@@ -113,8 +113,13 @@ def _split(rows) -> tuple[tuple[Item, ...], tuple[InputError, ...]]:
 
 def _jsonl(path: Path, audio_column: str) -> Inputs:
     rows: list[Item | InputError] = []
-    with open(path, encoding="utf-8") as f:
-        for index, line in enumerate(f):
+    with open(path, "rb") as f:  # line by line: one bad byte costs its line, not the run (issue 19)
+        for index, raw in enumerate(f):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as e:
+                rows.append(InputError(index, f"line {index + 1}", f"not UTF-8 (byte {e.start + 1}); fix the line."))
+                continue
             if not line.strip():
                 rows.append(InputError(index, f"line {index + 1}", "empty line; remove it."))
                 continue

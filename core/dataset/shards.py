@@ -112,13 +112,19 @@ def _schema():
     )
 
 
+def _text(value: str) -> str:
+    """A file name as UTF-8 text: bytes that are not UTF-8 (Python keeps them as surrogates) shown as
+    ``\\xNN`` (a name of any bytes must not end the run: issue 19)."""
+    return value.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
 def write_shard(out: Path, shard: int, done: list[Done], failed: list[Failed], model: str, versions: dict) -> Path:
     """Write one finished shard atomically (errors first; the Parquet file last, as the commit mark)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     errors = "".join(
-        json.dumps({"index": f.index, "audio": f.key, "reason": f.reason}, ensure_ascii=False) + "\n"
+        json.dumps({"index": f.index, "audio": _text(f.key), "reason": _text(f.reason)}, ensure_ascii=False) + "\n"
         for f in sorted(failed, key=lambda f: f.index)
     )
     atomic_write_text(shard_path(out, shard, ".errors.jsonl"), errors)
@@ -133,8 +139,8 @@ def write_shard(out: Path, shard: int, done: list[Done], failed: list[Failed], m
     table = pa.table(
         {
             "index": [d.index for d in done],
-            "audio": [d.key for d in done],
-            "path": [d.path for d in done],
+            "audio": [_text(d.key) for d in done],
+            "path": [_text(d.path) for d in done],
             "source_sha256": [d.source_sha256 for d in done],
             "codes": codes,
             "frames": frames.astype(np.int32),

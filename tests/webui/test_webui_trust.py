@@ -59,3 +59,11 @@ def test_a_token_bomb_is_refused_by_token_usage_and_report_at_once(lab, reviewer
     assert "limit" in message
     assert "limit" in _refused_quickly(lambda: tabs.decode.decode(str(token_bomb)))
     assert "limit" in _refused_quickly(lambda: lab.ladder(pair[0], bomb, ["1"], None))
+
+
+# ------------------------------------------------------------------ finding 12: damaged MP3 on the page
+
+
+def test_the_page_refuses_a_damaged_mp3_with_the_truncation_rule(tabs, damaged_mp3):
+    with pytest.raises(gr.Error, match=r"header promises 1\.50 s"):
+        tabs.roundtrip.roundtrip(str(damaged_mp3))
