@@ -75,7 +75,7 @@ class Verdict:
         return f"{light} {self.words[:1].upper()}{self.words[1:]}" + (f" — {self.caveat}" if self.caveat else "")
 
     def to_dict(self) -> dict:
-        return asdict(self) | {"line": self.line}
+        return asdict(self) | {"line": self.line, "windows": [list(w) for w in self.windows]}  # as JSON has it
 
 
 THRESHOLDS = {  # name -> (green bound, red bound, higher is better); docs and tests read this

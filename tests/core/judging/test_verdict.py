@@ -175,4 +175,4 @@ def test_the_verdict_of_a_long_clip_is_bounded_in_memory_and_says_which_windows(
         done.set()
         watcher.join()
     assert (peak[0] - base) / (1 << 20) < 700, f"+{(peak[0] - base) / (1 << 20):.0f} MiB"
-    assert v.to_dict()["windows"] == ((0.0, 7.68), (56.32, 64.0)) and v.mos_original == v.mos_reconstruction
+    assert v.to_dict()["windows"] == [[0.0, 7.68], [56.32, 64.0]] and v.mos_original == v.mos_reconstruction
