@@ -105,12 +105,26 @@ tail:
 	$(VENV)/bin/supervisorctl -c $(CONF) tail -f webui
 
 # ---- tests -----------------------------------------------------------------------------
-lint: $(VENV)/.stamp-test
+# ESLint (and axe-core for the accessibility tests) from npm, at the versions package-lock.json pins.
+ESLINT := node_modules/.bin/eslint
+$(ESLINT): package.json package-lock.json
+	command -v npm >/dev/null 2>&1 || scripts/ensure-debian-packages.sh nodejs npm
+	npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
+
+lint: $(VENV)/.stamp-test $(ESLINT)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
+	$(ESLINT) webui/static
 
-test: test-system-deps lint
+# axe-core (package.json, pinned): the accessibility tests inject it into the page. npm comes with
+# Node.js where it is installed (a NodeSource build carries its own); Debian's npm otherwise.
+node_modules/.package-lock.json: package.json package-lock.json
+	@command -v npm >/dev/null 2>&1 || scripts/ensure-debian-packages.sh npm
+	npm ci --no-audit --no-fund --loglevel=error
+
+test: test-system-deps lint node_modules/.package-lock.json
 	$(PY) -m pytest -m "not gpu" --timeout=900 --durations=15 $(PYTEST_ARGS)
 
 test-fast: $(VENV)/.stamp-test

@@ -34,6 +34,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.codec_bench import signal, timed  # noqa: E402
+from bench.gpu_usage import GpuSampler  # noqa: E402
 from core.dataset.inputs import read_inputs  # noqa: E402
 from core.dataset.pipeline import TokenizeOptions, job_record, run  # noqa: E402
 from core.model.engine import Engine  # noqa: E402
@@ -148,42 +149,6 @@ def direct_batches(engine, loop, budget_s: float | None) -> dict:
         "wall_s": seconds,
         "peak_mib": peak,
     }
-
-
-class GpuSampler:
-    """nvidia-smi's utilisation of every GPU, twice a second, in a thread; ``stop`` returns the mean
-    per GPU over a time window (perf_counter seconds)."""
-
-    def __init__(self):
-        import subprocess
-        import threading
-
-        self.samples: list[tuple[float, list[float]]] = []
-        self._stop = threading.Event()
-
-        def poll():
-            while not self._stop.wait(0.5):
-                try:
-                    out = subprocess.run(
-                        ["nvidia-smi", "--query-gpu=utilization.gpu", "--format=csv,noheader,nounits"],
-                        capture_output=True,
-                        text=True,
-                        timeout=5,
-                    ).stdout
-                    self.samples.append((time.perf_counter(), [float(x) for x in out.split()]))
-                except (OSError, ValueError, subprocess.TimeoutExpired):
-                    return
-
-        self._thread = threading.Thread(target=poll, daemon=True)
-        self._thread.start()
-
-    def stop(self, start: float, end: float) -> list[float] | None:
-        self._stop.set()
-        self._thread.join(timeout=10)
-        inside = [u for t, u in self.samples if start <= t <= end]
-        if not inside:
-            return None
-        return [float(np.mean([u[i] for u in inside])) for i in range(len(inside[0]))]
 
 
 def pipeline_run(manifest: Path, out: Path, settings: Settings, actors: int, object_store_mib: int) -> dict:

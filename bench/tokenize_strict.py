@@ -78,6 +78,7 @@ def child(args) -> None:
     from core.model import planner
     from core.model.engine import Engine
     from core.settings import Settings
+    from core.units import MIB
 
     if switches.get("onepass"):
         planner.batch_windows = lambda settings: False  # the engine's strict path before this change
@@ -111,8 +112,8 @@ def child(args) -> None:
         result.update(walls_s=walls, wall_s=float(np.median(walls)))
         if cuda:
             result.update(
-                peak_allocated_mib=torch.cuda.max_memory_allocated() / 2**20,
-                peak_reserved_mib=torch.cuda.max_memory_reserved() / 2**20,
+                peak_allocated_mib=torch.cuda.max_memory_allocated() / MIB,
+                peak_reserved_mib=torch.cuda.max_memory_reserved() / MIB,
                 kernels=top_kernels(engine, batches[0]),
             )
         result["audio_h_per_gpu_h"] = audio_s / result["wall_s"]

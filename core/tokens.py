@@ -227,9 +227,9 @@ def load_tokens(path, *, max_duration_s: float | None = None) -> TokenFile:
 
 def default_max_duration_s() -> float:
     """The duration limit when a reader names none: the default of ``Settings.max_duration_s``."""
-    from core.settings import Settings
+    from core.settings import MAX_DURATION_S
 
-    return float(Settings.__dataclass_fields__["max_duration_s"].default)  # type: ignore[arg-type]
+    return MAX_DURATION_S
 
 
 def _bad(path: Path, problem: str, advice: str = "") -> TokenFileError:

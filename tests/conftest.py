@@ -3,6 +3,7 @@ synthetic speech-like signals. Nothing here downloads weights."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -70,14 +71,86 @@ def speech():
 
 
 @pytest.fixture(scope="session")
-def tiny_engine(tiny_checkpoint):
-    """A ready Engine on the tiny checkpoint, shared by tests that do not change its state."""
+def session_engine(tiny_checkpoint):
+    """The one session engine: ready on the tiny checkpoint (CPU), its readiness checked (the test
+    round trip also warms the kernels). Shared by every test that does not change its state; a test
+    that needs other settings, or unloads, makes its own. Tests ask for it as ``engine`` (or
+    ``tiny_engine``); a module may define its own ``engine`` and still get this one as ``tiny_engine``."""
     from core.model.engine import Engine
     from core.settings import Settings
 
     engine = Engine(Settings(model=str(tiny_checkpoint), device="cpu"))
-    assert engine.load(), engine.error
+    report = engine.warm_up()
+    assert report.ok, report.to_dict()
     return engine
+
+
+@pytest.fixture(scope="session")
+def engine(session_engine):
+    """The session engine (:func:`session_engine`)."""
+    return session_engine
+
+
+@pytest.fixture(scope="session")
+def tiny_engine(session_engine):
+    """The same engine under its older name (tests written before the fixtures were merged use it)."""
+    return session_engine
+
+
+def official_whole_codes(model, x: np.ndarray):
+    """The official whole-clip encode: ``model.encode`` on all of ``x`` at once, on the model's device
+    in its dtype, with cuDNN's TF32 off (full fp32 convolutions on a GPU), as codes (frames, 16) int64
+    on the CPU: what every chunked, batched or streamed encode is compared with. ``model``: the
+    tokenizer's model, or an ``Engine`` (its model is used)."""
+    import torch
+
+    from core.model.engine import Engine
+
+    model = model.model if isinstance(model, Engine) else model
+    parameter = next(model.parameters())
+    previous = torch.backends.cudnn.allow_tf32
+    torch.backends.cudnn.allow_tf32 = False
+    try:
+        with torch.inference_mode():
+            wav = torch.from_numpy(x)[None].to(device=parameter.device, dtype=parameter.dtype)
+            out = model.encode(wav, torch.ones_like(wav, dtype=torch.long), return_dict=True)
+            return out.audio_codes[0].to(torch.long).cpu()
+    finally:
+        torch.backends.cudnn.allow_tf32 = previous
+
+
+@pytest.fixture
+def whole_codes():
+    """whole_codes(model_or_engine, x) -> torch.Tensor (frames, 16): the official whole-clip encode
+    (:func:`official_whole_codes`; ``.numpy()`` for an array)."""
+    return official_whole_codes
+
+
+@dataclass(frozen=True)
+class CliResult:
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+@pytest.fixture
+def cli(capsys):
+    """cli(*args) -> CliResult: ``python -m core ARGS`` run in this process (``core.cli.main.main``),
+    with its exit code and what it printed. A subprocess per call would cost an interpreter start
+    and the torch import (≈5-10 s on 2 cores) each; tests/core/test_cli.py keeps two real-process
+    smoke tests for what only a process shows (JSON-only stdout, no traceback)."""
+    from core.cli.main import main
+
+    def run(*args) -> CliResult:
+        capsys.readouterr()  # drop what the test printed before
+        try:
+            code = main([str(a) for a in args])
+        except SystemExit as e:  # argparse: usage errors exit 2
+            code = e.code if isinstance(e.code, int) else 1
+        out = capsys.readouterr()
+        return CliResult(code, out.out, out.err)
+
+    return run
 
 
 BOMB_FRAMES = 8_000_000  # frames of a token bomb: 256 MB of codes packed into about 1 MB (issue 19, finding 4)
@@ -148,3 +221,16 @@ def write_mp3(path: Path, samples: np.ndarray, xing: bool = True, damage_from: i
 def damaged_mp3(tmp_path_factory) -> Path:
     """1.5 s of speech as an MP3 whose Info frame states 1.5 s and whose body after 800 bytes is noise."""
     return write_mp3(tmp_path_factory.mktemp("mp3") / "damaged.mp3", speechlike(1.5), damage_from=800)
+
+
+@pytest.fixture(scope="module")
+def single_thread():
+    """torch on one thread for a module (``pytestmark = pytest.mark.usefixtures("single_thread")``): work
+    done a frame at a time (the live tests) is many tiny ops, 20x slower with two OpenMP threads on a
+    loaded 2-core machine. References and streams then run alike."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)

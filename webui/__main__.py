@@ -16,6 +16,7 @@ import sys
 import threading
 import time
 from dataclasses import replace
+from pathlib import Path
 
 from core import options
 from core.errors import SettingsError
@@ -64,6 +65,7 @@ def split_options(web: WebOptions, env) -> tuple[UiOptions, ServerOptions]:
         max_age_s=web.keep_files_s,
         max_temp_bytes=int(web.max_temp_mb * MIB),
         url_policy=policy,
+        compare_models_dir=Path(web.compare_models_dir) if web.compare_models_dir else None,
     )
     server = ServerOptions(
         host=web.host,
@@ -126,6 +128,11 @@ def main(argv=None) -> int:
     t = _stage("engine created", t)
     report = engine.warm_up()
     t = _stage(f"model loaded and checked: {'ready' if report.ok else 'NOT ready: ' + str(engine.error or '')}", t)
+    if settings.compare_model:  # a second checkpoint that cannot load leaves the server running: the page says why
+        from core.model.second import load_second
+
+        other = load_second(engine, settings.compare_model)
+        t = _stage(f"second checkpoint {settings.compare_model}: {other.state.value} {other.error or ''}".rstrip(), t)
     if stop.is_set():
         return 0
     demo = build_app(engine, ui)

@@ -2,7 +2,7 @@
 
 Layout: the status bar (``webui.tabs.status_bar``, one line) above the tabs, one module each under
 ``webui/tabs/``: Round trip (input, verdict card, the lab's player, the blind test from the result,
-details folded), Blind test (``abx_page``), Evaluate files, Encode, Decode, System. Styles and the
+details folded), Live (``live``), Blind test (``abx_page``), Evaluate files, Encode, Decode, System. Styles and the
 tab list's keys: ``webui/static/page.css`` and ``page.js``. Which events share a queue: ``webui.queues``.
 """
 
@@ -16,7 +16,7 @@ import gradio as gr
 from webui.i18n import label
 from webui.options import UiOptions
 from webui.serving.workspace import Workspace
-from webui.tabs import abx_page, decode, encode, evaluate, roundtrip, status_bar, system
+from webui.tabs import abx_page, decode, encode, evaluate, live, roundtrip, second_model, status_bar, system
 
 logger = logging.getLogger(__name__)
 
@@ -39,6 +39,8 @@ def build_app(engine, options: UiOptions | None = None) -> gr.Blocks:
                 result = roundtrip.build(
                     roundtrip.RoundTripHandlers(engine, workspace, options.url_policy), options.examples
                 )
+            with gr.Tab(label("tab.live"), id="live"):
+                live.build(demo, live.LiveHandlers(engine, workspace), result.audio_in, tabs)
             with gr.Tab(label("abx.tab"), id="abx"):
                 blind = abx_page.build(abx_page.AbxPageHandlers(engine, workspace))
             with gr.Tab(label("evaluate.tab"), id="evaluate"):
@@ -49,6 +51,7 @@ def build_app(engine, options: UiOptions | None = None) -> gr.Blocks:
                 decode.build(decode.DecodeHandlers(engine, workspace))
             with gr.Tab(label("tab.system"), id="system"):
                 system.build(system.SystemHandlers(engine, workspace, _address_of(demo)), options.stats_every_s)
+                second_model.build(demo, second_model.SecondHandlers(engine, workspace, options.compare_models_dir))
         abx_page.wire_from_result(blind, result.blind_run, result.original, result.blind_what, tabs)
         demo.load(None, js=PAGE_JS, api_name="page_keys", api_visibility="private")
     return demo

@@ -21,6 +21,7 @@ from core.settings import AudioLimits
 from webui import i18n
 from webui.serving import storage
 from webui.serving.workspace import Workspace
+from webui.views import words
 
 if TYPE_CHECKING:
     from core.model.engine import Engine
@@ -48,7 +49,8 @@ def user_errors(action: str, lang: str = i18n.DEFAULT_LANGUAGE, temp_root: Path 
     ``action`` is a catalogue key (``action.*``). Errors made in webui/ carry their own key
     (``i18n.TranslatedError``). Errors from core/ are English by design (the CLI shows them too):
     they get a translated lead sentence chosen by their class (``error.lead.<Class>``), followed
-    by the English detail, which names the file or setting and the fix. ``temp_root``: where
+    by the detail, which names the file or setting and the fix: in ``lang`` where
+    ``webui.views.words`` knows the sentence, else as core wrote it; never a library's errno. ``temp_root``: where
     the request writes, so that a full disk is named as the cause."""
     try:
         yield
@@ -73,11 +75,12 @@ def user_errors(action: str, lang: str = i18n.DEFAULT_LANGUAGE, temp_root: Path 
 def codec_error_text(error: CodecError, lang: str) -> str:
     """A core error for the page: the lead sentence of its class (or the nearest base class that
     has one) in ``lang``, then core's English detail."""
+    detail = words.sentence(str(error), lang)  # in ``lang`` where the sentence is known; no errno
     for cls in type(error).__mro__:
         key = f"error.lead.{cls.__name__}"
         if key in i18n.catalogues()[i18n.DEFAULT_LANGUAGE]:
-            return i18n.text(key, lang, detail=str(error))
-    return str(error)  # not reached: error.lead.CodecError exists
+            return i18n.text(key, lang, detail=detail)
+    return detail  # not reached: error.lead.CodecError exists
 
 
 def need_file(value, what: str, lang: str) -> Path:

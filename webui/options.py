@@ -37,6 +37,7 @@ class UiOptions:
     url_policy: url_input.UrlPolicy | None = None  # None: audio from a URL is off
     examples: tuple[Path, ...] = field(default_factory=lambda: tuple(sorted(ASSETS.glob("*.wav"))))
     stats_every_s: float = STATS_EVERY_S
+    compare_models_dir: Path | None = None  # checkpoint folders the System tab may load as the second model
 
 
 @dataclass(frozen=True)
@@ -58,6 +59,9 @@ class WebOptions(ServiceOptions):
     client_unread: int = option(_LIMITS.unread, "/gradio_api/call results one client may leave unread")
     max_temp_mb: float = option(
         DEFAULT_MAX_TEMP_MB, "disk the temp folder may hold (request folders and Gradio's cache), MiB"
+    )
+    compare_models_dir: str = option(
+        "", "folder whose checkpoint subfolders the System tab may load as the second checkpoint (empty: off)"
     )
 
     def __post_init__(self) -> None:

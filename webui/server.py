@@ -27,6 +27,8 @@ from webui.serving import timeouts
 from webui.serving.guard import Guard
 from webui.serving.health import add_health_routes
 from webui.serving.limits import ClientLimits, LimitSettings
+from webui.serving.live_socket import live_routes
+from webui.serving.workspace import Workspace
 
 logger = logging.getLogger(__name__)
 
@@ -65,7 +67,10 @@ def launch(demo: gr.Blocks, engine, ui: UiOptions, server: ServerOptions, starte
         max_file_size=server.max_file_bytes,
         allowed_paths=[str(ui.temp_root), str(ASSETS)],
         app_kwargs={
-            "routes": health_routes(engine, started_at, ui.temp_root),
+            "routes": [
+                *health_routes(engine, started_at, ui.temp_root),
+                *live_routes(engine, Workspace(ui.temp_root, ui.max_age_s, ui.max_temp_bytes)),  # the Live tab's audio
+            ],
             "middleware": [
                 Middleware(
                     Guard,

@@ -10,7 +10,7 @@ clip's anchors (with a message for each one that cannot be made): ``make``.
     made = make_anchors(samples, parse_anchors("opus6,amr"))
 """
 
-from core.anchors.catalog import ANCHORS, BY_ID, DEFAULT_ANCHORS, Anchor, anchor_ids, parse_anchors
+from core.anchors.catalog import ANCHORS, BY_ID, DEFAULT_ANCHORS, Anchor, anchor_ids, anchor_names, parse_anchors
 from core.anchors.make import AnchorAudio, AnchorSet, Problem, make_anchors
 
 __all__ = [
@@ -22,6 +22,7 @@ __all__ = [
     "AnchorSet",
     "Problem",
     "anchor_ids",
+    "anchor_names",
     "make_anchors",
     "parse_anchors",
 ]

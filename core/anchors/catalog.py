@@ -116,6 +116,11 @@ def parse_anchors(value: str | Iterable[str] | None) -> tuple[Anchor, ...]:
     return tuple(a for a in ANCHORS if a.id in chosen)
 
 
+def anchor_names() -> set[str]:
+    """Every name --anchors accepts for a single anchor (ids and aliases, lower case)."""
+    return set(_NAMES)
+
+
 def anchor_ids(value: str | Iterable[str] | None) -> list[str]:
     """The ids of :func:`parse_anchors` (the UI's checkbox values)."""
     return [a.id for a in parse_anchors(value)]

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import os
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -36,6 +37,7 @@ from core.audio.blocks import (
 from core.audio.readers import FORMATS, Unreadable, load_with_av, load_with_soundfile
 from core.codec import SAMPLE_RATE
 from core.errors import AudioInputError
+from core.names import safe_name
 from core.settings import AudioLimits
 from core.units import MIB
 
@@ -45,6 +47,7 @@ __all__ = [
     "audio_from_array",
     "describe_formats",
     "load_audio",
+    "load_audio_bytes",
     "resample",
     "write_wav",
 ]
@@ -62,6 +65,27 @@ def load_audio(path, limits: AudioLimits = AudioLimits()) -> Audio:
     except Unreadable as e:
         logger.debug("soundfile cannot read %s (%s); trying PyAV", path.name, e)
         return load_with_av(path, limits)
+
+
+def load_audio_bytes(data: bytes, name: str, limits: AudioLimits = AudioLimits()) -> Audio:
+    """Read audio held in memory (a Parquet cell, a tar member) as ``load_audio`` reads a file, with
+    the same limits and messages, which name ``name``. The bytes go through a private temporary
+    file: both readers, and the checks that compare a header with the data, work on files."""
+    if not data:
+        raise AudioInputError(f"'{name}' is empty (0 bytes): there is no audio in it.")
+    if len(data) > limits.max_file_bytes:
+        raise AudioInputError(
+            f"'{name}' is {len(data) / MIB:.0f} MiB, over the {limits.max_file_bytes / MIB:.0f} MiB limit."
+        )
+    given = Path(name)  # the ending is kept: readers take format hints from it
+    safe = f"{safe_name(given.stem, 'audio', max_chars=100, dots=False)}.{safe_name(given.suffix, 'bin')}"
+    with tempfile.TemporaryDirectory(prefix="codec-bytes-") as folder:
+        path = Path(folder) / safe
+        path.write_bytes(data)
+        try:
+            return load_audio(path, limits)
+        except AudioInputError as e:
+            raise AudioInputError(str(e).replace(safe, name)) from e
 
 
 def audio_from_array(samples, sample_rate: int, name: str = "array", limits: AudioLimits = AudioLimits()) -> Audio:

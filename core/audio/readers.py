@@ -40,6 +40,12 @@ logger = logging.getLogger(__name__)
 
 UNKNOWN_FRAMES = 2**63 - 1  # libsndfile's frame count when the header does not say (a streamed FLAC)
 FORMATS = "WAV, FLAC, OGG/Vorbis, Opus, MP3, M4A/AAC, WebM"  # what users may give us
+# File name endings of what these readers open (libsndfile's formats, then AV_DEMUXERS below): the one
+# list that folder walks (``python -m core tokenize``, evaluations) use; tests/core/audio checks each.
+AUDIO_SUFFIXES = (
+    ".wav", ".wave", ".w64", ".rf64", ".flac", ".ogg", ".oga", ".opus", ".mp3", ".m4a", ".mp4", ".m4b",
+    ".aac", ".webm", ".mka", ".aif", ".aiff", ".aifc", ".caf", ".au", ".snd",
+)  # fmt: skip
 
 
 class Unreadable(Exception):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 from core.cli.common import check_outputs, engine_from_args, out_path
@@ -21,6 +22,9 @@ def add_parsers(sub) -> dict:
         p = sub.add_parser(name, help=help_text)
         p.add_argument("files", nargs="+", type=Path)
         p.add_argument("-o", "--output-dir", type=Path, required=True, help="where to write results")
+    sub.choices["roundtrip"].add_argument(
+        "--no-mos", action="store_true", help="leave DistillMOS out of the metrics table (faster)"
+    )
     lad = sub.add_parser("ladder", help="audio or token file -> one WAV per codebook depth (first k of 16)")
     lad.add_argument("file", type=Path, help="an audio file (encoded first) or a .npz token file")
     lad.add_argument("-o", "--output-dir", type=Path, required=True, help="where to write results")
@@ -68,11 +72,11 @@ def cmd_check(args) -> int:
     return 0 if report.ok else 1
 
 
-def _save_codes(engine, encoded, source: Path, out_dir: Path) -> Path:
+def _save_codes(engine, encoded, source: Path, out_dir: Path, suffix: str = ".npz") -> Path:
     from core.tokens import make_token_file, save_tokens
 
     token_file = make_token_file(encoded.codes, encoded.original_samples, engine.settings.model)
-    return save_tokens(token_file, out_path(out_dir, source, ".npz"))
+    return save_tokens(token_file, out_path(out_dir, source, suffix))
 
 
 def cmd_encode(args) -> int:
@@ -102,16 +106,42 @@ def cmd_decode(args) -> int:
 
 
 def cmd_roundtrip(args) -> int:
-    from core.audio.files import load_audio, write_wav
+    """Per file: the codes (``<stem>.npz``), the codec's reconstruction (``<stem>.decoded.wav``), each
+    other source (``<stem>.<id>.wav``: the --anchors, ``compare`` for --compare-model, with its codes
+    in ``<stem>.compare.npz``) and ``<stem>.metrics.csv``: one column per source (printed too)."""
+    import csv
 
-    check_outputs(args.files, args.output_dir, (".npz", ".decoded.wav"))
+    from tqdm import tqdm
+
+    from core.anchors import parse_anchors
+    from core.audio.files import load_audio, write_wav
+    from core.judging import placing, source_table, sources
+    from core.settings import settings_from_args
+
+    settings = settings_from_args(args)
+    anchors = parse_anchors(settings.anchors)
+    extra = [f".{a.id}.wav" for a in anchors] + ([".compare.wav", ".compare.npz"] if settings.compare_model else [])
+    check_outputs(args.files, args.output_dir, (".npz", ".decoded.wav", *extra, ".metrics.csv"))
     engine = engine_from_args(args)
-    for source in args.files:
-        result = engine.roundtrip(load_audio(source, engine.settings.audio_limits()))
-        tokens = _save_codes(engine, result.encoded, source, args.output_dir)
-        wav = write_wav(out_path(args.output_dir, source, ".decoded.wav"), result.decoded.samples)
-        took = result.encoded.seconds + result.decoded.seconds
-        print(f"{source} -> {tokens}, {wav} ({took:.2f} s)")
+    for source in tqdm(args.files, desc="round trips", unit="file", disable=None):
+        made = sources.make_sources(engine, load_audio(source, engine.settings.audio_limits()), anchors)
+        tokens = _save_codes(engine, made.trip.encoded, source, args.output_dir)
+        wav = write_wav(out_path(args.output_dir, source, ".decoded.wav"), made.trip.decoded.samples)
+        for other in made.sources[1:]:
+            write_wav(out_path(args.output_dir, source, f".{other.id}.wav"), other.samples)
+        if made.second_trip is not None:
+            _save_codes(engine.compare, made.second_trip.encoded, source, args.output_dir, ".compare.npz")
+        for problem in made.problems:
+            print(f"{source}: {problem.message}", file=sys.stderr)
+        table = source_table.measure(made.original, made.sources, engine.device, mos=not args.no_mos)
+        with open(out_path(args.output_dir, source, ".metrics.csv"), "x", newline="") as f:
+            csv.writer(f).writerows(table.csv_rows())
+        print(f"{source} -> {tokens}, {wav} and {len(made.sources) - 1} other sources ({made.timing['model_s']:.2f} s)")
+        print(table.text())
+        if made.agreement:
+            shares = " ".join(f"{v:.0%}" for v in made.agreement)
+            print(f"codes equal to the second checkpoint's, per codebook: {shares}")
+        print(placing.place(table, random_weights=bool(engine.info().get("random_weights"))).sentence)
     return 0
 
 

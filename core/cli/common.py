@@ -14,6 +14,12 @@ def engine_from_args(args):
     engine = Engine(settings_from_args(args))
     if not engine.load():
         raise CodecError(engine.error)
+    if engine.settings.compare_model:  # asked for by name: a second model that cannot be loaded stops the command
+        from core.model.second import load_second
+
+        second = load_second(engine, engine.settings.compare_model)
+        if not second.ready:
+            raise CodecError(f"The second checkpoint {engine.settings.compare_model} was not loaded: {second.error}")
     return engine
 
 

@@ -10,13 +10,24 @@ from core.errors import CodecError
 def add_parsers(sub) -> dict:
     """``tokenize``, on ``sub``; returns {name: function}."""
     p = sub.add_parser(
-        "tokenize", help="a dataset (folder, JSONL manifest, Parquet) -> Parquet shards of codes, on Ray"
+        "tokenize",
+        help="a dataset (folder, JSONL manifest, Parquet, WebDataset .tar shards, datasets folder) -> Parquet "
+        "shards of codes, on Ray",
     )
-    p.add_argument("input", type=Path, help="folder of audio (recursive), .jsonl manifest or .parquet table")
+    p.add_argument(
+        "input",
+        help="folder of audio (recursive), .jsonl manifest, .parquet table(s), .tar shard(s) (a file, a folder, "
+        "or a pattern like 'data-{000..099}.tar'), or a datasets folder saved with save_to_disk",
+    )
     p.add_argument("-o", "--output-dir", type=Path, required=True, help="new folder, or one to resume")
     p.add_argument("--jsonl", action="store_true", help="also write finetune.jsonl (Qwen3-TTS fine-tuning format)")
     p.add_argument("--address", default=None, help="Ray cluster to join [env RAY_ADDRESS]; default: a local Ray")
-    p.add_argument("--audio-column", default="audio", help="manifest field / Parquet column with the audio path")
+    p.add_argument(
+        "--audio-column",
+        default="audio",
+        help="manifest field / table column with the audio (path, bytes or {bytes, path})",
+    )
+    p.add_argument("--list-skipped", type=Path, default=None, help="write the folder's files that are not audio here")
     p.add_argument("--shard-size", type=int, default=256, help="files per Parquet shard (the unit of resume)")
     p.add_argument("--actors", type=int, default=None, help="encode actors (default: one per GPU, or 1 on CPU)")
     p.add_argument("--batch-files", type=int, default=32, help="clips per encode call (bucketed by length)")
@@ -51,6 +62,7 @@ def cmd_tokenize(args) -> int:
         jsonl=args.jsonl,
         audio_column=args.audio_column,
         show_progress=not args.no_progress,
+        list_skipped=args.list_skipped,
     )
     for line in summary_lines(manifest):
         print(line)

@@ -1,5 +1,5 @@
-"""What a finished job leaves beside its shards: ``manifest.json``, ``errors.jsonl`` and, with
-``--jsonl``, the Qwen3-TTS fine-tuning JSONL.
+"""What a finished job leaves beside its shards: ``manifest.json``, ``errors.jsonl``, the dataset card
+``README.md`` (:mod:`core.dataset.card`) and, with ``--jsonl``, the Qwen3-TTS fine-tuning JSONL.
 
 The fine-tuning JSONL is what the official ``finetuning/prepare_data.py`` writes: each input row
 with every field kept and ``audio_codes`` added as a list of frames, each a list of 16 ints, which
@@ -16,7 +16,9 @@ from dataclasses import asdict
 from pathlib import Path
 
 from core.codec import FRAME_RATE, NUM_CODEBOOKS
-from core.dataset.shards import atomic_write_text, codes_of, read_errors, read_shards
+from core.dataset.card import CARD_FILE, dataset_card
+from core.dataset.fields import row_fields
+from core.dataset.shards import atomic_write_text, codes_of, read_errors, read_shards, shard_fields
 
 logger = logging.getLogger(__name__)
 
@@ -24,10 +26,14 @@ MANIFEST_FILE = "manifest.json"  # files, hours, errors, settings, timings
 ERRORS_FILE = "errors.jsonl"  # one line per input that has no codes, with its reason
 JSONL_FILE = "finetune.jsonl"  # --jsonl: the fine-tuning format with audio_codes
 SECONDS_PER_HOUR = 3600.0  # for audio hours
+LIST_SKIPPED_LIMIT = 20  # skipped files named in the card; --list-skipped writes them all
 
 
-def write_outputs(out: Path, job: dict, settings: dict, options: dict, run: dict, jsonl: bool) -> dict:
-    """Write manifest.json and errors.jsonl (and the JSONL export); return the manifest."""
+def write_outputs(
+    out: Path, job: dict, settings: dict, options: dict, run: dict, jsonl: bool, inputs: dict | None = None
+) -> dict:
+    """Write manifest.json, errors.jsonl and README.md (and the JSONL export); return the manifest.
+    ``inputs``: what the input held besides its rows (skipped files, columns not copied)."""
     frames = rows = 0
     audio_s = 0.0
     shards = 0
@@ -45,14 +51,17 @@ def write_outputs(out: Path, job: dict, settings: dict, options: dict, run: dict
         "audio": {"seconds": audio_s, "hours": audio_s / SECONDS_PER_HOUR},
         "codes": {"frames": frames, "codebooks": NUM_CODEBOOKS, "frame_rate": FRAME_RATE, "dtype": "int16"},
         "shards": shards,
+        "input": inputs or {},
+        "fields": shard_fields(out),
         "settings": {"engine": settings, "pipeline": options},
         "timings": {"runs": previous + [run], "wall_s": sum(r["wall_s"] for r in previous + [run])},
-        "outputs": {"errors": ERRORS_FILE, "jsonl": JSONL_FILE if jsonl else None},
+        "outputs": {"errors": ERRORS_FILE, "jsonl": JSONL_FILE if jsonl else None, "card": CARD_FILE},
         "written": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
     if jsonl:
         export_jsonl(out, out / JSONL_FILE)
     atomic_write_text(out / MANIFEST_FILE, json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")
+    atomic_write_text(out / CARD_FILE, dataset_card(manifest, errors))
     return manifest
 
 
@@ -68,11 +77,12 @@ def _previous_runs(out: Path) -> list[dict]:
 
 
 def finetune_rows(out: Path):
-    """Rows of the fine-tuning JSONL in input order: the manifest row's fields + ``audio_codes``."""
-    for table in read_shards(out, columns=["index", "audio", "codes", "extra"]):
-        audio, extra = table.column("audio").to_pylist(), table.column("extra").to_pylist()
+    """Rows of the fine-tuning JSONL in input order: the row's fields + ``audio_codes``."""
+    meta = shard_fields(out)
+    for table in read_shards(out, columns=["audio", "audio_codes", *meta.get("fields", [])]):
+        audio = table.column("audio").to_pylist()
         for row in range(table.num_rows):
-            yield {"audio": audio[row], **json.loads(extra[row]), "audio_codes": codes_of(table, row).tolist()}
+            yield {"audio": audio[row], **row_fields(table, row, meta), "audio_codes": codes_of(table, row).tolist()}
 
 
 def export_jsonl(out: Path, path: Path) -> Path:

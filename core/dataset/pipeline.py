@@ -14,7 +14,8 @@ dashboard, ``num_cpus`` and the object store sized by :class:`TokenizeOptions`.
 from __future__ import annotations
 
 import contextlib
-import hashlib
+import itertools
+import json
 import logging
 import os
 import types
@@ -25,6 +26,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from core.codec import NUM_CODEBOOKS, SAMPLE_RATE
+from core.dataset.fields import plan_fields
 from core.dataset.inputs import Inputs, Item
 from core.dataset.shards import Done, Failed, ShardWriter, check_job, finished_shards, shard_of
 from core.errors import CodecError
@@ -33,7 +35,8 @@ from core.units import MIB
 
 logger = logging.getLogger(__name__)
 
-HASH_BLOCK_BYTES = MIB  # bytes read at a time for the source checksum
+CHUNK_TASK_FACTOR = 8  # a decode task takes up to this many times --decode-files rows of one container chunk
+ROW_FIELDS = ("index", "key", "path", "locator", "source", "extra")  # an item as it travels through Ray
 
 LOCAL_START_ATTEMPTS = 3  # tries to start the local Ray (its start times out under heavy CPU load)
 
@@ -46,7 +49,7 @@ class TokenizeOptions:
     object_store_mib: int = 1024  # local Ray only: shared-memory object store for decoded audio, MiB
     actors: int | None = None  # encode actors: None = one per GPU of the cluster (GPU engine) or 1 (CPU engine)
     batch_files: int = 32  # clips per encode-actor call (the engine buckets them by length)
-    decode_files: int = 8  # files per decode task
+    decode_files: int = 8  # audio files per decode task
     cpus_per_actor: float = 1.0  # CPUs each encode actor reserves (torch threads on a CPU engine)
 
 
@@ -99,7 +102,7 @@ def run(
     start = time.perf_counter()
     resumed = check_job(out, job)
     finished = finished_shards(out)
-    writer = ShardWriter(out, options.shard_size, settings.model, versions)
+    writer = ShardWriter(out, options.shard_size, settings.model, versions, plan_fields(i.extra for i in inputs.items))
     todo: list[Item] = [i for i in inputs.items if shard_of(i.index, options.shard_size) not in finished]
     by_shard: dict[int, set[int]] = {}
     for index in [i.index for i in todo] + [e.index for e in inputs.errors]:
@@ -113,7 +116,7 @@ def run(
         on_start(pending, inputs.count - pending)
     for error in inputs.errors:  # rows that name no audio file: known before any work
         if shard_of(error.index, options.shard_size) not in finished:
-            failed = Failed(error.index, error.key, error.reason)
+            failed = Failed(error.index, error.key, error.reason, error.source)
             writer.add(failed)
             if on_result:
                 on_result(failed)
@@ -193,6 +196,20 @@ def _layout(ray, settings: Settings, options: TokenizeOptions) -> tuple[int, int
     return max(1, options.actors or 1), 0, settings
 
 
+def decode_tasks(todo: list[Item], decode_files: int) -> list[list[Item]]:
+    """Items in groups for one decode task each: up to ``decode_files`` audio files, or up to
+    ``CHUNK_TASK_FACTOR`` times that of the rows of one Parquet row group, Arrow batch or tar shard,
+    so a task reads its container chunk once."""
+    from core.dataset.fetch import chunk_of
+
+    tasks: list[list[Item]] = []
+    for key, group in itertools.groupby(todo, key=lambda i: chunk_of(i.path, i.locator)):
+        items = list(group)
+        size = decode_files if len(key) == 1 else decode_files * CHUNK_TASK_FACTOR
+        tasks += [items[i : i + size] for i in range(0, len(items), size)]
+    return tasks
+
+
 def _results(
     todo: list[Item], settings: Settings, encode_settings: Settings, options: TokenizeOptions, actors: int, gpus: int
 ) -> Iterator[Done | Failed]:
@@ -201,14 +218,16 @@ def _results(
     context = ray.data.DataContext.get_current()
     context.enable_progress_bars = False  # the CLI shows one bar for the whole job
     context.print_on_execution_start = False
-    rows = [{"index": i.index, "key": i.key, "path": i.path, "extra": i.extra} for i in todo]
-    blocks = max(1, -(-len(rows) // options.decode_files))
-    ds: ray.data.Dataset = ray.data.from_items(rows, override_num_blocks=blocks)
+    tasks = [
+        {"items": json.dumps([[i.index, i.key, i.path, i.locator, i.source, i.extra] for i in task])}
+        for task in decode_tasks(todo, options.decode_files)
+    ]
+    ds: ray.data.Dataset = ray.data.from_items(tasks, override_num_blocks=len(tasks))
     with warnings.catch_warnings():  # deprecated in 2.60 with no replacement that keeps the stages apart yet
         warnings.simplefilter("ignore", DeprecationWarning)
         ds = ds.map_batches(
-            decode_files,  # type: ignore[arg-type]  # extra arguments come through fn_kwargs
-            batch_size=options.decode_files,
+            decode_task,  # type: ignore[arg-type]  # extra arguments come through fn_kwargs
+            batch_size=1,
             batch_format="numpy",
             ray_remote_args_fn=_decode_task_args,
             fn_kwargs={"limits": settings.audio_limits()},
@@ -224,15 +243,15 @@ def _results(
     )
     for batch in ds.iter_batches(batch_size=None, batch_format="numpy"):
         for row in range(len(batch["index"])):
-            index, key = int(batch["index"][row]), str(batch["key"][row])
+            index, key, source = int(batch["index"][row]), str(batch["key"][row]), str(batch["source"][row])
             if batch["error"][row]:
-                yield Failed(index, key, str(batch["error"][row]))
+                yield Failed(index, key, str(batch["error"][row]), source)
                 continue
             codes = np.frombuffer(batch["codes"][row], dtype=np.int16).reshape(-1, NUM_CODEBOOKS)
             yield Done(
                 index,
                 key,
-                str(batch["path"][row]),
+                source,
                 str(batch["sha256"][row]),
                 codes,
                 int(batch["original_samples"][row]),
@@ -247,42 +266,25 @@ def _decode_task_args() -> dict:
     return {"num_cpus": 1}
 
 
-def _sha256(path: str) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        while block := f.read(HASH_BLOCK_BYTES):
-            digest.update(block)
-    return digest.hexdigest()
+def decode_task(batch: dict, limits) -> dict:
+    """Ray task: read, downmix and resample each item's audio to 24 kHz float32 under the engine's
+    input ``limits`` (Settings.audio_limits); an item that fails gets its reason instead of samples."""
+    from core.dataset.fetch import decode_items
+
+    rows = [row for task in batch["items"] for row in json.loads(str(task))]
+    decoded = list(decode_items([r[2] for r in rows], [r[3] for r in rows], limits))
+    samples = [a.samples.astype(np.float32).tobytes() if a is not None else b"" for a, _, _ in decoded]
+    order = np.argsort([-len(s) for s in samples], kind="stable")  # longest first: neighbours share a length
+    out = {name: np.array([r[k] for r in rows], dtype=object)[order] for k, name in enumerate(ROW_FIELDS)}
+    out["index"] = np.array([r[0] for r in rows], dtype=np.int64)[order]
+    out["samples"] = np.array(samples, dtype=object)[order]
+    out["sha256"] = np.array([d[1] for d in decoded], dtype=object)[order]
+    out["error"] = np.array([d[2] for d in decoded], dtype=object)[order]
+    return out
 
 
 def _reason(e: Exception) -> str:
-    from core.errors import CodecError
-
     return str(e) if isinstance(e, (CodecError, OSError)) else f"{type(e).__name__}: {e}"
-
-
-def decode_files(batch: dict, limits) -> dict:
-    """Ray task: read, downmix and resample each file to 24 kHz float32 under the engine's input
-    ``limits`` (Settings.audio_limits); a file that fails gets its reason instead of samples."""
-    from core.audio.files import load_audio
-
-    samples, sha, errors = [], [], []
-    for path in batch["path"]:
-        try:
-            audio = load_audio(str(path), limits)
-            samples.append(audio.samples.astype(np.float32).tobytes())
-            sha.append(_sha256(str(path)))
-            errors.append("")
-        except Exception as e:  # noqa: BLE001 - a bad file never stops the job: its reason goes to errors.jsonl
-            samples.append(b"")
-            sha.append("")
-            errors.append(_reason(e))
-    order = np.argsort([-len(s) for s in samples], kind="stable")  # longest first: neighbours share a length
-    out = {k: np.asarray(v)[order] for k, v in batch.items()}
-    out["samples"] = np.array(samples, dtype=object)[order]
-    out["sha256"] = np.array(sha)[order]
-    out["error"] = np.array(errors)[order]
-    return out
 
 
 class EncodeActor:

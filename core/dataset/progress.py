@@ -85,8 +85,22 @@ def summary_lines(manifest: dict) -> list[str]:
             f"{manifest['files']['errors']} errors (errors.jsonl); {manifest['audio']['hours']:.4f} h of audio, "
             f"{manifest['codes']['frames']} frames in {manifest['shards']} shard(s)"
         ),
+        *_skipped_line(manifest),
         f"this run: {run['files']} files, {run['audio_s'] / SECONDS_PER_HOUR:.4f} h of audio in {run['wall_s']:.1f} s "
         f"({run['files_per_s']:.2f} files/s, {run['audio_hours_per_s']:.4f} audio h/s) on {run['actors']} actor(s), "
         f"{run['gpus']} GPU(s)" + (f"; resumed, {run['skipped_shards']} shard(s) skipped" if run["resumed"] else ""),
     ]
     return lines
+
+
+def _skipped_line(manifest: dict) -> list[str]:
+    skipped = (manifest.get("input") or {}).get("skipped") or {}
+    if not skipped:
+        return []
+    listed = (manifest.get("input") or {}).get("skipped_list")
+    where = f" -> {listed}" if listed else " (--list-skipped FILE lists them)"
+    return [
+        f"skipped {sum(skipped.values())} files that are not audio: "
+        + ", ".join(f"{n} {e}" for e, n in skipped.items())
+        + where
+    ]

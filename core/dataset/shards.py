@@ -2,8 +2,8 @@
 
 Item ``i`` belongs to shard ``i // shard_size``. A shard is written once every item in it has a
 result (codes or an error): its errors go to ``shard-NNNNN.errors.jsonl`` first, then its codes to
-``shard-NNNNN.parquet``, each through a temporary file and an atomic rename. The Parquet file is
-the commit mark: a shard whose Parquet file exists is done and a rerun skips all its items; any
+``shard-NNNNN.parquet``, each through a temporary file and an atomic rename. The Parquet file (or,
+for a shard whose items all failed, an empty ``shard-NNNNN.empty``) is the commit mark: a shard whose Parquet file exists is done and a rerun skips all its items; any
 other file of a half-written shard is rewritten. So a job killed at any moment and restarted ends
 with every input exactly once, either as a row of codes or as an error line.
 """
@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from core.codec import NUM_CODEBOOKS, SAMPLE_RATE
+from core.dataset.fields import META_KEY, FieldsPlan, fields_columns
 from core.errors import CodecError
 
 logger = logging.getLogger(__name__)
@@ -27,24 +28,26 @@ logger = logging.getLogger(__name__)
 SHARD_DIR = "shards"  # sub-folder of the output that holds the shards
 JOB_FILE = "job.json"  # what the output was made from; a rerun must match it to resume
 SHARD_DIGITS = 5  # shard-00042.parquet: enough for 100,000 shards
+EMPTY_MARK = ".empty"  # the commit mark of a shard whose items all failed (no Parquet file)
 
 
 @dataclass(frozen=True)
 class Done:
     index: int  # item index
-    key: str  # the audio field as given
-    path: str  # absolute audio path
-    source_sha256: str  # checksum of the audio file's bytes
+    key: str  # what names the row (the audio field as given, a path in a folder, a tar sample's key)
+    source: str  # the input file it came from ("" for a manifest row or a folder file)
+    source_sha256: str  # checksum of the audio's bytes (the file, the Parquet cell, the tar member)
     codes: np.ndarray  # (frames, 16) int16
     original_samples: int  # 24 kHz samples before padding to whole frames
-    extra: str  # other manifest fields, JSON
+    extra: str  # the row's other fields, JSON
 
 
 @dataclass(frozen=True)
 class Failed:
     index: int  # item index
-    key: str  # the audio field as given (or "line N")
+    key: str  # what names the row (or "line N")
     reason: str  # what went wrong, in words for the user
+    source: str = ""  # the input file (shard) it came from
 
 
 def shard_of(index: int, shard_size: int) -> int:
@@ -56,11 +59,19 @@ def shard_path(out: Path, shard: int, suffix: str = ".parquet") -> Path:
 
 
 def finished_shards(out: Path) -> set[int]:
-    """Shards whose Parquet file exists (leftover temporary files are not finished shards)."""
+    """Shards whose Parquet file (or, for a shard of errors alone, its ``.empty`` mark) exists; leftover
+    temporary files are not finished shards."""
     folder = out / SHARD_DIR
     if not folder.is_dir():
         return set()
-    return {int(p.stem.split("-")[1]) for p in folder.glob("shard-*.parquet")}
+    marks = [*folder.glob("shard-*.parquet"), *folder.glob(f"shard-*{EMPTY_MARK}")]
+    return {int(p.name.split("-")[1].split(".")[0]) for p in marks}
+
+
+def _parquet_shards(out: Path) -> list[int]:
+    """Finished shards that have rows (a Parquet file with no rows is not written: readers such as
+    ``datasets`` refuse one)."""
+    return [s for s in sorted(finished_shards(out)) if shard_path(out, s).exists()]
 
 
 def check_job(out: Path, job: dict) -> bool:
@@ -92,24 +103,25 @@ def atomic_write_text(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
-def _schema():
+def _schema(plan: FieldsPlan):
     import pyarrow as pa
 
-    return pa.schema(
+    ours = pa.schema(
         [
             ("index", pa.int64()),  # position in the input
-            ("audio", pa.string()),  # the audio field as given
-            ("path", pa.string()),  # absolute path that was read
-            ("source_sha256", pa.string()),  # checksum of the audio file's bytes
-            ("codes", pa.list_(pa.list_(pa.int16(), NUM_CODEBOOKS))),  # frames x 16, values 0..2047
+            ("audio", pa.string()),  # what names the row: the audio field as given, a path, a tar key
+            ("source", pa.string()),  # the input file (Parquet, tar shard) the row came from, or ""
+            ("source_sha256", pa.string()),  # checksum of the audio's bytes
+            ("audio_codes", pa.list_(pa.list_(pa.int16(), NUM_CODEBOOKS))),  # frames x 16, values 0..2047
             ("frames", pa.int32()),  # code frames (12.5 per second)
             ("original_samples", pa.int64()),  # 24 kHz samples before padding to whole frames
             ("duration_s", pa.float64()),  # seconds of audio
             ("model", pa.string()),  # checkpoint or hub id that made the codes
             ("versions", pa.string()),  # JSON: package versions that shape the codes
-            ("extra", pa.string()),  # JSON: the manifest row's other fields
         ]
     )
+    schema = pa.schema(list(ours) + list(plan.schema))  # type: ignore[call-overload]
+    return schema.with_metadata({META_KEY: json.dumps(plan.metadata())})
 
 
 def _text(value: str) -> str:
@@ -118,13 +130,19 @@ def _text(value: str) -> str:
     return value.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
-def write_shard(out: Path, shard: int, done: list[Done], failed: list[Failed], model: str, versions: dict) -> Path:
+def write_shard(
+    out: Path, shard: int, done: list[Done], failed: list[Failed], model: str, versions: dict, plan: FieldsPlan
+) -> Path:
     """Write one finished shard atomically (errors first; the Parquet file last, as the commit mark)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     errors = "".join(
-        json.dumps({"index": f.index, "audio": _text(f.key), "reason": _text(f.reason)}, ensure_ascii=False) + "\n"
+        json.dumps(
+            {"index": f.index, "audio": _text(f.key), "source": _text(f.source), "reason": _text(f.reason)},
+            ensure_ascii=False,
+        )
+        + "\n"
         for f in sorted(failed, key=lambda f: f.index)
     )
     atomic_write_text(shard_path(out, shard, ".errors.jsonl"), errors)
@@ -136,22 +154,25 @@ def write_shard(out: Path, shard: int, done: list[Done], failed: list[Failed], m
         pa.array(offsets), pa.FixedSizeListArray.from_arrays(pa.array(flat), NUM_CODEBOOKS)
     )
     versions_json = json.dumps(versions, sort_keys=True)
-    table = pa.table(
-        {
-            "index": [d.index for d in done],
-            "audio": [_text(d.key) for d in done],
-            "path": [_text(d.path) for d in done],
-            "source_sha256": [d.source_sha256 for d in done],
-            "codes": codes,
-            "frames": frames.astype(np.int32),
-            "original_samples": [d.original_samples for d in done],
-            "duration_s": [d.original_samples / SAMPLE_RATE for d in done],
-            "model": [model] * len(done),
-            "versions": [versions_json] * len(done),
-            "extra": [d.extra for d in done],
-        },
-        schema=_schema(),
-    )
+    columns = {
+        "index": [d.index for d in done],
+        "audio": [_text(d.key) for d in done],
+        "source": [_text(d.source) for d in done],
+        "source_sha256": [d.source_sha256 for d in done],
+        "audio_codes": codes,
+        "frames": frames.astype(np.int32),
+        "original_samples": [d.original_samples for d in done],
+        "duration_s": [d.original_samples / SAMPLE_RATE for d in done],
+        "model": [model] * len(done),
+        "versions": [versions_json] * len(done),
+    }
+    columns.update(fields_columns([d.extra for d in done], plan))
+    table = pa.table(columns, schema=_schema(plan))
+    if not done:
+        path = shard_path(out, shard, EMPTY_MARK)
+        atomic_write_text(path, "")
+        logger.info("wrote %s: no rows, %d errors", path.name, len(failed))
+        return path
     path = shard_path(out, shard)
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
     pq.write_table(table, tmp)
@@ -162,11 +183,21 @@ def write_shard(out: Path, shard: int, done: list[Done], failed: list[Failed], m
     return path
 
 
+def shard_fields(out: Path) -> dict:
+    """Which columns of the shards are the input's fields (the schema metadata); {} without shards."""
+    import pyarrow.parquet as pq
+
+    for shard in _parquet_shards(out):
+        meta = pq.read_schema(shard_path(out, shard)).metadata or {}
+        return json.loads(meta.get(META_KEY, b"{}"))
+    return {}
+
+
 def read_shards(out: Path, columns: list[str] | None = None) -> Iterator:
     """The finished shards' tables in shard order."""
     import pyarrow.parquet as pq
 
-    for shard in sorted(finished_shards(out)):
+    for shard in _parquet_shards(out):
         yield pq.read_table(shard_path(out, shard), columns=columns)
 
 
@@ -181,7 +212,7 @@ def read_errors(out: Path) -> list[dict]:
 
 def codes_of(table, row: int) -> np.ndarray:
     """One row's codes as an int16 array (frames, 16)."""
-    values = table.column("codes")[row].values.flatten().to_numpy(zero_copy_only=False)
+    values = table.column("audio_codes")[row].values.flatten().to_numpy(zero_copy_only=False)
     return np.asarray(values, dtype=np.int16).reshape(-1, NUM_CODEBOOKS)
 
 
@@ -193,6 +224,7 @@ class ShardWriter:
     shard_size: int  # items per shard
     model: str  # recorded in every row
     versions: dict  # recorded in every row
+    plan: FieldsPlan  # the input's fields as columns (one schema for every shard)
     pending: dict[int, set[int]] = field(default_factory=dict)  # shard -> item indices still without a result
     done: dict[int, list[Done]] = field(default_factory=dict)  # shard -> results so far
     failed: dict[int, list[Failed]] = field(default_factory=dict)  # shard -> errors so far
@@ -211,7 +243,8 @@ class ShardWriter:
 
     def flush(self, shard: int) -> None:
         if shard in self.pending and not self.pending[shard]:
-            write_shard(self.out, shard, self.done.pop(shard), self.failed.pop(shard), self.model, self.versions)
+            done, failed = self.done.pop(shard), self.failed.pop(shard)
+            write_shard(self.out, shard, done, failed, self.model, self.versions, self.plan)
             del self.pending[shard]
             self.written.append(shard)
 

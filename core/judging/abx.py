@@ -1,7 +1,8 @@
 """Blind ABX listening test: the trial plan, the score and its sentence, and the SQLite store.
 
-A is always the original and B the codec's output (full rate or a ladder level); X is one of
-the two, chosen at random per trial. The listener says which one X is. Under the null
+A is the original (or the codec's full-rate output) and B what it is compared with: the codec's
+output at full rate or a ladder level, a reference codec (core.anchors) or the second checkpoint;
+the names of both are stored with every trial. X is one of the two, chosen at random per trial. The listener says which one X is. Under the null
 hypothesis "I cannot hear a difference" every answer is a coin flip, so the evidence is the
 one-sided binomial tail P(K >= correct | n, 1/2).
 
@@ -43,12 +44,24 @@ CHOICES = ("A", "B")  # A: original, B: codec output
 SURE_P = 0.05  # p below this: "you can tell them apart"
 PROBABLY_P = 0.10  # p below this: "you can probably tell them apart"
 LEVEL_CHOICES = (NUM_CODEBOOKS, 8, 4, 2, 1)  # codebooks offered for B on the page (the API takes any 1..16)
+CSV_FIELDS = (
+    "session",
+    "trial",
+    "clip_sha256",
+    "level",  # what B is
+    "x_is",
+    "answer",
+    "correct",
+    "seconds",
+    "answered_at",
+    "a_name",  # what A is
+)
+A_ORIGINAL = "original"  # A's name unless A is something else
 BUSY_TIMEOUT_S = 2.0  # longest wait for a locked database before the call is refused (was 10 s on the model queue)
 PROBE_TIMEOUT_S = 0.5  # /ready's and the doctor's look at the database
 SESSION_TTL_S = 3600.0  # a session with no answer for this long is expired (Settings.abx_session_ttl_s)
 MAX_PENDING = 10_000  # sessions started and not yet answered, kept in memory at most (oldest dropped)
 _TOKEN = re.compile(r"[A-Za-z0-9_-]{16,128}")  # what secrets.token_urlsafe makes
-CSV_FIELDS = ("session", "trial", "clip_sha256", "level", "x_is", "answer", "correct", "seconds", "answered_at")
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS sessions (
@@ -86,7 +99,9 @@ class Score:
     planned: int  # trials in the test
     p_value: float  # one-sided binomial P(K >= correct | trials, 1/2)
     verdict: str  # "can", "probably" or "cannot" tell them apart
-    sentence: str  # e.g. "8 of 10: you can probably tell them apart, p = 0.055"
+    sentence: str  # e.g. "8 of 10: you can probably tell them apart, p = 0.055 (A: original; B: Opus 6 kbit/s)"
+    a_name: str = A_ORIGINAL  # what A is
+    b_name: str = ""  # what B is (the stored level); "" when not known
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -114,8 +129,14 @@ def level_name(codebooks: int) -> str:
     return f"{codebooks} of {NUM_CODEBOOKS} codebooks, {bitrate_bps(codebooks):g} bit/s"
 
 
-def score(correct: int, trials: int, planned: int | None = None, level: str | None = None) -> Score:
-    """The score, its p-value and the sentence for a room of non-experts (naming B's ``level`` if given)."""
+A_CODEC = "codec, " + level_name(NUM_CODEBOOKS)  # A's name when A is the codec at full rate
+
+
+def score(
+    correct: int, trials: int, planned: int | None = None, level: str | None = None, a_name: str = A_ORIGINAL
+) -> Score:
+    """The score, its p-value and the sentence for a room of non-experts (naming A and B when B's
+    ``level`` is given)."""
     p = binomial_p(correct, trials)
     if trials == 0:
         verdict, words = "cannot", "no answers yet"
@@ -125,8 +146,8 @@ def score(correct: int, trials: int, planned: int | None = None, level: str | No
         verdict, words = "probably", "you can probably tell them apart"
     else:
         verdict, words = "cannot", "you could not reliably tell them apart (no better than guessing)"
-    sentence = f"{correct} of {trials}: {words}, p = {p:.3f}" + (f" (B: {level})" if level else "")
-    return Score(correct, trials, planned or trials, p, verdict, sentence)
+    sentence = f"{correct} of {trials}: {words}, p = {p:.3f}" + (f" (A: {a_name}; B: {level})" if level else "")
+    return Score(correct, trials, planned or trials, p, verdict, sentence, a_name, level or "")
 
 
 def clip_checksum(samples) -> str:
@@ -161,6 +182,7 @@ class _Pending:
     level: str
     seed: int
     plan: str
+    a_name: str  # what A is
 
 
 class AbxStore:
@@ -200,6 +222,7 @@ class AbxStore:
         try:
             conn.execute("PRAGMA journal_mode=WAL")
             conn.executescript(_SCHEMA)  # IF NOT EXISTS: a deleted file comes back whole
+            _add_a_name(conn)
         except BaseException:
             conn.close()
             raise
@@ -235,16 +258,22 @@ class AbxStore:
 
     # ---- sessions -----------------------------------------------------------------------------
     def start(
-        self, clip_sha256: str, level: str, trials: int = DEFAULT_TRIALS, seed: int | None = None
+        self,
+        clip_sha256: str,
+        level: str,
+        trials: int = DEFAULT_TRIALS,
+        seed: int | None = None,
+        a_name: str = A_ORIGINAL,
     ) -> tuple[str, Trial]:
-        """A new session: (its secret token, the first trial). Writes nothing yet."""
+        """A new session: (its secret token, the first trial). ``level``: what B is; ``a_name``: what
+        A is. Writes nothing yet."""
         seed = secrets.randbits(63) if seed is None else int(seed)
         plan = plan_trials(trials, seed)
         token = secrets.token_urlsafe(TOKEN_BYTES)
         now = self._clock()
         with self._lock:
             self._forget_stale_pending(now)
-            self._pending[_session_id(token)] = _Pending(now, clip_sha256, level, seed, plan)
+            self._pending[_session_id(token)] = _Pending(now, clip_sha256, level, seed, plan, a_name)
             while len(self._pending) > MAX_PENDING:
                 self._pending.popitem(last=False)
         return token, Trial(0, len(plan), plan[0])
@@ -257,7 +286,7 @@ class AbxStore:
     def _session(self, conn: sqlite3.Connection, token: str) -> tuple:
         sid = _session_id(token)
         row = conn.execute(
-            "SELECT session, clip_sha256, level, plan, presented_at FROM sessions WHERE session = ?", (sid,)
+            "SELECT session, clip_sha256, level, plan, presented_at, a_name FROM sessions WHERE session = ?", (sid,)
         ).fetchone()
         if row is not None:
             return row
@@ -267,13 +296,13 @@ class AbxStore:
                 "This blind test is unknown here (expired, another server or a removed data folder); "
                 "press Start for a new one."
             )
-        return sid, pending.clip_sha256, pending.level, pending.plan, pending.created
+        return sid, pending.clip_sha256, pending.level, pending.plan, pending.created, pending.a_name
 
     def _write_pending(self, conn: sqlite3.Connection, session: str) -> None:
         pending = self._pending.pop(session, None)
         if pending is not None:
             conn.execute(
-                "INSERT OR IGNORE INTO sessions VALUES (?, ?, ?, ?, ?, ?, ?)",
+                "INSERT OR IGNORE INTO sessions VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     session,
                     pending.created,
@@ -282,6 +311,7 @@ class AbxStore:
                     pending.seed,
                     pending.plan,
                     pending.created,
+                    pending.a_name,
                 ),
             )
 
@@ -291,7 +321,7 @@ class AbxStore:
         if answer not in CHOICES:
             raise AbxError(f"Answer A or B (got {answer!r}).")
         with self._db() as conn:
-            session, sha, level, plan, presented_at = self._session(conn, token)
+            session, sha, level, plan, presented_at, a_name = self._session(conn, token)
             done = conn.execute("SELECT COUNT(*) FROM trials WHERE session = ?", (session,)).fetchone()[0]
             if done >= len(plan):
                 raise AbxError("This blind test is finished; see the results or press Start for a new one.")
@@ -306,8 +336,8 @@ class AbxStore:
             self._write_pending(conn, session)
             x_is = plan[trial]
             conn.execute(
-                "INSERT INTO trials VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (session, trial, sha, level, x_is, answer, int(answer == x_is), now - presented_at, now),
+                "INSERT INTO trials VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (session, trial, sha, level, x_is, answer, int(answer == x_is), now - presented_at, now, a_name),
             )
             conn.execute("UPDATE sessions SET presented_at = ? WHERE session = ?", (now, session))
         nxt = trial + 1
@@ -316,7 +346,7 @@ class AbxStore:
     def current(self, token: str) -> Trial | None:
         """The trial waiting for an answer (None when all are answered)."""
         with self._db() as conn:
-            session, _sha, _level, plan, _at = self._session(conn, token)
+            session, _sha, _level, plan, _at, _a = self._session(conn, token)
             done = conn.execute("SELECT COUNT(*) FROM trials WHERE session = ?", (session,)).fetchone()[0]
         return Trial(done, len(plan), plan[done]) if done < len(plan) else None
 
@@ -330,16 +360,16 @@ class AbxStore:
         """The score so far (the whole test once every trial is answered). Callers show it only at
         the end; before, only :meth:`progress`."""
         with self._db() as conn:
-            session, _sha, level, plan, _at = self._session(conn, token)
+            session, _sha, level, plan, _at, a_name = self._session(conn, token)
             correct, answered = conn.execute(
                 "SELECT COALESCE(SUM(correct), 0), COUNT(*) FROM trials WHERE session = ?", (session,)
             ).fetchone()
-        return score(int(correct), int(answered), len(plan), level)
+        return score(int(correct), int(answered), len(plan), level, a_name)
 
     def progress(self, token: str) -> tuple[int, int]:
         """(trials answered, trials planned): all that may be said before the last answer."""
         with self._db() as conn:
-            session, _sha, _level, plan, _at = self._session(conn, token)
+            session, _sha, _level, plan, _at, _a = self._session(conn, token)
             answered = conn.execute("SELECT COUNT(*) FROM trials WHERE session = ?", (session,)).fetchone()[0]
         return int(answered), len(plan)
 
@@ -403,3 +433,13 @@ def store_problem(data_dir: str | Path, timeout_s: float = PROBE_TIMEOUT_S) -> s
     if not os.access(path, os.W_OK) or not os.access(path.parent, os.W_OK | os.X_OK):
         return "the file or its folder is not writable"
     return None
+
+
+def _add_a_name(conn: sqlite3.Connection) -> None:
+    """Stores made before A could be other than the original get its name as a last column (an
+    ALTER keeps their answers; positional INSERTs above rely on it being last)."""
+    for table in ("sessions", "trials"):
+        columns = [row[1] for row in conn.execute(f"PRAGMA table_info({table})")]
+        if "a_name" not in columns:
+            conn.execute(f"ALTER TABLE {table} ADD COLUMN a_name TEXT NOT NULL DEFAULT '{A_ORIGINAL}'")
+    conn.commit()

@@ -10,8 +10,11 @@
 - ``report.html``: summary statistics, distribution plots (embedded) and the worst files as a
   listening queue (their original and reconstruction are copied next to it under ``listen/``).
 
+With ``--anchors`` (the reference codecs; ``none`` for the codec alone) or ``--compare-model``, each
+row also has per-source columns and the report a per-source summary (``core.judging.per_source``).
+
 Any file name works: a name that is not valid UTF-8 is shown with its odd bytes escaped
-(``a\xffb.wav``). The output folder may not lie inside the folder being evaluated (a rerun would
+(``a\\xffb.wav``). The output folder may not lie inside the folder being evaluated (a rerun would
 take the outputs for inputs). The web UI's "Evaluate files" tab calls :func:`evaluate_files` on
 uploaded files.
 """
@@ -29,16 +32,18 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from core.analysis import metrics as analysis
+from core.anchors import parse_anchors
 from core.audio.files import load_audio, write_wav
+from core.audio.readers import AUDIO_SUFFIXES  # the one list of what the readers open
 from core.codec import SAMPLE_RATE
 from core.errors import CodecError
-from core.judging import report, verdict
+from core.judging import per_source, report, sources, verdict
+from core.model import second
 from core.names import safe_name
 from core.settings import AudioLimits
 
 logger = logging.getLogger(__name__)
 
-AUDIO_SUFFIXES = (".wav", ".flac", ".ogg", ".oga", ".opus", ".mp3", ".m4a", ".aac", ".webm", ".aif", ".aiff")
 METRICS = ("PESQ-WB", "PESQ-NB", "STOI", "SI-SDR", "Log-mel distance")  # analysis.compare's names
 COLUMNS = (
     "file",
@@ -110,9 +115,16 @@ def _without_paths(text: str, *folders: Path) -> str:
 
 
 def evaluate_one(
-    engine, path: Path, name: str, out_dir: Path, limits: AudioLimits, output_stem: str | None = None
+    engine,
+    path: Path,
+    name: str,
+    out_dir: Path,
+    limits: AudioLimits,
+    anchors=(),
+    output_stem: str | None = None,
 ) -> dict:
     """Round trip, metrics, MOS and verdict of one file; the error in the row if any step fails.
+    With ``anchors`` or a second checkpoint, the per-source columns too (core.judging.per_source).
     ``output_stem``: the reconstruction's file name without ``.wav`` (unique within the run)."""
     name = display_name(name)
     stem = output_stem or safe_name(name, "audio")
@@ -121,7 +133,12 @@ def evaluate_one(
     try:
         audio = load_audio(path, limits)
         row["duration_s"] = audio.samples.size / SAMPLE_RATE
-        result = engine.roundtrip(audio)
+        made = None
+        if anchors or second.ready_second(engine):
+            made = sources.make_sources(engine, audio, anchors)
+            result = made.trip
+        else:
+            result = engine.roundtrip(audio)
         row["encode_s"], row["decode_s"] = result.encoded.seconds, result.decoded.seconds
         write_wav(out_dir / "reconstructions" / f"{stem}.wav", result.decoded.samples)
         row["reconstruction"] = f"reconstructions/{stem}.wav"
@@ -146,6 +163,8 @@ def evaluate_one(
         )
         if judged.mos_original is not None and judged.mos_reconstruction is not None:
             row["mos_drop"] = judged.mos_original - judged.mos_reconstruction
+        if made is not None:
+            row.update(per_source.row_values(made, engine.device, bool(engine.info().get("random_weights"))))
     except Exception as e:  # noqa: BLE001 - one bad file is a row with its error, never the end of the run
         logger.warning("evaluating %s failed: %s: %s", name, type(e).__name__, e)
         text = str(e) if isinstance(e, CodecError) else f"{type(e).__name__}: {e}"
@@ -162,8 +181,10 @@ def evaluate_files(
     progress: Callable[[float, str], None] | None = None,
     worst: int = WORST_FILES,
     show_bar: bool = False,
+    anchors=(),
 ) -> Evaluation:
-    """Evaluate ``(path, display name)`` pairs into ``out_dir`` (which must not hold earlier results)."""
+    """Evaluate ``(path, display name)`` pairs into ``out_dir`` (which must not hold earlier results);
+    with ``anchors`` (core.anchors) or a second checkpoint loaded, per-source columns and summary."""
     from tqdm import tqdm
 
     started = time.perf_counter()
@@ -172,6 +193,8 @@ def evaluate_files(
     _prepare(out_dir)
     rows = []
     taken: set[str] = set()
+    ids = per_source.source_ids(anchors, second.ready_second(engine) is not None)
+    extra = per_source.columns(ids) if len(ids) > 1 else []
     from tqdm.contrib.logging import logging_redirect_tqdm
 
     csv_path = out_dir / "metrics.csv"
@@ -180,18 +203,20 @@ def evaluate_files(
         logging_redirect_tqdm(),  # warnings about bad files print above the bar, not through it
         tqdm(files, unit="file", desc="evaluating", disable=not show_bar, dynamic_ncols=True) as bar,
     ):
-        writer = csv.DictWriter(table, fieldnames=COLUMNS)
+        writer = csv.DictWriter(table, fieldnames=[*COLUMNS, *extra])
         writer.writeheader()
         table.flush()
         for i, (path, name) in enumerate(bar):
             bar.set_postfix_str(name[-40:])
             if progress:
                 progress(i / max(len(files), 1), f"{i + 1}/{len(files)}: {name}")
-            row = evaluate_one(engine, path, name, out_dir, limits, _unique(safe_name(name, "audio"), taken))
+            stem = _unique(safe_name(name, "audio"), taken)
+            row = evaluate_one(engine, path, name, out_dir, limits, anchors, stem)
             rows.append(row)
             writer.writerow(row)
             table.flush()  # each row is on disk as soon as its file is done
-    html_path = write_html(out_dir, rows, files, limits, worst, bool(engine.info().get("random_weights")))
+    random_weights = bool(engine.info().get("random_weights"))
+    html_path = write_html(out_dir, rows, files, limits, worst, random_weights, ids if extra else [])
     return Evaluation(rows, csv_path, html_path, time.perf_counter() - started)
 
 
@@ -240,8 +265,9 @@ def write_html(
     limits: AudioLimits,
     worst: int,
     random_weights: bool,
+    source_ids: list[str] | None = None,
 ) -> Path:
-    """report.html: counts, statistics, distributions, and the listening queue."""
+    """report.html: counts, statistics, per-source summary, distributions, and the listening queue."""
     failed = [r for r in rows if r["error"]]
     levels = {level: sum(r["verdict"] == level for r in rows) for level in (*verdict.LEVELS, "unknown")}
     body = [
@@ -253,6 +279,14 @@ def write_html(
     if random_weights:
         body.append(f'<div class="caveat">{html.escape(verdict.RANDOM_CAVEAT)}</div>')
     body += ["<h2>Summary</h2>", report.table(summary(rows), ["column", "files", "mean", "median", "min", "max"])]
+    if source_ids:
+        header, per = per_source.summary(rows, source_ids)
+        body += [
+            "<h2>Per source</h2><p class='small'>Every source measured the same way on each file (PESQ, STOI and "
+            "DistillMOS on the first seconds); the last columns count the files on which the codec was closer to the "
+            "original than that source on every metric, further on every one, or mixed.</p>",
+            report.table(per, header),
+        ]
     if len(rows) > len(failed):
         png = _histogram_png(rows, out_dir / "distributions.png")
         body += ["<h2>Distributions</h2>", report.image_tag(png, "distributions")]
@@ -308,7 +342,8 @@ def cmd_evaluate(args, engine) -> int:
         raise CodecError(f"No audio files under {args.directory} (looked for {', '.join(AUDIO_SUFFIXES)}).")
     limits = engine.settings.audio_limits()
     pairs = [(p, p.relative_to(args.directory).as_posix()) for p in files]
-    result = evaluate_files(engine, pairs, args.output_dir, limits, worst=args.worst, show_bar=True)
+    anchors = parse_anchors(engine.settings.anchors)
+    result = evaluate_files(engine, pairs, args.output_dir, limits, worst=args.worst, show_bar=True, anchors=anchors)
     failed = sum(1 for r in result.rows if r["error"])
     print(
         f"{len(result.rows)} files ({failed} could not be evaluated) in {result.seconds:.1f} s -> "

@@ -158,6 +158,44 @@ def roundtrip_html(
     return page(title, "\n".join(body))
 
 
+SOURCE_WORDS = {  # the comparison's words on the English page (the web page passes its reader's)
+    "other": "Other sources",
+    "table": "Every source side by side",
+    "metric": "metric",
+    "note": "PESQ-WB, STOI, SI-SDR and log-mel distance against the original; DistillMOS of each source alone; "
+    "bitrate in bit/s from the codes or the encoded bytes. Measured on this clip.",
+}
+
+
+def sources_block(sources: list[dict] | None, comparison: dict | None, words: dict | None = None) -> str:
+    """The other sources (anchors, the second checkpoint) as players, the one table with a column per
+    source and where the codec stands (``comparison``: /compare_table's details, or a
+    SourceTable.to_dict() with an optional ``placing``); "" when there is neither."""
+    words = SOURCE_WORDS | (words or {})
+    body = []
+    if sources:
+        players = "".join(audio_tag(s["path"], _source_caption(s), f"source-{s['id']}") for s in sources)
+        body.append(f"<h2>{html.escape(words['other'])}</h2><div class='players'>{players}</div>")
+    if comparison:
+        measured = comparison.get("table", comparison)
+        columns, rows = measured["columns"], measured["rows"]
+        names, labels = words.get("rows") or {}, words.get("labels") or {}  # the reader's words, when given
+        header = [words["metric"], *(labels.get(c["source"]["id"]) or _source_caption(c["source"]) for c in columns)]
+        body.append(f"<h2>{html.escape(words['table'])}</h2>")
+        body.append(table([[names.get(row, row), *(c["values"].get(row) for c in columns)] for row in rows], header))
+        sentence = words.get("placing") or (comparison.get("placing") or {}).get("sentence")
+        if sentence:
+            body.append(f"<p>{html.escape(sentence)}</p>")
+        body.append(f"<p class='small'>{html.escape(words['note'])}</p>")
+    return "\n".join(body)
+
+
+def _source_caption(source: dict) -> str:
+    rate = source.get("bitrate_bps")
+    label = str(source.get("label") or source["id"])
+    return label if not rate or "bit/s" in label else f"{label} ({rate / 1000:.1f} kbit/s)"
+
+
 PICTURE_CAPTIONS = {  # picture id -> caption of the English page (another renderer words them itself)
     "spectrograms": "Log-mel spectrograms: original, reconstruction, difference",
     "token_usage": "Token usage: entropy per codebook, histogram of codebook 1",
@@ -190,19 +228,32 @@ def write_roundtrip_report(
     verdict: dict | None,
     env: dict,
     render: Callable[..., str] = english_page,
+    sources: list[dict] | None = None,
+    comparison: dict | None = None,
+    source_words: dict | None = None,
 ) -> tuple[Path, Path]:
     """Write ``{stem}_report.html`` and ``{stem}_report.zip`` (both new files) into ``folder``.
     ``render(stem, original_wav, reconstruction_wav, pngs, metrics, verdict, env)`` makes the page
-    (the web page passes one in the reader's language); ``metrics.json`` keeps the data as it is."""
+    (the web page passes one in the reader's language); ``metrics.json`` keeps the data as it is.
+    ``sources`` (source dicts with paths) and ``comparison`` (the table of every source) go at the end
+    of the page (:func:`sources_block`, in ``source_words``), the sources' WAVs into the zip."""
     folder = Path(folder)
     html_path = folder / f"{stem}_report.html"
     text = render(stem, original_wav, reconstruction_wav, pngs, metrics, verdict, env)
+    block = sources_block(sources, comparison, source_words)
+    if block:
+        head, end, tail = text.rpartition("</body>")
+        text = head + block + "\n" + end + tail
     with open(html_path, "x", encoding="utf-8") as f:
         f.write(text)
     zip_path = folder / f"{stem}_report.zip"
-    summary = json.dumps({"metrics": metrics, "verdict": verdict, "environment": env}, indent=2, default=str)
+    facts = [
+        {k: v for k, v in s.items() if k not in ("path", "wav")} | {"file": Path(s["path"]).name} for s in sources or []
+    ]
+    data = {"metrics": metrics, "verdict": verdict, "environment": env, "sources": facts, "comparison": comparison}
+    summary = json.dumps(data, indent=2, default=str)
     with open(zip_path, "xb") as raw, zipfile.ZipFile(raw, "w", zipfile.ZIP_DEFLATED) as z:
-        for path in (original_wav, reconstruction_wav, token_file, *pngs.values()):
+        for path in (original_wav, reconstruction_wav, token_file, *pngs.values(), *(s["path"] for s in sources or [])):
             z.write(path, Path(path).name)
         z.writestr("metrics.json", summary)
         z.write(html_path, "report.html")
@@ -221,6 +272,9 @@ def build_roundtrip_report(
     timings: dict,
     limits,
     render: Callable[..., str] = english_page,
+    sources: list[dict] | None = None,
+    comparison: dict | None = None,
+    source_words: dict | None = None,
 ) -> tuple[Path, Path]:
     """Draw the pictures from the files (read within ``limits``, a core.settings.AudioLimits), then
     write the zip and the HTML (see write_roundtrip_report; ``render`` makes the page)."""
@@ -249,4 +303,7 @@ def build_roundtrip_report(
         verdict,
         environment(engine_info, timings),
         render,
+        sources,
+        comparison,
+        source_words,
     )

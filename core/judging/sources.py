@@ -19,9 +19,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from core import anchors as anchor_lib
-from core.codec import BITS_PER_CODE, FRAME_RATE, NUM_CODEBOOKS
+from core.codec import NUM_CODEBOOKS, bitrate_bps
+from core.model.results import RoundTripResult
 
-CODEC_BPS = NUM_CODEBOOKS * BITS_PER_CODE * FRAME_RATE  # 2200 bit/s: 16 codes of 11 bits, 12.5 times a second
+CODEC_BPS = bitrate_bps()  # the codec's bitrate with every codebook (core.codec)
 ORIGINAL, CODEC, CHECKPOINT, LEVEL, ANCHOR = "original", "codec", "checkpoint", "level", "anchor"  # Source.kind
 CODEC_ID, COMPARE_ID = "reconstruction", "compare"  # the ids of the codec's and the second checkpoint's output
 COMPARE_KEY = "c"  # the second checkpoint's key in the player
@@ -56,8 +57,6 @@ def checkpoint(samples=None) -> Source:
 
 
 def level(codebooks: int, samples=None, key: str = "") -> Source:
-    from core.nn.ladder import bitrate_bps
-
     rate = bitrate_bps(codebooks)
     return Source(
         f"k{codebooks}", LEVEL, f"first {codebooks} of {NUM_CODEBOOKS} codebooks, {rate:g} bit/s", key, rate, samples
@@ -74,8 +73,8 @@ class SourceSet:
     original: Source
     sources: tuple[Source, ...]  # the codec first, then the second checkpoint, then the anchors
     problems: tuple[anchor_lib.Problem, ...]  # anchors that could not be made, and why
-    trip: object  # the codec's core.model.results.RoundTripResult (codes, timings)
-    second_trip: object | None  # the second checkpoint's, when one is loaded
+    trip: RoundTripResult  # the codec's: codes, reconstruction, timings
+    second_trip: RoundTripResult | None  # the second checkpoint's, when one is loaded
     agreement: list[float] | None  # share of codes equal per codebook, first model against second
     timing: dict  # model_s, anchors_s
 

@@ -54,8 +54,7 @@ class EngineState(str, enum.Enum):  # noqa: UP042 - str() of a StrEnum differs; 
 class Engine:
     """Owns the model. Every public method is thread-safe."""
 
-    def __init__(self, settings: Settings, lock: threading.RLock | None = None):
-        """``lock``: another engine's, so that both models' work is serialised (core.model.second)."""
+    def __init__(self, settings: Settings, lock: threading.RLock | None = None):  # lock: see core.model.second
         self.settings = settings
         self.state = EngineState.UNLOADED
         self.error: str | None = None  # why loading failed, in words for the user
@@ -398,7 +397,15 @@ class Engine:
             "resident_mib": resident,
             "load_seconds": self.load_seconds,
             "random_weights": is_random_checkpoint(self.model_path),  # a test checkpoint: no quality claims
+            "compare": self.compare.info() if self.compare else None,  # a second checkpoint (core.model.second)
         }
+
+
+def _second(engine: Engine | None) -> dict | None:
+    """A second checkpoint's model and state for info() (None: none was asked for)."""
+    return (
+        None if engine is None else {"model": engine.settings.model, "state": engine.state.value, "error": engine.error}
+    )
 
 
 def _no_progress(fraction: float) -> None:

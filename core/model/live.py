@@ -16,6 +16,7 @@ theirs at once when the client goes; this is the net under them).
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 import time
@@ -23,10 +24,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from core.audio.blocks import Audio, AudioLimits
+from core.audio.blocks import Audio
 from core.codec import NUM_CODEBOOKS, SAMPLE_RATE, SAMPLES_PER_FRAME
 from core.errors import LiveBusy, LiveSessionError, OutOfMemory
-from core.model import memory
+from core.model import memory, planner
 from core.nn.streaming import MicrophoneInput, StreamingDecoder, StreamingEncoder
 from core.units import minutes
 
@@ -44,6 +45,7 @@ class LiveStep:
 
     codes: np.ndarray  # (frames, 16) the frames this block completed (often 0 or 1)
     samples: np.ndarray  # float32 24 kHz audio of those frames (frames * 1920 samples)
+    original: np.ndarray  # the 24 kHz input of the same frames (zero-padded at the end): for A/B listening
     compute_s: float  # model work for this block, lock held (encode + decode)
     wait_s: float  # time spent waiting for the engine's lock (another user's job)
     received_s: float  # seconds of input received so far
@@ -127,13 +129,15 @@ class LiveSession:
         self.owner, self.engine = owner, owner.engine
         self.max_s = owner.max_seconds()
         self.paced = paced
-        limits = AudioLimits(self.max_s + 1.0, self.engine.settings.max_file_bytes)  # this class refuses first
+        # the input's own cap sits past the session's: this class refuses first, with a live message
+        limits = dataclasses.replace(self.engine.settings.audio_limits(), max_duration_s=self.max_s + 1.0)
         self.input = MicrophoneInput(sample_rate, channels, limits, name)
         self.encoder: StreamingEncoder | None = None
         self.decoder: StreamingDecoder | None = None
         self.codes: list[np.ndarray] = []
         self.audio: list[np.ndarray] = []
         self.frame_compute_s: list[float] = []  # model time per frame
+        self._unmatched = np.zeros(0, np.float32)  # 24 kHz input not yet returned beside its frame's audio
         self.started = self.last_input = time.monotonic()
         self.closed = False
         self._push_lock = threading.Lock()
@@ -144,8 +148,8 @@ class LiveSession:
         if not estimate.fits:
             raise OutOfMemory(f"A live session does not fit now: {estimate.message}")
         max_samples = int(self.max_s * SAMPLE_RATE) + RESAMPLER_SLACK_SAMPLES
+        kv = planner.base_plan(self.engine.settings).kv_device_bytes  # the engine's offload rule
         with self.engine.model_work("encode") as (model, runner):
-            kv = int(self.engine.settings.encode_kv_device_mib * 2**20) if self.engine.settings.is_cuda else None
             self.encoder = StreamingEncoder(model, max_samples, kv)
             self.decoder = StreamingDecoder(runner)
         self.started = self.last_input = time.monotonic()
@@ -254,7 +258,15 @@ class LiveSession:
         new_audio = np.concatenate(audio_out) if audio_out else np.zeros(0, np.float32)
         self.codes.append(new_codes)
         self.audio.append(new_audio)
-        return LiveStep(new_codes, new_audio, compute, wait, self.input.seconds)
+        return LiveStep(
+            new_codes, new_audio, self._original(samples, new_audio.size), compute, wait, self.input.seconds
+        )
+
+    def _original(self, samples: np.ndarray, count: int) -> np.ndarray:
+        """The next ``count`` samples of 24 kHz input (they line up with the frames just decoded)."""
+        pending = np.concatenate([self._unmatched, samples]) if samples.size else self._unmatched
+        out, self._unmatched = pending[:count], pending[count:]
+        return out if out.size == count else np.pad(out, (0, count - out.size))
 
     def _check_open(self) -> None:
         if self.closed:

@@ -32,10 +32,11 @@ import logging
 import numpy as np
 import torch
 
-from core.audio.blocks import Audio, AudioLimits, Collector, Source, finish
+from core.audio.blocks import Audio, Collector, Source, finish
 from core.codec import NUM_CODEBOOKS, SAMPLE_RATE, SAMPLES_PER_FRAME, SAMPLES_PER_STEP, ceil_div
 from core.errors import AudioInputError
 from core.nn.encoding import EncoderState
+from core.settings import AudioLimits
 
 logger = logging.getLogger(__name__)
 

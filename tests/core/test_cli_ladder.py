@@ -1,4 +1,4 @@
-"""``python -m core ladder`` as a user runs it: a subprocess, files out, one-line errors."""
+"""``python -m core ladder`` as a user runs it (in this process: the ``cli`` fixture): files out, one-line errors."""
 
 import json
 
@@ -6,15 +6,12 @@ import numpy as np
 import soundfile as sf
 
 from core.tokens import make_token_file, save_tokens
-from tests.core.test_cli import run
-
-TIMEOUT_S = 600  # a subprocess that imports torch, loads the model and decodes, on 2 busy cores
 
 
-def test_ladder_of_an_audio_file_and_of_a_token_file(tiny_checkpoint, tiny_engine, tmp_path, speech):
+def test_ladder_of_an_audio_file_and_of_a_token_file(tiny_checkpoint, tiny_engine, tmp_path, speech, cli):
     wav = tmp_path / "clip.wav"
     sf.write(wav, speech(1.5), 24_000, subtype="FLOAT")
-    proc = run("ladder", wav, "-o", tmp_path / "lad", "--levels", "16,1", "--model", tiny_checkpoint, timeout=TIMEOUT_S)
+    proc = cli("ladder", wav, "-o", tmp_path / "lad", "--levels", "16,1", "--model", tiny_checkpoint)
     assert proc.returncode == 0, proc.stderr
     encoded = tiny_engine.encode_array(sf.read(wav, dtype="float32")[0])
     full = tiny_engine.decode(encoded.codes, original_samples=encoded.original_samples).samples
@@ -27,24 +24,22 @@ def test_ladder_of_an_audio_file_and_of_a_token_file(tiny_checkpoint, tiny_engin
     assert all("SI-SDR" in r and "Log-mel distance" in r for r in report["levels"])
 
     tokens = save_tokens(make_token_file(encoded.codes, encoded.original_samples, "x"), tmp_path / "clip.npz")
-    proc = run("ladder", tokens, "-o", tmp_path / "tok", "--levels", "3", "--model", tiny_checkpoint, timeout=TIMEOUT_S)
+    proc = cli("ladder", tokens, "-o", tmp_path / "tok", "--levels", "3", "--model", tiny_checkpoint)
     assert proc.returncode == 0, proc.stderr
     k3 = sf.read(tmp_path / "tok" / "clip.k03.wav", dtype="float32")[0]
     np.testing.assert_array_equal(k3, tiny_engine.decode(encoded.codes, 36_000, codebooks=3).samples)
 
 
-def test_ladder_errors_are_one_line(tiny_checkpoint, tmp_path, speech):
+def test_ladder_errors_are_one_line(tiny_checkpoint, tmp_path, speech, cli):
     wav = tmp_path / "clip.wav"
     sf.write(wav, speech(1.5), 24_000)
-    proc = run("ladder", wav, "-o", tmp_path / "o", "--levels", "0,17", "--model", tiny_checkpoint, timeout=TIMEOUT_S)
+    proc = cli("ladder", wav, "-o", tmp_path / "o", "--levels", "0,17", "--model", tiny_checkpoint)
     assert proc.returncode == 1 and proc.stderr.startswith("error: Ladder level") and "Traceback" not in proc.stderr
     (tmp_path / "o").mkdir()
     (tmp_path / "o" / "clip.k02.wav").write_bytes(b"mine")
-    proc = run("ladder", wav, "-o", tmp_path / "o", "--levels", "1,2", "--model", tiny_checkpoint, timeout=TIMEOUT_S)
+    proc = cli("ladder", wav, "-o", tmp_path / "o", "--levels", "1,2", "--model", tiny_checkpoint)
     assert proc.returncode == 1 and "already exists" in proc.stderr
     assert not (tmp_path / "o" / "clip.k01.wav").exists()  # refused before any work
     assert (tmp_path / "o" / "clip.k02.wav").read_bytes() == b"mine"
-    proc = run(
-        "ladder", wav, "-o", tmp_path / "short", "--max-duration", "1", "--model", tiny_checkpoint, timeout=TIMEOUT_S
-    )
+    proc = cli("ladder", wav, "-o", tmp_path / "short", "--max-duration", "1", "--model", tiny_checkpoint)
     assert proc.returncode == 1 and "limit" in proc.stderr

@@ -7,10 +7,13 @@ import json
 import time
 
 import numpy as np
+import pytest
 import soundfile as sf
 
 from core.audio.files import resample
 from core.cli.main import main
+
+pytestmark = pytest.mark.usefixtures("single_thread")  # see tests/conftest.py
 
 
 def test_live_codes_equal_encode_and_the_report_names_the_parts(tiny_checkpoint, tmp_path, speech, capsys):

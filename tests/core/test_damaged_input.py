@@ -5,7 +5,7 @@ core tokenize's decode step. It was round-tripped, evaluated and tokenized as a 
 from __future__ import annotations
 
 from core.cli.main import main
-from core.dataset.pipeline import decode_files
+from core.dataset.fetch import decode_items
 from core.judging.evaluate import evaluate_one
 
 WORDS = "header promises 1.50 s"
@@ -28,5 +28,5 @@ def test_core_evaluate_refuses_it_in_its_row(tiny_engine, damaged_mp3, tmp_path)
 
 
 def test_core_tokenize_refuses_it_in_errors_jsonl(tiny_engine, damaged_mp3):
-    out = decode_files({"path": [str(damaged_mp3)], "index": [0]}, tiny_engine.settings.audio_limits())
-    assert WORDS in out["error"][0] and out["samples"][0] == b""
+    [(audio, _sha, reason)] = list(decode_items([str(damaged_mp3)], [""], tiny_engine.settings.audio_limits()))
+    assert audio is None and WORDS in reason

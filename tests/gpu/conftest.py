@@ -1,15 +1,12 @@
-"""Fixtures of the GPU tests: the full-size random checkpoint and the strict whole-clip encode."""
+"""Fixtures of the GPU tests: the full-size random checkpoint (``whole_codes``, the strict whole-clip
+encode, comes from tests/conftest.py and runs on the model's device with TF32 off)."""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
 
-import numpy as np
 import pytest
-import torch
-
-from core.nn import encoding
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 
@@ -23,20 +20,3 @@ def full_checkpoint(tmp_path_factory) -> Path:
 
         build_full_checkpoint(path, reference=ROOT / "core" / "model" / "reference-config.json")
     return path
-
-
-@pytest.fixture
-def whole_codes():
-    """whole_codes(engine, x): the official whole-clip encode (``model.encode``), convolutions in full
-    fp32 (no TF32), as codes (frames, 16)."""
-
-    def encode(engine, x: np.ndarray) -> np.ndarray:
-        previous = torch.backends.cudnn.allow_tf32
-        torch.backends.cudnn.allow_tf32 = False
-        try:
-            with torch.inference_mode():
-                return encoding.encode(engine.model, torch.from_numpy(x).cuda(), None).cpu().numpy()
-        finally:
-            torch.backends.cudnn.allow_tf32 = previous
-
-    return encode

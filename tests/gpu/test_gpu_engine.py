@@ -68,7 +68,7 @@ def test_chunked_encode_agrees_and_stays_small(gpu_engine, speech, whole_codes):
     x = speech(100.0, seed=4)  # five 20 s windows, the last one partial
     x = x[: x.size - 777]
     result = gpu_engine.encode_array(x)
-    agree = float(np.mean(result.codes == whole_codes(gpu_engine, x)))
+    agree = float(np.mean(result.codes == whole_codes(gpu_engine, x).numpy()))
     print(
         f"\n[{gpu_engine.settings.dtype}] 100 s chunked encode: agreement {agree:.5f} with the whole-clip encode, "
         f"peak {result.peak_mib:.0f} MiB"

@@ -1,4 +1,4 @@
-"""Web UI fixtures: an engine on the tiny checkpoint, handlers, a live server, clips."""
+"""Web UI fixtures: handlers, a live server, clips (the engine is tests/conftest.py's)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,6 @@ import numpy as np
 import pytest
 import soundfile as sf
 
-from core.model.engine import Engine
-from core.settings import Settings
 from tests.webui.tab_handlers import Tabs
 from webui.app import build_app
 from webui.options import UiOptions
@@ -33,15 +31,6 @@ def _free_port() -> int:
 def free_port() -> int:
     """A TCP port on 127.0.0.1 that nobody listens on right now."""
     return _free_port()
-
-
-@pytest.fixture(scope="session")
-def engine(tiny_checkpoint) -> Engine:
-    """A ready engine on the tiny random-weight checkpoint (CPU)."""
-    e = Engine(Settings(model=str(tiny_checkpoint), device="cpu"))
-    report = e.warm_up()
-    assert report.ok, report.to_dict()
-    return e
 
 
 @pytest.fixture

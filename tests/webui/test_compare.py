@@ -24,7 +24,7 @@ from webui.tabs.lab import LabHandlers
 
 ZH = gr.Request(headers={"accept-language": "zh-CN,zh;q=0.9"})
 EN = gr.Request(headers={"accept-language": "en-US,en;q=0.9"})
-SPEECH = Path(__file__).resolve().parents[2] / "assets" / "speech_male_24k.wav"
+SPEECH = Path(__file__).resolve().parents[2] / "webui" / "assets" / "speech_male_24k.wav"
 
 
 def _trip(tabs: Tabs, clip: Path, anchors, with_second=False, request=EN):
@@ -56,7 +56,7 @@ def test_the_round_trip_makes_the_chosen_anchors(speech_trip):
     assert [s["id"] for s in compare["sources"]] == ["lp3.5", "amr", "opus6"] and compare["problems"] == []
     root = tabs.workspace.root.resolve()
     for source in compare["sources"]:
-        path = Path(source["path"])
+        path = Path(source["wav"])
         assert path.is_file() and path.resolve().is_relative_to(root)
         assert sf.info(path).frames == sf.info(out.original).frames  # aligned, as long as the original
     opus = next(s for s in compare["sources"] if s["id"] == "opus6")
@@ -74,7 +74,7 @@ def test_the_manifest_has_every_anchor_loudness_matched_with_its_own_key_and_res
     reference = loudness.integrated_lufs(sf.read(out.original, dtype="float32")[0])
     for anchor_id in ("lp3.5", "amr", "opus6"):
         source = by_id[anchor_id]
-        samples = sf.read(source["path"], dtype="float32")[0]
+        samples = sf.read(source["path"], dtype="float32")[0]  # the manifest's sources: path
         matched = loudness.integrated_lufs(samples * np.float32(10 ** (source["gain_db"] / 20)))
         assert abs(matched - reference) <= 0.5, (anchor_id, matched, reference)
         residual = sf.read(manifest["residuals"][anchor_id], dtype="float32")[0]
@@ -135,14 +135,15 @@ def test_a_path_from_outside_the_request_folders_is_refused(speech_trip, tmp_pat
     outside = tmp_path / "elsewhere.wav"
     sf.write(outside, np.zeros(24_000, np.float32), 24_000)
     forged = json.loads(value)
-    forged["sources"].append({"id": "x", "kind": "anchor", "label": "x", "key": "x", "path": str(outside)})
+    forged["sources"].append({"id": "x", "kind": "anchor", "label": "x", "key": "x", "wav": str(outside)})
     with pytest.raises(gr.Error, match="not a file this server wrote"):
         _table(tabs, out, json.dumps(forged))
-    dotted = dict(forged, sources=[{"id": "y", "kind": "anchor", "path": str(tabs.workspace.root / ".." / "x.wav")}])
+    dotted = dict(forged, sources=[{"id": "y", "kind": "anchor", "wav": str(tabs.workspace.root / ".." / "x.wav")}])
     with pytest.raises(gr.Error, match="not a file this server wrote"):
         _table(tabs, out, dotted)
 
 
+@pytest.mark.slow  # a second engine and model load, two round trips and the table with DistillMOS
 def test_a_second_checkpoint_is_one_more_source(tiny_checkpoint, second_checkpoint, tmp_path, speech):
     engine = Engine(Settings(model=str(tiny_checkpoint), device="cpu", anchors="none"))
     assert engine.load()
@@ -155,12 +156,36 @@ def test_a_second_checkpoint_is_one_more_source(tiny_checkpoint, second_checkpoi
     (source,) = compare["sources"]
     assert source["id"] == "compare" and source["kind"] == "checkpoint" and source["key"] == "c"
     first = sf.read(out.reconstruction, dtype="float32")[0]
-    assert not np.allclose(sf.read(source["path"], dtype="float32")[0], first)  # its own audio
+    assert not np.allclose(sf.read(source["wav"], dtype="float32")[0], first)  # its own audio
     assert len(compare["agreement"]) == 16 and min(r["equal_share"] for r in compare["agreement"]) < 0.5
     assert Path(compare["token_file"]).is_file()
     assert any(s["id"] == "compare" for s in manifest["sources"])
     details = _table(tabs, out, value)[-1][2]
     assert [c["source"]["id"] for c in details["table"]["columns"]] == ["original", "reconstruction", "compare"]
-    assert "| 1 |" in CompareHandlers(tabs.engine, tabs.workspace).problems(out.details, EN)[1]
+    assert "| 1 | 2 |" in CompareHandlers(tabs.engine, tabs.workspace).problems(out.details, EN)[1]
     # and without it ticked, only the codec
     assert tabs.roundtrip.roundtrip(str(clip), EN, [], False).details["compare"]["sources"] == []
+
+
+def test_the_report_carries_every_source_and_the_table(speech_trip):
+    import zipfile
+
+    from webui.tabs.review import ReviewHandlers
+
+    tabs, out, _manifest, value = speech_trip
+    comparison = _table(tabs, out, value)[-1][2]
+    reviewer = ReviewHandlers(tabs.engine, tabs.workspace)
+    zip_path, html_path = map(
+        Path, reviewer.report(out.original, out.reconstruction, out.downloads, out.details, None, None, EN, comparison)
+    )
+    with zipfile.ZipFile(zip_path) as z:
+        names = z.namelist()
+        summary = json.loads(z.read("metrics.json"))
+    for anchor_id in ("lp3.5", "amr", "opus6"):
+        assert any(n.endswith(f"_{anchor_id}.wav") for n in names), names
+    assert [s["id"] for s in summary["sources"]] == ["lp3.5", "amr", "opus6"]
+    assert [c["source"]["id"] for c in summary["comparison"]["table"]["columns"]][:2] == ["original", "reconstruction"]
+    page = html_path.read_text()
+    assert page.count("<audio") == 2 + 3 and 'id="source-opus6"' in page
+    assert "Every source side by side" in page and "<th>Opus 6 kbit/s</th>" in page
+    assert "Where the codec stands: on this clip it is" in page  # the placing, in the reader's language

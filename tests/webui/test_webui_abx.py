@@ -112,7 +112,8 @@ def test_b_at_a_ladder_level_is_that_decode_and_every_trial_stores_the_level(abx
         levels = [row["level"] for row in csv.DictReader(f)]
     assert levels == [abx.level_name(2)] * 4 == ["2 of 16 codebooks, 275 bit/s"] * 4
     assert [row["level"] for row in raw["trials_detail"]] == levels
-    assert "(B: 2 of 16 codebooks, 275 bit/s)" in text and raw["sentence"].endswith("(B: 2 of 16 codebooks, 275 bit/s)")
+    both = "(A: original; B: 2 of 16 codebooks, 275 bit/s)"  # the sentence names both sides
+    assert both in text and raw["sentence"].endswith(both)
 
 
 @pytest.mark.parametrize("level", [0, 17, "abc", 2.5])
@@ -161,25 +162,27 @@ def test_a_four_trial_blind_test_with_the_keyboard_shows_the_score(abx_server, t
         page = browser.new_page(viewport={"width": 1280, "height": 900})
         page.goto(abx_server[0])
         page.get_by_role("tab", name="Blind test").click()
+        page.locator("#abx-other .label-wrap").first.click()  # another clip than the round trip's
         page.locator("#abx-input input[type=file]").set_input_files(str(CLIP))
         expect(page.locator("#abx-input [data-testid=download-link]")).to_be_attached(timeout=TIMEOUT_MS)
         page.locator("#abx-trials").get_by_text("4", exact=True).click()
+        expect(page.locator("#abx-answer-a")).to_be_hidden()  # answer buttons only while a test runs
         page.locator("#abx-start").click()
         results = page.locator("#abx-results")
         for n in range(1, 5):
             expect(page.locator("#abx-prompt")).to_contain_text(f"Trial {n} of 4", timeout=TIMEOUT_MS)
-            x = page.locator("#abx-x-audio")
-            expect(x).to_be_attached()
-            duration = x.evaluate(
-                "a => new Promise(r => a.readyState >= 1 ? r(a.duration) : "
-                "a.addEventListener('loadedmetadata', () => r(a.duration)))"
+            page.wait_for_function(  # A, B and this trial's X in the transport, the whole clip
+                "window.cwAbx && window.cwAbx.state().sources.join() === 'a,b,x' && window.cwAbx.state().duration > 7",
+                timeout=TIMEOUT_MS,
             )
-            assert duration == pytest.approx(7.2, abs=0.1)  # X is the whole clip, served and playable
+            assert page.evaluate("window.cwAbx.state().duration") == pytest.approx(7.2, abs=0.1)
             assert "p =" not in results.inner_text()  # no feedback until the end
             page.locator("body").click(position={"x": 5, "y": 5})  # focus off any input
             page.keyboard.press("a" if n % 2 else "b")
         expect(results).to_contain_text("of 4:", timeout=TIMEOUT_MS)
         expect(results).to_contain_text("p = ")
+        expect(page.locator("#abx-answer-a")).to_be_hidden()
+        page.locator("#abx-raw .label-wrap").first.click()
         expect(page.locator("#abx-csv")).to_contain_text(".csv")
         page.wait_for_timeout(300)
         shot = tmp_path / "abx.png"

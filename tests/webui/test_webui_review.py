@@ -38,7 +38,8 @@ def test_verdict_follows_the_metrics_and_the_report_packs_the_round_trip(tabs, r
     with zipfile.ZipFile(zip_path) as z:
         names = z.namelist()
     assert any(n.endswith("_tokens.npz") for n in names) and "metrics.json" in names
-    assert sum(n.endswith(".png") for n in names) == 2 and sum(n.endswith(".wav") for n in names) == 2
+    others = len(details["compare"]["sources"])  # the anchors made beside the codec (tests/webui/test_compare.py)
+    assert sum(n.endswith(".png") for n in names) == 2 and sum(n.endswith(".wav") for n in names) == 2 + others
     page = html_path.read_text()
     assert "data:audio/wav;base64," in page and verdict["words"].capitalize() in page
 

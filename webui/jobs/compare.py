@@ -1,10 +1,10 @@
 """The comparison's work, without Gradio: the sources beside the codec (anchors, the second
-checkpoint) written as WAVs in the request folder, the one table of every source, and checking the
-sources a client hands back.
+checkpoint) written as WAVs in the request folder, and the one table of every source.
 
 A source travels between events (and to and from API callers) as a dict: ``id``, ``kind``,
-``label``, ``key``, ``bitrate_bps`` and ``path`` (a WAV in a request folder). Paths that come back
-from a client are believed only inside the app's request folders (:func:`checked_sources`).
+``label``, ``key``, ``bitrate_bps`` and ``wav`` (its file in a request folder; not ``path``, which
+Gradio would take for a file of its own and copy, and gradio_client replace by a download). Paths that come back
+from a client are believed only inside the app's request folders (``webui.tabs.compare.checked_sources``).
 """
 
 from __future__ import annotations
@@ -19,14 +19,13 @@ import numpy as np
 from core import anchors as anchor_lib
 from core import tokens
 from core.analysis import token_usage
-from core.audio.files import AudioLimits, load_audio, write_wav
-from core.errors import AudioInputError
+from core.audio.files import load_audio, write_wav
 from core.judging import placing, source_table, sources
 from core.model import second
+from core.settings import AudioLimits
 from webui.jobs.common import Progress, quiet
 
-MAX_SOURCES = 48  # sources a client may hand back (every anchor, ladder level and more)
-SOURCE_FIELDS = ("id", "kind", "label", "key", "bitrate_bps", "path")
+WAV = "wav"  # a source dict's file (in JSON that reaches clients)
 CACHE_ENTRIES = 64  # measured columns remembered (the table grows when the ladder adds levels)
 _CACHE: dict = {}
 _CACHE_LOCK = threading.Lock()
@@ -65,7 +64,7 @@ def extra_sources(
         trip = other.roundtrip(_audio(samples))
         compare_s = trip.encoded.seconds + trip.decoded.seconds
         wav = write_wav(folder / f"{stem}_{sources.COMPARE_ID}.wav", trip.decoded.samples)
-        out.append(sources.checkpoint().facts() | {"path": str(wav)})
+        out.append(sources.checkpoint().facts() | {WAV: str(wav)})
         token_file = tokens.make_token_file(trip.encoded.codes, trip.encoded.original_samples, other.settings.model)
         token_path = tokens.save_tokens(token_file, folder / f"{stem}_{sources.COMPARE_ID}_tokens.npz")
         agreement = sources.agreement_rows(token_usage.agreement(first_codes, trip.encoded.codes))
@@ -76,7 +75,7 @@ def extra_sources(
     made = anchor_lib.make_anchors(samples, wanted)
     for anchor in made.made:
         wav = write_wav(folder / f"{stem}_{anchor.id}.wav", anchor.samples)
-        out.append(sources.anchor(anchor).facts() | {"path": str(wav)})
+        out.append(sources.anchor(anchor).facts() | {WAV: str(wav)})
     timing = {"compare_s": compare_s, "anchors_s": time.perf_counter() - started}
     return ExtraSources(out, [p.to_dict() for p in made.problems], agreement, token_path, timing)
 
@@ -86,37 +85,6 @@ def _audio(samples: np.ndarray):
     from core.codec import SAMPLE_RATE
 
     return audio_from_array(samples, SAMPLE_RATE)
-
-
-def checked_sources(value, root: Path) -> list[dict]:
-    """The sources a client handed back (a list of source dicts, or a dict holding one under
-    ``sources``), each kept only with the known fields and a path to a WAV inside ``root`` (the
-    app's request folders); AudioInputError for anything else."""
-    items = value.get("sources", []) if isinstance(value, dict) else value or []
-    if not isinstance(items, list) or len(items) > MAX_SOURCES:
-        raise AudioInputError(f"The sources must be a list of at most {MAX_SOURCES} entries (from /roundtrip).")
-    base = Path(root).resolve()
-    out = []
-    for item in items:
-        if not isinstance(item, dict) or not isinstance(item.get("id"), str) or not isinstance(item.get("path"), str):
-            raise AudioInputError("Each source needs an id and a path, as /roundtrip returned them.")
-        path = Path(item["path"]).resolve()
-        if not path.is_relative_to(base) or path.suffix.lower() != ".wav":
-            raise AudioInputError(f"Source {item['id']!r} is not a file this server wrote; use /roundtrip's sources.")
-        if not path.is_file():
-            raise AudioInputError(f"The file of source {item['id']!r} is gone (files are kept for an hour); run again.")
-        bitrate = item.get("bitrate_bps")
-        out.append(
-            {k: item.get(k) for k in SOURCE_FIELDS}
-            | {
-                "path": str(path),
-                "label": str(item.get("label") or item["id"])[:80],
-                "kind": str(item.get("kind") or sources.ANCHOR),
-                "key": str(item.get("key") or "")[:1],
-                "bitrate_bps": float(bitrate) if isinstance(bitrate, int | float) else None,
-            }
-        )
-    return out
 
 
 @dataclass(frozen=True)
@@ -143,7 +111,7 @@ def table_of(
     for item in listed:
         if item["kind"] == sources.ORIGINAL:
             continue
-        samples = load_audio(Path(item["path"]), limits).samples
+        samples = load_audio(Path(item[WAV]), limits).samples
         items.append(sources.Source(item["id"], item["kind"], item["label"], item["key"], item["bitrate_bps"], samples))
     with _CACHE_LOCK:
         cache = dict(_CACHE)

@@ -128,13 +128,13 @@ def _extra_sources(
     loudness gains and a residual each."""
     out, residuals = [], {}
     for item in extra:
-        samples = _load(Path(item["path"]), limits)
+        samples = _load(Path(item["wav"]), limits)
         out.append(
             _source(
                 item["id"],
                 item.get("key") or "",
                 item.get("label") or item["id"],
-                Path(item["path"]),
+                Path(item["wav"]),
                 samples,
                 reference_lufs,
                 kind=item.get("kind") or "",

@@ -1,5 +1,5 @@
 () => {
-  // The page's keyboard and tab list (run once on load, webui/app.py): one tab stop for the tab
+  // The page's keyboard, tab list and text alternatives (run once on load, webui/app.py): one tab stop for the tab
   // list (the selected tab; arrow keys, Home and End move between tabs, as WAI-ARIA's tabs
   // pattern says), and Gradio's hidden copy of the tab buttons (it measures them for its overflow
   // menu) never takes the focus. Gradio redraws the tabs, so this follows its changes.
@@ -29,7 +29,34 @@
     next.click();
     next.focus();
   });
-  new MutationObserver(roving).observe(document.body, {subtree: true, childList: true, attributes: true,
-    attributeFilter: ["aria-selected"]});
-  roving();
+  // Pictures Gradio shows (a spectrogram, the token usage) get the name of their block as their
+  // text alternative, in the page's language; a region that scrolls sideways (a wide table on a
+  // phone) gets a tab stop, so that the keyboard can scroll it too.
+  const label = (el) => {
+    const block = el.closest(".block");
+    const text = block && block.querySelector('[data-testid="block-label"]');
+    return text ? text.textContent.trim() : "";
+  };
+  const describe = () => {
+    for (const img of document.querySelectorAll(".image-container img")) {
+      const name = label(img);
+      if (name && img.alt !== name) img.alt = name;
+      const button = img.closest("button");
+      if (button && name && button.getAttribute("aria-label") !== name) button.setAttribute("aria-label", name);
+    }
+    for (const el of document.querySelectorAll(".prose table, .block.padded")) {
+      const scrolls = el.scrollWidth > el.clientWidth + 1 && /auto|scroll/.test(getComputedStyle(el).overflowX);
+      if (scrolls && !el.hasAttribute("tabindex")) el.tabIndex = 0;
+    }
+  };
+  let pending = false;
+  const later = () => { // at most once a frame, whatever Gradio redraws
+    if (pending) return;
+    pending = true;
+    requestAnimationFrame(() => { pending = false; roving(); describe(); });
+  };
+  new MutationObserver(later).observe(document.body, {subtree: true, childList: true, attributes: true,
+    attributeFilter: ["aria-selected", "src", "open"]});
+  window.addEventListener("resize", later);
+  later();
 }

@@ -195,7 +195,8 @@ function cwDraw(P) {
     canvases.forEach((canvas, i) => {
       const g = canvas.getContext("2d"), x = scale(canvas), h = canvas === wave ? canvas.height - CW_AXIS_PX : canvas.height;
       g.putImageData(P.background[i], 0, 0);
-      if (P.loop.b > P.loop.a) { g.fillStyle = c.loop; g.fillRect(x(P.loop.a), 0, x(P.loop.b) - x(P.loop.a), h); }
+      const whole = P.loop.a <= 0 && P.loop.b >= P.duration() - 1e-3; // a loop over everything is no region
+      if (P.loop.b > P.loop.a && !whole) { g.fillStyle = c.loop; g.fillRect(x(P.loop.a), 0, x(P.loop.b) - x(P.loop.a), h); }
       g.fillStyle = c.head; g.fillRect(Math.round(x(t)) - 1, 0, 2, h);
     });
   };

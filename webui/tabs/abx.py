@@ -1,9 +1,10 @@
 """The blind test's server side: can a listener tell the original from the codec's output?
 
-A is the original, B the reconstruction, X one of them at random (core.judging.abx plans it and keeps
-the answers in SQLite). B is the full rate (16 codebooks) or a ladder level: the decode of the
-clip's codes with their first k codebooks (core.nn.ladder), to find the lowest bitrate a listener
-cannot tell apart. The page (``webui.tabs.abx_page``) plays A, B and X in one transport without
+A is the original (or the codec's full-rate output), B the reconstruction, X one of them at random
+(core.judging.abx plans it and keeps the answers, with what A and B are, in SQLite). B is the full
+rate (16 codebooks) or a ladder level: the decode of the clip's codes with their first k codebooks
+(core.nn.ladder), to find the lowest bitrate a listener cannot tell apart; or a reference codec made
+from the same region (core.anchors), or the second checkpoint's reconstruction (core.model.second). The page (``webui.tabs.abx_page``) plays A, B and X in one transport without
 waveforms, and X is written anew for every trial under a name only the session's token gives, so
 neither the picture nor the file name gives the answer away. Nothing is shown about the answers
 until the last one is in: before it, no output carries the score, only how many are left.
@@ -34,12 +35,18 @@ import gradio as gr
 import numpy as np
 import soundfile as sf
 
+from core import anchors as anchor_lib
 from core.audio.files import audio_from_array, load_audio
 from core.codec import NUM_CODEBOOKS, SAMPLE_RATE, bitrate_bps
+from core.errors import CodecError
 from core.judging import abx
+from core.judging.sources import CODEC_BPS, COMPARE_ID
+from core.model import second
 from webui import i18n
 from webui.common import TabHandlers, need_file, user_errors
 from webui.serving.workspace import PREFIX
+from webui.tabs.compare import CHOICE_LABELS
+from webui.views import compare_view
 
 logger = logging.getLogger(__name__)
 
@@ -101,38 +108,73 @@ class AbxHandlers(TabHandlers):
         prompt = i18n.text("abx.prompt", lang, n=trial.index + 1, total=trial.total)
         return trial.index, _source(x, "x", "3", i18n.text("abx.x_caption", lang)), prompt
 
-    def start(self, audio_path, start_s, end_s, trials, level, request: gr.Request, progress=gr.Progress()):
-        """Round-trip the clip (or its region) with B's ``level`` (codebooks kept; None: all 16),
-        then show A, B and the first X."""
+    def start(
+        self,
+        audio_path,
+        start_s,
+        end_s,
+        trials,
+        level,
+        request: gr.Request,
+        progress=gr.Progress(),  # noqa: B008 - Gradio's way to ask for a progress bar
+        a_codec=None,
+    ):
+        """Make B from the clip (or its region): the codec with ``level`` codebooks (None: all 16),
+        a reference codec (an anchor id) or ``compare`` (the second checkpoint); A is the original, or
+        with ``a_codec`` the codec's full-rate output. Then show A, B and the first X."""
         lang = i18n.language_of(request)
         source = need_file(audio_path, "what.audio", lang)
         with user_errors("action.abx_start", lang):
-            codebooks = _codebooks(level)  # before any model work
+            what_b = _what_b(level)  # before any model work
             progress(0.1, desc=i18n.text("abx.preparing", lang))
             samples = _region(
                 load_audio(source, self.limits).samples, start_s, end_s, self.engine.settings.abx_max_region_s
             )
             audio = audio_from_array(samples, SAMPLE_RATE, limits=self.limits)
-            result = self.engine.roundtrip(audio, codebooks=codebooks)
-            name = abx.level_name(codebooks)
-            token, trial = self.store.start(abx.clip_checksum(samples), name, int(trials))
+            b_samples, name, b_caption = self._make_b(what_b, samples, audio, lang)
+            a_samples, a_name, a_caption = samples, abx.A_ORIGINAL, i18n.text("abx.a_caption", lang)
+            if a_codec:
+                a_samples = self.engine.roundtrip(audio).decoded.samples
+                a_name = abx.A_CODEC
+                a_caption = i18n.text("compare.abx_a_codec", lang, bitrate=f"{bitrate_bps(NUM_CODEBOOKS):g}")
+            token, trial = self.store.start(abx.clip_checksum(samples), name, int(trials), a_name=a_name)
             folder = self._folder(token)
             folder.mkdir(parents=True)
-            _write_pcm16(folder / "a.wav", _dithered(samples))
-            _write_pcm16(folder / "b.wav", _dithered(result.decoded.samples))
+            _write_pcm16(folder / "a.wav", _dithered(a_samples))
+            _write_pcm16(folder / "b.wav", _dithered(b_samples))
             index, x_player, prompt = self._trial_outputs(token, trial, lang)
-        logger.info("blind test started: %d trials on %.1f s, B %s", trial.total, samples.size / SAMPLE_RATE, name)
+        logger.info(
+            "blind test started: %d trials on %.1f s, A %s, B %s", trial.total, samples.size / SAMPLE_RATE, a_name, name
+        )
         players = (
             _transport_words(lang)
-            + _source(folder / "a.wav", "a", "1", i18n.text("abx.a_caption", lang))
-            + _source(
-                folder / "b.wav",
-                "b",
-                "2",
-                i18n.text("abx.b_caption", lang, codebooks=codebooks, bitrate=f"{bitrate_bps(codebooks):g}"),
-            )
+            + _source(folder / "a.wav", "a", "1", a_caption)
+            + _source(folder / "b.wav", "b", "2", b_caption)
         )
         return token, index, players, x_player, prompt, "", None
+
+    def _make_b(self, what_b, samples, audio, lang: str):
+        """B's samples, its stored name and its caption."""
+        kind, value = what_b
+        if kind == "anchor":
+            made = anchor_lib.make_anchors(samples, [value])
+            if not made.made:
+                raise CodecError(made.problems[0].message)
+            label = compare_view.source_label({"id": value.id, "kind": "anchor"}, lang)
+            return made.made[0].samples, value.label, i18n.text("compare.abx_b_anchor", lang, label=label)
+        if kind == "compare":
+            other = second.ready_second(self.engine)
+            if other is None:
+                raise i18n.TranslatedError("compare.abx_no_second")
+            model = str(other.settings.model)
+            return (
+                other.roundtrip(audio).decoded.samples,
+                f"second checkpoint {model}",  # i18n-exempt: stored with the answers, as level names are
+                i18n.text("compare.abx_b_second", lang, model=Path(model).name),
+            )
+        b = self.engine.roundtrip(audio, codebooks=value).decoded.samples
+        caption = i18n.text("abx.b_caption", lang, codebooks=value, bitrate=f"{bitrate_bps(value):g}")
+        return b, abx.level_name(value), caption
 
     def answer(self, token, trial, choice, request: gr.Request):
         """Record one answer; show the next X, or nothing more once the last one is in."""
@@ -192,8 +234,23 @@ def score_sentence(score: abx.Score, lang: str) -> str:
     sentence = i18n.text(
         "abx.sentence", lang, correct=score.correct, trials=score.trials, words=words, p=f"{score.p_value:.3f}"
     )
-    level = score.sentence.partition(" (B: ")[2].removesuffix(")")
-    return sentence + (i18n.text("abx.sentence_b", lang, level=_level_words(level, lang)) if level else "")
+    if not score.b_name:
+        return sentence
+    a, b = _name_words(score.a_name, lang), _name_words(score.b_name, lang)
+    return sentence + i18n.text("compare.abx_sentence_ab", lang, a=a, b=b)
+
+
+def _name_words(name: str, lang: str) -> str:
+    """A stored name of A or B (core.judging.abx) in ``lang``: a level, the codec, the original, a
+    reference codec; anything else (a checkpoint's path) as it is."""
+    if name == abx.A_ORIGINAL:
+        return i18n.text("compare.source.original", lang)
+    if name == abx.A_CODEC:
+        return i18n.text("compare.source.reconstruction", lang, bitrate=f"{CODEC_BPS / 1000:g}")
+    anchor = next((a for a in anchor_lib.ANCHORS if a.label == name), None)
+    if anchor is not None:
+        return compare_view.source_label({"id": anchor.id, "kind": "anchor"}, lang)
+    return _level_words(name, lang)
 
 
 def _level_words(level: str, lang: str) -> str:
@@ -205,17 +262,32 @@ def _level_words(level: str, lang: str) -> str:
     return i18n.text("abx.level_name", lang, codebooks=codebooks, total=NUM_CODEBOOKS, bitrate=bitrate)
 
 
-def _codebooks(level) -> int:
-    """B's codebooks from the dropdown or an API caller: 1..16 (None or empty: the full rate)."""
+def _what_b(level) -> tuple[str, object]:
+    """What B is, from the dropdown or an API caller: ("level", 1..16) (None or empty: the full
+    rate), ("anchor", an Anchor) for a reference codec's id, or ("compare", None)."""
     if level is None or str(level).strip() == "":
-        return NUM_CODEBOOKS
+        return "level", NUM_CODEBOOKS
+    text = str(level).strip()
+    if text.lower() == COMPARE_ID:
+        return "compare", None
     try:
-        value = float(str(level).strip())
+        value = float(text)
     except ValueError:
-        value = math.nan
+        anchors = anchor_lib.parse_anchors(text) if text.lower() in anchor_lib.anchor_names() else ()
+        if len(anchors) == 1:
+            return "anchor", anchors[0]
+        raise i18n.TranslatedError(
+            "compare.abx_bad_b", level=level, max=NUM_CODEBOOKS, anchors=", ".join(a.id for a in anchor_lib.ANCHORS)
+        ) from None
     if not (value.is_integer() and 1 <= value <= NUM_CODEBOOKS):
         raise i18n.TranslatedError("abx.bad_level", level=level, max=NUM_CODEBOOKS)
-    return int(value)
+    return "level", int(value)
+
+
+def b_choices() -> list[tuple[str, str]]:
+    """B beyond the codec's levels: each reference codec, and ② the second checkpoint (neutral
+    labels: the dropdown is not translated; its info line says what ② is)."""
+    return [(CHOICE_LABELS[a.id], a.id) for a in anchor_lib.ANCHORS] + [(f"② {CODEC_BPS / 1000:g} kbit/s", COMPARE_ID)]
 
 
 def _region(samples, start_s, end_s, max_region_s: float):

@@ -12,19 +12,26 @@ from dataclasses import dataclass
 
 import gradio as gr
 
+from core import anchors as anchor_lib
 from core.codec import NUM_CODEBOOKS, bitrate_bps
 from core.judging import abx
+from core.judging.sources import ANCHOR
 from webui import i18n
 from webui.common import path_of
 from webui.jobs.common import stem_of
 from webui.queues import ABX_GROUP, MODEL_GROUP
-from webui.tabs.abx import AbxHandlers
+from webui.tabs.abx import AbxHandlers, b_choices
+from webui.views import compare_view
 from webui.views.player_assets import STATIC, player_css, player_js
 
 logger = logging.getLogger(__name__)
 
 TRIAL_CHOICES = (4, 6, 8, 10, 12, 16, 20)  # trials offered; 10 is the issue's default
 WORST_REGION_S = 3.0  # s; a blind test of a worst moment hears this much around it
+# Buttons come and go by a class (webui/static/page.css), not by visibility: Gradio 6.17 never shows
+# again a component that an event hid while it was hidden (and freezes the page if it is a box).
+GONE = ["cw-gone"]
+FAMILIAR = ("opus6", "amr", "mp3", "opus12", "lp7", "lp3.5")  # reference codecs, the best known first
 REGION_FROM_PLAYER_JS = "\n".join(  # an arrow function for the event's js=: its comment lines go
     line for line in (STATIC / "blind_region.js").read_text(encoding="utf-8").splitlines() if not line.startswith("//")
 ).replace("HALF", str(WORST_REGION_S / 2))
@@ -64,36 +71,56 @@ class AbxPageHandlers(AbxHandlers):
         last = {"audio": str(path_of(audio_path)), "start_s": float(start_s or 0), "end_s": float(end_s or 0)}
         return last, clip_words(last | {"what": "upload"}, i18n.language_of(request))
 
-    @staticmethod
-    def running():
-        """A test runs: the answer buttons, nothing of the last result."""
-        hidden = gr.update(visible=False)
-        return gr.update(visible=True), gr.update(visible=True), hidden, gr.File(value=None, visible=False)
+    def again_other(self, last, trials, level, request: gr.Request, progress=gr.Progress()):
+        """The same clip and region again, B a reference codec people know."""
+        lang = i18n.language_of(request)
+        other = self.other_source(level)
+        if not last or other is None:
+            raise gr.Error(i18n.text("abx.nothing_to_repeat", lang), print_exception=False)
+        out = self.start(last["audio"], last["start_s"], last["end_s"], trials, other, request, progress)
+        return (*out, gr.Dropdown(value=other), clip_words(last, lang))
+
+    def other_source(self, level) -> str | None:
+        """The reference codec to test against next: the most familiar of the server's anchors that
+        B was not (None without anchors)."""
+        made = set(anchor_lib.anchor_ids(self.engine.settings.anchors))
+        return next((a for a in FAMILIAR if a in made and a != str(level)), None)
 
     @staticmethod
-    def finished(csv_path, level, request: gr.Request):
-        """After each answer: at the end (the CSV is there) the buttons go and *test again* comes."""
+    def running():
+        """A test runs: the answer buttons, not *test again*."""
+        hidden = gr.Button(elem_classes=GONE)
+        return gr.Button(elem_classes=[]), gr.Button(elem_classes=[]), hidden, hidden
+
+    def finished(self, csv_path, level, request: gr.Request):
+        """After each answer: at the end (the CSV is there) the answer buttons go and *test again*
+        comes: with fewer codebooks, and against a reference codec."""
         if not csv_path:
-            return gr.update(), gr.update(), gr.update(), gr.update(), gr.update()
+            return gr.Button(), gr.Button(), gr.Button(), gr.Button()
         lang = i18n.language_of(request)
-        fewer = next_level(level)
+        fewer, other = next_level(level), self.other_source(level)
         again = (
             gr.Button(
-                value=i18n.text("abx.again_fewer", lang, k=fewer, bitrate=f"{bitrate_bps(fewer):g}"), visible=True
+                value=i18n.text("abx.again_fewer", lang, k=fewer, bitrate=f"{bitrate_bps(fewer):g}"), elem_classes=[]
             )
             if fewer
-            else gr.Button(visible=False)
+            else gr.Button(elem_classes=GONE)
         )
-        hidden = gr.update(visible=False)
-        return hidden, hidden, gr.File(visible=True), gr.update(visible=True), again
+        label = compare_view.source_label({"id": other, "kind": ANCHOR}, lang) if other else ""
+        against = (
+            gr.Button(value=i18n.text("abx.again_other", lang, label=label), elem_classes=[])
+            if other
+            else gr.Button(elem_classes=GONE)
+        )
+        return gr.Button(elem_classes=GONE), gr.Button(elem_classes=GONE), again, against
 
 
 def next_level(level) -> int | None:
-    """The next level down in the page's list (None below the lowest)."""
+    """The next level down in the page's list (None below the lowest, or when B was not the codec)."""
     try:
         current = int(float(level)) if level not in (None, "") else NUM_CODEBOOKS
     except ValueError:
-        current = NUM_CODEBOOKS
+        return None  # B was a reference codec or the second checkpoint: no ladder to walk down
     lower = [k for k in abx.LEVEL_CHOICES if k < current]
     return max(lower) if lower else None
 
@@ -123,7 +150,7 @@ class AbxPage:
     started: list  # the outputs of a start: token, trial, references, x, prompt, results, csv
     last: gr.State
     clip: gr.Markdown
-    running: list  # answer A, answer B, again row, csv
+    running: list  # answer A, answer B, test again (fewer codebooks, against a reference codec)
 
 
 def build(handlers: AbxPageHandlers) -> AbxPage:
@@ -136,13 +163,14 @@ def build(handlers: AbxPageHandlers) -> AbxPage:
                 list(TRIAL_CHOICES), value=abx.DEFAULT_TRIALS, label=i18n.label("abx.trials"), elem_id="abx-trials"
             )
             level = gr.Dropdown(
-                [(f"{k} · {bitrate_bps(k):g} bit/s", k) for k in abx.LEVEL_CHOICES],
+                [*((f"{k} · {bitrate_bps(k):g} bit/s", k) for k in abx.LEVEL_CHOICES), *b_choices()],
                 value=NUM_CODEBOOKS,
-                allow_custom_value=True,  # API callers may ask for any 1..16; abx._codebooks checks it
+                allow_custom_value=True,  # API callers may ask for any 1..16; abx._what_b checks it
                 label=i18n.label("abx.level"),
-                info=i18n.label("abx.level_info"),
+                info=i18n.label("compare.abx_b_info"),
                 elem_id="abx-level",
             )
+            a_codec = gr.Checkbox(False, label=i18n.label("compare.abx_a_choice"), elem_id="abx-a-codec")
         prompt = gr.Markdown(elem_id="abx-prompt")
         gr.HTML(
             "",
@@ -155,13 +183,13 @@ def build(handlers: AbxPageHandlers) -> AbxPage:
             references = gr.HTML(elem_id="abx-references")
             x_player = gr.HTML(elem_id="abx-x")
         with gr.Row():
-            answer_a = gr.Button(i18n.label("abx.answer_a"), elem_id="abx-answer-a", size="lg", visible=False)
-            answer_b = gr.Button(i18n.label("abx.answer_b"), elem_id="abx-answer-b", size="lg", visible=False)
+            answer_a = gr.Button(i18n.label("abx.answer_a"), elem_id="abx-answer-a", size="lg", elem_classes=GONE)
+            answer_b = gr.Button(i18n.label("abx.answer_b"), elem_id="abx-answer-b", size="lg", elem_classes=GONE)
         gr.Markdown(i18n.label("abx.keys"), elem_classes="cw-hint")
         results = gr.Markdown(elem_id="abx-results")
-        csv_file = gr.File(label=i18n.label("abx.csv"), interactive=False, elem_id="abx-csv", visible=False)
-        with gr.Row(visible=False, elem_id="abx-again") as again_row:
-            again = gr.Button(i18n.label("abx.again"), elem_id="abx-again-fewer")
+        with gr.Row():
+            again = gr.Button(i18n.label("abx.again"), elem_id="abx-again-fewer", elem_classes=GONE)
+            against = gr.Button(i18n.label("abx.again"), elem_id="abx-again-other", elem_classes=GONE)
         with gr.Accordion(i18n.label("abx.other_clip"), open=False, elem_id="abx-other"):
             with gr.Row():
                 audio_in = gr.Audio(
@@ -178,13 +206,14 @@ def build(handlers: AbxPageHandlers) -> AbxPage:
         token = gr.Textbox(visible=False, elem_id="abx-token")
         trial = gr.Number(0, visible=False, precision=0, elem_id="abx-trial")
         last = gr.State(None)
-        with gr.Accordion(i18n.label("abx.raw"), open=False):
+        with gr.Accordion(i18n.label("abx.raw"), open=False, elem_id="abx-raw"):
+            csv_file = gr.File(label=i18n.label("abx.csv"), interactive=False, elem_id="abx-csv")
             raw = gr.JSON()
     started = [token, trial, references, x_player, prompt, results, csv_file]
-    running = [answer_a, answer_b, again_row, csv_file]
+    running = [answer_a, answer_b, again, against]
     start.click(
         handlers.start,
-        inputs=[audio_in, start_s, end_s, trials, level],
+        inputs=[audio_in, start_s, end_s, trials, level, a_codec],
         outputs=started,
         api_name="abx_start",
         **MODEL_GROUP,
@@ -195,6 +224,14 @@ def build(handlers: AbxPageHandlers) -> AbxPage:
         queue=False,
         api_visibility="private",
     ).success(handlers.running, outputs=running, queue=False, api_visibility="private")
+    against.click(
+        handlers.again_other,
+        inputs=[last, trials, level],
+        outputs=[*started, level, clip],
+        api_name="abx_again_other",
+        api_visibility="private",
+        **MODEL_GROUP,
+    ).success(handlers.running, outputs=running, queue=False, api_visibility="private")
     again.click(
         handlers.again_fewer,
         inputs=[last, trials, level],
@@ -203,7 +240,7 @@ def build(handlers: AbxPageHandlers) -> AbxPage:
         api_visibility="private",
         **MODEL_GROUP,
     ).success(handlers.running, outputs=running, queue=False, api_visibility="private")
-    end = [answer_a, answer_b, csv_file, again_row, again]
+    end = [answer_a, answer_b, again, against]
     for button, fn, letter in ((answer_a, handlers.answer_a, "a"), (answer_b, handlers.answer_b, "b")):
         button.click(
             fn,

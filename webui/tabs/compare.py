@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import logging
 from dataclasses import dataclass
+from pathlib import Path
 
 import gradio as gr
 
@@ -20,11 +21,13 @@ from core.judging import sources as source_lib
 from webui import i18n
 from webui.common import TabHandlers, need_file, user_errors
 from webui.jobs import compare as compare_jobs
+from webui.jobs import results
 from webui.queues import METRICS_GROUP
 from webui.views import compare_view
 
 logger = logging.getLogger(__name__)
 
+MAX_SOURCES = 48  # sources a client may hand back (every anchor, ladder level and more)
 # what the checkboxes show: codec names and rates, the same in every language (the player's buttons are translated)
 CHOICE_LABELS = {
     "lp3.5": "LP 3.5 kHz",
@@ -57,6 +60,38 @@ def sources_of(value) -> list[dict]:
     return [s for s in items if isinstance(s, dict) and s.get("kind") not in skip and s.get("id") != "residual"]
 
 
+def checked_sources(value, root: Path) -> list[dict]:
+    """The sources a client handed back (source dicts, as :func:`sources_of` finds them), each kept
+    only with the known fields and a path to a WAV inside ``root`` (the app's request folders);
+    a TranslatedError for anything else."""
+    items = sources_of(value) if not isinstance(value, list) else value
+    if len(items) > MAX_SOURCES:
+        raise i18n.TranslatedError("compare.error.too_many", max=MAX_SOURCES)
+    base = Path(root).resolve()
+    out = []
+    for item in items:
+        where = item.get(compare_jobs.WAV, item.get("path")) if isinstance(item, dict) else None  # manifests: path
+        if not isinstance(item, dict) or not isinstance(item.get("id"), str) or not isinstance(where, str):
+            raise i18n.TranslatedError("compare.error.shape")
+        path = Path(where).resolve()
+        if not path.is_relative_to(base) or path.suffix.lower() != ".wav":
+            raise i18n.TranslatedError("compare.error.not_ours", id=item["id"])
+        if not path.is_file():
+            raise i18n.TranslatedError("compare.error.gone", id=item["id"])
+        bitrate = item.get("bitrate_bps")
+        out.append(
+            {
+                "id": item["id"],
+                compare_jobs.WAV: str(path),
+                "label": str(item.get("label") or item["id"])[:80],
+                "kind": str(item.get("kind") or source_lib.ANCHOR),
+                "key": str(item.get("key") or "")[:1],
+                "bitrate_bps": float(bitrate) if isinstance(bitrate, int | float) else None,
+            }
+        )
+    return out
+
+
 @dataclass
 class CompareHandlers(TabHandlers):
     """The table of every source."""
@@ -69,12 +104,15 @@ class CompareHandlers(TabHandlers):
         reconstruction = need_file(reconstruction_path, "what.reconstruction", lang)
         random_weights = bool(self.engine.info().get("random_weights"))
         with user_errors("action.compare_table", lang):
-            listed = compare_jobs.checked_sources(sources_of(manifest), self.workspace.root)
-            codec = source_lib.codec().facts() | {"path": str(reconstruction)}
+            listed = checked_sources(manifest, self.workspace.root)
+            codec = source_lib.codec().facts() | {compare_jobs.WAV: str(reconstruction)}
             items = [codec, *listed]
             for mos in (False, True):
                 out = compare_jobs.table_of(original, items, self.limits, self.engine.device, random_weights, mos=mos)
-                yield self._outputs(out, lang, pending=not mos)
+                outputs = self._outputs(out, lang, pending=not mos)
+                if mos:  # the report takes the server's table, never the client's (webui.jobs.results)
+                    results.remember("comparison", original, reconstruction, outputs[-1], results.scope(self.engine))
+                yield outputs
 
     def _outputs(self, out: compare_jobs.TableOutput, lang: str, pending: bool):
         labels = {c["source"]["id"]: compare_view.source_label(c["source"], lang) for c in out.table["columns"]}
@@ -109,12 +147,13 @@ def inputs(settings) -> tuple[gr.CheckboxGroup, gr.Checkbox]:
     return anchors, second
 
 
-def build(handlers: CompareHandlers, timeline_done, ladder_done, original, reconstruction, player, details) -> None:
-    """The table under the player, refreshed after the timeline and after each ladder (call in the lab)."""
+def build(handlers: CompareHandlers, timeline_done, ladder_done, original, reconstruction, player, details) -> gr.JSON:
+    """The table under the player, refreshed after the timeline and after each ladder (call in the lab);
+    returns the JSON component holding the table (the report takes it)."""
     problems = gr.Markdown(elem_id="lab-compare-problems")
-    table = gr.Markdown(elem_id="lab-compare-table")
+    table = gr.Markdown(elem_id="lab-compare-table", elem_classes="cw-tables")  # scrolls sideways on a phone
     placing = gr.Markdown(elem_id="lab-placing")
-    agreement = gr.Markdown(elem_id="lab-agreement")
+    agreement = gr.Markdown(elem_id="lab-agreement", elem_classes="cw-tables")
     raw = gr.JSON(visible=False)
     timeline_done.then(
         handlers.problems,
@@ -134,3 +173,4 @@ def build(handlers: CompareHandlers, timeline_done, ladder_done, original, recon
             api_visibility="public" if name == "compare_table" else "private",
             **METRICS_GROUP,
         )
+    return raw

@@ -20,7 +20,6 @@ from core.judging.sources import ANCHOR, CHECKPOINT, LEVEL
 from core.nn import ladder
 from webui import i18n
 from webui.common import TabHandlers, need_file, user_errors
-from webui.jobs import compare as compare_jobs
 from webui.jobs import lab as lab_jobs
 from webui.queues import LAB_GROUP, MODEL_GROUP
 from webui.tabs import compare
@@ -59,7 +58,7 @@ class LabHandlers(TabHandlers):
         original = need_file(original_path, "what.original", lang)
         reconstruction = need_file(reconstruction_path, "what.reconstruction", lang)
         with user_errors("action.lab_timeline", lang):
-            extra = compare_jobs.checked_sources(compare.sources_of(details), self.workspace.root)
+            extra = compare.checked_sources(details, self.workspace.root)
             out = lab_jobs.base_manifest(
                 original,
                 reconstruction,
@@ -184,6 +183,7 @@ class LabParts:
     usage_file: gr.File | None = None
     codebook: gr.Slider | None = None
     compare_section: gr.Column | None = None  # the table of every source (webui.tabs.compare)
+    comparison: gr.JSON | None = None  # that table's data (the report takes it)
 
 
 def build_player() -> LabParts:
@@ -279,7 +279,7 @@ def wire(lab: LabHandlers, parts: LabParts, roundtrip_done, original, reconstruc
         **MODEL_GROUP,
     )
     with parts.compare_section:
-        compare.build(
+        parts.comparison = compare.build(
             compare.CompareHandlers(lab.engine, lab.workspace),
             timeline_done,
             ladder_done,

@@ -9,8 +9,10 @@ offline HTML page; until the verdict is in, its button says it is waiting for it
 
 from __future__ import annotations
 
+import html
 import logging
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import gradio as gr
 import soundfile
@@ -23,8 +25,9 @@ from webui.common import TabHandlers, need_file, path_of, user_errors
 from webui.jobs import codec as jobs_codec
 from webui.jobs import results
 from webui.jobs.common import stem_of
-from webui.queues import METRICS_GROUP
-from webui.views import report_page, verdict_card
+from webui.queues import METRICS_GROUP, REPORT_GROUP
+from webui.tabs import compare
+from webui.views import compare_view, report_page, verdict_card
 
 logger = logging.getLogger(__name__)
 
@@ -47,7 +50,7 @@ class ReviewHandlers(TabHandlers):
         """The round trip is done, the metrics are being measured: the card says so, Report waits."""
         lang = i18n.language_of(request)
         waiting = gr.Button(value=i18n.text("report.waiting", lang), interactive=False)
-        return verdict_card.measuring(lang, self._random()), None, waiting, gr.File(value=None, visible=False)
+        return verdict_card.measuring(lang, self._random()), None, waiting, ""
 
     def preliminary(self, original_path, metrics_details, request: gr.Request | None = None):
         """The metrics are in: a light from them alone, and when the verdict will follow."""
@@ -121,25 +124,31 @@ class ReviewHandlers(TabHandlers):
         metrics_details,
         verdict_details,
         request: gr.Request | None = None,
+        comparison=None,
     ):
-        """The zip and the offline HTML page of the round trip on screen, from the server's own results
-        for these files (round trip details, metrics, verdict: ``webui.jobs.results``), computed
-        here when missing; what the client sends in ``details``, ``metrics_details`` and
-        ``verdict_details`` is not used (issue 19: a made-up verdict was printed)."""
+        """The zip and the offline HTML page of the round trip on screen, with the round trip's other
+        sources and the table of every source; from the server's own results for these files (round
+        trip details, metrics, verdict, the table: ``webui.jobs.results``), computed here when
+        missing. What the client sends in ``details``, ``metrics_details``, ``verdict_details`` and
+        ``comparison`` is not believed (issue 19: a made-up verdict was printed); only where the
+        server has no record of the round trip are the client's sources taken, checked to be files
+        this server wrote."""
         lang = i18n.language_of(request)
         original = need_file(original_path, "what.original", lang)
         reconstruction = need_file(reconstruction_path, "what.reconstruction", lang)
         token_files = [f for f in (downloads or []) if str(path_of(f)).endswith(".npz")]
         token_file = need_file(path_of(token_files[0]) if token_files else None, "what.token_file", lang)
         with user_errors("action.report", lang):
+            scope = results.scope(self.engine)
+            made = results.recall("roundtrip", original, reconstruction, scope) or {}
+            others = compare.checked_sources(made or details or {}, self.workspace.root)
+            comparison = results.recall("comparison", original, reconstruction, scope)
             folder = self.workspace.new_dir("report")
             stem = stem_of(original).removesuffix("_24k_mono")
-            scope = results.scope(self.engine)
             measured = self._metrics(original, reconstruction)
             judged = results.recall("verdict", original, reconstruction, scope) or self._verdict(
                 original, reconstruction, measured
             )
-            made = results.recall("roundtrip", original, reconstruction, scope) or {}
             timings = (made.get("timing") or {}) | {"metrics_s": measured["seconds"], "verdict_s": judged["seconds"]}
             zip_path, html_path = report.build_roundtrip_report(
                 folder,
@@ -153,24 +162,26 @@ class ReviewHandlers(TabHandlers):
                 timings,
                 self.limits,
                 report_page.renderer(lang),
+                [s | {"label": compare_view.source_label(s, lang), "path": s["wav"]} for s in others],
+                comparison if isinstance(comparison, dict) else None,
+                compare_view.report_words(comparison, lang),
             )
         return [str(zip_path), str(html_path)]
 
-    def report_files(
-        self,
-        original_path,
-        reconstruction_path,
-        downloads,
-        details,
-        metrics_details,
-        verdict_details,
-        request: gr.Request | None = None,
-    ):
-        """``/report``: the two files, in a box that appears only now."""
-        files = self.report(
-            original_path, reconstruction_path, downloads, details, metrics_details, verdict_details, request
+    @staticmethod
+    def report_links(files, request: gr.Request | None = None) -> str:
+        """The report's two files as links under the button (there is no box before there are files)."""
+        lang = i18n.language_of(request)
+        links = []
+        for item in files or []:
+            path = str(path_of(item))
+            name = html.escape(Path(path).name)
+            links.append(f'<a href="gradio_api/file={html.escape(path)}" download="{name}">{name}</a>')
+        if not links:
+            return ""
+        return (
+            f"<p class='cw-report-links'>{html.escape(i18n.text('report.files', lang))}: " + " · ".join(links) + "</p>"
         )
-        return gr.File(value=files, visible=True)
 
 
 def _duration_s(path) -> float:
@@ -181,8 +192,10 @@ def _duration_s(path) -> float:
         return 0.0
 
 
-def verdict_components() -> tuple[gr.HTML, gr.Button, gr.File]:
-    """Place the verdict card and the Report button (call in the round trip's layout)."""
+def verdict_components() -> tuple[gr.HTML, gr.Button, gr.HTML, gr.File]:
+    """Place the verdict card, the Report button and its links (call in the round trip's layout).
+    The files themselves are the /report endpoint's output, not shown: a box that comes and goes
+    would need visibility updates, which Gradio 6.17 gets wrong once a hidden box is hidden again."""
     card = gr.HTML(elem_id="roundtrip-verdict")
     with gr.Row(elem_classes="cw-report-row"):
         make = gr.Button(
@@ -191,27 +204,21 @@ def verdict_components() -> tuple[gr.HTML, gr.Button, gr.File]:
             size="sm",
             interactive=False,
             scale=0,
-            min_width=200,
+            min_width=220,
         )
-        files = gr.File(
-            label=i18n.label("report.files"),
-            file_count="multiple",
-            interactive=False,
-            elem_id="roundtrip-report-files",
-            visible=False,
-            scale=4,
-        )
-    return card, make, files
+        links = gr.HTML(elem_id="roundtrip-report-files")
+    files = gr.File(file_count="multiple", interactive=False, visible=False)
+    return card, make, links, files
 
 
 def wire(handlers: ReviewHandlers, roundtrip_done, after_metrics, parts: dict) -> None:
     """The card after the round trip and the metrics, and the Report button. ``parts``: the round
     trip's components (original, reconstruction, downloads, details, metrics_details) and ours."""
     verdict_json = gr.JSON(visible=False)
-    card, button, files = parts["verdict"], parts["report"], parts["report_files"]
+    card, button, links, files = parts["verdict"], parts["report"], parts["report_links"], parts["report_files"]
     roundtrip_done.success(
         handlers.measuring,
-        outputs=[card, verdict_json, button, files],
+        outputs=[card, verdict_json, button, links],
         api_name="verdict_measuring",
         api_visibility="private",
         queue=False,
@@ -240,5 +247,13 @@ def wire(handlers: ReviewHandlers, roundtrip_done, after_metrics, parts: dict) -
         parts["details"],
         parts["metrics_details"],
         verdict_json,
+        *([parts["comparison"]] if parts.get("comparison") is not None else []),
     ]
-    button.click(handlers.report_files, inputs=inputs, outputs=[files], api_name="report", **METRICS_GROUP)
+    button.click(
+        handlers.report,
+        inputs=inputs,
+        outputs=[files],
+        show_progress_on=[button],  # the files are not shown yet: the button says it works
+        api_name="report",
+        **REPORT_GROUP,
+    ).success(handlers.report_links, inputs=[files], outputs=[links], api_visibility="private", queue=False)

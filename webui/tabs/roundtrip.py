@@ -121,6 +121,7 @@ class RoundTripPage:
     original: gr.Audio  # hidden: the codec's input as 24 kHz mono (the lab and the blind test read it)
     blind_what: gr.Radio  # whole clip, looped region or a worst moment
     blind_run: gr.Button
+    audio_in: gr.Audio  # the input: the Live tab hands a stopped session's recording to it
 
 
 def blind_choices(timeline_data, request: gr.Request | None = None):
@@ -160,7 +161,7 @@ def build(handlers: RoundTripHandlers, example_paths: tuple[Path, ...]) -> Round
     original = gr.Audio(type="filepath", interactive=False, visible=False, elem_id="roundtrip-original")
     reconstruction = gr.Audio(type="filepath", interactive=False, visible=False, elem_id="roundtrip-reconstruction")
     with gr.Column(visible=False, elem_id="roundtrip-result") as result:
-        verdict, report, report_files = review.verdict_components()
+        verdict, report, report_links, report_files = review.verdict_components()
         parts = lab.build_player()
         with gr.Row(elem_id="roundtrip-blind"):
             blind_what = gr.Radio(
@@ -221,7 +222,9 @@ def build(handlers: RoundTripHandlers, example_paths: tuple[Path, ...]) -> Round
         **MODEL_GROUP,
     )
     done.success(show_result, outputs=[result], queue=False, api_visibility="private")
-    done.success(blind_choices, outputs=[blind_what], queue=False, api_visibility="private")
+    done.success(
+        lambda request: blind_choices(None, request), outputs=[blind_what], queue=False, api_visibility="private"
+    )
     after_metrics = done.success(
         handlers.metrics,
         inputs=[original, reconstruction],
@@ -246,10 +249,12 @@ def build(handlers: RoundTripHandlers, example_paths: tuple[Path, ...]) -> Round
             metrics_details=metrics_details,
             verdict=verdict,
             report=report,
+            report_links=report_links,
             report_files=report_files,
+            comparison=parts.comparison,
         ),
     )
-    return RoundTripPage(original, blind_what, blind_run)
+    return RoundTripPage(original, blind_what, blind_run, audio_in)
 
 
 def _url_row(handlers: RoundTripHandlers, audio_in: gr.Audio, policy: url_input.UrlPolicy) -> None:

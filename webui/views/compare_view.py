@@ -8,6 +8,7 @@ import html
 from core.judging import source_table
 from core.judging.sources import ANCHOR, CHECKPOINT, CODEC, CODEC_BPS, LEVEL, ORIGINAL
 from webui import i18n
+from webui.views.formatting import metric_name
 
 
 def source_label(source: dict, lang: str) -> str:
@@ -41,7 +42,7 @@ def table_markdown(table: dict, lang: str, mos_pending: bool = False) -> str:
     names = [html.escape(source_label(c["source"], lang)) for c in columns]
     lines = ["| | " + " | ".join(names) + " |", "|---|" + "---:|" * len(columns)]
     for row in table["rows"]:
-        name = i18n.text("compare.row.bitrate", lang) if row == source_table.BITRATE else row
+        name = i18n.text("compare.row.bitrate", lang) if row == source_table.BITRATE else metric_name(row, lang)
         lines.append(f"| {name} | " + " | ".join(_cell(row, c["values"].get(row)) for c in columns) + " |")
     note = i18n.text("compare.table_note", lang, window=f"{source_table.WINDOW_S:g}")
     pending = "\n\n" + i18n.text("compare.mos_pending", lang) if mos_pending else ""
@@ -49,8 +50,16 @@ def table_markdown(table: dict, lang: str, mos_pending: bool = False) -> str:
 
 
 def placing_markdown(placing: dict, lang: str, labels: dict[str, str]) -> str:
-    """Where the codec stands, from core.judging.placing's placements, in ``lang``. ``labels``: the
-    sources' names by id."""
+    """Where the codec stands, as Markdown (escaped) for the page, with the random-weights caveat."""
+    text = html.escape(placing_text(placing, lang, labels), quote=False)
+    if placing.get("placements") and placing.get("random_weights"):
+        text += "\n\n> ⚠️ " + html.escape(i18n.text("compare.placing.random", lang), quote=False)
+    return text
+
+
+def placing_text(placing: dict, lang: str, labels: dict[str, str]) -> str:
+    """Where the codec stands, from core.judging.placing's placements, in ``lang`` (not escaped).
+    ``labels``: the sources' names by id."""
     placements = placing.get("placements") or []
     if not placements:
         return i18n.text("compare.placing.none", lang)
@@ -70,10 +79,7 @@ def placing_markdown(placing: dict, lang: str, labels: dict[str, str]) -> str:
                     worse=", ".join(p["worse"]),
                 )
             )
-    text = i18n.text("compare.placing.lead", lang, parts=_join(parts, lang))
-    if placing.get("random_weights"):
-        text += "\n\n> ⚠️ " + i18n.text("compare.placing.random", lang)
-    return html.escape(text, quote=False)
+    return i18n.text("compare.placing.lead", lang, parts=_join(parts, lang))
 
 
 def _join(items: list[str], lang: str) -> str:
@@ -107,11 +113,35 @@ def agreement_markdown(rows: list[dict], lang: str) -> str:
     """Share of codes equal per codebook, first checkpoint against the second ("" without a second)."""
     if not rows:
         return ""
+    books, equal = i18n.text("compare.agreement_codebook", lang), i18n.text("compare.agreement_equal", lang)
     lines = [
         i18n.text("compare.agreement_heading", lang),
         "",
-        i18n.text("compare.agreement_header", lang),
-        "|---:|---:|",
+        f"| {books} | " + " | ".join(str(r["codebook"]) for r in rows) + " |",
+        "|---|" + "---:|" * len(rows),
+        f"| {equal} | " + " | ".join(f"{r['equal_share']:.0%}" for r in rows) + " |",
     ]
-    lines += [f"| {r['codebook']} | {r['equal_share']:.1%} |" for r in rows]
     return "\n".join(lines)
+
+
+def report_words(comparison: dict | None, lang: str) -> dict:
+    """The comparison's words for the report page in ``lang`` (core.judging.report.sources_block)."""
+    placing = (comparison or {}).get("placing") if isinstance(comparison, dict) else None
+    words: dict = {
+        "other": i18n.text("compare.report.other", lang),
+        "table": i18n.text("compare.report.table", lang),
+        "metric": i18n.text("compare.report.metric", lang),
+        "note": i18n.text("compare.table_note", lang, window=f"{source_table.WINDOW_S:g}"),
+    }
+    measured = ((comparison or {}).get("table") or comparison or {}) if isinstance(comparison, dict) else {}
+    columns = measured.get("columns") or []
+    labels = {c["source"]["id"]: source_label(c["source"], lang) for c in columns}
+    words["labels"] = labels  # the table's columns and rows in the reader's words (metrics.json keeps core's)
+    words["rows"] = {
+        row: i18n.text("compare.row.bitrate", lang) if row == source_table.BITRATE else metric_name(row, lang)
+        for row in measured.get("rows") or []
+    }
+    if placing and placing.get("placements") is not None:
+        caveat = " " + i18n.text("compare.placing.random", lang) if placing.get("random_weights") else ""
+        words["placing"] = placing_text(placing, lang, labels).replace("**", "") + caveat
+    return words

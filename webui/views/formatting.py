@@ -183,6 +183,11 @@ def token_file_markdown(meta: dict, summary: dict, lang: str = DEFAULT_LANGUAGE)
     return _table((text("tokens.file_title", lang), ""), rows) + "\n\n" + tokens_markdown(summary, lang)
 
 
+def metric_name(name: str, lang: str = DEFAULT_LANGUAGE) -> str:
+    """A metric's name on the page: a name of words is translated, an acronym (PESQ-WB, STOI) is a name."""
+    return _translated("metrics.name.", name, name, lang)
+
+
 def metrics_markdown(metrics: list[dict], seconds: float | None = None, lang: str = DEFAULT_LANGUAGE) -> str:
     """One row per metric: value, which way is better, what it means (and any note, core's English)."""
     rows = []
@@ -191,7 +196,7 @@ def metrics_markdown(metrics: list[dict], seconds: float | None = None, lang: st
         arrow = text("metrics.higher" if m["better"] == "higher" else "metrics.lower", lang)
         meaning = _translated("metrics.meaning.", m["name"], m["meaning"], lang)
         meaning += f" *({words.sentence(m['note'], lang)})*" if m.get("note") else ""
-        rows.append((f"**{m['name']}**", value, arrow, meaning))
+        rows.append((f"**{metric_name(m['name'], lang)}**", value, arrow, meaning))
     headers = (text("metrics.metric", lang), text("metrics.value", lang), "", text("metrics.meaning", lang))
     out = "### " + text("metrics.title", lang) + "\n" + _table(headers, rows)
     if seconds is not None:

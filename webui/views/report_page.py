@@ -13,6 +13,7 @@ from core.judging import report
 from core.judging import verdict as judging
 from webui.i18n import text
 from webui.views import verdict_card, words
+from webui.views.formatting import metric_name
 
 ENVIRONMENT_ROWS = ("model", "random_weights", "device", "dtype", "versions", "timings_s")  # environment() keys
 
@@ -43,7 +44,7 @@ def _metric_rows(metrics: list[dict], v: dict | None, lang: str) -> list[list]:
     for m in metrics:
         better = text("metrics.higher" if m.get("better") == "higher" else "metrics.lower", lang)
         note = words.sentence(m["note"], lang) if m.get("note") else ""
-        rows.append([m["name"], m["value"], m.get("unit", ""), better, note])
+        rows.append([metric_name(m["name"], lang), m["value"], m.get("unit", ""), better, note])
     predicted = text("report.predicted", lang)
     higher = text("metrics.higher", lang)
     for key, field in (("report.mos_original", "mos_original"), ("report.mos_reconstruction", "mos_reconstruction")):

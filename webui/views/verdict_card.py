@@ -90,7 +90,7 @@ def _card(
         f"<section class='cw-card cw-card-{level} cw-card-{state}' data-level='{level}' data-state='{state}' "
         f"aria-live='polite' aria-label='{_esc(text('verdict.card_label', lang))}'>"
         f"<div class='cw-card-head'><span class='cw-dot' aria-hidden='true'></span>"
-        f"<h3 class='cw-card-title'>{_esc(title)}</h3></div>{lead_html}{bar}"
+        f"<h2 class='cw-card-title'>{_esc(title)}</h2></div>{lead_html}{bar}"
         f"{reasons_html}{warn}{numbers}</section>"
     )
 

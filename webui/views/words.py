@@ -13,7 +13,7 @@ import logging
 import re
 
 from core.model.readiness import FAIL, PASS, SKIPPED
-from webui.i18n import DEFAULT_LANGUAGE, filled, text
+from webui.i18n import DEFAULT_LANGUAGE, catalogues, filled, text
 
 logger = logging.getLogger(__name__)
 
@@ -49,6 +49,48 @@ PATTERNS: tuple[tuple[re.Pattern, str], ...] = tuple(
         (rf"over (?P<db>{_NUMBER}) dB below the loudest part of the original", "words.mel_floor"),
         # i18n-exempt: core's English, matched (the catalogue says it)
         (r"could not be computed: (?P<detail>.+)", "words.not_computed"),
+        # core.audio: why a clip cannot be used (the errors people meet most)
+        # i18n-exempt: core's English, matched (the catalogue says it)
+        (r"'(?P<name>.+)' is empty \(0 bytes\): there is no audio in it\.", "words.empty_file"),
+        (
+            # i18n-exempt: core's English, matched (the catalogue says it)
+            r"'(?P<name>.+)' is empty \(0 bytes\)\. It was probably not saved or uploaded completely; try again "
+            r"with the complete file\.",
+            "words.empty_upload",
+        ),
+        # i18n-exempt: core's English, matched (the catalogue says it)
+        (r"'(?P<name>.+)' is (?P<size>\d+) MiB, over the (?P<limit>\d+) MiB limit\.", "words.too_big"),
+        (
+            # i18n-exempt: core's English, matched (the catalogue says it)
+            r"'(?P<name>.+)' is (?P<length>[\d.]+ (?:s|min)) long, over the (?P<limit>[\d.]+ (?:s|min)) limit\. "
+            r"Cut it into shorter pieces and try again\.",
+            "words.too_long",
+        ),
+        (
+            # i18n-exempt: core's English, matched (the catalogue says it)
+            r"'(?P<name>.+)' is not an audio file this program can read, or it is damaged \((?P<detail>.*)\)\. "
+            r"Give a file in one of these formats: (?P<formats>.+)\.",
+            "words.unreadable",
+        ),
+        # i18n-exempt: core's English, matched (the catalogue says it)
+        (r"'(?P<name>.+)' has no audio track\. Accepted formats: (?P<formats>.+)\.", "words.no_track"),
+        (
+            # i18n-exempt: core's English, matched (the catalogue says it)
+            rf"'(?P<name>.+)' is cut off: its header promises (?P<promised>{_NUMBER}) s of audio but the file holds "
+            rf"only (?P<held>{_NUMBER}) s\. It was probably not copied or uploaded completely; get the complete "
+            r"file or re-export it\.",
+            "words.cut_off",
+        ),
+        # i18n-exempt: core's English, matched (the catalogue says it)
+        (r"No audio file was given\. Choose a file or record a clip\.", "words.no_file"),
+        # i18n-exempt: core's English, matched (the catalogue says it)
+        (r"'(?P<name>.+)' contains no audio samples\. Record or choose a longer clip\.", "words.no_samples"),
+        (
+            # i18n-exempt: core's English, matched (the catalogue says it)
+            rf"Decoding '(?P<name>.+)' took longer than (?P<seconds>{_NUMBER}) s\. Convert it to WAV or FLAC "
+            r"and try again\.",
+            "words.decode_slow",
+        ),
         # core.nn.fast_decode: chunks redone in float32
         (
             # i18n-exempt: core's English, matched (the catalogue says it)
@@ -63,14 +105,19 @@ PATTERNS: tuple[tuple[re.Pattern, str], ...] = tuple(
 )
 
 
+ERRNO = re.compile(r"\[Errno -?\d+\]\s*")  # a library's error number: nothing a reader can use
+
+
 def sentence(english: str, lang: str) -> str:
-    """One of core's sentences in ``lang`` (as it is where no pattern knows it)."""
+    """One of core's sentences in ``lang`` (as it is where no pattern knows it); never an errno."""
+    english = ERRNO.sub("", english)
     if lang == DEFAULT_LANGUAGE:
         return english
     for pattern, key in PATTERNS:
         found = pattern.fullmatch(english.strip())
         if found:
-            return text(key, lang, **found.groupdict())
+            brief = key + "_brief"  # without a library's own English words, where a sentence quotes them
+            return text(brief if brief in catalogues()[DEFAULT_LANGUAGE] else key, lang, **found.groupdict())
     logger.debug("no translation for core's sentence %r", english)
     return english
 

@@ -18,7 +18,7 @@ from core.audio import loudness
 from core.codec import SAMPLE_RATE
 from core.errors import SettingsError
 
-SPEECH = Path(__file__).resolve().parents[3] / "assets" / "speech_male_24k.wav"  # 7.2 s of recorded speech
+SPEECH = Path(__file__).resolve().parents[3] / "webui" / "assets" / "speech_male_24k.wav"  # 7.2 s of recorded speech
 BITRATE_TOLERANCE = 0.10  # the bound
 LOUDNESS_TOLERANCE_LU = 0.5
 

@@ -19,6 +19,7 @@ def test_folder_is_recursive_sorted_and_audio_only(tmp_path):
     assert [i.key for i in inputs.items] == ["a/c.flac", "b.wav", "z/d.MP3"]
     assert [i.index for i in inputs.items] == [0, 1, 2]
     assert inputs.items[0].path == str((tmp_path / "a/c.flac").resolve())
+    assert inputs.skipped == {".txt": 1} and inputs.skipped_paths == ("a/notes.txt",)
 
 
 def test_jsonl_keeps_every_field_resolves_paths_and_reports_bad_lines(tmp_path):

@@ -1,12 +1,12 @@
 """The tokenize pipeline on a real local Ray with the tiny checkpoint: every input kind, codes equal
 to ``python -m core encode``, bad files in errors.jsonl, and a real kill of a real run, resumed."""
 
+import contextlib
 import json
 import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -21,6 +21,7 @@ from core.dataset.job import tokenize
 from core.dataset.pipeline import TokenizeOptions
 from core.settings import Settings
 from core.tokens import load_tokens
+from tests.core.dataset.builders import as_file, audio_bytes, hub_parquet, tar_shard
 
 ROOT = Path(__file__).resolve().parents[3]
 OPTIONS = TokenizeOptions(shard_size=2, batch_files=4, decode_files=2)
@@ -54,16 +55,22 @@ def test_folder_codes_equal_cli_encodes_and_bad_files_are_listed(local_ray, tiny
     (data / "broken.wav").write_bytes(b"RIFF, but not really")
     sf.write(data / "long.wav", speech(5.0, seed=5, sample_rate=8_000), 8_000, subtype="PCM_16")  # over 4 s
     sf.write(data / "big.wav", speech(3.0, seed=6), 24_000, subtype="PCM_16")  # 144 kB: over 0.12 MiB
+    for i, ext in enumerate(("oga", "aif", "caf")):  # formats the old walk left out without a word
+        as_file(data / "more", f"d{i}.{ext}", audio_bytes(ext, 0.6, seed=10 + i))
+    (data / "notes.txt").write_text("transcripts are not audio")
     settings = Settings(model=str(tiny_checkpoint), device="cpu", max_duration_s=4.0, max_file_mb=0.12)
     out = tmp_path / "out"
-    manifest = tokenize(data, out, settings, OPTIONS, show_progress=False)
+    listed = tmp_path / "skipped.txt"
+    manifest = tokenize(data, out, settings, OPTIONS, show_progress=False, list_skipped=listed)
 
-    assert manifest["files"] == {"total": 6, "encoded": 3, "errors": 3}
+    assert manifest["files"] == {"total": 9, "encoded": 6, "errors": 3}
+    assert manifest["input"]["skipped"] == {".txt": 1} and listed.read_text() == "notes.txt\n"
+    assert "1 `.txt`" in (out / "README.md").read_text()
     errors = {e["audio"]: e["reason"] for e in map(json.loads, (out / "errors.jsonl").read_text().splitlines())}
     assert sorted(errors) == ["big.wav", "broken.wav", "long.wav"]
     assert "MiB" in errors["big.wav"] and "4" in errors["long.wav"] and "audio file" in errors["broken.wav"]
     found = _codes_by_audio(out)
-    assert sorted(found) == ["a.wav", "sub/b.flac", "sub/c.wav"]
+    assert sorted(found) == ["a.wav", "more/d0.oga", "more/d1.aif", "more/d2.caf", "sub/b.flac", "sub/c.wav"]
     differing = 0  # frames: one near-tie flip allowed (batched vs lone fp32 rounding; tests/core/test_batching.py)
     for key, codes in found.items():
         encoded = tmp_path / "single" / key.replace("/", "_")
@@ -76,7 +83,7 @@ def test_folder_codes_equal_cli_encodes_and_bad_files_are_listed(local_ray, tiny
     row = next(t for t in shards.read_shards(out) if t.num_rows).slice(0, 1).to_pylist()[0]
     assert len(row["source_sha256"]) == 64 and row["model"] == str(tiny_checkpoint)
     assert json.loads(row["versions"])["qwen-tts"]
-    assert manifest["audio"]["seconds"] == pytest.approx(1.2 + 2.5 + 0.7, abs=1e-3)
+    assert manifest["audio"]["seconds"] == pytest.approx(1.2 + 2.5 + 0.7 + 3 * 0.6, abs=1e-3)
     assert manifest["settings"]["engine"]["max_duration_s"] == 4.0
 
 
@@ -112,6 +119,58 @@ def test_jsonl_and_parquet_manifests_keep_their_fields(local_ray, tiny_checkpoin
     np.testing.assert_array_equal(np.array(row["audio_codes"]), np.array(export[1]["audio_codes"]))
 
 
+def _cli_codes(path: Path, folder: Path, checkpoint) -> np.ndarray:
+    """``python -m core encode`` of one file (in process), its codes."""
+    assert cli.main(["encode", str(path), "-o", str(folder), "--model", str(checkpoint), "--device", "cpu"]) == 0
+    return load_tokens(next(folder.glob("*.npz"))).codes
+
+
+def test_hub_parquet_and_webdataset_codes_errors_read_back_and_resume(local_ray, tiny_checkpoint, tmp_path):
+    datasets = pytest.importorskip("datasets")
+    settings = Settings(model=str(tiny_checkpoint), device="cpu")
+    files = {ext: audio_bytes(ext, 0.7 + i / 5, seed=20 + i) for i, ext in enumerate(("flac", "mp3", "wav"))}
+    rows = [{"audio": {"bytes": data, "path": f"x.{ext}"}, "text": f"in {ext}"} for ext, data in files.items()]
+    rows += [{"audio": {"bytes": b"", "path": "empty.wav"}, "text": "e"}, {"audio": None, "text": "none"}]
+    table = hub_parquet(tmp_path / "train.parquet", rows)
+    out = tmp_path / "pq"
+    manifest = tokenize(table, out, settings, OPTIONS, jsonl=True, show_progress=False)
+    assert manifest["files"] == {"total": 5, "encoded": 3, "errors": 2}
+    errors = [json.loads(x) for x in (out / "errors.jsonl").read_text().splitlines()]
+    assert [(e["source"], e["audio"]) for e in errors] == [
+        ("train.parquet", "empty.wav"),
+        ("train.parquet", "train.parquet#4"),
+    ]
+    found = _codes_by_audio(out)
+    for ext, data in files.items():  # codes equal `python -m core encode` of the same bytes as a file
+        single = _cli_codes(as_file(tmp_path / "files", f"x.{ext}", data), tmp_path / f"enc-{ext}", tiny_checkpoint)
+        np.testing.assert_array_equal(found[f"x.{ext}"], single)
+    back = datasets.load_dataset("parquet", data_files=str(out / "shards" / "*.parquet"), split="train")
+    assert back.num_rows == 3 and sorted(back["text"]) == ["in flac", "in mp3", "in wav"]
+    first = back.sort("index")[0]
+    np.testing.assert_array_equal(np.array(first["audio_codes"]), found["x.flac"])  # frames of 16 ints
+    assert len(first["audio_codes"][0]) == 16 and first["frames"] == len(first["audio_codes"])
+    assert datasets.load_dataset(str(out), split="train").num_rows == 3  # the card's data_files
+    export = [json.loads(x) for x in (out / "finetune.jsonl").read_text().splitlines()]
+    assert [x["text"] for x in export] == ["in flac", "in mp3", "in wav"]
+
+    shards_dir = tmp_path / "shards"
+    shards_dir.mkdir()
+    for n, (ext, data) in enumerate(files.items()):
+        members = [(f"s{n}/utt.{ext}", data), (f"s{n}/utt.json", json.dumps({"text": ext}).encode())]
+        tar_shard(shards_dir / f"data-{n:03d}.tar", members + [(f"s{n}/bad.mp3", b"\xff\xfb" + bytes(300))])
+    out = tmp_path / "wds"
+    manifest = tokenize(str(shards_dir / "data-{000..002}.tar"), out, settings, OPTIONS, show_progress=False)
+    assert manifest["files"] == {"total": 6, "encoded": 3, "errors": 3}
+    errors = [json.loads(x) for x in (out / "errors.jsonl").read_text().splitlines()]
+    assert [(e["source"], e["audio"]) for e in errors] == [(f"data-{n:03d}.tar", f"s{n}/bad") for n in range(3)]
+    found = _codes_by_audio(out)
+    np.testing.assert_array_equal(found["s1/utt"], _codes_by_audio(tmp_path / "pq")["x.mp3"])
+    for again_source, again_out in ((str(shards_dir / "data-{000..002}.tar"), out), (table, tmp_path / "pq")):
+        again = tokenize(again_source, again_out, settings, OPTIONS, show_progress=False)  # resume: nothing left
+        run = again["timings"]["runs"][-1]
+        assert run["resumed"] and run["files"] == 0 and run["written_shards"] == 0
+
+
 def _cli(args, **kwargs):
     env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
     return subprocess.Popen(
@@ -125,6 +184,25 @@ def _cli(args, **kwargs):
     )
 
 
+KILL_AFTER_FIRST_SHARD = """
+import os, signal, sys
+from pathlib import Path
+from core.dataset import shards
+from core.dataset.job import tokenize
+from core.dataset.pipeline import TokenizeOptions
+from core.settings import Settings
+
+data, out, model = map(Path, sys.argv[1:4])
+
+def kill_at_first_shard(result):
+    if shards.finished_shards(out):  # the first shard is committed: die here, mid-job, as a crash would
+        os.kill(os.getpid(), signal.SIGKILL)
+
+options = TokenizeOptions(shard_size=2, batch_files=1, num_cpus=2, object_store_mib=100)
+tokenize(data, out, Settings(model=str(model), device="cpu"), options, show_progress=False, on_result=kill_at_first_shard)
+"""
+
+
 @pytest.mark.slow
 def test_a_killed_run_resumes_to_every_file_exactly_once(tiny_checkpoint, tmp_path, speech):
     data = tmp_path / "data"
@@ -133,44 +211,31 @@ def test_a_killed_run_resumes_to_every_file_exactly_once(tiny_checkpoint, tmp_pa
         sf.write(data / f"clip{i:02d}.wav", speech(2.0, seed=i), 24_000)
     (data / "clip99.wav").write_bytes(b"not audio")
     out = tmp_path / "out"
-    args = [
-        "tokenize",
-        data,
-        "-o",
-        out,
-        "--model",
-        tiny_checkpoint,
-        "--device",
-        "cpu",
-        "--shard-size",
-        "2",
-        "--batch-files",
-        "1",
-        "--num-cpus",
-        "2",
-        "--object-store-mb",
-        "100",
-        "--no-progress",
-    ]
-    first = _cli(args, start_new_session=True)  # its own process group: the kill takes Ray's processes too
-    deadline = time.monotonic() + 240
-    while not shards.finished_shards(out) and first.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.02)
-    os.killpg(first.pid, signal.SIGKILL)
-    first.wait(timeout=30)
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+    first = subprocess.Popen(  # its own process group: the kill takes Ray's processes too
+        [sys.executable, "-c", KILL_AFTER_FIRST_SHARD, str(data), str(out), str(tiny_checkpoint)],
+        cwd=ROOT,
+        env=env,
+        start_new_session=True,
+    )
+    assert first.wait(timeout=240) == -signal.SIGKILL  # it killed itself right after the first shard's commit
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(first.pid, signal.SIGKILL)  # Ray's processes, left behind by the kill
     before = {p.name: p.stat().st_ino for p in (out / "shards").glob("*.parquet")}
-    assert 0 < len(before) < 9, f"the kill came at {len(before)} of 9 shards; the test needs a run cut short"
-    assert not (out / "manifest.json").exists()
+    assert len(before) == 1 and not (out / "manifest.json").exists()
 
+    args = ["tokenize", data, "-o", out, "--model", tiny_checkpoint, "--device", "cpu", "--shard-size", "2"]
+    args += ["--batch-files", "1", "--num-cpus", "2", "--object-store-mb", "100", "--no-progress"]
     second = _cli(args)
     log, _ = second.communicate(timeout=300)
     assert second.returncode == 0, log
     assert "resumed" in log
     after = {p.name: p.stat().st_ino for p in (out / "shards").glob("*.parquet")}
-    assert len(after) == 9 and all(after[name] == inode for name, inode in before.items())  # finished shards kept
+    assert all(after[name] == inode for name, inode in before.items())  # finished shards kept, not rewritten
+    assert shards.finished_shards(out) == set(range(9)) and len(after) == 8  # shard 8: one error, no rows
     indices = [i for table in shards.read_shards(out) for i in table.column("index").to_pylist()]
     errors = [e["index"] for e in shards.read_errors(out)]
     assert sorted(indices + errors) == list(range(17)) and errors == [16]
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["files"] == {"total": 17, "encoded": 16, "errors": 1}
-    assert manifest["timings"]["runs"][-1]["skipped_shards"] == len(before)
+    assert manifest["timings"]["runs"][-1]["skipped_shards"] == 1

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -311,33 +312,22 @@ def test_the_data_folder_comes_from_the_settings(monkeypatch, tmp_path):
     assert data_dir_of(settings_from_args(None)) == tmp_path / "env"
 
 
-def test_cli_json_and_exit_code(tiny_checkpoint, tmp_path):
+def test_cli_json_and_exit_code(tiny_checkpoint, tmp_path, monkeypatch, cli):
     blocker = tmp_path / "file"
     blocker.write_text("x")
     options = _options(tmp_path)
-    env = {**os.environ, "CODEC_DATA_DIR": str(blocker / "data")}  # the data folder as the service sets it
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "core",
-            "doctor",
-            "--json",
-            "--model",
-            str(tiny_checkpoint),
-            "--device",
-            "cpu",
-            "--port",
-            str(options.port),
-            "--temp-dir",
-            str(tmp_path / "t"),
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-        env=env,
+    monkeypatch.setenv("CODEC_DATA_DIR", str(blocker / "data"))  # the data folder as the service sets it
+    proc = cli(
+        "doctor",
+        "--json",
+        "--model",
+        tiny_checkpoint,
+        "--device",
+        "cpu",
+        "--port",
+        options.port,
+        "--temp-dir",
+        tmp_path / "t",
     )
     doc = json.loads(proc.stdout)
     by_name = {c["name"]: c for c in doc["checks"]}
@@ -411,8 +401,7 @@ def test_a_missing_model_fails_even_when_not_loaded(tmp_path):
 
 def test_an_unreadable_checkpoint_fails_without_loading_it(tiny_checkpoint, tmp_path):
     broken = tmp_path / "ckpt"
-    shutil_copy = __import__("shutil").copytree
-    shutil_copy(tiny_checkpoint, broken)
+    shutil.copytree(tiny_checkpoint, broken)
     for weights in broken.glob("*.safetensors"):
         weights.write_bytes(b"not safetensors")
     path, error = gather.model_files(str(broken))

@@ -3,19 +3,15 @@
 from __future__ import annotations
 
 import csv
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 import soundfile as sf
 
-ROOT = Path(__file__).resolve().parents[3]
-
 
 @pytest.mark.slow
-def test_folder_with_good_and_bad_files_gives_one_row_each_and_exits_0(tiny_checkpoint, tmp_path, speech):
+def test_folder_with_good_and_bad_files_gives_one_row_each_and_exits_0(tiny_checkpoint, tmp_path, speech, cli):
     folder = tmp_path / "in"
     (folder / "sub").mkdir(parents=True)
     sf.write(folder / "good one.wav", speech(1.2), 24_000, subtype="PCM_16")
@@ -25,26 +21,7 @@ def test_folder_with_good_and_bad_files_gives_one_row_each_and_exits_0(tiny_chec
     sf.write(folder / "empty.wav", np.zeros(0, np.float32), 24_000)
     (folder / "notes.txt").write_text("not audio, not looked at")
     out = tmp_path / "out"
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "core",
-            "evaluate",
-            folder,
-            "-o",
-            out,
-            "--model",
-            tiny_checkpoint,
-            "--max-duration",
-            "3",
-        ],
-        check=False,
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    proc = cli("evaluate", folder, "-o", out, "--model", tiny_checkpoint, "--max-duration", "3")
     assert proc.returncode == 0, proc.stderr
     assert "it/s" in proc.stderr or "file/s" in proc.stderr or "s/file" in proc.stderr  # the tqdm bar
     rows = {r["file"]: r for r in csv.DictReader((out / "metrics.csv").open())}
@@ -62,14 +39,7 @@ def test_folder_with_good_and_bad_files_gives_one_row_each_and_exits_0(tiny_chec
     assert "random weights" in page and "data:image/png;base64," in page
     assert page.count("<audio") == 4  # both good files in the listening queue, original + reconstruction
     assert len(list((out / "reconstructions").glob("*.wav"))) == 2
-    again = subprocess.run(
-        [sys.executable, "-m", "core", "evaluate", folder, "-o", out, "--model", tiny_checkpoint],
-        check=False,
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    again = cli("evaluate", folder, "-o", out, "--model", tiny_checkpoint)
     assert again.returncode == 1 and "already exists" in again.stderr  # earlier results are never overwritten
 
 

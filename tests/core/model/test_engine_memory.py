@@ -21,6 +21,7 @@ from core.model.engine import Engine
 from core.model.planner import MemoryEstimate
 from core.nn import decoding, encoding
 from core.settings import Settings
+from tests.conftest import official_whole_codes
 
 SR = 24_000  # Hz
 FRAME = 1920  # samples per code frame
@@ -37,8 +38,7 @@ def make_engine(tiny_checkpoint):
 
 
 def whole_codes(engine: Engine, x: np.ndarray) -> np.ndarray:
-    with torch.inference_mode():
-        return encoding.encode(engine.model, torch.from_numpy(x), None).numpy()
+    return official_whole_codes(engine, x).numpy()
 
 
 def test_long_clips_are_chunked_and_agree_with_the_whole_encode(make_engine, speech):

@@ -9,7 +9,6 @@ import time
 import numpy as np
 import pytest
 import soundfile as sf
-import torch
 
 from core.audio.files import load_audio, resample
 from core.errors import AudioInputError, LiveBusy, LiveSessionError
@@ -18,17 +17,11 @@ from core.model.engine import Engine
 from core.settings import Settings
 from tests.live_checks import stream
 
-
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # see tests/core/nn/test_streaming.py
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("single_thread")  # see tests/conftest.py
 
 
 @pytest.fixture
-def engine(tiny_checkpoint):
+def make_engine(tiny_checkpoint):
     def make(**settings):
         e = Engine(Settings(model=str(tiny_checkpoint), device="cpu", **settings))
         assert e.load(), e.error
@@ -52,9 +45,9 @@ def test_the_next_user_is_told_busy_with_the_count_and_a_slot_frees_on_close(tin
         first.push(np.zeros(100, np.float32))
 
 
-def test_live_off_says_so(engine):
+def test_live_off_says_so(make_engine):
     with pytest.raises(LiveBusy, match="off"):
-        engine(live_sessions=0).live.open(48_000)
+        make_engine(live_sessions=0).live.open(48_000)
 
 
 @pytest.mark.parametrize("rate", [8_000, 16_000, 44_100, 48_000])
@@ -102,18 +95,18 @@ def test_a_client_faster_than_real_time_is_refused_and_nothing_is_kept(tiny_engi
         assert step.codes.shape == (2, 16) and step.samples.size == 2 * 1920
 
 
-def test_a_session_stops_at_its_maximum_length(engine, speech):
-    e = engine(live_max_s=1.0)
+def test_a_session_stops_at_its_maximum_length(make_engine, speech):
+    e = make_engine(live_max_s=1.0)
     with e.live.open(24_000, paced=False) as session:
         session.push(speech(0.9))
         with pytest.raises(LiveSessionError, match="limit"):
             session.push(speech(0.2))
         assert session.finish().recording.samples.size == int(0.9 * 24_000)
-    assert engine(live_max_s=100.0, max_duration_s=3.0).live.max_seconds() == 3.0  # the audio limit guards too
+    assert make_engine(live_max_s=100.0, max_duration_s=3.0).live.max_seconds() == 3.0  # the audio limit guards too
 
 
-def test_an_idle_session_is_closed_when_another_opens(engine):
-    e = engine(live_sessions=1)
+def test_an_idle_session_is_closed_when_another_opens(make_engine):
+    e = make_engine(live_sessions=1)
     stale = e.live.open(24_000)
     stale.last_input -= live.IDLE_CLOSE_S + 1
     fresh = e.live.open(24_000)
@@ -121,9 +114,9 @@ def test_an_idle_session_is_closed_when_another_opens(engine):
     fresh.close()
 
 
-def test_another_users_job_waits_for_one_frame_not_the_whole_block(engine, speech):
+def test_another_users_job_waits_for_one_frame_not_the_whole_block(make_engine, speech):
     """A 4 s block takes 50 frames of work; an encode asked for meanwhile gets the lock between two."""
-    e = engine()
+    e = make_engine()
     done: dict[str, float] = {}
     session = e.live.open(24_000, paced=False)
 
@@ -142,8 +135,8 @@ def test_another_users_job_waits_for_one_frame_not_the_whole_block(engine, speec
     assert done["job"] < done["live"]
 
 
-def test_unload_closes_live_sessions(engine):
-    e = engine()
+def test_unload_closes_live_sessions(make_engine):
+    e = make_engine()
     session = e.live.open(24_000)
     e.unload()
     assert session.closed and e.live.in_use == 0

@@ -74,3 +74,19 @@ def test_the_engine_batch_path_uses_windows_and_stays_exact(tiny_checkpoint, spe
     batched = engine.encode_batch([SimpleNamespace(samples=c) for c in clips])
     pairs = [(result.codes, engine.encode_array(clip).codes) for clip, result in zip(clips, batched, strict=True)]
     assert differing_frames(pairs) <= NEAR_TIE_FRAMES
+
+
+def test_every_window_after_the_first_has_one_shape(tiny_engine, speech):
+    """cuDNN picks a plan per input shape: an odd-length tail window drew an FFT plan with a ≈75 GiB
+    workspace in strict fp32 on an H200 (bench/results/tokenize_bench-strict-run1.md). The batch is
+    padded to whole windows, so the front-end sees one shape after the first window."""
+    shapes = []
+    seanet = tiny_engine.model.encoder.encoder
+    handle = seanet.register_forward_pre_hook(lambda module, args: shapes.append(tuple(args[0].shape)))
+    clips = [speech(s, seed=i) for i, s in enumerate(SECONDS)]
+    try:
+        with torch.inference_mode():
+            batching.encode_batch(tiny_engine.model, [torch.from_numpy(c) for c in clips], 24_000)
+    finally:
+        handle.remove()
+    assert len(shapes) > 2 and len(set(shapes[1:])) == 1

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-import torch
 
 from core.codec import SAMPLES_PER_FRAME
 from core.errors import AudioInputError
@@ -20,18 +19,10 @@ from core.nn.kv_cache import KVStore
 from core.settings import Settings
 from tests.live_checks import block_sizes, stream
 
+pytestmark = pytest.mark.usefixtures("single_thread")  # see tests/conftest.py
+
 SECONDS = 2.5  # 31.25 frames: a partial last frame
 AUDIO_ATOL = 1e-4  # streamed against the 300-frame decode: measured ≤ 1e-5 here (fp32 rounding)
-
-
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    """Per-frame work is many tiny ops; on a loaded 2-core machine two OpenMP threads make them
-    20x slower than one. References and streams both run here, so they compare alike."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 @pytest.fixture(scope="module")

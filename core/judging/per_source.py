@@ -1,0 +1,64 @@
+"""Per-source columns and summary of a folder evaluation (``core.judging.evaluate``).
+
+With anchors (``--anchors``) or a second checkpoint (``--compare-model``), every file's row gets, per
+source (the codec included, so that all are measured the same way), the metrics of
+``core.judging.source_table`` as ``"<source id>: <metric>"`` columns, and for each other source where
+the codec stands against it on that file (``"<source id>: codec is"``: closer, further or mixed;
+``core.judging.placing``). The summary has one row per source: the mean of each metric over the
+files, and on how many files the codec was closer, further or mixed.
+"""
+
+from __future__ import annotations
+
+import statistics
+
+from core.judging import placing, source_table
+from core.judging.sources import CODEC_ID, SourceSet
+
+METRICS = source_table.ROWS  # PESQ-WB, STOI, SI-SDR, Log-mel distance, DistillMOS, Bitrate
+PLACING = "codec is"  # the column of the codec's placing against a source
+
+
+def source_ids(anchors, with_second: bool) -> list[str]:
+    """The sources of every row, in the table's order: the codec, the second checkpoint, the anchors."""
+    return [CODEC_ID, *(["compare"] if with_second else []), *(a.id for a in anchors)]
+
+
+def columns(ids: list[str]) -> list[str]:
+    """The CSV columns the sources add."""
+    out = []
+    for sid in ids:
+        out += [f"{sid}: {m}" for m in METRICS]
+        if sid != CODEC_ID:
+            out.append(f"{sid}: {PLACING}")
+    return out
+
+
+def row_values(made: SourceSet, device: str, random_weights: bool) -> dict:
+    """One file's per-source columns, measured on that file."""
+    table = source_table.measure(made.original, made.sources, device)
+    out: dict = {}
+    for column in table.columns[1:]:
+        sid = column.source["id"]
+        out.update({f"{sid}: {m}": column.values.get(m) for m in METRICS})
+    for p in placing.place(table, CODEC_ID, random_weights).placements:
+        out[f"{p.source_id}: {PLACING}"] = p.relation
+    return out
+
+
+def summary(rows: list[dict], ids: list[str]) -> tuple[list[str], list[list]]:
+    """(header, one row per source): files measured, the mean of each metric, and the codec's placing counts."""
+    header = ["source", "files", *(f"mean {m}" for m in METRICS), "codec closer", "codec further", "mixed"]
+    out = []
+    for sid in ids:
+        measured = [r for r in rows if isinstance(r.get(f"{sid}: Log-mel distance"), int | float)]
+        means = []
+        for m in METRICS:
+            values = [r[f"{sid}: {m}"] for r in measured if isinstance(r.get(f"{sid}: {m}"), int | float)]
+            means.append(statistics.fmean(values) if values else None)
+        relations = [r.get(f"{sid}: {PLACING}") for r in measured]
+        counts = [
+            relations.count(x) if sid != CODEC_ID else None for x in (placing.CLOSER, placing.FURTHER, placing.MIXED)
+        ]
+        out.append([sid, len(measured), *means, *counts])
+    return header, out
