@@ -68,15 +68,15 @@ def label(key: str, **fields: Any) -> Any:
     """A translatable component string (label, button text, Markdown value) for ``key``.
 
     With ``fields``, the browser has no way to fill placeholders, so every language's filled-in
-    text is registered under a derived key (``key.v<hash of the fields>``: letters, digits and
-    dots only, which the page's lookup takes) when the page is built."""
+    text is registered under a derived key when the page is built: ``filled.<key with _ for
+    .>_<hash of the fields>``. The page's lookup takes neither braces nor "=" in a key, and a key
+    under another key that has a text of its own breaks its catalogue (Gradio 6.17)."""
     if key not in catalogues()[DEFAULT_LANGUAGE]:
         raise KeyError(f"i18n key {key!r} is missing from {LOCALES_DIR / 'en' / (key.split('.')[0] + '.json')}")
     if not fields:
         return gradio_i18n()(key)
-    # the browser looks keys up as they are: braces or "=" in one show the raw token instead
     filled_in = ",".join(f"{name}={value}" for name, value in sorted(fields.items()))
-    derived = f"{key}.v{hashlib.sha1(filled_in.encode('utf-8')).hexdigest()[:10]}"
+    derived = f"filled.{key.replace('.', '_')}_{hashlib.sha1(filled_in.encode('utf-8')).hexdigest()[:10]}"
     for lang, table in gradio_i18n().translations_dict.items():
         table[derived] = text(key, lang, **fields)
     return gradio_i18n()(derived)

@@ -53,6 +53,8 @@ def chromium():
 
 def _open(chromium, url: str, **context):
     page = chromium.new_context(**context).new_page()
+    page._cw_errors = []  # uncaught script errors of the page: there must be none
+    page.on("pageerror", lambda error: page._cw_errors.append(str(error)))
     page.goto(url)
     page.locator("#status-bar .cw-status").wait_for(timeout=TIMEOUT_MS)
     return page
@@ -117,6 +119,7 @@ def test_flow_order_on_the_desktop(desktop):
     card.locator(".cw-numbers summary").click()  # the numbers, one click away
     assert card.locator(".cw-numbers table").is_visible()
     assert "DistillMOS" in card.inner_text() and "STOI" in card.inner_text()
+    assert page._cw_errors == []
     height = page.evaluate("document.documentElement.scrollHeight")
     print(f"page height with a result, 1440 x 900: {height} px")
     assert height <= DESKTOP_HEIGHT_MAX_PX
@@ -285,6 +288,7 @@ def test_the_chinese_result_page_and_its_report_have_no_english_sentence(chromiu
     words = html.unescape(re.sub(r"<style.*?</style>|data:[\w/+-]+;base64,[\w+/=]+|<[^>]+>", " ", report, flags=re.S))
     assert 'lang="zh-CN"' in report and "编解码器工作台报告" in report
     assert text("compare.report.table", "zh-CN") in report  # the table of every source is in it
+    assert page._cw_errors == []
     left = english_sentences(words)
     assert left == [], [words[max(0, words.find(w) - 80) : words.find(w) + 80] for w in left]
     assert _axe(page) == []

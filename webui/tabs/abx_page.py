@@ -224,22 +224,18 @@ def build(handlers: AbxPageHandlers) -> AbxPage:
         queue=False,
         api_visibility="private",
     ).success(handlers.running, outputs=running, queue=False, api_visibility="private")
-    against.click(
-        handlers.again_other,
-        inputs=[last, trials, level],
-        outputs=[*started, level, clip],
-        api_name="abx_again_other",
-        api_visibility="private",
-        **MODEL_GROUP,
-    ).success(handlers.running, outputs=running, queue=False, api_visibility="private")
-    again.click(
-        handlers.again_fewer,
-        inputs=[last, trials, level],
-        outputs=[*started, level, clip],
-        api_name="abx_again",
-        api_visibility="private",
-        **MODEL_GROUP,
-    ).success(handlers.running, outputs=running, queue=False, api_visibility="private")
+    for button, repeat, name in (
+        (again, handlers.again_fewer, "abx_again"),
+        (against, handlers.again_other, "abx_again_other"),
+    ):
+        button.click(
+            repeat,
+            inputs=[last, trials, level],
+            outputs=[*started, level, clip],
+            api_name=name,
+            api_visibility="private",
+            **MODEL_GROUP,
+        ).success(handlers.running, outputs=running, queue=False, api_visibility="private")
     end = [answer_a, answer_b, again, against]
     for button, fn, letter in ((answer_a, handlers.answer_a, "a"), (answer_b, handlers.answer_b, "b")):
         button.click(

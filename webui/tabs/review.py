@@ -31,7 +31,7 @@ from webui.views import compare_view, report_page, verdict_card
 
 logger = logging.getLogger(__name__)
 
-# DistillMOS seconds per second of audio judged, until this server has timed a verdict of its own
+# DistillMOS seconds per second of audio heard, until this server has timed a verdict of its own
 # (both clips of a 10 s round trip took 2-3 s on the 2-core CPU of the test machine).
 DEFAULT_MOS_S_PER_AUDIO_S = 0.15
 
@@ -56,10 +56,22 @@ class ReviewHandlers(TabHandlers):
         """The metrics are in: a light from them alone, and when the verdict will follow."""
         lang = i18n.language_of(request)
         duration_s = _duration_s(original_path)
-        judged = verdict_card.judged_words(None, duration_s, lang)
-        estimate_s = 2 * duration_s * self.pace[0] if duration_s else None  # both clips
+        windows = self._planned_windows(duration_s)
+        judged = verdict_card.judged_words({"windows": windows}, duration_s, lang)
+        estimate_s = 2 * _heard_s(windows, duration_s) * self.pace[0] if duration_s else None  # both clips
         values = verdict.metric_values((metrics_details or {}).get("metrics"))
         return verdict_card.preliminary(values, estimate_s, judged, lang, self._random())
+
+    def _planned_windows(self, duration_s: float) -> list[tuple[float, float]]:
+        """The stretches DistillMOS will hear, (start s, end s): the bounded verdict's windows
+        (issue 19: ``verdict.window_starts``, ``Settings.mos_windows``) where this build has them,
+        else the whole clip."""
+        starts_of = getattr(verdict, "window_starts", None)
+        if starts_of is None or duration_s <= 0:
+            return [(0.0, duration_s)]
+        rate, length = verdict.MOS_RATE, getattr(verdict, "WINDOW_SAMPLES", 0) / verdict.MOS_RATE
+        starts = starts_of(int(duration_s * rate), getattr(self.engine.settings, "mos_windows", None))
+        return [(start / rate, start / rate + length) for start in starts]
 
     def verdict(
         self,
@@ -85,8 +97,9 @@ class ReviewHandlers(TabHandlers):
             ).to_dict()
             results.remember("verdict", original, reconstruction, v, results.scope(self.engine))
         duration_s = a.size / SAMPLE_RATE
-        if duration_s > 0 and v.get("seconds"):
-            self.pace[0] = v["seconds"] / (2 * duration_s)
+        heard_s = _heard_s([tuple(w) for w in v.get("windows") or [(0.0, duration_s)]], duration_s)
+        if heard_s > 0 and v.get("seconds"):
+            self.pace[0] = v["seconds"] / (2 * heard_s)
         card = verdict_card.final(v, values, verdict_card.judged_words(v, duration_s, lang), lang)
         return card, v
 
@@ -182,6 +195,11 @@ class ReviewHandlers(TabHandlers):
         return (
             f"<p class='cw-report-links'>{html.escape(i18n.text('report.files', lang))}: " + " · ".join(links) + "</p>"
         )
+
+
+def _heard_s(windows, duration_s: float) -> float:
+    """Seconds of one clip the listener-score model hears in ``windows`` (each inside the clip)."""
+    return sum(max(0.0, min(end, duration_s) - max(start, 0.0)) for start, end in windows)
 
 
 def _duration_s(path) -> float:

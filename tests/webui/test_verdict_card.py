@@ -1,0 +1,64 @@
+"""The verdict card (webui.views.verdict_card) and its first look (ReviewHandlers.preliminary): a
+light by CSS, a sentence, one to three plain reasons, the numbers one click away, which audio the
+listener-score model heard, an estimate before the verdict; in English and in Chinese."""
+
+from __future__ import annotations
+
+import re
+
+import soundfile as sf
+
+from tests.webui.english import english_sentences
+from webui.tabs.review import ReviewHandlers
+from webui.views import verdict_card
+
+AMBER = {  # PESQ-WB amber, STOI green, a MOS drop of 0.7: amber
+    "level": "amber",
+    "mos_original": 4.0,
+    "mos_reconstruction": 3.3,
+    "caveat": "",
+    "seconds": 2.5,
+    "windows": [[0.0, 7.68], [100.0, 107.68]],
+}
+METRICS = {"PESQ-WB": 2.6, "STOI": 0.95}
+
+
+def _words(card: str) -> str:
+    return re.sub(r"<[^>]+>", " ", card)
+
+
+def test_the_final_card_says_it_in_words_and_keeps_the_numbers_folded():
+    card = verdict_card.final(AMBER, METRICS, verdict_card.judged_words(AMBER, 600.0, "en"), "en")
+    assert "data-level='amber'" in card and "data-state='final'" in card and "🟠" not in card
+    assert "Noticeably degraded" in card and "Listeners would notice the codec" in card
+    reasons = re.findall(r"<li>([^<]+)</li>", card)
+    assert 1 <= len(reasons) <= 3 and "Speech stays as easy to understand as the original." in reasons
+    assert "PESQ-WB" not in "".join(reasons)  # the reasons are words; the numbers are behind the summary
+    numbers = card[card.index("<details") :]
+    assert "2.60" in numbers and "0.95" in numbers and "0.70" in numbers  # PESQ-WB, STOI, the MOS drop
+    assert "2 windows of 7.68 s starting at 0:00.0, 1:40.0 (of 10:00.0)" in numbers
+
+
+def test_the_card_in_chinese_has_no_english_sentence():
+    for card in (
+        verdict_card.final(AMBER, METRICS, verdict_card.judged_words(AMBER, 600.0, "zh-CN"), "zh-CN"),
+        verdict_card.preliminary(METRICS, 12.4, verdict_card.judged_words(None, 9.0, "zh-CN"), "zh-CN", True),
+        verdict_card.measuring("zh-CN", True),
+    ):
+        assert english_sentences(_words(card)) == [], _words(card)
+
+
+def test_a_clip_no_measure_could_judge():
+    card = verdict_card.final({"level": "unknown"}, {}, verdict_card.judged_words(None, 0.2, "en"), "en")
+    assert "data-level='unknown'" in card and "Cannot judge" in card
+
+
+def test_the_first_look_comes_with_an_estimate_from_the_last_verdict(engine, tmp_path, speech):
+    reviewer = ReviewHandlers(engine, None)  # type: ignore[arg-type]  # no request folder is needed here
+    path = tmp_path / "clip.wav"
+    sf.write(path, speech(4.0), 24_000)
+    metrics = {"metrics": [{"name": "PESQ-WB", "value": 1.2}, {"name": "STOI", "value": 0.97}]}
+    reviewer.pace[0] = 0.5  # s of DistillMOS per s of audio heard, as the last verdict measured it
+    card = reviewer.preliminary(str(path), metrics)
+    assert "data-state='preliminary'" in card and "data-level='red'" in card  # PESQ-WB 1.2 is red
+    assert "the whole clip (0:04.0)" in card and "in about 4 s" in card  # 2 clips x 4 s x 0.5
