@@ -244,3 +244,33 @@ def test_concurrent_joins_are_counted_per_client_not_per_connection(limited, tmp
     assert 1 <= len(accepted) <= 2
     for body in accepted:
         _result(url, "roundtrip", body["event_id"], "192.0.2.80")
+
+
+def test_the_rate_refills_over_time_and_answers_are_not_metered():
+    """Rates per client: a burst of half a minute's worth, then one more per 60/rate seconds; blind-test
+    answers and status reads never meet the work rate (a quick listener is never told to wait)."""
+    from types import SimpleNamespace
+
+    from webui.serving.limits import ClientLimits, Refusal
+
+    now = [0.0]
+    limits = ClientLimits(LimitSettings(starts_per_min=6, calls_per_min=600, jobs=100), clock=lambda: now[0])
+    queue = SimpleNamespace(event_queue_per_concurrency_id={}, active_jobs=[])
+    scope = {"client": ("192.0.2.9", 1), "headers": []}
+
+    def admit(group: str):
+        ticket = limits.admit(scope, SimpleNamespace(concurrency_id=group), queue, frozenset(), False)
+        if not isinstance(ticket, Refusal):
+            limits.joined(ticket)
+        return ticket
+
+    assert [isinstance(admit("lab"), Refusal) for _ in range(4)] == [False, False, False, True]  # burst of 3
+    refusal = admit("lab")
+    assert refusal.status == 429 and refusal.retry_after_s == pytest.approx(10.0)
+    assert not any(isinstance(admit(g), Refusal) for g in ("abx", "status") * 20)  # not metered
+    now[0] += 10.0
+    assert not isinstance(admit("lab"), Refusal) and isinstance(admit("lab"), Refusal)
+    other = {"client": ("192.0.2.10", 1), "headers": []}
+    assert not isinstance(
+        limits.admit(other, SimpleNamespace(concurrency_id="lab"), queue, frozenset(), False), Refusal
+    )

@@ -30,7 +30,9 @@ from webui.serving.throttle import client_key
 
 logger = logging.getLogger(__name__)
 
-CHEAP_GROUPS = frozenset({"status", "stats"})  # reads that do no work (webui.queues)
+CHEAP_GROUPS = frozenset({"status", "stats"})  # reads that do no work (webui.queues): only calls_per_min counts them
+UNMETERED_GROUPS = frozenset({"abx"})  # blind-test answers: no model; capped at once, not in starts_per_min
+# (a listener answering quickly must never meet a "too many requests")
 MODEL_GROUP_ID = "model"  # webui.queues.MODEL_GROUP's concurrency id
 MAX_CLIENTS = 10_000  # clients remembered at once (the oldest are forgotten first)
 
@@ -39,7 +41,7 @@ MAX_CLIENTS = 10_000  # clients remembered at once (the oldest are forgotten fir
 class LimitSettings:
     model_jobs: int = 2  # model-queue events one client may have queued or running
     jobs: int = 4  # events of any other group one client may have queued or running
-    starts_per_min: float = 30.0  # events that do work, per client per minute
+    starts_per_min: float = 120.0  # events that do work, per client per minute (a round trip's page: about 8)
     calls_per_min: float = 600.0  # events of any kind, per client per minute
     unread: int = 20  # /gradio_api/call results one client may leave unread
     unread_ttl_s: float = 600.0  # an unread result is dropped from Gradio's records after this
@@ -90,6 +92,7 @@ class ClientLimits:
         key = client_key(scope, trusted)
         group = getattr(fn, "concurrency_id", None) or "default"
         works = group not in CHEAP_GROUPS
+        metered = works and group not in UNMETERED_GROUPS
         now = self._clock()
         with self._lock:
             client = self._client(key, now)
@@ -100,9 +103,9 @@ class ClientLimits:
                     f"You have {len(client.unread)} results not yet read; read them first "
                     "(GET /gradio_api/call/<name>/<event_id>), or wait a few minutes.",
                 )
-            if client.calls < 1 or (works and client.starts < 1):
-                per_min = self.settings.starts_per_min if works else self.settings.calls_per_min
-                wait = (1 - min(client.starts if works else client.calls, 1)) * 60 / per_min
+            if client.calls < 1 or (metered and client.starts < 1):
+                per_min = self.settings.starts_per_min if metered else self.settings.calls_per_min
+                wait = (1 - min(client.starts if metered else client.calls, 1)) * 60 / per_min
                 return Refusal(429, f"Too many requests from your address; wait {math.ceil(wait)} s.", wait)
             if works:
                 cap = self.settings.model_jobs if group == MODEL_GROUP_ID else self.settings.jobs
@@ -113,7 +116,8 @@ class ClientLimits:
                         f"You already have {held} job(s) waiting or running here; wait for them to finish "
                         "before starting another.",
                     )
-                client.starts -= 1
+                if metered:
+                    client.starts -= 1
             client.calls -= 1
             self._joining[(key, group)] = self._joining.get((key, group), 0) + 1
         return key, group

@@ -17,6 +17,7 @@ from pathlib import Path
 import gradio as gr
 import soundfile
 
+from core import tokens
 from core.audio.files import load_audio
 from core.codec import SAMPLE_RATE
 from core.judging import report, verdict
@@ -152,6 +153,7 @@ class ReviewHandlers(TabHandlers):
         token_files = [f for f in (downloads or []) if str(path_of(f)).endswith(".npz")]
         token_file = need_file(path_of(token_files[0]) if token_files else None, "what.token_file", lang)
         with user_errors("action.report", lang):
+            tokens.load_tokens(token_file, max_duration_s=self.limits.max_duration_s)  # a bad one: refused first
             scope = results.scope(self.engine)
             made = results.recall("roundtrip", original, reconstruction, scope) or {}
             others = compare.checked_sources(made or details or {}, self.workspace.root)
