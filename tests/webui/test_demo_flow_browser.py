@@ -54,7 +54,7 @@ def chromium():
 def _open(chromium, url: str, **context):
     page = chromium.new_context(**context).new_page()
     page._cw_errors = []  # uncaught script errors of the page: there must be none
-    page.on("pageerror", lambda error: page._cw_errors.append(str(error)))
+    page.on("pageerror", lambda error: page._cw_errors.append(f"{error} {getattr(error, 'stack', '')[:300]}"))
     page.goto(url)
     page.locator("#status-bar .cw-status").wait_for(timeout=TIMEOUT_MS)
     return page

@@ -18,6 +18,9 @@ def examples(inputs: gr.Audio, paths: tuple[Path, ...], api_name: str) -> None:
         gr.Examples(
             [[str(p)] for p in paths],
             inputs=[inputs],
+            # the clips by name: Gradio 6.17 draws audio examples with the audio component's own view,
+            # which throws a script error on load about one time in two (a race in its Dataset)
+            example_labels=[p.name for p in paths],
             label=label("input.examples"),
             api_name=api_name,
             api_visibility="private",
