@@ -47,6 +47,9 @@ _POSITIVE = (
     "batch_audio_s",
     "min_chunk_s",
     "live_max_s",
+    "ladder_max_audio_s",
+    "abx_max_region_s",
+    "abx_session_ttl_s",
 )
 _SHARES = ("cleanup_threshold", "max_batch_memory_fraction")  # in (0, 1]
 DATA_DIR_NAME = "codec-workbench"  # folder under $XDG_DATA_HOME (or ~/.local/share) for stored results
@@ -138,6 +141,14 @@ class Settings:
     )
     live_sessions: int = option(2, "live sessions (microphone through the codec) at once; 0 turns live mode off")
     live_max_s: float = option(600.0, "longest live session, seconds (10 min); never more than --max-duration")
+    mos_windows: int = option(
+        4, "DistillMOS windows of 7.68 s per clip for the verdict (bounds its time and memory at any length)"
+    )
+    ladder_max_audio_s: float = option(
+        3600.0, "audio one codebook-ladder request may decode: levels x clip seconds (16 levels of 10 min: 9600)"
+    )
+    abx_max_region_s: float = option(60.0, "longest blind-test region, seconds (listeners compare short excerpts)")
+    abx_session_ttl_s: float = option(3600.0, "a blind test with no answer for this long expires, seconds")
 
     def __post_init__(self) -> None:
         """Check values that do not need the model; raise SettingsError saying what to change."""
@@ -167,6 +178,8 @@ class Settings:
             raise SettingsError("decode_chunk_frames must be at least 1.")
         if self.live_sessions < 0:
             raise SettingsError("live_sessions must be zero (live mode off) or more.")
+        if self.mos_windows < 1:
+            raise SettingsError("mos_windows must be at least 1.")
         if self.encode_kv_device_mib < 0:
             raise SettingsError("encode_kv_device_mib must be zero or more.")
         parse_anchors(self.anchors)  # SettingsError naming the valid ids

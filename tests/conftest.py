@@ -196,6 +196,33 @@ def token_bomb(tmp_path_factory) -> Path:
     return write_token_bomb(tmp_path_factory.mktemp("bomb") / "bomb_tokens.npz")
 
 
+def write_mp3(path: Path, samples: np.ndarray, xing: bool = True, damage_from: int | None = None) -> Path:
+    """An MP3 made with the real LAME encoder inside PyAV (16 kbit/s, 24 kHz mono); ``xing``: with the
+    Info frame that states its length; ``damage_from``: bytes from there on replaced by noise (a valid
+    head, a corrupt body: issue 19, finding 12)."""
+    import av
+
+    options = {} if xing else {"write_xing": "0"}
+    with av.open(str(path), "w", format="mp3", options=options) as container:
+        stream = container.add_stream("libmp3lame", rate=SAMPLE_RATE, layout="mono")
+        stream.bit_rate = 16_000
+        frame = av.AudioFrame.from_ndarray(np.asarray(samples, np.float32)[None, :], format="flt", layout="mono")
+        frame.sample_rate = SAMPLE_RATE
+        for packet in (*stream.encode(frame), *stream.encode(None)):
+            container.mux(packet)
+    if damage_from is not None:
+        data = path.read_bytes()
+        noise = np.random.default_rng(1).integers(0, 256, len(data) - damage_from, dtype=np.uint8).tobytes()
+        path.write_bytes(data[:damage_from] + noise)
+    return path
+
+
+@pytest.fixture(scope="session")
+def damaged_mp3(tmp_path_factory) -> Path:
+    """1.5 s of speech as an MP3 whose Info frame states 1.5 s and whose body after 800 bytes is noise."""
+    return write_mp3(tmp_path_factory.mktemp("mp3") / "damaged.mp3", speechlike(1.5), damage_from=800)
+
+
 @pytest.fixture(scope="module")
 def single_thread():
     """torch on one thread for a module (``pytestmark = pytest.mark.usefixtures("single_thread")``): work

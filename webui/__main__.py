@@ -15,6 +15,7 @@ import signal
 import sys
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from core import options
@@ -25,6 +26,7 @@ from webui.app import build_app
 from webui.options import UiOptions, WebOptions
 from webui.server import ServerOptions, launch
 from webui.serving import storage, url_input
+from webui.serving.throttle import trusted_set
 
 logger = logging.getLogger("webui")
 
@@ -61,10 +63,18 @@ def split_options(web: WebOptions, env) -> tuple[UiOptions, ServerOptions]:
     ui = UiOptions(
         temp_root=web.temp_root,
         max_age_s=web.keep_files_s,
+        max_temp_bytes=int(web.max_temp_mb * MIB),
         url_policy=policy,
         compare_models_dir=Path(web.compare_models_dir) if web.compare_models_dir else None,
     )
-    server = ServerOptions(host=web.host, port=web.port, auth=auth_from_env(env), quiet=True)
+    server = ServerOptions(
+        host=web.host,
+        port=web.port,
+        auth=auth_from_env(env),
+        quiet=True,
+        limits=web.limit_settings(),
+        trusted_proxies=trusted_set(web.trusted_proxies),
+    )
     return ui, server
 
 
@@ -102,7 +112,7 @@ def main(argv=None) -> int:
         logger.error("cannot start: %s", e)
         return 2
     logging.getLogger().setLevel(web.log_level)
-    server = ServerOptions(server.host, server.port, server.auth, settings.max_file_bytes, server.quiet)
+    server = replace(server, max_file_bytes=settings.max_file_bytes)
     t = _stage(f"settings: model={settings.model} device={settings.device} dtype={settings.dtype}", t)
 
     try:

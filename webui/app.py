@@ -30,7 +30,7 @@ PAGE_JS = (STATIC / "page.js").read_text(encoding="utf-8")  # the tab list's key
 def build_app(engine, options: UiOptions | None = None) -> gr.Blocks:
     """The whole page for ``engine``; nothing outside this call holds UI state."""
     options = options or UiOptions()
-    workspace = Workspace(options.temp_root, options.max_age_s)
+    workspace = Workspace(options.temp_root, options.max_age_s, options.max_temp_bytes)
     with gr.Blocks(title=TITLE, analytics_enabled=False, delete_cache=GRADIO_CACHE_CLEANUP) as demo:
         gr.Markdown(label("app.intro"), elem_id="app-intro")
         status_bar.build(demo, status_bar.StatusHandlers(engine, workspace))
@@ -50,8 +50,14 @@ def build_app(engine, options: UiOptions | None = None) -> gr.Blocks:
             with gr.Tab(label("tab.decode"), id="decode"):
                 decode.build(decode.DecodeHandlers(engine, workspace))
             with gr.Tab(label("tab.system"), id="system"):
-                system.build(system.SystemHandlers(engine, workspace), options.stats_every_s)
+                system.build(system.SystemHandlers(engine, workspace, _address_of(demo)), options.stats_every_s)
                 second_model.build(demo, second_model.SecondHandlers(engine, workspace, options.compare_models_dir))
         abx_page.wire_from_result(blind, result.blind_run, result.original, result.blind_what, tabs)
         demo.load(None, js=PAGE_JS, api_name="page_keys", api_visibility="private")
     return demo
+
+
+def _address_of(demo: gr.Blocks):
+    """Where ``demo`` listens once launched, (host, port), as it was started: for the doctor, which
+    must never take it from a request's Host header."""
+    return lambda: (getattr(demo, "server_name", None), getattr(demo, "server_port", None))

@@ -17,18 +17,23 @@ from pathlib import Path
 from core.errors import SettingsError
 from core.options import option
 from core.settings import ServiceOptions, default_temp_root
+from core.units import MIB
 from webui.serving import url_input
-from webui.serving.workspace import DEFAULT_MAX_AGE_S
+from webui.serving.limits import LimitSettings
+from webui.serving.throttle import trusted_set
+from webui.serving.workspace import DEFAULT_MAX_AGE_S, DEFAULT_MAX_TEMP_MB
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")  # what --log-level takes
 ASSETS = Path(__file__).resolve().parent / "assets"  # the example clips (package data)
 STATS_EVERY_S = 2.0  # seconds between system stats refreshes
+_LIMITS = LimitSettings()  # the per-client limits' defaults (one home: webui.serving.limits)
 
 
 @dataclass(frozen=True)
 class UiOptions:
     temp_root: Path = field(default_factory=default_temp_root)  # where request folders go
     max_age_s: float = DEFAULT_MAX_AGE_S  # request folders older than this are deleted
+    max_temp_bytes: int = int(DEFAULT_MAX_TEMP_MB * MIB)  # the temp root's disk cap (webui.serving.workspace)
     url_policy: url_input.UrlPolicy | None = None  # None: audio from a URL is off
     examples: tuple[Path, ...] = field(default_factory=lambda: tuple(sorted(ASSETS.glob("*.wav"))))
     stats_every_s: float = STATS_EVERY_S
@@ -44,15 +49,52 @@ class WebOptions(ServiceOptions):
     )
     keep_files_s: float = option(DEFAULT_MAX_AGE_S, "request files older than this are deleted, seconds")
     log_level: str = option("INFO", "how much to log", choices=LOG_LEVELS)
+    trusted_proxies: str = option(
+        "", "addresses of reverse proxies whose X-Real-IP names the client, comma-separated (empty: none)"
+    )
+    client_model_jobs: int = option(_LIMITS.model_jobs, "model-queue jobs one client may have waiting or running")
+    client_jobs: int = option(_LIMITS.jobs, "jobs of any other queue one client may have waiting or running")
+    client_starts_per_min: float = option(_LIMITS.starts_per_min, "jobs one client may start per minute")
+    client_calls_per_min: float = option(_LIMITS.calls_per_min, "events of any kind one client may send per minute")
+    client_unread: int = option(_LIMITS.unread, "/gradio_api/call results one client may leave unread")
+    max_temp_mb: float = option(
+        DEFAULT_MAX_TEMP_MB, "disk the temp folder may hold (request folders and Gradio's cache), MiB"
+    )
     compare_models_dir: str = option(
         "", "folder whose checkpoint subfolders the System tab may load as the second checkpoint (empty: off)"
     )
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        for name in ("url_max_mb", "url_timeout_s", "keep_files_s"):
+        for name in (
+            "url_max_mb",
+            "url_timeout_s",
+            "keep_files_s",
+            "client_model_jobs",
+            "client_jobs",
+            "client_starts_per_min",
+            "client_calls_per_min",
+            "client_unread",
+            "max_temp_mb",
+        ):
             value = getattr(self, name)
             if not (math.isfinite(value) and value > 0):
                 raise SettingsError(f"{name} must be a positive number, not {value!r}.")
         if self.log_level not in LOG_LEVELS:
             raise SettingsError(f"log level {self.log_level!r} is not one of {', '.join(LOG_LEVELS)}.")
+        try:
+            trusted_set(self.trusted_proxies)
+        except ValueError as e:
+            raise SettingsError(
+                f"trusted_proxies must be IP addresses separated by commas, not {self.trusted_proxies!r}."
+            ) from e
+
+    def limit_settings(self) -> LimitSettings:
+        """The per-client limits these options set (``webui.serving.limits``)."""
+        return LimitSettings(
+            model_jobs=self.client_model_jobs,
+            jobs=self.client_jobs,
+            starts_per_min=self.client_starts_per_min,
+            calls_per_min=self.client_calls_per_min,
+            unread=self.client_unread,
+        )

@@ -17,5 +17,7 @@ LAB_GROUP: dict[str, Any] = dict(concurrency_limit=1, concurrency_id="lab")  # C
 REPORT_GROUP: dict[str, Any] = dict(concurrency_limit=1, concurrency_id="report")
 ABX_GROUP: dict[str, Any] = dict(concurrency_limit=4, concurrency_id="abx")  # answers: SQLite, no model
 FETCH_GROUP: dict[str, Any] = dict(concurrency_limit=2, concurrency_id="fetch")  # URL downloads
+DOCTOR_GROUP: dict[str, Any] = dict(concurrency_limit=1, concurrency_id="doctor")  # its model calls take the
+# engine's lock one at a time, so a diagnosis never holds the model queue for its whole run
 STATUS_GROUP: dict[str, Any] = dict(concurrency_limit=None, concurrency_id="status")  # reads, no work
 STATS_GROUP: dict[str, Any] = dict(concurrency_limit=None, concurrency_id="stats")  # the System tab's timer

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import gradio as gr
@@ -26,6 +26,7 @@ from webui.options import ASSETS, UiOptions
 from webui.serving import timeouts
 from webui.serving.guard import Guard
 from webui.serving.health import add_health_routes
+from webui.serving.limits import ClientLimits, LimitSettings
 from webui.serving.live_socket import live_routes
 from webui.serving.workspace import Workspace
 
@@ -39,6 +40,8 @@ class ServerOptions:
     auth: tuple[str, str] | None = None  # (user, password) from the environment, never from code
     max_file_bytes: int | None = None  # uploads larger than this are refused by Gradio itself
     quiet: bool = True  # Gradio's own startup banner
+    limits: LimitSettings = field(default_factory=LimitSettings)  # per-client limits (webui.serving.limits)
+    trusted_proxies: frozenset[str] = frozenset()  # proxies whose X-Real-IP names the client
 
 
 def health_routes(engine, started_at: float, temp_root: Path | None = None) -> list[APIRoute]:
@@ -51,7 +54,7 @@ def health_routes(engine, started_at: float, temp_root: Path | None = None) -> l
 def launch(demo: gr.Blocks, engine, ui: UiOptions, server: ServerOptions, started_at: float | None = None):
     """Start serving without blocking; return (fastapi_app, local_url)."""
     started_at = started_at or time.time()
-    demo.queue(default_concurrency_limit=1)
+    demo.queue(default_concurrency_limit=1, api_open=False)  # /run/<name> would skip the queue and its limits
     app, url, _ = demo.launch(
         server_name=server.host,
         server_port=server.port or None,
@@ -66,9 +69,18 @@ def launch(demo: gr.Blocks, engine, ui: UiOptions, server: ServerOptions, starte
         app_kwargs={
             "routes": [
                 *health_routes(engine, started_at, ui.temp_root),
-                *live_routes(engine, Workspace(ui.temp_root, ui.max_age_s)),  # the Live tab's audio
+                *live_routes(engine, Workspace(ui.temp_root, ui.max_age_s, ui.max_temp_bytes)),  # the Live tab's audio
             ],
-            "middleware": [Middleware(Guard, temp_root=ui.temp_root, serve_roots=(ASSETS,))],
+            "middleware": [
+                Middleware(
+                    Guard,
+                    temp_root=ui.temp_root,
+                    serve_roots=(ASSETS,),
+                    max_temp_bytes=ui.max_temp_bytes,
+                    limits=ClientLimits(server.limits),
+                    trusted_proxies=server.trusted_proxies,
+                )
+            ],
             "openapi_url": None,  # FastAPI's schema of Gradio's internals; the API is documented at /gradio_api/info
         },
         footer_links=["api", "settings"],

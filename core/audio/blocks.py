@@ -77,8 +77,9 @@ def check_declared(name: str, source: Source, limits: AudioLimits) -> None:
         raise AudioInputError(too_long(name, seconds, limits.max_duration_s))
 
 
-def check_complete(name: str, source: Source, frames: int) -> None:
-    """Refuse a file that holds clearly less audio than its header promises."""
+def check_complete(name: str, source: Source, frames: int, decoder_errors: str = "") -> None:
+    """Refuse a file that holds clearly less audio than its header promises (``decoder_errors``:
+    what the decoder reported on the way, named in the refusal)."""
     declared = source.declared_frames
     if declared is None:
         return
@@ -90,6 +91,7 @@ def check_complete(name: str, source: Source, frames: int) -> None:
             f"'{name}' is cut off: its header promises {declared / source.sample_rate:.2f} s of "
             f"audio but the file holds only {frames / source.sample_rate:.2f} s. It was probably "
             "not copied or uploaded completely; get the complete file or re-export it."
+            + (f" (The decoder reported damaged data: {decoder_errors}.)" if decoder_errors else "")
         )
 
 
@@ -168,7 +170,9 @@ class Collector:
         self.peak = max(self.peak, float(np.abs(mono).max()))
 
 
-def finish(name: str, source: Source, collector: Collector, limits: AudioLimits) -> Audio:
+def finish(
+    name: str, source: Source, collector: Collector, limits: AudioLimits, extra_warnings: tuple[str, ...] = ()
+) -> Audio:
     if collector.frames == 0:
         raise AudioInputError(
             f"'{name}' contains no audio samples. It may be damaged or cut off; record or export it again."
@@ -192,7 +196,7 @@ def finish(name: str, source: Source, collector: Collector, limits: AudioLimits)
         clipped_samples=collector.clipped,
         rms_dbfs=round(rms_dbfs, 2),
         near_silent=rms_dbfs < NEAR_SILENCE_DBFS,
-        warnings=_warnings(source, collector.clipped, rms_dbfs),
+        warnings=(*extra_warnings, *_warnings(source, collector.clipped, rms_dbfs)),
     )
     logger.info(
         "Loaded %s: %s, %d Hz, %d ch, %.2f s, %.1f dBFS",

@@ -7,6 +7,12 @@ libraries inside the wheel, no system ffmpeg needed) reads the rest: M4A/AAC, We
 only open local files, through a short list of audio demuxers. A length the container does not
 state exactly (a streamed FLAC or WebM, an MP3 without a Xing header) is unknown, never guessed:
 such files are refused by the cap as they are read, not by their header.
+
+Damaged data (issue 19): the decoder's errors are kept, not swallowed. A file whose decode stops
+short of the length its header states is refused with the words of the truncated-WAV rule
+(``check_complete``), naming the decoder's errors; an MP3 states its length only in a Xing/Info or
+VBRI frame count (read here, ``mp3_stated_frames``), not from its bitrate. Where no length is stated,
+the audio that decoded is used, with a warning naming the decoder's errors.
 """
 
 from __future__ import annotations
@@ -48,7 +54,7 @@ class Unreadable(Exception):
 
 def load_with_soundfile(path: Path, limits: AudioLimits) -> Audio:
     try:
-        f = sf.SoundFile(path)
+        f = sf.SoundFile(os.fsencode(path))  # bytes: any file name works (soundfile encodes str strictly)
     except (sf.SoundFileError, RuntimeError) as e:
         raise Unreadable(str(e)) from e
     with f:
@@ -145,28 +151,79 @@ def load_with_av(path: Path, limits: AudioLimits) -> Audio:
             _av_format(demuxer, stream.codec_context.name, path),
             rate,
             channels,
-            _av_declared_frames(container, stream, rate),
+            _av_declared_frames(container, stream, rate, path),
         )
         check_declared(path.name, source, limits)
         collector = Collector(path.name, source, limits)
         problems = _decode_av(container, stream, collector, path)
     if problems:
         logger.warning("damaged data in %s: %s", path.name, problems)
-    check_complete(path.name, source, collector.frames)  # a cut-off file often decodes without an error
-    return finish(path.name, source, collector, limits)
+    check_complete(path.name, source, collector.frames, problems)  # a cut-off file often decodes without an error
+    warnings = (
+        (
+            f"The decoder reported damaged data ({problems}); "
+            + (
+                "the audio that could be decoded is used: it may have gaps."
+                if source.declared_frames is None
+                else "all the audio the header states was decoded, but it may have glitches."
+            ),
+        )
+        if problems
+        else ()
+    )
+    return finish(path.name, source, collector, limits, warnings)
 
 
-def _av_declared_frames(container, stream, rate: int) -> int | None:
+def _av_declared_frames(container, stream, rate: int, path: Path) -> int | None:
     """Frames the container states, or None where it does not know (a streamed FLAC or WebM) or only
-    guesses from the bitrate (MP3 without a Xing header, raw AAC): an unknown length is unknown."""
+    guesses from the bitrate (MP3 without a Xing header, raw AAC): an unknown length is unknown. An
+    MP3 with a frame count (Xing/Info, VBRI) states its length: FFmpeg's duration then comes from that
+    count, less the encoder's delay and padding."""
     import av
 
-    if container.format.name.split(",")[0] in ESTIMATED_LENGTH_DEMUXERS:
+    demuxer = container.format.name.split(",")[0]
+    if demuxer == "mp3" and mp3_stated_frames(path) is not None:
+        pass  # stated: FFmpeg's stream duration is the frame count's
+    elif demuxer in ESTIMATED_LENGTH_DEMUXERS:
         return None
     if stream.duration is not None and stream.time_base is not None and stream.duration > 0:
         return round(float(stream.duration * stream.time_base) * rate)
     if container.duration is not None and container.duration > 0:  # e.g. Matroska's segment duration
         return round(container.duration / av.time_base * rate)
+    return None
+
+
+_MP3_SEARCH_BYTES = 1 << 16  # where the first MPEG audio frame must begin (after any ID3v2 tag)
+
+
+def mp3_stated_frames(path: Path) -> int | None:
+    """The MPEG frame count an MP3's first frame states (a Xing/Info or VBRI header), or None when it
+    states none (its length is then only a guess from the bitrate)."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(10)
+            start = 0
+            if head[:3] == b"ID3" and len(head) == 10:  # ID3v2: a syncsafe size, plus a footer if flagged
+                size = (head[6] & 0x7F) << 21 | (head[7] & 0x7F) << 14 | (head[8] & 0x7F) << 7 | (head[9] & 0x7F)
+                start = 10 + size + (10 if head[5] & 0x10 else 0)
+            f.seek(start)
+            data = f.read(_MP3_SEARCH_BYTES)
+    except OSError:
+        return None
+    for i in range(len(data) - 4):
+        b1 = data[i + 1]
+        if data[i] != 0xFF or b1 & 0xE0 != 0xE0 or (b1 >> 1) & 3 != 1:  # frame sync, Layer III
+            continue
+        version, mono = (b1 >> 3) & 3, (data[i + 3] >> 6) & 3 == 3
+        if version == 1:  # reserved: not a frame header
+            continue
+        side_info = (17 if mono else 32) if version == 3 else (9 if mono else 17)
+        xing = i + 4 + side_info
+        if data[xing : xing + 4] in (b"Xing", b"Info") and data[xing + 7] & 1:
+            return int.from_bytes(data[xing + 8 : xing + 12], "big")
+        if data[i + 36 : i + 40] == b"VBRI":
+            return int.from_bytes(data[i + 50 : i + 54], "big")
+        return None  # the first frame states no count
     return None
 
 

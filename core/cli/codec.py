@@ -152,7 +152,7 @@ def cmd_ladder(args) -> int:
 
     from core.analysis import metrics as analysis
     from core.audio.files import load_audio, write_wav
-    from core.codec import check_duration
+    from core.codec import SAMPLE_RATE, check_duration
     from core.nn import ladder
     from core.tokens import load_tokens
 
@@ -168,6 +168,7 @@ def cmd_ladder(args) -> int:
         audio = load_audio(args.file, engine.settings.audio_limits()).samples
         codes, original_samples = engine.encode_array(audio).codes, audio.size
     check_duration([codes.shape[0]], engine.settings.max_duration_s)  # a token file is another way in
+    ladder.check_budget(levels, original_samples / SAMPLE_RATE, engine.settings.ladder_max_audio_s)
     rows = []
     for k in tqdm(levels, desc="ladder levels", unit="level", disable=None):
         rung = ladder.decode_ladder(engine, codes, original_samples, [k])[0]

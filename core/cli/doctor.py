@@ -17,10 +17,17 @@ def add_parsers(sub) -> dict:
     """``doctor``, on ``sub``; returns {name: function}."""
     from core.settings import ServiceOptions
 
-    p = sub.add_parser("doctor", help="diagnose the setup: GPU, memory, service, ffmpeg, packages, port, folders")
+    p = sub.add_parser(
+        "doctor",
+        help="diagnose the setup: model, GPU, memory, decode precision, service, decoders, packages, port, folders",
+    )
     p.add_argument("--json", action="store_true", help="print the report as JSON (keys: docs/doctor.md)")
     options.add_arguments(p, ServiceOptions)
-    p.add_argument("--no-model", action="store_true", help="skip loading the model (placement, memory, tones skipped)")
+    p.add_argument(
+        "--no-model",
+        action="store_true",
+        help="do not load the model: its files are checked; placement, memory, tones, precision skipped",
+    )
     return {"doctor": cmd_doctor}
 
 

@@ -19,10 +19,11 @@ def add_parsers(sub) -> dict:
 
 
 def cmd_evaluate(args) -> int:
+    from core.judging.evaluate import check_output_dir, find_audio
     from core.judging.evaluate import cmd_evaluate as run
-    from core.judging.evaluate import find_audio
 
-    find_audio(args.directory)  # a wrong folder fails before the model loads
+    check_output_dir(args.directory, args.output_dir)  # a wrong folder fails before the model loads
+    find_audio(args.directory)
     return run(args, engine_from_args(args))
 
 

@@ -124,6 +124,12 @@ def _schema(plan: FieldsPlan):
     return schema.with_metadata({META_KEY: json.dumps(plan.metadata())})
 
 
+def _text(value: str) -> str:
+    """A file name as UTF-8 text: bytes that are not UTF-8 (Python keeps them as surrogates) shown as
+    ``\\xNN`` (a name of any bytes must not end the run: issue 19)."""
+    return value.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
 def write_shard(
     out: Path, shard: int, done: list[Done], failed: list[Failed], model: str, versions: dict, plan: FieldsPlan
 ) -> Path:
@@ -132,7 +138,10 @@ def write_shard(
     import pyarrow.parquet as pq
 
     errors = "".join(
-        json.dumps({"index": f.index, "audio": f.key, "source": f.source, "reason": f.reason}, ensure_ascii=False)
+        json.dumps(
+            {"index": f.index, "audio": _text(f.key), "source": _text(f.source), "reason": _text(f.reason)},
+            ensure_ascii=False,
+        )
         + "\n"
         for f in sorted(failed, key=lambda f: f.index)
     )
@@ -147,8 +156,8 @@ def write_shard(
     versions_json = json.dumps(versions, sort_keys=True)
     columns = {
         "index": [d.index for d in done],
-        "audio": [d.key for d in done],
-        "source": [d.source for d in done],
+        "audio": [_text(d.key) for d in done],
+        "source": [_text(d.source) for d in done],
         "source_sha256": [d.source_sha256 for d in done],
         "audio_codes": codes,
         "frames": frames.astype(np.int32),

@@ -17,7 +17,7 @@ _MARKS = {PASS: "ok", WARN: "WARN", FAIL: "FAIL", SKIPPED: "skip"}
 
 @dataclass(frozen=True)
 class Finding:
-    name: str  # stable identifier, e.g. "ffmpeg" (JSON key; also the catalogue key doctor.check.<name>)
+    name: str  # stable identifier, e.g. "model" (JSON key; also the catalogue key doctor.check.<name>)
     title: str  # what was checked, in words (English)
     status: str  # one of STATUSES
     evidence: str  # what was seen: versions, numbers, the offending path or tensor

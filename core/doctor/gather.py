@@ -10,13 +10,14 @@ import socket
 import subprocess
 import sys
 import tempfile
+import time
 import urllib.request
 from pathlib import Path
 
 from core.doctor.gpu import SMI_QUERY
 from core.units import MIB
 
-COMMAND_TIMEOUT_S = 15.0  # per external command (nvidia-smi, supervisorctl, ffmpeg -version)
+COMMAND_TIMEOUT_S = 15.0  # per external command (nvidia-smi, supervisorctl)
 HEALTH_TIMEOUT_S = 3.0  # the port's /health probe
 LOG_TAIL_BYTES = 256 * 1024  # bytes read from the end of each log
 
@@ -90,13 +91,79 @@ def cpu(cpuinfo: Path = Path("/proc/cpuinfo")) -> tuple[str | None, frozenset[st
     return model, flags
 
 
-def ffmpeg() -> tuple[str | None, str | None]:
-    """(path, first line of ``ffmpeg -version``)."""
-    path = shutil.which("ffmpeg")
-    if path is None:
-        return None, None
-    out, _ = run_command([path, "-version"])
-    return path, (out or "").splitlines()[0] if out else None
+def audio_decoders(names: tuple[str, ...]) -> tuple[str | None, dict[str, bool], str | None]:
+    """(PyAV's version, {decoder: present}, why PyAV cannot be imported)."""
+    try:
+        import av
+    except ImportError as e:
+        return None, {}, str(e)
+    found = {}
+    for name in names:
+        try:
+            av.codec.Codec(name, "r")
+            found[name] = True
+        except Exception:  # noqa: BLE001 - PyAV raises several kinds for an unknown codec
+            found[name] = False
+    return str(av.__version__), found, None
+
+
+def model_files(source: str) -> tuple[str | None, str | None]:
+    """(checkpoint directory, None) when the configured model's files are on this machine, else
+    (None, why not). Looks at files only: never loads the model nor asks the hub."""
+    from core.errors import WeightsError
+    from core.model import weights
+
+    try:
+        if not weights.is_hub_id(source):
+            path = weights.resolve_source(source)  # a local directory: no network
+        else:
+            from huggingface_hub import snapshot_download
+
+            try:
+                path = weights._check_directory(Path(snapshot_download(source, local_files_only=True)))
+            except WeightsError:
+                raise
+            except Exception as e:  # noqa: BLE001 - not in the cache, whatever the hub library says
+                return None, f"not in the Hugging Face cache ({type(e).__name__}). {weights.HOW_TO_PROVIDE}"
+        weights.checkpoint_tensor_names(path)  # the safetensors headers can be read
+    except WeightsError as e:
+        return None, str(e)
+    return str(path), None
+
+
+_DECODE_TIMINGS: dict[tuple, dict[str, float]] = {}  # (model dir, device, frames) -> seconds per precision
+
+
+def decode_timings(engine, frames: int) -> dict[str, float] | None:
+    """Seconds to decode ``frames`` frames of codes with the loaded model's decoder in float32 and
+    in bfloat16 (each after a one-frame warm-up), on this machine; None without a model. Measured
+    once per process and model (the CPU does not change)."""
+    import torch
+
+    from core.codec import NUM_CODEBOOKS
+    from core.errors import CodecError
+    from core.nn.fast_decode import DecodeOptions, FastDecoder
+
+    try:
+        decoder = engine.model.decoder
+    except CodecError:
+        return None
+    key = (str(engine.model_path), engine.device, frames)
+    if key in _DECODE_TIMINGS:
+        return dict(_DECODE_TIMINGS[key])
+    with engine._lock:  # the model is shared: no job may run (or hook it, as the ladder does) meanwhile
+        codes = torch.zeros(1, NUM_CODEBOOKS, frames, dtype=torch.long, device=engine.device)
+        timings = {}
+        for dtype in ("float32", "bfloat16"):
+            fast = FastDecoder(decoder, DecodeOptions(dtype))
+            with torch.inference_mode():
+                fast.stream(1).step(codes[..., :1])  # first-call allocations are not the decode's cost
+                started = time.perf_counter()
+                fast.stream(1).step(codes)
+                timings[dtype] = time.perf_counter() - started
+            del fast
+        _DECODE_TIMINGS[key] = timings
+    return dict(timings)
 
 
 def port(host: str, number: int) -> tuple[OSError | None, dict | None]:

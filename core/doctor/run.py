@@ -10,7 +10,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from core.doctor import gather, gpu, host, tones
+from core.doctor import gather, gpu, host, needs, tones
 from core.doctor.findings import Finding, Report
 from core.errors import CodecError
 from core.settings import DEFAULT_HOST, DEFAULT_PORT, default_temp_root
@@ -38,6 +38,7 @@ class DoctorOptions:
     temp_need_mib: float = 1024.0  # free space the temp folder needs: uploads and outputs of a few jobs
     data_need_mib: float = 100.0  # free space the data folder needs: SQLite stores
     job_lengths_s: tuple[tuple[str, float], ...] = JOB_LENGTHS_S  # lengths the memory check estimates
+    precision_frames: int = 4  # code frames (0.32 s) decoded in each precision to advise one (cpu_decode)
 
 
 def run_doctor(engine, options: DoctorOptions = DoctorOptions()) -> Report:
@@ -49,6 +50,7 @@ def run_doctor(engine, options: DoctorOptions = DoctorOptions()) -> Report:
     smi_csv, smi_header, smi_error = gather.nvidia_smi()
     torch = gather.torch_facts()
     findings: list[Finding] = [
+        _model(engine),
         gpu.check_driver(device, smi_csv, smi_error),
         gpu.check_torch(device, torch),
         gpu.check_same_gpu(device, smi_csv, torch),
@@ -56,13 +58,19 @@ def run_doctor(engine, options: DoctorOptions = DoctorOptions()) -> Report:
         gpu.check_placement(_named_tensors(engine), device, dtype),
         gpu.check_memory(_estimates(engine, options.job_lengths_s), settings.max_duration_s),
         _tones(engine),
-        host.check_cpu_decode(device, settings.decode_dtype or dtype, *gather.cpu()),
+        host.check_cpu_decode(
+            device,
+            settings.decode_dtype or dtype,
+            gather.cpu()[0],
+            gather.decode_timings(engine, options.precision_frames),
+            options.precision_frames,
+        ),
         host.check_supervisor(
             *gather.supervisor(options.repo / "supervisord.conf", host.PROGRAM),
             gather.log_tail(options.repo / "logs" / "supervisord.log"),
             gather.log_tail(options.repo / "logs" / f"{host.PROGRAM}.log"),
         ),
-        host.check_ffmpeg(*gather.ffmpeg()),
+        needs.check_audio_decoders(*gather.audio_decoders(needs.NEEDED_DECODERS)),
         _packages([options.repo / name for name in APP_REQUIREMENTS]),
         host.check_port(options.host, options.port, *gather.port(options.host, options.port)),
         host.check_folder(
@@ -79,10 +87,32 @@ def run_doctor(engine, options: DoctorOptions = DoctorOptions()) -> Report:
             *gather.folder(data_dir),
             options.data_need_mib,
         ),
+        needs.check_blind_test_store(*_blind_test_store(data_dir)),
     ]
     report = Report(tuple(findings), time.perf_counter() - start)
     logger.info("doctor: %s", report.counts())
     return report
+
+
+def _model(engine):
+    """The model check: the engine's load, or (not loaded: --no-model) a look at the files."""
+    settings, state = engine.settings, getattr(engine.state, "value", str(engine.state))
+    if state == "ready":
+        info = engine.info()
+        return needs.check_model(settings.model, state, str(engine.model_path), None, bool(info.get("random_weights")))
+    if engine.error:
+        return needs.check_model(settings.model, state, None, engine.error, False)
+    path, error = gather.model_files(settings.model)
+    from core.model.checkpoints import is_random_checkpoint
+
+    random_weights = path is not None and is_random_checkpoint(Path(path))
+    return needs.check_model(settings.model, state, path, error, random_weights)
+
+
+def _blind_test_store(data_dir: Path) -> tuple[str, str | None]:
+    from core.judging.abx import DB_NAME, store_problem
+
+    return str(Path(data_dir) / DB_NAME), store_problem(data_dir)
 
 
 def _named_tensors(engine) -> list:

@@ -2,16 +2,21 @@
 
 ``python -m core evaluate DIR -o OUT`` writes, into OUT:
 
-- ``metrics.csv``: one row per file: metrics, DistillMOS of both, verdict, duration, timings, or
-  the error for a file that could not be evaluated (a bad file never stops the run);
-- ``reconstructions/``: every reconstruction as a 24 kHz WAV;
+- ``metrics.csv``: one row per file, written as soon as that file is done (a crash or Ctrl-C keeps
+  every finished row): metrics, DistillMOS of both, verdict, duration, timings, the reconstruction's
+  file, or the error for a file that could not be evaluated (a bad file never stops the run);
+- ``reconstructions/``: every reconstruction as a 24 kHz WAV, under a name of its own (names that
+  differ only in characters a file name cannot keep get a numbered suffix);
 - ``report.html``: summary statistics, distribution plots (embedded) and the worst files as a
   listening queue (their original and reconstruction are copied next to it under ``listen/``).
 
 With ``--anchors`` (the reference codecs; ``none`` for the codec alone) or ``--compare-model``, each
 row also has per-source columns and the report a per-source summary (``core.judging.per_source``).
 
-The web UI's "Evaluate files" tab calls :func:`evaluate_files` on uploaded files.
+Any file name works: a name that is not valid UTF-8 is shown with its odd bytes escaped
+(``a\\xffb.wav``). The output folder may not lie inside the folder being evaluated (a rerun would
+take the outputs for inputs). The web UI's "Evaluate files" tab calls :func:`evaluate_files` on
+uploaded files.
 """
 
 from __future__ import annotations
@@ -53,6 +58,7 @@ COLUMNS = (
     "metrics_s",
     "mos_s",
     "total_s",
+    "reconstruction",
     "error",
 )
 PLOTTED = ("PESQ-WB", "STOI", "SI-SDR", "mos_drop")  # distributions drawn in the report
@@ -84,9 +90,44 @@ def _prepare(out_dir: Path) -> None:
     (out_dir / "reconstructions").mkdir()
 
 
-def evaluate_one(engine, path: Path, name: str, out_dir: Path, limits: AudioLimits, anchors=()) -> dict:
+def display_name(name: str) -> str:
+    """A file name as text that can be written anywhere: bytes that are not UTF-8 (kept by Python as
+    surrogates) shown as ``\\xNN``."""
+    return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
+def _unique(stem: str, taken: set[str]) -> str:
+    """``stem``, or ``stem-2``, ``stem-3`` ... the first not in ``taken`` (which then holds it)."""
+    candidate, n = stem, 1
+    while candidate.lower() in taken:
+        n += 1
+        candidate = f"{stem}-{n}"
+    taken.add(candidate.lower())
+    return candidate
+
+
+def _without_paths(text: str, *folders: Path) -> str:
+    """An error's words without this machine's folders (a row may be shared)."""
+    for folder in folders:
+        for spelling in {str(folder), str(Path(folder).resolve())}:
+            text = text.replace(spelling + os.sep, "").replace(spelling, ".")
+    return text
+
+
+def evaluate_one(
+    engine,
+    path: Path,
+    name: str,
+    out_dir: Path,
+    limits: AudioLimits,
+    anchors=(),
+    output_stem: str | None = None,
+) -> dict:
     """Round trip, metrics, MOS and verdict of one file; the error in the row if any step fails.
-    With ``anchors`` or a second checkpoint, the per-source columns too (core.judging.per_source)."""
+    With ``anchors`` or a second checkpoint, the per-source columns too (core.judging.per_source).
+    ``output_stem``: the reconstruction's file name without ``.wav`` (unique within the run)."""
+    name = display_name(name)
+    stem = output_stem or safe_name(name, "audio")
     row: dict = dict.fromkeys(COLUMNS) | {"file": name}
     started = time.perf_counter()
     try:
@@ -99,7 +140,8 @@ def evaluate_one(engine, path: Path, name: str, out_dir: Path, limits: AudioLimi
         else:
             result = engine.roundtrip(audio)
         row["encode_s"], row["decode_s"] = result.encoded.seconds, result.decoded.seconds
-        write_wav(out_dir / "reconstructions" / f"{safe_name(name, 'audio')}.wav", result.decoded.samples)
+        write_wav(out_dir / "reconstructions" / f"{stem}.wav", result.decoded.samples)
+        row["reconstruction"] = f"reconstructions/{stem}.wav"
         t = time.perf_counter()
         values = verdict.metric_values(analysis.compare(audio.samples, result.decoded.samples))
         row.update(values)
@@ -111,6 +153,7 @@ def evaluate_one(engine, path: Path, name: str, out_dir: Path, limits: AudioLimi
             SAMPLE_RATE,
             engine.device,
             bool(engine.info().get("random_weights")),
+            engine.settings.mos_windows,
         )
         row.update(
             mos_original=judged.mos_original,
@@ -124,7 +167,8 @@ def evaluate_one(engine, path: Path, name: str, out_dir: Path, limits: AudioLimi
             row.update(per_source.row_values(made, engine.device, bool(engine.info().get("random_weights"))))
     except Exception as e:  # noqa: BLE001 - one bad file is a row with its error, never the end of the run
         logger.warning("evaluating %s failed: %s: %s", name, type(e).__name__, e)
-        row["error"] = str(e) if isinstance(e, CodecError) else f"{type(e).__name__}: {e}"
+        text = str(e) if isinstance(e, CodecError) else f"{type(e).__name__}: {e}"
+        row["error"] = display_name(_without_paths(text, out_dir, path.parent))
     row["total_s"] = time.perf_counter() - started
     return row
 
@@ -145,27 +189,32 @@ def evaluate_files(
 
     started = time.perf_counter()
     out_dir = Path(out_dir)
-    files = list(files)
+    files = [(path, display_name(name)) for path, name in files]
     _prepare(out_dir)
     rows = []
+    taken: set[str] = set()
+    ids = per_source.source_ids(anchors, second.ready_second(engine) is not None)
+    extra = per_source.columns(ids) if len(ids) > 1 else []
     from tqdm.contrib.logging import logging_redirect_tqdm
 
+    csv_path = out_dir / "metrics.csv"
     with (
+        open(csv_path, "x", newline="", encoding="utf-8") as table,
         logging_redirect_tqdm(),  # warnings about bad files print above the bar, not through it
         tqdm(files, unit="file", desc="evaluating", disable=not show_bar, dynamic_ncols=True) as bar,
     ):
+        writer = csv.DictWriter(table, fieldnames=[*COLUMNS, *extra])
+        writer.writeheader()
+        table.flush()
         for i, (path, name) in enumerate(bar):
             bar.set_postfix_str(name[-40:])
             if progress:
                 progress(i / max(len(files), 1), f"{i + 1}/{len(files)}: {name}")
-            rows.append(evaluate_one(engine, path, name, out_dir, limits, anchors))
-    ids = per_source.source_ids(anchors, second.ready_second(engine) is not None)
-    extra = per_source.columns(ids) if len(ids) > 1 else []
-    csv_path = out_dir / "metrics.csv"
-    with open(csv_path, "x", newline="", encoding="utf-8") as f:
-        writer = csv.DictWriter(f, fieldnames=[*COLUMNS, *extra])
-        writer.writeheader()
-        writer.writerows(rows)
+            stem = _unique(safe_name(name, "audio"), taken)
+            row = evaluate_one(engine, path, name, out_dir, limits, anchors, stem)
+            rows.append(row)
+            writer.writerow(row)
+            table.flush()  # each row is on disk as soon as its file is done
     random_weights = bool(engine.info().get("random_weights"))
     html_path = write_html(out_dir, rows, files, limits, worst, random_weights, ids if extra else [])
     return Evaluation(rows, csv_path, html_path, time.perf_counter() - started)
@@ -241,17 +290,17 @@ def write_html(
     if len(rows) > len(failed):
         png = _histogram_png(rows, out_dir / "distributions.png")
         body += ["<h2>Distributions</h2>", report.image_tag(png, "distributions")]
-    names = {name: path for path, name in sources}
+    source_of = {id(row): path for row, (path, _name) in zip(rows, sources, strict=True)}
     queue = worst_rows(rows, worst)
     if queue:
         (out_dir / "listen").mkdir()
         body.append("<h2>Listen to these first (worst first)</h2>")
     for i, row in enumerate(queue, 1):
-        safe = safe_name(row["file"], "audio")
+        rec = row["reconstruction"]
+        stem = Path(rec).stem
         original = write_wav(
-            out_dir / "listen" / f"{i:02d}_{safe}_original.wav", load_audio(names[row["file"]], limits).samples
+            out_dir / "listen" / f"{i:02d}_{stem}_original.wav", load_audio(source_of[id(row)], limits).samples
         )
-        rec = os.path.join("reconstructions", f"{safe}.wav")
         body.append(
             f"<h3>{i}. {html.escape(row['file'])}: {html.escape(verdict.WORDS.get(row['verdict'], '?'))}</h3>"
             f"<p class='small'>PESQ-WB {report.cell(row['PESQ-WB'])}, STOI {report.cell(row['STOI'])}, "
@@ -273,8 +322,21 @@ def write_html(
     return path
 
 
+def check_output_dir(directory: Path, out_dir: Path) -> None:
+    """The output folder may not be the input folder or lie inside it: a rerun would evaluate the
+    reconstructions and listening copies of the first run as inputs."""
+    inside = Path(os.path.realpath(out_dir))
+    source = Path(os.path.realpath(directory))
+    if inside == source or inside.is_relative_to(source):
+        raise CodecError(
+            f"The output folder {out_dir} is inside the folder being evaluated ({directory}); a later run "
+            "would take the results for inputs. Choose an output folder outside it."
+        )
+
+
 def cmd_evaluate(args, engine) -> int:
     """The CLI command: every audio file under args.directory into args.output_dir; exit 0."""
+    check_output_dir(args.directory, args.output_dir)
     files = find_audio(args.directory)
     if not files:
         raise CodecError(f"No audio files under {args.directory} (looked for {', '.join(AUDIO_SUFFIXES)}).")

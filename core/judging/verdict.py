@@ -4,6 +4,16 @@ DistillMOS (``distillmos``, MIT) is a non-intrusive MOS predictor whose 17 MB of
 inside its wheel, so it runs offline. It takes 16 kHz audio and answers 1..5. The model is
 loaded once, on first use, onto the engine's device, and runs under its own lock.
 
+Bounded cost (issue 19). DistillMOS itself cuts a clip into 7.68 s windows one second apart and
+runs them all in one batch: about 60 MB of RAM per second of audio (a 3-minute clip took 12.6 GiB;
+30 minutes would need about 100 GB). Here at most ``max_windows`` of its windows run
+(``Settings.mos_windows``, default 4, about 1 s each on 2 CPU cores): where the model's own
+segmentation has more, that many are spread evenly from the first 7.68 s to the last (its own
+``linspace`` with fewer hops). A clip up to 7.68 + (max_windows - 1) s gets exactly DistillMOS's
+own answer; a longer one the mean over the chosen windows, named in the verdict (``windows``, in
+seconds). Memory is then ``max_windows`` windows' (one batch, about 80 MB each) and time at most
+``max_windows`` windows per clip, whatever the length.
+
 Thresholds (see docs/verdict.md for the reasoning). The tokenizer's published figures on
 LibriSpeech test-clean are PESQ-WB 3.21, PESQ-NB 3.68, STOI 0.96, UTMOS 4.16: the codec at its
 best. "Close to the original" asks for a clip within about 0.2 PESQ / 0.03 STOI of those means
@@ -17,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import io
 import logging
+import math
 import threading
 import time
 from dataclasses import asdict, dataclass
@@ -28,6 +39,8 @@ logger = logging.getLogger(__name__)
 
 MOS_RATE = 16_000  # Hz, DistillMOS's input rate
 MIN_MOS_S = 0.5  # s; shorter clips are padded with silence by the model and say little
+WINDOW_SAMPLES = 122_880  # DistillMOS's window at MOS_RATE (7.68 s; distillmos.sqa.SEQ_LEN)
+MAX_HOP_SAMPLES = 16_000  # the model's longest step between windows (1 s; distillmos.sqa.MAX_HOP_LEN)
 
 # (green at or above / red below) per signal; MOS drop is green at or below / red above.
 PESQ_WB_GREEN = 3.0  # published mean 3.21, less the ~0.2 clip-to-clip spread
@@ -54,6 +67,7 @@ class Verdict:
     mos_reconstruction: float | None  # DistillMOS of the reconstruction, 1..5
     caveat: str  # RANDOM_CAVEAT for random checkpoints, else ""
     seconds: float  # time spent on the MOS predictions
+    windows: tuple[tuple[float, float], ...] = ()  # (start s, end s) of the DistillMOS windows, both clips
 
     @property
     def line(self) -> str:
@@ -61,7 +75,7 @@ class Verdict:
         return f"{light} {self.words[:1].upper()}{self.words[1:]}" + (f" — {self.caveat}" if self.caveat else "")
 
     def to_dict(self) -> dict:
-        return asdict(self) | {"line": self.line}
+        return asdict(self) | {"line": self.line, "windows": [list(w) for w in self.windows]}  # as JSON has it
 
 
 THRESHOLDS = {  # name -> (green bound, red bound, higher is better); docs and tests read this
@@ -85,6 +99,7 @@ def combine(
     mos_reconstruction: float | None,
     random_weights: bool,
     seconds: float = 0.0,
+    windows: tuple[tuple[float, float], ...] = (),
 ) -> Verdict:
     """The worst light among PESQ-WB, STOI and the MOS drop (those that could be computed)."""
     values = {"PESQ-WB": metrics.get("PESQ-WB"), "STOI": metrics.get("STOI"), "MOS drop": None}
@@ -100,8 +115,33 @@ def combine(
     level = max(lights, key=LEVELS.index) if lights else "unknown"
     words = WORDS.get(level, "cannot judge (no metric could be computed; the clip may be silent or too short)")
     return Verdict(
-        level, words, reasons, mos_original, mos_reconstruction, RANDOM_CAVEAT if random_weights else "", seconds
+        level,
+        words,
+        reasons,
+        mos_original,
+        mos_reconstruction,
+        RANDOM_CAVEAT if random_weights else "",
+        seconds,
+        windows,
     )
+
+
+def default_windows() -> int:
+    """Windows per clip when a caller names none: the default of ``Settings.mos_windows``."""
+    from core.settings import Settings
+
+    return int(Settings.__dataclass_fields__["mos_windows"].default)  # type: ignore[arg-type]
+
+
+def window_starts(samples: int, max_windows: int | None = None) -> list[int]:
+    """Start samples (at MOS_RATE) of the DistillMOS windows of a clip of ``samples`` samples: the
+    model's own (one second apart) when there are at most ``max_windows``, else ``max_windows``
+    spread evenly from the first window to the last."""
+    max_windows = default_windows() if max_windows is None else max_windows
+    over = max(samples - WINDOW_SAMPLES, 0)
+    hops = math.ceil(over / MAX_HOP_SAMPLES) + 1  # what DistillMOS's forward would run
+    count = max(1, min(hops, int(max_windows)))
+    return [int(c * over) for c in np.linspace(0, 1, count)]
 
 
 class MosPredictor:
@@ -123,22 +163,37 @@ class MosPredictor:
         logger.info("DistillMOS loaded on %s in %.2f s", self.device, time.perf_counter() - started)
         return model
 
-    def predict(self, samples, sample_rate: int) -> float | None:
-        """MOS (1..5) of mono float audio; None for clips shorter than MIN_MOS_S."""
+    def predict(self, samples, sample_rate: int, max_windows: int | None = None) -> float | None:
+        """MOS (1..5) of mono float audio, the mean over at most ``max_windows`` windows
+        (``window_starts``); None for clips shorter than MIN_MOS_S."""
+        return self.predict_windows(samples, sample_rate, max_windows)[0]
+
+    def predict_windows(
+        self, samples, sample_rate: int, max_windows: int | None = None
+    ) -> tuple[float | None, tuple[tuple[float, float], ...]]:
+        """(MOS, the windows used as (start s, end s)); the windows run as one batch, as DistillMOS
+        runs its own, so memory is ``max_windows`` windows' (about 80 MB each) at any length."""
         import soxr
         import torch
 
         audio = np.asarray(samples, dtype=np.float32).reshape(-1)
         if audio.size < MIN_MOS_S * sample_rate or not np.isfinite(audio).all() or not np.abs(audio).max() > 0:
-            return None
-        if sample_rate != MOS_RATE:
+            return None, ()
+        if sample_rate != MOS_RATE:  # the whole clip at once: 16 kHz of 30 min is 115 MB, and no seams
             audio = soxr.resample(audio, sample_rate, MOS_RATE).astype(np.float32)
+        starts = window_starts(audio.size, max_windows)
+        if audio.size < WINDOW_SAMPLES:  # the model pads a short clip itself
+            audio = np.pad(audio, (0, WINDOW_SAMPLES - audio.size))
+        batch = np.stack([audio[start : start + WINDOW_SAMPLES] for start in starts])  # max_windows x 7.68 s
         with self._lock:
             if self._model is None:
                 self._model = self._load()
             with torch.inference_mode():
-                x = torch.from_numpy(audio).to(self.device)[None]
-                return float(self._model(x).reshape(-1)[0].item())
+                scores = self._model(torch.from_numpy(batch).to(self.device)).reshape(-1).tolist()
+        spans = tuple(
+            (round(s / MOS_RATE, 2), round(min(s + WINDOW_SAMPLES, audio.size) / MOS_RATE, 2)) for s in starts
+        )
+        return float(np.mean(scores)), spans
 
 
 _PREDICTORS: dict[str, MosPredictor] = {}  # one per device for the whole process (the model is 17 MB)
@@ -158,21 +213,23 @@ def judge(
     sample_rate: int,
     device: str = "cpu",
     random_weights: bool = False,
+    max_windows: int | None = None,
 ) -> Verdict:
-    """MOS of both clips, then :func:`combine` with the given PESQ/STOI values."""
+    """MOS of both clips (at most ``max_windows`` DistillMOS windows each), then :func:`combine`
+    with the given PESQ/STOI values."""
     started = time.perf_counter()
     mos = predictor(device)
-    mos_original = _guarded(mos, original, sample_rate)
-    mos_reconstruction = _guarded(mos, reconstruction, sample_rate)
-    return combine(metrics, mos_original, mos_reconstruction, random_weights, time.perf_counter() - started)
+    mos_original, windows = _guarded(mos, original, sample_rate, max_windows)
+    mos_reconstruction, _ = _guarded(mos, reconstruction, sample_rate, max_windows)
+    return combine(metrics, mos_original, mos_reconstruction, random_weights, time.perf_counter() - started, windows)
 
 
-def _guarded(mos: MosPredictor, samples, sample_rate: int) -> float | None:
+def _guarded(mos: MosPredictor, samples, sample_rate: int, max_windows: int | None):
     try:
-        return mos.predict(samples, sample_rate)
+        return mos.predict_windows(samples, sample_rate, max_windows)
     except Exception as e:  # noqa: BLE001 - a MOS that cannot be had must not sink the verdict: the other signals remain
         logger.warning("DistillMOS failed: %s: %s", type(e).__name__, e)
-        return None
+        return None, ()
 
 
 def metric_values(metrics) -> dict[str, float | None]:

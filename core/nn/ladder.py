@@ -111,6 +111,19 @@ class Rung:
     seconds: float  # wall time of the model decode
 
 
+def check_budget(levels: tuple[int, ...], seconds: float, max_audio_s: float) -> None:
+    """One ladder request decodes ``len(levels)`` times the clip: refuse more than ``max_audio_s``
+    of decoded audio in all (``Settings.ladder_max_audio_s``; 16 levels of a 10-minute clip held
+    the model's queue for minutes and wrote 924 MB), before any model work."""
+    total = len(levels) * seconds
+    if total > max_audio_s:
+        raise SettingsError(
+            f"This ladder would decode {len(levels)} levels of {seconds:.0f} s, {total:.0f} s of audio in all; "
+            f"one request may decode at most {max_audio_s:.0f} s (--ladder-max-audio-s / "
+            "CODEC_LADDER_MAX_AUDIO_S). Choose fewer levels or a shorter clip."
+        )
+
+
 def check_same_clip(name: str, token_samples: int, audio_samples: int) -> None:
     """A token file given with an audio clip must hold that clip's codes (same length at least)."""
     if token_samples != audio_samples:

@@ -268,7 +268,8 @@ def locked(engine, tmp_path_factory):
     root = tmp_path_factory.mktemp("locked")
     ui = UiOptions(temp_root=root)
     demo = build_app(engine, ui)
-    _app, url = launch(demo, engine, ui, ServerOptions(port=_free_port(), auth=("ann", "s3cret")))
+    server = ServerOptions(port=_free_port(), auth=("ann", "s3cret"), trusted_proxies=frozenset({"127.0.0.1"}))
+    _app, url = launch(demo, engine, ui, server)  # behind deploy/nginx: the replicas trust 127.0.0.1
     yield url
     demo.close()
 
@@ -327,17 +328,18 @@ def test_behind_the_proxy_each_client_backs_off_on_its_own(locked):
     assert _login(locked, "s3cret", real_ip="2001:db8::1")[0] == 200
 
 
-def test_only_a_proxy_on_this_host_can_name_the_client():
-    from webui.serving.throttle import client_key
+def test_only_a_proxy_the_operator_named_can_name_the_client():
+    from webui.serving.throttle import LOOPBACK, client_key
 
     def scope(peer: str, real_ip: bytes | None = None) -> dict:
         return {"client": (peer, 1234), "headers": [(b"x-real-ip", real_ip)] if real_ip is not None else []}
 
-    assert client_key(scope("127.0.0.1", b"203.0.113.7")) == "203.0.113.7"
-    assert client_key(scope("::1", b"2001:DB8:0::1")) == "2001:db8::1"  # one spelling per address
-    assert client_key(scope("192.0.2.5", b"203.0.113.7")) == "192.0.2.5"  # a remote peer cannot choose its key
-    assert client_key(scope("127.0.0.1", b"not an address")) == "127.0.0.1"
-    assert client_key(scope("127.0.0.1")) == "127.0.0.1"
+    assert client_key(scope("127.0.0.1", b"203.0.113.7"), LOOPBACK) == "203.0.113.7"
+    assert client_key(scope("::1", b"2001:DB8:0::1"), LOOPBACK) == "2001:db8::1"  # one spelling per address
+    assert client_key(scope("192.0.2.5", b"203.0.113.7"), LOOPBACK) == "192.0.2.5"  # a remote peer cannot choose
+    assert client_key(scope("127.0.0.1", b"not an address"), LOOPBACK) == "127.0.0.1"
+    assert client_key(scope("127.0.0.1"), LOOPBACK) == "127.0.0.1"
+    assert client_key(scope("127.0.0.1", b"203.0.113.7")) == "127.0.0.1"  # no proxy named: nobody believed
     assert client_key({"headers": []}) == "?"
 
 

@@ -27,7 +27,8 @@ EN = gr.Request(headers={"accept-language": "en-US,en;q=0.9"})
 # modules whose strings reach the page; i18n.py itself only holds mechanism text (KeyError for bugs)
 # not scanned: the command line, flags, logs and HTTP-level answers (English by design, docs/i18n.md)
 NOT_PAGE_TEXT = {"i18n.py", "__main__.py", "options.py", "server.py", "queues.py"} | {
-    f"serving/{name}.py" for name in ("guard", "health", "storage", "throttle", "timeouts", "uploads", "workspace")
+    f"serving/{name}.py"
+    for name in ("guard", "health", "storage", "throttle", "timeouts", "uploads", "workspace", "files", "limits")
 }
 SCANNED = tuple(
     name

@@ -59,3 +59,39 @@ def test_a_token_bomb_is_refused_by_token_usage_and_report_at_once(lab, reviewer
     assert "limit" in message
     assert "limit" in _refused_quickly(lambda: tabs.decode.decode(str(token_bomb)))
     assert "limit" in _refused_quickly(lambda: lab.ladder(pair[0], bomb, ["1"], None))
+
+
+# ------------------------------------------------------------------ finding 12: damaged MP3 on the page
+
+
+def test_the_page_refuses_a_damaged_mp3_with_the_truncation_rule(tabs, damaged_mp3):
+    with pytest.raises(gr.Error, match=r"header promises 1\.50 s"):
+        tabs.roundtrip.roundtrip(str(damaged_mp3))
+
+
+# ------------------------------------------------------------------ finding 10: the report is the server's
+
+
+def test_the_report_and_the_verdict_use_the_servers_results_not_the_clients(tabs, reviewer, clip):
+    """/report printed "Close to the original" for the random-weight model, without the caveat,
+    from a verdict the client made up; the verdict took PESQ/STOI from the client too."""
+    import json
+    import zipfile
+    from pathlib import Path
+
+    rt = tabs.roundtrip.roundtrip(str(clip))
+    original, reconstruction, downloads, details = rt[0], rt[1], rt[6], rt[7]
+    forged_metrics = {"metrics": [{"name": "PESQ-WB", "value": 4.49}, {"name": "STOI", "value": 0.999}], "seconds": 0}
+    forged_verdict = {"level": "green", "words": "close to the original", "reasons": [], "caveat": "", "seconds": 0}
+    forged_verdict |= {"mos_original": 4.5, "mos_reconstruction": 4.5, "windows": []}
+    _card, judged = reviewer.verdict(original, reconstruction, forged_metrics, None)
+    assert "PESQ-WB 4.49" not in "; ".join(judged["reasons"]) and judged["caveat"]  # the server's metrics
+    forged_details = details | {"timing": {"model_s": 123456.0}}
+    zip_path, _html = reviewer.report(
+        original, reconstruction, downloads, forged_details, forged_metrics, forged_verdict, None
+    )
+    with zipfile.ZipFile(Path(zip_path)) as z:
+        summary = json.loads(z.read("metrics.json"))
+    assert summary["verdict"]["caveat"] and summary["verdict"] == judged  # the server's verdict, caveat and all
+    pesq = next(m["value"] for m in summary["metrics"] if m["name"] == "PESQ-WB")
+    assert pesq != 4.49 and summary["environment"]["timings_s"].get("model_s") != 123456.0

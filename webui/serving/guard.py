@@ -9,8 +9,10 @@ that Gradio itself lets through.
 - **Uploads leave nothing behind** (``webui.serving.uploads``), and a part without a file name is a
   400 that says so, not a 500.
 - **The temp root exists** before any request that may write (``webui.serving.storage.ensure``).
-- **With a login set**: ``/gradio_api/cancel`` and ``/gradio_api/reset`` need it too, and
-  ``/login`` backs off per client after a few wrong passwords (``webui.serving.throttle``).
+- **With a login set**: ``/gradio_api/cancel``, ``/gradio_api/reset`` and Gradio's heartbeat need it
+  too, and ``/login`` backs off per client after a few wrong passwords (``webui.serving.throttle``).
+- **Per-client limits** on every event that enters the queue (``webui.serving.limits``): jobs at
+  once per queue, a rate, and results left unread.
 - **Files** (``/gradio_api/file=...``, GET and HEAD) are answered by ``webui.serving.files``, never
   by Gradio's file route: only the app's own folders, media inline and everything else as a
   download, byte ranges answered correctly or 416.
@@ -28,6 +30,7 @@ from pathlib import Path
 
 from core.units import MIB
 from webui.serving import files, storage, uploads
+from webui.serving.limits import ClientLimits, Refusal
 from webui.serving.throttle import LoginThrottle, client_key, retry_after_header
 
 logger = logging.getLogger(__name__)
@@ -35,6 +38,9 @@ logger = logging.getLogger(__name__)
 UPLOAD_PATHS = frozenset({"/gradio_api/upload", "/gradio_api/upload/"})
 LOGIN_PATHS = frozenset({"/login", "/login/"})
 SIGNED_IN_PATHS = frozenset({"/gradio_api/cancel", "/gradio_api/reset", "/gradio_api/reset/"})
+SIGNED_IN_PREFIXES = ("/gradio_api/heartbeat/",)  # Gradio answers its heartbeat without the login
+JOIN_PATH = "/gradio_api/queue/join"
+CALL_PREFIX = "/gradio_api/call/"  # POST .../call/<name> queues an event; GET .../call/<name>/<id> reads it
 UNUSED_PATHS = frozenset({"/gradio_api/process_recording"})
 MAX_JSON_BODY_BYTES = MIB  # API request bodies are small JSON; file contents go through /upload
 MAX_JSON_DEPTH = 64  # nesting walked when looking for file paths
@@ -145,11 +151,23 @@ def _replay(body: bytes, receive):
 class Guard:
     """The middleware; ``temp_root`` is the app's one temp root (``webui.serving.storage``)."""
 
-    def __init__(self, app, temp_root: Path, throttle: LoginThrottle | None = None, serve_roots: tuple[Path, ...] = ()):
+    def __init__(
+        self,
+        app,
+        temp_root: Path,
+        throttle: LoginThrottle | None = None,
+        serve_roots: tuple[Path, ...] = (),
+        limits: ClientLimits | None = None,
+        trusted_proxies: frozenset[str] = frozenset(),
+        max_temp_bytes: int | None = None,
+    ):
         self.app = app
         self.temp_root = Path(temp_root)
         self.serve_roots = tuple(serve_roots)  # servable besides request folders and Gradio's cache (examples)
         self.throttle = throttle or LoginThrottle()
+        self.limits = limits or ClientLimits()
+        self.trusted = frozenset(trusted_proxies)  # proxies whose X-Real-IP names the client
+        self.max_temp_bytes = max_temp_bytes  # uploads are refused while the temp root holds more
         uploads.install()
 
     async def __call__(self, scope, receive, send):
@@ -158,18 +176,23 @@ class Guard:
         path, method = scope["path"], scope["method"]
         if path in UNUSED_PATHS:
             return await _respond(send, 404, "Not found.")
-        if path in SIGNED_IN_PATHS and not signed_in(scope):
+        if (path in SIGNED_IN_PATHS or path.startswith(SIGNED_IN_PREFIXES)) and not signed_in(scope):
             return await _respond(send, 401, "Sign in first.")
         if method in ("GET", "HEAD") and files.route_path(path) is not None:
             if not signed_in(scope):
                 return await _respond(send, 401, "Sign in first.")
             return await files.serve(scope, receive, send, self.temp_root, self._serve_roots(scope))
+        if method == "GET" and path.startswith(CALL_PREFIX) and path.count("/") >= 4:
+            self.limits.read(scope, path.rstrip("/").rsplit("/", 1)[-1], self.trusted)
         if method not in ("POST", "PUT", "PATCH"):
             return await self.app(scope, receive, send)
         storage.ensure(self.temp_root)  # a /tmp cleaner may have removed it
         if path in LOGIN_PATHS:
             return await self._login(scope, receive, send)
         if path in UPLOAD_PATHS:
+            if self.max_temp_bytes is not None and storage.used_bytes(self.temp_root) > self.max_temp_bytes:
+                logger.error("upload refused: the temp folder %s is over its cap", self.temp_root)
+                return await _respond(send, 507, "The server's temporary space is full; try again in a few minutes.")
             return await self._upload(scope, receive, send)
         content_type = _header(scope, b"content-type").split(b";")[0].strip().lower()
         if content_type in _FORM_TYPES:
@@ -190,9 +213,10 @@ class Guard:
                 f"Request bodies are limited to {MAX_JSON_BODY_BYTES >> 10} KiB.",
             )
         try:
-            remote = remote_file_path(json.loads(body)) if body else None
+            decoded = json.loads(body) if body else None
+            remote = remote_file_path(decoded)
         except (ValueError, RecursionError):
-            remote = None  # not JSON: Gradio answers it (422)
+            decoded, remote = None, None  # not JSON: Gradio answers it (422)
         if remote:
             logger.warning("refused a file input given as a URL (%s) on %s", remote[:200], path)
             return await _respond(
@@ -201,7 +225,52 @@ class Guard:
                 "File inputs take uploaded files only, not URLs: upload the file "
                 "first (POST /gradio_api/upload), or use /fetch_url where the server allows it.",
             )
+        if path == JOIN_PATH or path.startswith(CALL_PREFIX):
+            return await self._queue(scope, _replay(body, receive), send, decoded)
         await self.app(scope, _replay(body, receive), send)
+
+    async def _queue(self, scope, receive, send, body) -> None:
+        """An event joining Gradio's queue: admitted by the per-client limits, or 429."""
+        path = scope["path"]
+        blocks = getattr(scope.get("app"), "get_blocks", lambda: None)()
+        queue = getattr(blocks, "_queue", None)
+        fns = getattr(blocks, "fns", {}) or {}
+        simple = path.startswith(CALL_PREFIX)
+        if simple:
+            name = path[len(CALL_PREFIX) :].strip("/")
+            fn = next((f for f in fns.values() if f.api_name == name), None)
+        else:
+            fn = fns.get(body.get("fn_index")) if isinstance(body, dict) else None
+        if fn is None or queue is None:  # Gradio says what is wrong with the request
+            return await self.app(scope, receive, send)
+        ticket = self.limits.admit(scope, fn, queue, self.trusted, simple)
+        if isinstance(ticket, Refusal):
+            logger.warning("refused %s from %s: %s", fn.api_name, client_key(scope, self.trusted), ticket.text)
+            wait = {"Retry-After": retry_after_header(ticket.retry_after_s)} if ticket.retry_after_s else None
+            return await _respond(send, ticket.status, ticket.text, wait)
+        try:
+            await self._join(scope, receive, send, simple)
+        finally:
+            self.limits.joined(ticket)
+
+    async def _join(self, scope, receive, send, simple: bool) -> None:
+        if not simple:
+            return await self.app(scope, receive, send)
+        chunks: list[bytes] = []
+
+        async def note(message):
+            if message["type"] == "http.response.body":
+                chunks.append(message.get("body", b""))
+                if not message.get("more_body"):
+                    try:
+                        event_id = json.loads(b"".join(chunks)).get("event_id")
+                    except (ValueError, AttributeError):
+                        event_id = None
+                    if event_id:
+                        self.limits.made(scope, str(event_id), self.trusted)
+            await send(message)
+
+        await self.app(scope, receive, note)
 
     def _serve_roots(self, scope) -> tuple[Path, ...]:
         """Gradio's upload/output cache (where it copies every output and upload) and ours."""
@@ -235,7 +304,7 @@ class Guard:
             await _respond(send, 507, "The server's disk is full; try again later.")
 
     async def _login(self, scope, receive, send):
-        client = client_key(scope)
+        client = client_key(scope, self.trusted)
         wait_s = self.throttle.retry_after_s(client)
         if wait_s > 0:
             return await _respond(

@@ -3,8 +3,8 @@
 - ``GET /health``: always 200 while the process serves. JSON with the engine's state (and,
   when loading failed, the reason), the last readiness report, library versions, uptime.
 - ``GET /ready``: 200 only when the last readiness check passed (every step passed, or was
-  skipped because the engine runs on the CPU) and the engine is ready; 503 otherwise, with
-  the reason. Load balancers and supervisors poll this one.
+  skipped because the engine runs on the CPU), the engine is ready, the temp folder writable
+  and the blind-test database usable; 503 otherwise, with the reason. Load balancers and supervisors poll this one.
 
 Neither endpoint takes the engine's lock, so both answer while a long job runs. Both are
 open even when the UI has a password (probes carry no credentials); they reveal no audio,
@@ -22,6 +22,7 @@ from pathlib import Path
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
+from core.judging import abx
 from core.versions import installed_versions
 from webui.serving import guard, storage
 
@@ -44,10 +45,14 @@ def versions() -> dict[str, str | None]:
 
 
 def readiness_verdict(engine, temp_root: Path | None = None) -> tuple[bool, str | None]:
-    """(ready, reason): ready only when the engine is loaded, its last check passed and the
-    app can write its files under ``temp_root`` (a missing root is recreated first)."""
+    """(ready, reason): ready only when the engine is loaded, its last check passed, the
+    app can write its files under ``temp_root`` (a missing root is recreated first) and the
+    blind test can store answers (``core.judging.abx.store_problem``)."""
     if temp_root is not None and (trouble := storage.problem(temp_root)):
         return False, trouble
+    data_dir = getattr(getattr(engine, "settings", None), "data_dir", None)
+    if data_dir and (trouble := abx.store_problem(data_dir)):
+        return False, f"blind-test database {Path(data_dir) / abx.DB_NAME}: {trouble}"
     state = getattr(engine.state, "value", str(engine.state))
     if not engine.ready:
         return False, engine.not_ready_message() if hasattr(engine, "not_ready_message") else f"engine is {state}"

@@ -106,6 +106,33 @@ def is_disk_full(error: BaseException, root: Path, min_free_mib: float = MIN_FRE
         return False
 
 
+USAGE_FRESH_S = 2.0  # a measured size of the root is reused this long (a walk of thousands of files)
+_usage: dict[str, tuple[float, int]] = {}  # root -> (when measured, bytes)
+
+
+def used_bytes(root: Path, fresh_s: float = USAGE_FRESH_S) -> int:
+    """Bytes of every file under ``root`` (request folders, Gradio's cache, tmp/), measured at most
+    every ``fresh_s`` seconds."""
+    key, now = str(root), time.monotonic()
+    seen = _usage.get(key)
+    if seen is not None and now - seen[0] < fresh_s:
+        return seen[1]
+    total = 0
+    for folder, _dirs, names in os.walk(root):
+        for name in names:
+            try:
+                total += os.lstat(os.path.join(folder, name)).st_size
+            except OSError:  # removed meanwhile
+                continue
+    _usage[key] = (now, total)
+    return total
+
+
+def forget_usage(root: Path) -> None:
+    """Measure ``root`` afresh next time (after folders were removed)."""
+    _usage.pop(str(root), None)
+
+
 def sweep_tmp(root: Path, max_age_s: float, now: float | None = None) -> int:
     """Delete entries of the ``tmp`` folder untouched for ``max_age_s`` (what a library left
     behind); return how many went."""

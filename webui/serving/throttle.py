@@ -4,8 +4,10 @@ password resets the client. Clients are told how long to wait (HTTP 429, Retry-A
 
 A client is its address. Behind the nginx of ``deploy/nginx`` every request comes from the proxy's
 address, so one stranger's wrong passwords would lock everyone out; that nginx sets ``X-Real-IP``
-to the address it saw, and ``client_key`` believes that header only from a proxy on this host
-(``TRUSTED_PROXIES``): a client talking to the app directly cannot pick its own key."""
+to the address it saw, and ``client_key`` believes that header only from the proxies the operator
+names (``--trusted-proxies`` / ``CODEC_TRUSTED_PROXIES``, empty by default; the replicas' supervisord
+config sets 127.0.0.1): a client talking to the app directly, or through some other local proxy
+that passes the header on, cannot pick its own key."""
 
 from __future__ import annotations
 
@@ -22,13 +24,23 @@ FIRST_WAIT_S = 1.0  # wait after the first failure past the free ones; doubles e
 MAX_WAIT_S = 300.0  # longest wait between two attempts
 FORGET_AFTER_S = 3600.0  # a client quiet this long starts afresh
 MAX_CLIENTS = 10_000  # clients remembered at once (the oldest are forgotten first)
-TRUSTED_PROXIES = frozenset({"127.0.0.1", "::1"})  # peers whose X-Real-IP names the client (nginx on this host)
+LOOPBACK = frozenset({"127.0.0.1", "::1"})  # what deploy/nginx's replicas set as --trusted-proxies
 
 
-def client_key(scope) -> str:
-    """The address a request comes from: the peer's, or the one a trusted proxy names in X-Real-IP."""
+def trusted_set(text: str) -> frozenset[str]:
+    """The ``--trusted-proxies`` setting ("127.0.0.1, ::1") as addresses in one spelling each."""
+    out = set()
+    for part in (text or "").replace(" ", ",").split(","):
+        if part:
+            out.add(str(ipaddress.ip_address(part)))  # ValueError for anything that is not an address
+    return frozenset(out)
+
+
+def client_key(scope, trusted: frozenset[str] = frozenset()) -> str:
+    """The address a request comes from: the peer's, or the one a trusted proxy (``trusted``: the
+    operator's ``--trusted-proxies``; none by default) names in X-Real-IP."""
     peer = (scope.get("client") or ("?", 0))[0]
-    if peer not in TRUSTED_PROXIES:
+    if peer not in trusted:
         return peer
     named = next((v for k, v in scope.get("headers") or () if k == b"x-real-ip"), b"").decode("latin-1").strip()
     try:

@@ -5,8 +5,15 @@ A is the original (or the codec's full-rate output), B the reconstruction, X one
 rate (16 codebooks) or a ladder level: the decode of the clip's codes with their first k codebooks
 (core.nn.ladder), to find the lowest bitrate a listener cannot tell apart; or a reference codec made
 from the same region (core.anchors), or the second checkpoint's reconstruction (core.model.second). The page (``webui.tabs.abx_page``) plays A, B and X in one transport without
-waveforms, and X is a fresh copy under a random name every trial, so neither the picture nor the
-file name gives the answer away. Nothing is shown about the answers until the last one is in.
+waveforms, and X is written anew for every trial under a name only the session's token gives, so
+neither the picture nor the file name gives the answer away. Nothing is shown about the answers
+until the last one is in: before it, no output carries the score, only how many are left.
+
+Issue 19: A and B are 16-bit WAVs with their own dither, and X is written for each trial from A's
+or B's samples with a fresh dither (one least significant bit, -96 dBFS: inaudible), so X's bytes
+(and hash) never equal A's or B's; a script can still tell them apart by decoding and comparing
+samples, a listener cannot. A repeated or stale answer writes nothing. The SQLite store is never
+touched on the model's queue (``AbxStore.start`` writes nothing).
 
 The session token lives only in the page (a hidden textbox) and in the API caller's hands; the
 server keeps its hash. The trial number travels with each answer, so a double key press cannot
@@ -19,15 +26,17 @@ import hashlib
 import html
 import json
 import logging
+import math
 import secrets
-import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import gradio as gr
+import numpy as np
+import soundfile as sf
 
 from core import anchors as anchor_lib
-from core.audio.files import audio_from_array, load_audio, write_wav
+from core.audio.files import audio_from_array, load_audio
 from core.codec import NUM_CODEBOOKS, SAMPLE_RATE, bitrate_bps
 from core.errors import CodecError
 from core.judging import abx
@@ -71,22 +80,27 @@ class AbxHandlers(TabHandlers):
     store: abx.AbxStore = field(init=False)
 
     def __post_init__(self):
-        self.store = abx.AbxStore(self.engine.settings.data_dir)
+        settings = self.engine.settings
+        self.store = abx.AbxStore(settings.data_dir, session_ttl_s=settings.abx_session_ttl_s)
 
     def _folder(self, token: str) -> Path:
         """The session's media folder, found from the token alone (no path ever comes from the client)."""
         return self.workspace.root / f"{PREFIX}abx-{hashlib.sha256(token.encode()).hexdigest()[:32]}"
 
     def _x(self, token: str, trial: abx.Trial) -> Path:
-        """A fresh copy of A or B under a random name for this trial."""
+        """X of this trial: A's or B's 16-bit samples with a dither of their own, under a name only the
+        token gives (written once: a repeated call finds it)."""
         folder = self._folder(token)
-        for old in folder.glob("x-*.wav"):
-            old.unlink(missing_ok=True)
+        target = folder / f"x-{hashlib.sha256(f'{token}:{trial.index}'.encode()).hexdigest()[:24]}.wav"
+        if target.is_file():
+            return target
         source = folder / ("a.wav" if trial.x_is == "A" else "b.wav")
         if not source.is_file():
             raise i18n.TranslatedError("abx.audio_gone")
-        target = folder / f"x-{secrets.token_hex(12)}.wav"
-        shutil.copyfile(source, target)
+        for old in folder.glob("x-*.wav"):
+            old.unlink(missing_ok=True)
+        samples, _rate = sf.read(source, dtype="int16")
+        _write_pcm16(target, samples.astype(np.int32) + _tpdf_lsb(samples.size))
         return target
 
     def _trial_outputs(self, token: str, trial: abx.Trial, lang: str):
@@ -113,7 +127,9 @@ class AbxHandlers(TabHandlers):
         with user_errors("action.abx_start", lang):
             what_b = _what_b(level)  # before any model work
             progress(0.1, desc=i18n.text("abx.preparing", lang))
-            samples = _region(load_audio(source, self.limits).samples, start_s, end_s, lang)
+            samples = _region(
+                load_audio(source, self.limits).samples, start_s, end_s, self.engine.settings.abx_max_region_s
+            )
             audio = audio_from_array(samples, SAMPLE_RATE, limits=self.limits)
             b_samples, name, b_caption = self._make_b(what_b, samples, audio, lang)
             a_samples, a_name, a_caption = samples, abx.A_ORIGINAL, i18n.text("abx.a_caption", lang)
@@ -124,8 +140,8 @@ class AbxHandlers(TabHandlers):
             token, trial = self.store.start(abx.clip_checksum(samples), name, int(trials), a_name=a_name)
             folder = self._folder(token)
             folder.mkdir(parents=True)
-            write_wav(folder / "a.wav", a_samples)
-            write_wav(folder / "b.wav", b_samples)
+            _write_pcm16(folder / "a.wav", _dithered(a_samples))
+            _write_pcm16(folder / "b.wav", _dithered(b_samples))
             index, x_player, prompt = self._trial_outputs(token, trial, lang)
         logger.info(
             "blind test started: %d trials on %.1f s, A %s, B %s", trial.total, samples.size / SAMPLE_RATE, a_name, name
@@ -164,10 +180,11 @@ class AbxHandlers(TabHandlers):
         """Record one answer; show the next X, or nothing more once the last one is in."""
         lang = i18n.language_of(request)
         with user_errors("action.abx_answer", lang):
+            number = _trial_number(trial)
             current = self.store.current(token or "")
             if current is None:
-                return trial, "", i18n.text("abx.finished", lang)
-            if int(trial) != current.index:  # a repeated key press: the current trial stays
+                return number, "", i18n.text("abx.finished", lang)
+            if number != current.index:  # a repeated key press: the current trial stays (nothing written)
                 return self._trial_outputs(token, current, lang)
             nxt = self.store.answer(token, current.index, choice)
             if nxt is None:
@@ -187,9 +204,11 @@ class AbxHandlers(TabHandlers):
         the last answer only how many are left."""
         lang = i18n.language_of(request)
         with user_errors("action.abx_results", lang):
-            score = self.store.results(token or "")
-            if score.trials < score.planned:
-                return i18n.text("abx.progress", lang, done=score.trials, total=score.planned), None, score.to_dict()
+            answered, planned = self.store.progress(token or "")
+            if answered < planned:  # not a hint of the score before the end: only how many are left
+                text = i18n.text("abx.progress", lang, done=answered, total=planned)
+                return text, None, {"answered": answered, "planned": planned}
+            score = self.store.results(token)
             csv_path = self._folder(token) / f"blind-test-{secrets.token_hex(4)}.csv"
             self.store.export_csv(csv_path, token)
             rows = self.store.rows(token)
@@ -271,12 +290,55 @@ def b_choices() -> list[tuple[str, str]]:
     return [(CHOICE_LABELS[a.id], a.id) for a in anchor_lib.ANCHORS] + [(f"② {CODEC_BPS / 1000:g} kbit/s", COMPARE_ID)]
 
 
-def _region(samples, start_s, end_s, lang: str):
-    """The selected part of the clip (end 0 or empty: to the end)."""
-    start = max(float(start_s or 0.0), 0.0)
-    end = float(end_s or 0.0)
+def _region(samples, start_s, end_s, max_region_s: float):
+    """The selected part of the clip (end 0 or empty: to the end), at least MIN_REGION_S and at most
+    ``max_region_s`` long (Settings.abx_max_region_s: a blind test compares short excerpts)."""
+    start, end = _seconds(start_s), _seconds(end_s)
+    start = max(start, 0.0)
     duration = samples.size / SAMPLE_RATE
     end = duration if end <= 0 else min(end, duration)
     if end - start < MIN_REGION_S:
         raise i18n.TranslatedError("abx.region_too_short", min=MIN_REGION_S, duration=duration)
+    if end - start > max_region_s:
+        raise i18n.TranslatedError("abx.region_too_long", max=max_region_s, length=end - start)
     return samples[int(start * SAMPLE_RATE) : int(end * SAMPLE_RATE)]
+
+
+def _seconds(value) -> float:
+    try:
+        seconds = float(value or 0.0)
+    except (TypeError, ValueError):
+        seconds = math.nan
+    if not math.isfinite(seconds):
+        raise i18n.TranslatedError("abx.bad_region", value=value)
+    return seconds
+
+
+def _trial_number(value) -> int:
+    """The trial number a client sent back: a whole number, else a message (not a traceback)."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        number = math.nan
+    if not (math.isfinite(number) and number.is_integer() and number >= 0):
+        raise i18n.TranslatedError("abx.bad_trial", value=value)
+    return int(number)
+
+
+def _tpdf_lsb(size: int) -> np.ndarray:
+    """Triangular dither of one 16-bit step: -1, 0 or +1 with chances 1/4, 1/2, 1/4 (fresh each call)."""
+    rng = np.random.default_rng(secrets.randbits(64))
+    return rng.integers(0, 2, size, dtype=np.int32) - rng.integers(0, 2, size, dtype=np.int32)
+
+
+def _dithered(samples) -> np.ndarray:
+    """Float samples as 16-bit steps with TPDF dither (what A and B are played from)."""
+    x = np.asarray(samples, dtype=np.float64) * 32767.0
+    return np.round(x + _tpdf_lsb(x.size)).astype(np.int64)
+
+
+def _write_pcm16(path: Path, steps) -> Path:
+    """16-bit steps (clipped to the range) as a new WAV; never overwrites."""
+    with open(path, "xb") as f:
+        sf.write(f, np.clip(steps, -32768, 32767).astype(np.int16), SAMPLE_RATE, format="WAV", subtype="PCM_16")
+    return path

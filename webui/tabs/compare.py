@@ -21,6 +21,7 @@ from core.judging import sources as source_lib
 from webui import i18n
 from webui.common import TabHandlers, need_file, user_errors
 from webui.jobs import compare as compare_jobs
+from webui.jobs import results
 from webui.queues import METRICS_GROUP
 from webui.views import compare_view
 
@@ -108,7 +109,10 @@ class CompareHandlers(TabHandlers):
             items = [codec, *listed]
             for mos in (False, True):
                 out = compare_jobs.table_of(original, items, self.limits, self.engine.device, random_weights, mos=mos)
-                yield self._outputs(out, lang, pending=not mos)
+                outputs = self._outputs(out, lang, pending=not mos)
+                if mos:  # the report takes the server's table, never the client's (webui.jobs.results)
+                    results.remember("comparison", original, reconstruction, outputs[-1], results.scope(self.engine))
+                yield outputs
 
     def _outputs(self, out: compare_jobs.TableOutput, lang: str, pending: bool):
         labels = {c["source"]["id"]: compare_view.source_label(c["source"], lang) for c in out.table["columns"]}

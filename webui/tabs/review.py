@@ -17,11 +17,14 @@ from pathlib import Path
 import gradio as gr
 import soundfile
 
+from core import tokens
 from core.audio.files import load_audio
 from core.codec import SAMPLE_RATE
 from core.judging import report, verdict
 from webui import i18n
 from webui.common import TabHandlers, need_file, path_of, user_errors
+from webui.jobs import codec as jobs_codec
+from webui.jobs import results
 from webui.jobs.common import stem_of
 from webui.queues import METRICS_GROUP, REPORT_GROUP
 from webui.tabs import compare
@@ -79,7 +82,9 @@ class ReviewHandlers(TabHandlers):
         request: gr.Request | None = None,
         progress=gr.Progress(),
     ):
-        """DistillMOS on both clips + the metrics' PESQ-WB and STOI -> the card (and its dict)."""
+        """DistillMOS on both clips + the metrics' PESQ-WB and STOI -> the card (and its dict). The
+        metrics are the server's own for these two files (``metrics_details`` from the client is not
+        used: issue 19), computed here when the server has none."""
         lang = i18n.language_of(request)
         original = need_file(original_path, "what.original", lang)
         reconstruction = need_file(reconstruction_path, "what.reconstruction", lang)
@@ -87,12 +92,11 @@ class ReviewHandlers(TabHandlers):
             progress(0.2, desc=i18n.text("verdict.running", lang))
             a = load_audio(original, self.limits).samples
             b = load_audio(reconstruction, self.limits).samples
-            values = verdict.metric_values((metrics_details or {}).get("metrics"))
-            if not values:  # called through the API without metrics: compute them here
-                from core.analysis import metrics as analysis
-
-                values = verdict.metric_values(analysis.compare(a, b))
-            v = verdict.judge(a, b, values, SAMPLE_RATE, self.engine.device, self._random()).to_dict()
+            values = verdict.metric_values(self._metrics(original, reconstruction)["metrics"])
+            v = verdict.judge(
+                a, b, values, SAMPLE_RATE, self.engine.device, self._random(), self.engine.settings.mos_windows
+            ).to_dict()
+            results.remember("verdict", original, reconstruction, v, results.scope(self.engine))
         duration_s = a.size / SAMPLE_RATE
         heard_s = _heard_s([tuple(w) for w in v.get("windows") or [(0.0, duration_s)]], duration_s)
         if heard_s > 0 and v.get("seconds"):
@@ -105,6 +109,26 @@ class ReviewHandlers(TabHandlers):
         """The verdict is in (or failed: the report goes without it): Report can be pressed."""
         return gr.Button(value=i18n.text("report.button", i18n.language_of(request)), interactive=True)
 
+    def _metrics(self, original, reconstruction) -> dict:
+        """The server's metrics of these two files: remembered from /metrics, or computed now."""
+        scope = results.scope(self.engine)
+        measured = results.recall("metrics", original, reconstruction, scope)
+        if measured is None:
+            out = jobs_codec.measure(original, reconstruction, self.limits)
+            measured = {"metrics": out.metrics, "seconds": out.seconds}
+            results.remember("metrics", original, reconstruction, measured, scope)
+        return measured
+
+    def _verdict(self, original, reconstruction, measured: dict) -> dict:
+        a = load_audio(original, self.limits).samples
+        b = load_audio(reconstruction, self.limits).samples
+        values = verdict.metric_values(measured["metrics"])
+        v = verdict.judge(
+            a, b, values, SAMPLE_RATE, self.engine.device, self._random(), self.engine.settings.mos_windows
+        ).to_dict()
+        results.remember("verdict", original, reconstruction, v, results.scope(self.engine))
+        return v
+
     def report(
         self,
         original_path,
@@ -116,30 +140,39 @@ class ReviewHandlers(TabHandlers):
         request: gr.Request | None = None,
         comparison=None,
     ):
-        """The zip and the offline HTML page of the round trip on screen; with the round trip's other
-        sources (``details["compare"]``) and the table of every source (``comparison``, /compare_table's)."""
+        """The zip and the offline HTML page of the round trip on screen, with the round trip's other
+        sources and the table of every source; from the server's own results for these files (round
+        trip details, metrics, verdict, the table: ``webui.jobs.results``), computed here when
+        missing. What the client sends in ``details``, ``metrics_details``, ``verdict_details`` and
+        ``comparison`` is not believed (issue 19: a made-up verdict was printed); only where the
+        server has no record of the round trip are the client's sources taken, checked to be files
+        this server wrote."""
         lang = i18n.language_of(request)
         original = need_file(original_path, "what.original", lang)
         reconstruction = need_file(reconstruction_path, "what.reconstruction", lang)
         token_files = [f for f in (downloads or []) if str(path_of(f)).endswith(".npz")]
         token_file = need_file(path_of(token_files[0]) if token_files else None, "what.token_file", lang)
         with user_errors("action.report", lang):
-            others = compare.checked_sources(details or {}, self.workspace.root)
+            tokens.load_tokens(token_file, max_duration_s=self.limits.max_duration_s)  # a bad one: refused first
+            scope = results.scope(self.engine)
+            made = results.recall("roundtrip", original, reconstruction, scope) or {}
+            others = compare.checked_sources(made or details or {}, self.workspace.root)
+            comparison = results.recall("comparison", original, reconstruction, scope)
             folder = self.workspace.new_dir("report")
             stem = stem_of(original).removesuffix("_24k_mono")
-            timings = (details or {}).get("timing") or {}
-            timings = timings | {
-                "metrics_s": (metrics_details or {}).get("seconds"),
-                "verdict_s": (verdict_details or {}).get("seconds"),
-            }
+            measured = self._metrics(original, reconstruction)
+            judged = results.recall("verdict", original, reconstruction, scope) or self._verdict(
+                original, reconstruction, measured
+            )
+            timings = (made.get("timing") or {}) | {"metrics_s": measured["seconds"], "verdict_s": judged["seconds"]}
             zip_path, html_path = report.build_roundtrip_report(
                 folder,
                 stem,
                 original,
                 reconstruction,
                 token_file,
-                (metrics_details or {}).get("metrics") or [],
-                verdict_details,
+                measured["metrics"],
+                judged,
                 self.engine.info(),
                 timings,
                 self.limits,

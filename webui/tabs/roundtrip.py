@@ -18,6 +18,7 @@ from webui import i18n
 from webui.common import TabHandlers, need_file, user_errors
 from webui.i18n import label
 from webui.jobs import codec as jobs
+from webui.jobs import results
 from webui.queues import FETCH_GROUP, METRICS_GROUP, MODEL_GROUP
 from webui.serving import url_input
 from webui.tabs import compare, lab, review
@@ -73,6 +74,7 @@ class RoundTripHandlers(TabHandlers):
             "round trip of %s: model %.2f s, ours %.3f s", source.name, out.timing["model_s"], out.timing["ui_s"]
         )
         details = {"input": out.facts, "tokens": out.summary, "timing": out.timing, "compare": out.compare}
+        results.remember("roundtrip", out.original_wav, out.reconstruction_wav, details, results.scope(self.engine))
         return RoundTripView(
             original=str(out.original_wav),
             reconstruction=str(out.reconstruction_wav),
@@ -92,7 +94,9 @@ class RoundTripHandlers(TabHandlers):
         reconstruction = need_file(reconstruction_path, "what.reconstruction", lang)
         with user_errors("action.metrics", lang):
             out = jobs.measure(original, reconstruction, self.limits, i18n.progress_in(lang, progress))
-        return fmt.metrics_markdown(out.metrics, out.seconds, lang), {"metrics": out.metrics, "seconds": out.seconds}
+            measured = {"metrics": out.metrics, "seconds": out.seconds}
+            results.remember("metrics", original, reconstruction, measured, results.scope(self.engine))
+        return fmt.metrics_markdown(out.metrics, out.seconds, lang), measured
 
     @staticmethod
     def clear_metrics():

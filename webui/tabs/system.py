@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import gradio as gr
@@ -12,7 +13,7 @@ from core.doctor import run_doctor
 from webui import i18n
 from webui.common import TabHandlers, user_errors
 from webui.i18n import label
-from webui.queues import MODEL_GROUP, STATS_GROUP
+from webui.queues import DOCTOR_GROUP, MODEL_GROUP, STATS_GROUP
 from webui.views import doctor_panel
 from webui.views import formatting as fmt
 
@@ -21,7 +22,10 @@ logger = logging.getLogger(__name__)
 
 @dataclass
 class SystemHandlers(TabHandlers):
-    """The tab's events."""
+    """The tab's events. ``address``: where this server listens, (host, port), as it was started
+    (``build_app`` reads them from the running Blocks); None: the doctor's defaults."""
+
+    address: Callable[[], tuple[str | None, int | None]] | None = None
 
     def clear_vram(self, request: gr.Request | None = None):
         lang = i18n.language_of(request)
@@ -33,7 +37,8 @@ class SystemHandlers(TabHandlers):
         """Every doctor check (``python -m core doctor``) as a panel, plus its JSON report."""
         lang = i18n.language_of(request)
         with user_errors("action.doctor", lang):
-            report = run_doctor(self.engine, doctor_panel.options_for(request, self.workspace.root)).to_dict()
+            address = self.address() if self.address is not None else (None, None)
+            report = run_doctor(self.engine, doctor_panel.options_for(address, self.workspace.root)).to_dict()
         return doctor_panel.panel_html(report, lang), report
 
     def stats(self, request: gr.Request | None = None):
@@ -58,7 +63,7 @@ def build(handlers: SystemHandlers, stats_every_s: float) -> None:
     report = gr.HTML(elem_id="doctor-panel")
     with gr.Accordion(label("doctor.json"), open=False):
         report_raw = gr.JSON()
-    diagnose.click(handlers.doctor, outputs=[report, report_raw], api_name="doctor", **MODEL_GROUP)
+    diagnose.click(handlers.doctor, outputs=[report, report_raw], api_name="doctor", **DOCTOR_GROUP)
     timer = gr.Timer(stats_every_s)
     timer.tick(
         handlers.stats,

@@ -14,16 +14,14 @@ ICONS = {"pass": "✓", "warn": "!", "fail": "✗", "skipped": "–"}  # doctor 
 _BACKTICKS = re.compile(r"`([^`]+)`")
 
 
-def options_for(request, temp_root) -> DoctorOptions:
-    """Doctor options for the server answering ``request``: its own host and port (checked as
-    "ours"), and the temp folder its request folders go to."""
-    changes = {"temp_dir": temp_root}
-    try:
-        url = request.url if request is not None else None
-    except AttributeError:  # a gr.Request made without an HTTP request (tests, API internals)
-        url = None
-    if url is not None and url.port:
-        changes.update(host=url.hostname or DoctorOptions.host, port=url.port)
+def options_for(address: tuple[str | None, int | None], temp_root) -> DoctorOptions:
+    """Doctor options for this server: the host and port it was started on (checked as "ours") and
+    the temp folder its request folders go to. Never from the request: its Host header is the
+    client's to choose (a forged one made the server probe other ports, a port scanner)."""
+    host, port = address
+    changes: dict = {"temp_dir": temp_root}
+    if port:
+        changes.update(host=host or DoctorOptions.host, port=int(port))
     return DoctorOptions(**changes)
 
 

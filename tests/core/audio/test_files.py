@@ -530,3 +530,33 @@ def test_write_wav_never_overwrites(tmp_path, speech):
     with pytest.raises(FileExistsError):
         write_wav(path, speech(0.5, seed=2))
     assert path.read_bytes() == before
+
+
+# ------------------------------------------------------------------ issue 19, finding 12: damaged MP3
+
+
+def test_a_damaged_mp3_that_states_its_length_is_refused_with_the_truncation_rule(damaged_mp3):
+    """Its Info frame states 1.5 s; the decoder stops with errors after 0.24 s. It was accepted
+    as a 0.24 s clip without a word."""
+    with pytest.raises(AudioInputError, match=r"header promises 1\.50 s .* holds only 0\.\d+ s.*decoder reported"):
+        load_audio(damaged_mp3)
+
+
+def test_an_undamaged_mp3_states_its_length_and_loads_whole(tmp_path, speech):
+    from core.audio.readers import mp3_stated_frames
+    from tests.conftest import write_mp3
+
+    whole = write_mp3(tmp_path / "whole.mp3", speech(1.5))
+    assert mp3_stated_frames(whole) == 65  # 1.5 s in 576-sample MPEG-2 frames, with the encoder's delay
+    audio = load_audio(whole)
+    assert audio.facts.duration_s == pytest.approx(1.5, abs=0.01) and audio.facts.warnings == ()
+
+
+def test_a_damaged_mp3_that_states_no_length_is_used_with_a_warning(tmp_path, speech):
+    from core.audio.readers import mp3_stated_frames
+    from tests.conftest import write_mp3
+
+    path = write_mp3(tmp_path / "no_info.mp3", speech(1.5), xing=False, damage_from=800)
+    assert mp3_stated_frames(path) is None
+    audio = load_audio(path)
+    assert any("decoder reported damaged data" in w and "may have gaps" in w for w in audio.facts.warnings)

@@ -1,18 +1,21 @@
-"""``python -m core doctor``: each check fails when its condition is broken for real (ffmpeg off
-PATH, a folder too full or unwritable, a tensor moved off the device, a port taken), the GPU
+"""``python -m core doctor``: each check fails when its condition is broken for real (no model, a
+decoder missing, a folder too full or unwritable, a tensor moved off the device, a port taken), the GPU
 checks judge the text nvidia-smi prints and the facts PyTorch gives, and --json is stable."""
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import socket
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 import torch
 
-from core.doctor import FAIL, PASS, SKIPPED, WARN, DoctorOptions, gather, gpu, host, run_doctor, tones
+from core.doctor import FAIL, PASS, SKIPPED, WARN, DoctorOptions, gather, gpu, host, needs, run_doctor, tones
 from core.doctor.findings import SCHEMA_VERSION
 from core.doctor.run import data_dir_of
 from core.units import MIB
@@ -20,6 +23,7 @@ from core.versions import installed_versions
 
 ROOT = Path(__file__).resolve().parents[3]
 CHECK_NAMES = [
+    "model",
     "gpu_driver",
     "gpu_torch",
     "gpu_same",
@@ -29,11 +33,12 @@ CHECK_NAMES = [
     "tones",
     "cpu_decode",
     "supervisor",
-    "ffmpeg",
+    "audio_decoders",
     "packages",
     "port",
     "temp_dir",
     "data_dir",
+    "abx_store",
 ]  # the documented order
 CHECK_KEYS = {"name", "title", "status", "evidence", "fix", "data"}
 
@@ -186,16 +191,15 @@ def test_tones_fail_on_empty_codes(tiny_engine):
 # --------------------------------------------------------------------------- host
 
 
-def test_ffmpeg_missing_from_path_fails(monkeypatch, tmp_path):
+def test_the_audio_decoders_are_checked_in_pyav_not_on_path(monkeypatch, tmp_path):
+    """Issue 19, finding 11: no system ffmpeg is needed (PyAV carries its libraries): a PATH
+    without ffmpeg fails nothing; a decoder PyAV lacks does."""
     monkeypatch.setenv("PATH", str(tmp_path))
-    found = host.check_ffmpeg(*gather.ffmpeg())
-    assert found.status == FAIL and "apt-get install ffmpeg" in found.fix
-
-
-@pytest.mark.skipif(shutil.which("ffmpeg") is None, reason="ffmpeg is not installed here")
-def test_ffmpeg_on_path_passes():
-    found = host.check_ffmpeg(*gather.ffmpeg())
-    assert found.status == PASS and "ffmpeg version" in found.evidence
+    found = needs.check_audio_decoders(*gather.audio_decoders(needs.NEEDED_DECODERS))
+    assert found.status == PASS and "mp3" in found.evidence and "aac" in found.evidence
+    missing = needs.check_audio_decoders(*gather.audio_decoders(("mp3", "no_such_codec")))
+    assert missing.status == FAIL and "no_such_codec" in missing.evidence
+    assert needs.check_audio_decoders(None, {}, "No module named 'av'").status == FAIL
 
 
 def test_a_temp_folder_without_room_fails(tmp_path):
@@ -292,8 +296,9 @@ def test_a_run_reports_every_check_with_stable_keys(tiny_engine, tmp_path):
     assert [c["name"] for c in doc["checks"]] == CHECK_NAMES
     assert all(set(c) == CHECK_KEYS for c in doc["checks"])
     by_name = {c["name"]: c for c in doc["checks"]}
-    for name in ("placement", "memory", "tones", "port", "temp_dir", "data_dir", "packages"):
+    for name in ("model", "placement", "memory", "tones", "port", "temp_dir", "data_dir", "packages", "abx_store"):
         assert by_name[name]["status"] == PASS, by_name[name]
+    assert "random weights" in by_name["model"]["evidence"]
     assert by_name["gpu_driver"]["status"] in (SKIPPED, PASS)  # no GPU here: skipped, which does not fail
     assert doc["ok"] == (doc["counts"]["fail"] == 0) and report.exit_code == (0 if doc["ok"] else 1)
     text = report.to_text()
@@ -331,19 +336,28 @@ def test_cli_json_and_exit_code(tiny_checkpoint, tmp_path, monkeypatch, cli):
 
 
 @pytest.mark.parametrize(
-    "device,dtype,flags,status,words",
+    "device,dtype,timings,status,words",
     [
-        ("cuda:0", "float32", frozenset({"amx_bf16"}), SKIPPED, "cuda:0"),
-        ("cpu", "float32", frozenset({"avx2", "amx_bf16"}), PASS, "--decode-dtype bfloat16"),
-        ("cpu", "float32", frozenset({"avx2"}), PASS, "fp32 decode (exact)"),
-        ("cpu", "bfloat16", frozenset({"avx512_bf16"}), PASS, "native bf16 (avx512_bf16)"),
-        ("cpu", "bfloat16", frozenset({"avx2", "avx512f"}), WARN, "no native bf16"),
+        ("cuda:0", "float32", {"float32": 1.0, "bfloat16": 0.1}, SKIPPED, "cuda:0"),
+        ("cpu", "float32", None, SKIPPED, "no model loaded"),
+        ("cpu", "float32", {"float32": 0.29, "bfloat16": 0.10}, PASS, "--decode-dtype bfloat16 would decode 2.9x"),
+        ("cpu", "float32", {"float32": 0.10, "bfloat16": 3.2}, PASS, "float32 decode, the faster or exact choice"),
+        ("cpu", "bfloat16", {"float32": 0.29, "bfloat16": 0.10}, PASS, "bfloat16 decode, the faster"),
+        ("cpu", "bfloat16", {"float32": 0.10, "bfloat16": 3.2}, WARN, "32.0x slower than fp32 here"),
     ],
 )
-def test_cpu_decode_precision_check(device, dtype, flags, status, words):
-    found = host.check_cpu_decode(device, dtype, "Some CPU", flags)
+def test_cpu_decode_precision_is_judged_from_measured_decodes(device, dtype, timings, status, words):
+    found = host.check_cpu_decode(device, dtype, "Some CPU", timings, 4)
     assert found.status == status and words in found.evidence, found
     assert ("float32" in found.fix) == (status == WARN)
+
+
+def test_the_precision_advice_comes_from_a_decode_measured_here(tiny_engine, tmp_path):
+    """Issue 19, finding 11: the advice came from /proc/cpuinfo flags and a figure from another machine."""
+    timings = gather.decode_timings(tiny_engine, 2)
+    assert set(timings) == {"float32", "bfloat16"} and all(t > 0 for t in timings.values())
+    found = host.check_cpu_decode("cpu", "float32", gather.cpu()[0], timings, 2)
+    assert found.data["float32_s"] == timings["float32"] and "2 frames decoded in" in found.evidence
 
 
 def test_cpu_flags_are_read_from_cpuinfo(tmp_path):
@@ -356,3 +370,52 @@ def test_cpu_flags_are_read_from_cpuinfo(tmp_path):
     assert gather.cpu(x86) == ("Intel(R) Xeon(R)", frozenset({"fpu", "avx512f", "amx_bf16"}))
     assert gather.cpu(arm) == (None, frozenset({"fp", "asimd", "bf16"}))
     assert gather.cpu(tmp_path / "missing") == (None, frozenset())
+
+
+# --------------------------------------------------------------------------- issue 19: what the app needs
+
+
+def test_a_missing_model_fails_the_doctor_and_its_exit_code(tmp_path):
+    """Finding 11: "nothing failed: 6 passed, 0 failed, 8 skipped" and exit 0 with no model."""
+    options = _options(tmp_path)
+    argv = [sys.executable, "-m", "core", "doctor", "--json", "--model", str(tmp_path / "no-such-model")]
+    argv += ["--device", "cpu", "--port", str(options.port), "--temp-dir", str(tmp_path / "t")]
+    env = {**os.environ, "CODEC_DATA_DIR": str(tmp_path / "data")}
+    proc = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=300, check=False, env=env)
+    doc = json.loads(proc.stdout)
+    model = {c["name"]: c for c in doc["checks"]}["model"]
+    assert proc.returncode == 1 and doc["ok"] is False
+    assert model["status"] == FAIL and "does not exist" in model["evidence"] and "CODEC_MODEL" in model["fix"]
+
+
+def test_a_missing_model_fails_even_when_not_loaded(tmp_path):
+    """``--no-model``: the files are looked at, and their absence fails."""
+    from core.model.engine import Engine
+    from core.settings import Settings
+
+    unloaded = Engine(Settings(model=str(tmp_path / "no-such-model"), device="cpu", data_dir=str(tmp_path / "d")))
+    report = run_doctor(unloaded, _options(tmp_path))
+    model = {f.name: f for f in report.findings}["model"]
+    assert model.status == FAIL and "does not exist" in model.evidence and report.exit_code == 1
+
+
+def test_an_unreadable_checkpoint_fails_without_loading_it(tiny_checkpoint, tmp_path):
+    broken = tmp_path / "ckpt"
+    shutil.copytree(tiny_checkpoint, broken)
+    for weights in broken.glob("*.safetensors"):
+        weights.write_bytes(b"not safetensors")
+    path, error = gather.model_files(str(broken))
+    assert path is None and "safetensors" in error
+    assert needs.check_model(str(broken), "unloaded", path, error, False).status == FAIL
+    assert gather.model_files(str(tiny_checkpoint))[0] == str(tiny_checkpoint)
+
+
+def test_a_damaged_blind_test_database_fails_the_doctor(tmp_path):
+    from core.doctor.run import _blind_test_store
+    from core.judging.abx import DB_NAME
+
+    assert needs.check_blind_test_store(*_blind_test_store(tmp_path / "data")).status == PASS  # made on first use
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / DB_NAME).write_bytes(b"not a database" * 100)
+    store = needs.check_blind_test_store(*_blind_test_store(tmp_path / "data"))
+    assert store.status == FAIL and "damaged" in store.evidence

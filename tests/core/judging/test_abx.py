@@ -78,7 +78,7 @@ def test_one_session_cannot_read_or_answer_another(tmp_path):
 
 
 def test_answers_are_checked_and_timed(tmp_path):
-    clock = iter([100.0, 100.0, 103.5, 110.0]).__next__
+    clock = iter([100.0, 103.5, 110.0]).__next__  # start, then each recorded answer
     store = abx.AbxStore(tmp_path, clock=clock)
     token, _first = store.start("d" * 64, "16 codebooks", trials=2, seed=0)
     with pytest.raises(abx.AbxError, match="A or B"):

@@ -116,3 +116,63 @@ def test_judge_runs_mos_on_both_clips(mos):
 
 
 MOS_MARGIN = 1.2  # 0 dB SNR noise costs more than the red bound
+
+
+# --------------------------------------------------------------------------- issue 19, finding 2: bounded
+
+
+def _long_speech(seconds: float, rate: int = 24_000) -> np.ndarray:
+    from tests.conftest import speechlike
+
+    return speechlike(seconds, sample_rate=rate)
+
+
+def test_windows_are_the_models_own_up_to_the_bound_then_spread_evenly():
+    hop, window = verdict.MAX_HOP_SAMPLES, verdict.WINDOW_SAMPLES
+    ten_s = verdict.window_starts(10 * 16_000, 4)
+    assert len(ten_s) == 4 and ten_s[0] == 0 and ten_s[-1] == 10 * 16_000 - window  # DistillMOS's own 4
+    assert all(b - a <= hop for a, b in zip(ten_s, ten_s[1:], strict=False))
+    ten_min = verdict.window_starts(600 * 16_000, 4)
+    assert len(ten_min) == 4 and ten_min[0] == 0 and ten_min[-1] == 600 * 16_000 - window
+    assert verdict.window_starts(3 * 16_000, 4) == [0]  # shorter than a window: padded by the model, as before
+    assert len(verdict.window_starts(30 * 60 * 16_000, 2)) == 2
+
+
+def test_a_clip_within_the_bound_gets_distillmos_own_answer(mos):
+    """The official path (the package's forward on the whole clip) and ours agree where ours runs
+    the same windows."""
+    import torch
+
+    x = _long_speech(8.5, 16_000)  # two of DistillMOS's windows
+    ours, windows = mos.predict_windows(x, 16_000, 4)  # (and the model loaded)
+    with torch.inference_mode():
+        official = float(mos._model(torch.from_numpy(x)[None]).reshape(-1)[0])
+    assert ours == pytest.approx(official, abs=1e-4) and windows == ((0.0, 7.68), (0.82, 8.5))
+
+
+def test_the_verdict_of_a_long_clip_is_bounded_in_memory_and_says_which_windows(mos):
+    """A 64 s clip took DistillMOS +3.8 GiB (about 60 MB per audio second); with the bound, the
+    growth is one window's whatever the length."""
+    import threading
+
+    import psutil
+
+    x = _long_speech(64.0)
+    process = psutil.Process()
+    mos.predict(x[: 24_000 * 8], 24_000, 1)  # the model loaded and warm before measuring
+    base, peak, done = process.memory_info().rss, [0], threading.Event()
+
+    def sample():
+        while not done.is_set():
+            peak[0] = max(peak[0], process.memory_info().rss)
+            done.wait(0.02)
+
+    watcher = threading.Thread(target=sample)
+    watcher.start()
+    try:
+        v = verdict.judge(x, x, {"PESQ-WB": 3.5, "STOI": 0.97}, 24_000, max_windows=2)
+    finally:
+        done.set()
+        watcher.join()
+    assert (peak[0] - base) / (1 << 20) < 700, f"+{(peak[0] - base) / (1 << 20):.0f} MiB"
+    assert v.to_dict()["windows"] == [[0.0, 7.68], [56.32, 64.0]] and v.mos_original == v.mos_reconstruction
