@@ -65,13 +65,11 @@ class ReviewHandlers(TabHandlers):
 
     def _planned_windows(self, duration_s: float) -> list[tuple[float, float]]:
         """The stretches DistillMOS will hear, (start s, end s): the bounded verdict's windows
-        (issue 19: ``verdict.window_starts``, ``Settings.mos_windows``) where this build has them,
-        else the whole clip."""
-        starts_of = getattr(verdict, "window_starts", None)
-        if starts_of is None or duration_s <= 0:
-            return [(0.0, duration_s)]
-        rate, length = verdict.MOS_RATE, getattr(verdict, "WINDOW_SAMPLES", 0) / verdict.MOS_RATE
-        starts = starts_of(int(duration_s * rate), getattr(self.engine.settings, "mos_windows", None))
+        (``verdict.window_starts``, at most ``Settings.mos_windows`` per clip)."""
+        if duration_s <= 0:
+            return [(0.0, 0.0)]
+        rate, length = verdict.MOS_RATE, verdict.WINDOW_SAMPLES / verdict.MOS_RATE
+        starts = verdict.window_starts(int(duration_s * rate), self.engine.settings.mos_windows)
         return [(start / rate, start / rate + length) for start in starts]
 
     def verdict(
