@@ -47,7 +47,8 @@ def _upload(url: str, path) -> str:
 
 def _roundtrip(url: str, server_path: str) -> dict:
     """One round trip through the API; the event's output data."""
-    payload = json.dumps({"data": [{"path": server_path, "meta": {"_type": "gradio.FileData"}}]}).encode()
+    # the clip, no reference codecs, no second checkpoint: the round trip itself is what is soaked
+    payload = json.dumps({"data": [{"path": server_path, "meta": {"_type": "gradio.FileData"}}, [], False]}).encode()
     req = urllib.request.Request(url + "gradio_api/call/roundtrip", payload, {"Content-Type": "application/json"})
     with urllib.request.urlopen(req, timeout=60) as r:
         event_id = json.loads(r.read())["event_id"]
