@@ -226,7 +226,7 @@ def run_ladder(
     levels = ladder.parse_levels(levels)
     progress(0.02, "job.reading")
     original = _load(audio_path, limits)
-    ladder.check_budget(levels, original.size / analysis.SAMPLE_RATE, engine.settings.ladder_max_audio_s)
+    ladder.check_budget(levels, original.size / SAMPLE_RATE, engine.settings.ladder_max_audio_s)
     codes, model_s = _codes_for(engine, original, token_path)
     check_duration([codes.shape[0]], engine.settings.max_duration_s)
     rungs = ladder.decode_ladder(

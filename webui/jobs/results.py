@@ -16,8 +16,10 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
+from core.units import MIB
+
 MAX_ENTRIES = 256  # results remembered (each a few KB of JSON)
-_CHUNK = 1 << 20  # bytes read at a time for a digest
+_CHUNK = MIB  # bytes read at a time for a digest
 
 _memo: OrderedDict[tuple, Any] = OrderedDict()
 _lock = threading.Lock()

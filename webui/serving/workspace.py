@@ -20,6 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from core.units import MIB
 from webui.i18n import TranslatedError
 from webui.serving import storage
 
@@ -38,7 +39,7 @@ class Workspace:
         self,
         root: Path | str | None = None,
         max_age_s: float = DEFAULT_MAX_AGE_S,
-        max_bytes: int = int(DEFAULT_MAX_TEMP_MB * storage.MIB),
+        max_bytes: int = int(DEFAULT_MAX_TEMP_MB * MIB),
     ):
         if root is None:
             root = storage.default_root()
@@ -79,12 +80,10 @@ class Workspace:
             logger.error(
                 "temp folder %s holds %.0f MiB, over its %.0f MiB cap",
                 self.root,
-                used / storage.MIB,
-                self.max_bytes / storage.MIB,
+                used / MIB,
+                self.max_bytes / MIB,
             )
-            raise TranslatedError(
-                "hardening.temp_full", used=round(used / storage.MIB), cap=round(self.max_bytes / storage.MIB)
-            )
+            raise TranslatedError("hardening.temp_full", used=round(used / MIB), cap=round(self.max_bytes / MIB))
 
     def cleanup(self, now: float | None = None) -> int:
         """Delete request folders older than ``max_age_s``; return how many went."""
