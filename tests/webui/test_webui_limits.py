@@ -274,3 +274,21 @@ def test_the_rate_refills_over_time_and_answers_are_not_metered():
     assert not isinstance(
         limits.admit(other, SimpleNamespace(concurrency_id="lab"), queue, frozenset(), False), Refusal
     )
+
+
+def test_a_read_call_leaves_no_session_behind(engine, tmp_path):
+    """Each /gradio_api/call event was a Gradio session of its own (a copy of the page's whole
+    configuration) kept until 10,000 existed: 8 clients' calls grew the server by ~3.7 MB a loop."""
+    ui = UiOptions(temp_root=tmp_path / "root")
+    demo = build_app(engine, ui)
+    _app, url = launch(demo, engine, ui, ServerOptions(port=_free_port()))
+    try:
+        before = len(demo.state_holder.session_data)
+        for _ in range(12):
+            status, body = _call(url, "status", [], "127.0.0.1")
+            assert status == 200
+            _result(url, "status", body["event_id"], "127.0.0.1")
+        assert len(demo.state_holder.session_data) - before <= 1  # at most the one a read may race with
+        assert not any(body["event_id"] in q for q in (demo._queue.event_ids_to_events,))
+    finally:
+        demo.close()

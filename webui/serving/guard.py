@@ -30,7 +30,7 @@ from pathlib import Path
 
 from core.units import MIB
 from webui.serving import files, storage, uploads
-from webui.serving.limits import ClientLimits, Refusal
+from webui.serving.limits import ClientLimits, Refusal, forget_call
 from webui.serving.throttle import LoginThrottle, client_key, retry_after_header
 
 logger = logging.getLogger(__name__)
@@ -183,7 +183,7 @@ class Guard:
                 return await _respond(send, 401, "Sign in first.")
             return await files.serve(scope, receive, send, self.temp_root, self._serve_roots(scope))
         if method == "GET" and path.startswith(CALL_PREFIX) and path.count("/") >= 4:
-            self.limits.read(scope, path.rstrip("/").rsplit("/", 1)[-1], self.trusted)
+            return await self._read_call(scope, receive, send, path.rstrip("/").rsplit("/", 1)[-1])
         if method not in ("POST", "PUT", "PATCH"):
             return await self.app(scope, receive, send)
         storage.ensure(self.temp_root)  # a /tmp cleaner may have removed it
@@ -228,6 +228,27 @@ class Guard:
         if path == JOIN_PATH or path.startswith(CALL_PREFIX):
             return await self._queue(scope, _replay(body, receive), send, decoded)
         await self.app(scope, _replay(body, receive), send)
+
+    async def _read_call(self, scope, receive, send, event_id: str) -> None:
+        """A ``/gradio_api/call`` result being read: once it has been sent whole, Gradio's records
+        of that call (its session above all) are dropped (``limits.forget_call``)."""
+        self.limits.read(scope, event_id, self.trusted)
+        finished = False
+
+        async def watch(message):
+            nonlocal finished
+            if message["type"] == "http.response.body":
+                chunk = message.get("body", b"")
+                finished = finished or b"event: complete" in chunk or b"event: error" in chunk
+            await send(message)
+
+        try:
+            await self.app(scope, receive, watch)
+        finally:
+            if finished:
+                blocks = getattr(scope.get("app"), "get_blocks", lambda: None)()
+                if blocks is not None:
+                    forget_call(blocks, event_id)
 
     async def _queue(self, scope, receive, send, body) -> None:
         """An event joining Gradio's queue: admitted by the per-client limits, or 429."""

@@ -12,6 +12,10 @@ one rule covers every endpoint, present and future (issue 19, finding 8):
   ``GET /gradio_api/call/<name>/<event_id>`` reads it; Gradio never forgets an unread one (10,000
   unread ``/status`` calls took 2.8 GB). A client may leave at most ``unread`` results unread; after
   ``unread_ttl_s`` an unread result is dropped from Gradio's records.
+- **Per-call sessions**: each ``/gradio_api/call`` event is a session of its own in Gradio, with a
+  copy of the whole page's configuration (about 0.3 MB here), kept until 10,000 sessions exist: an
+  API client's calls grew the server by gigabytes. Once a call's result has been read (or dropped
+  unread), :func:`forget_call` removes its session and records.
 
 A client is its address (``throttle.client_key``: the peer, or ``X-Real-IP`` from a trusted proxy).
 """
@@ -148,7 +152,7 @@ class ClientLimits:
             if now - made < self.settings.unread_ttl_s:
                 break
             del client.unread[event_id]
-            _forget_event(queue, event_id)
+            forget_call(getattr(queue, "blocks", None), event_id, queue)
 
 
 def _jobs_of(queue, key: str, group: str, trusted: frozenset[str]) -> int:
@@ -156,6 +160,20 @@ def _jobs_of(queue, key: str, group: str, trusted: frozenset[str]) -> int:
     events = list(getattr(queue.event_queue_per_concurrency_id.get(group), "queue", []) or [])
     events += [e for job in queue.active_jobs if job for e in job if e.fn.concurrency_id == group]
     return sum(1 for e in events if client_key(e.request.scope, trusted) == key)
+
+
+def forget_call(blocks, event_id: str, queue=None) -> None:
+    """Drop what Gradio keeps of a finished ``/gradio_api/call`` event: its queue records and its
+    session (for a simple call the session is the event itself, used by nobody else)."""
+    queue = queue if queue is not None else getattr(blocks, "_queue", None)
+    if queue is not None:
+        _forget_event(queue, event_id)
+    holder = getattr(blocks, "state_holder", None)
+    sessions = getattr(holder, "session_data", None)
+    if holder is not None and isinstance(sessions, dict):
+        with holder.lock:
+            sessions.pop(event_id, None)
+            getattr(holder, "time_last_used", {}).pop(event_id, None)
 
 
 def _forget_event(queue, event_id: str) -> None:
