@@ -20,6 +20,10 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 CONF ?= supervisord.conf
 PYTEST_ARGS ?=
+# Test processes (pytest-xdist): one per core of the 2-core machines this runs on; whole files go to one
+# process (--dist loadfile), so a module's served app or browser is started once.
+PYTEST_WORKERS ?= 2
+XDIST := -n $(PYTEST_WORKERS) --dist loadfile
 APP_REQS := requirements.txt requirements-judging.txt  # the app (its verdict needs the MOS model)
 TEST_REQS := $(APP_REQS) requirements-dataset.txt requirements-test.txt  # make test runs every test
 FAST_MARKERS := not gpu and not browser and not service and not slow
@@ -125,10 +129,10 @@ node_modules/.package-lock.json: package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
 
 test: test-system-deps lint node_modules/.package-lock.json
-	$(PY) -m pytest -m "not gpu" --timeout=900 --durations=15 $(PYTEST_ARGS)
+	$(PY) -m pytest -m "not gpu" $(XDIST) --timeout=900 --durations=15 $(PYTEST_ARGS)
 
 test-fast: $(VENV)/.stamp-test
-	$(PY) -m pytest -m "$(FAST_MARKERS)" --timeout=300 --durations=10 $(PYTEST_ARGS)
+	$(PY) -m pytest -m "$(FAST_MARKERS)" $(XDIST) --timeout=300 --durations=10 $(PYTEST_ARGS)
 
 test-service: $(VENV)/.stamp-test
 	$(PY) -m pytest tests/service --timeout=600 $(PYTEST_ARGS)

@@ -36,6 +36,8 @@ ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results"
 sys.path.insert(0, str(ROOT))
 
+from core.units import MIB  # noqa: E402  (after the path line, so the bench runs from any folder)
+
 CLIP_S = 2.0  # seconds of speech per round trip: the soak is about memory, not model time
 FLAT_SHARE = 0.10  # the last minute's median RSS may exceed the second minute's by this much
 
@@ -165,7 +167,7 @@ def main(argv=None) -> int:
         for t in threads:
             t.start()
         while time.monotonic() - started < args.minutes * 60:
-            samples.append((round(time.monotonic() - started, 1), process.memory_info().rss / (1 << 20)))
+            samples.append((round(time.monotonic() - started, 1), process.memory_info().rss / MIB))
             print(
                 f"{samples[-1][0]:6.0f} s  RSS {samples[-1][1]:7.0f} MiB  loops {sum(c.loops for c in clients)}",
                 file=sys.stderr,
@@ -175,7 +177,7 @@ def main(argv=None) -> int:
         stop.set()
         for t in threads:
             t.join(timeout=600)
-        samples.append((round(time.monotonic() - started, 1), process.memory_info().rss / (1 << 20)))
+        samples.append((round(time.monotonic() - started, 1), process.memory_info().rss / MIB))
     finally:
         server.terminate()
         server.wait(timeout=60)
