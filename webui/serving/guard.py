@@ -22,6 +22,7 @@ that Gradio itself lets through.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import re
@@ -248,7 +249,7 @@ class Guard:
             if finished:
                 blocks = getattr(scope.get("app"), "get_blocks", lambda: None)()
                 if blocks is not None:
-                    forget_call(blocks, event_id)
+                    await _forget_when_done(blocks, event_id)
 
     async def _queue(self, scope, receive, send, body) -> None:
         """An event joining Gradio's queue: admitted by the per-client limits, or 429."""
@@ -345,3 +346,17 @@ class Guard:
             await send(message)
 
         await self.app(scope, receive, note)
+
+
+FORGET_TRIES = 50  # a read call's job leaves Gradio's running list moments after its result is sent
+FORGET_EVERY_S = 0.1
+
+
+async def _forget_when_done(blocks, event_id: str) -> None:
+    """Drop a read call's records once its job has left Gradio's queue (tried for ~5 s; a job still
+    listed then keeps its records, and a warning says so)."""
+    for _ in range(FORGET_TRIES):
+        if forget_call(blocks, event_id):
+            return
+        await asyncio.sleep(FORGET_EVERY_S)
+    logger.warning("call %s still listed as running %.0f s after its result was read", event_id, FORGET_TRIES * FORGET_EVERY_S)

@@ -162,28 +162,33 @@ def _jobs_of(queue, key: str, group: str, trusted: frozenset[str]) -> int:
     return sum(1 for e in events if client_key(e.request.scope, trusted) == key)
 
 
-def forget_call(blocks, event_id: str, queue=None) -> None:
+def forget_call(blocks, event_id: str, queue=None) -> bool:
     """Drop what Gradio keeps of a finished ``/gradio_api/call`` event: its queue records and its
-    session (for a simple call the session is the event itself, used by nobody else)."""
+    session (for a simple call the session is the event itself, used by nobody else). False when
+    the event is still waiting or running (its result can be sent before its job leaves Gradio's
+    list of running jobs): nothing is dropped then, and the caller tries again a moment later."""
     queue = queue if queue is not None else getattr(blocks, "_queue", None)
-    if queue is not None:
-        _forget_event(queue, event_id)
+    if queue is not None and not _forget_event(queue, event_id):
+        return False
     holder = getattr(blocks, "state_holder", None)
     sessions = getattr(holder, "session_data", None)
     if holder is not None and isinstance(sessions, dict):
         with holder.lock:
             sessions.pop(event_id, None)
             getattr(holder, "time_last_used", {}).pop(event_id, None)
+    return True
 
 
-def _forget_event(queue, event_id: str) -> None:
+def _forget_event(queue, event_id: str) -> bool:
     """Drop what Gradio keeps of a finished ``/call`` event nobody read (its result, its record);
-    for a simple call the session is the event itself. An event still waiting or running is kept."""
+    for a simple call the session is the event itself. An event still waiting or running is kept
+    (False)."""
     waiting = [e for q in queue.event_queue_per_concurrency_id.values() for e in q.queue]
     running = [e for job in queue.active_jobs if job for e in job]
     if any(e._id == event_id for e in waiting + running):
-        return
+        return False
     for name in ("pending_messages_per_session", "pending_event_ids_session", "event_ids_to_events", "event_analytics"):
         records = getattr(queue, name, None)
         if isinstance(records, dict):
             records.pop(event_id, None)
+    return True
