@@ -359,4 +359,6 @@ async def _forget_when_done(blocks, event_id: str) -> None:
         if forget_call(blocks, event_id):
             return
         await asyncio.sleep(FORGET_EVERY_S)
-    logger.warning("call %s still listed as running %.0f s after its result was read", event_id, FORGET_TRIES * FORGET_EVERY_S)
+    logger.warning(
+        "call %s still listed as running %.0f s after its result was read", event_id, FORGET_TRIES * FORGET_EVERY_S
+    )
