@@ -15,12 +15,20 @@ SAMPLE_RATE = 24_000  # Hz
 SERVICE_TESTS = Path(__file__).resolve().parent / "service"
 
 
+HEAVY_MARKERS = ("slow", "service", "browser")  # files holding such tests start first (below)
+
+
 def pytest_collection_modifyitems(config, items):
     """Tests under tests/service are marked ``service`` (make test-fast leaves them out); GPU tests
-    run only where CUDA exists (the device machine), never in CI."""
+    run only where CUDA exists (the device machine), never in CI. Files with slow, service or
+    browser tests are put first (each file's own order kept): make test's two processes take whole
+    files in this order, so the long ones start early and short ones fill the end, instead of one
+    process finishing a 70 s soak while the other waits."""
     for item in items:
         if SERVICE_TESTS in Path(item.fspath).parents:
             item.add_marker(pytest.mark.service)
+    heavy = {item.path for item in items if any(item.get_closest_marker(m) for m in HEAVY_MARKERS)}
+    items.sort(key=lambda item: item.path not in heavy)  # stable: collection order within each group
     try:
         import torch
 
