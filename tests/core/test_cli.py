@@ -23,6 +23,7 @@ def run(*args, timeout=180):
     )
 
 
+@pytest.mark.slow  # a real process loading the model: ~20 s; make test runs it
 def test_check_json_on_cpu(tiny_checkpoint):
     proc = run("check", "--json", "--model", tiny_checkpoint)
     assert proc.returncode == 0, proc.stderr
@@ -147,6 +148,7 @@ def test_decode_applies_the_duration_limit_to_token_files(tiny_checkpoint, tmp_p
     assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
 
 
+@pytest.mark.slow  # a real process: ~15 s; make test runs it
 def test_an_error_in_a_real_process_is_one_line_and_exit_1(tiny_checkpoint, tmp_path):
     """The smoke test of failure: a real ``python -m core`` ends with exit 1 and one line, no traceback."""
     bad = tmp_path / "notes.wav"

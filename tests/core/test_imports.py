@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 CORE = Path(__file__).resolve().parents[2] / "core"
 
 
@@ -27,6 +29,7 @@ def test_importing_every_core_module_leaves_gradio_out():
     assert out.stdout.strip() == "[]", out.stdout
 
 
+@pytest.mark.slow  # a fresh interpreter importing transformers: ~13 s; make test runs it
 def test_loading_the_tokenizer_classes_leaves_unused_frameworks_out():
     """scikit-learn is installed here (librosa needs it) and transformers would import it at import
     time; ``core.model.weights`` switches that off, and JAX/TensorFlow with transformers' own switches."""

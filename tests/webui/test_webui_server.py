@@ -185,6 +185,7 @@ def test_missing_weights_still_serve_the_page(tmp_path, free_port):
         proc.wait(timeout=30)
 
 
+@pytest.mark.slow  # real server processes: ~13 s; make test runs it
 def test_bad_settings_exit_with_a_message(tmp_path):
     proc, log = _start(["--device", "auto"], tmp_path=tmp_path)
     assert proc.wait(timeout=120) == 2

@@ -18,6 +18,8 @@ from core.settings import Settings
 from core.tokens import load_tokens
 from tests.core.dataset.builders import as_file, audio_bytes, hub_parquet, tar_shard
 
+pytestmark = pytest.mark.slow  # a real local Ray per module and tokenize jobs: ~2 min; make test runs them
+
 ROOT = Path(__file__).resolve().parents[3]
 OPTIONS = TokenizeOptions(shard_size=2, batch_files=4, decode_files=2)
 

@@ -375,6 +375,7 @@ def test_cpu_flags_are_read_from_cpuinfo(tmp_path):
 # --------------------------------------------------------------------------- issue 19: what the app needs
 
 
+@pytest.mark.slow  # the doctor in a real process: ~18 s; make test runs it
 def test_a_missing_model_fails_the_doctor_and_its_exit_code(tmp_path):
     """Finding 11: "nothing failed: 6 passed, 0 failed, 8 skipped" and exit 0 with no model."""
     options = _options(tmp_path)
