@@ -24,6 +24,9 @@ PYTEST_ARGS ?=
 # process (--dist loadfile), so a module's served app or browser is started once.
 PYTEST_WORKERS ?= 2
 XDIST := -n $(PYTEST_WORKERS) --dist loadfile
+# One OpenMP thread per test process (and the servers it starts): two processes with two threads each
+# on two cores spin-wait against each other (tests/core 8 % slower that way).
+TEST_ENV := OMP_NUM_THREADS=1
 APP_REQS := requirements.txt requirements-judging.txt  # the app (its verdict needs the MOS model)
 TEST_REQS := $(APP_REQS) requirements-dataset.txt requirements-test.txt  # make test runs every test
 FAST_MARKERS := not gpu and not browser and not service and not slow
@@ -135,10 +138,10 @@ node_modules/.package-lock.json: package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
 
 test: test-system-deps lint node_modules/.package-lock.json
-	$(PY) -m pytest -m "not gpu" $(XDIST) --timeout=900 --durations=15 $(PYTEST_ARGS)
+	$(TEST_ENV) $(PY) -m pytest -m "not gpu" $(XDIST) --timeout=900 --durations=15 $(PYTEST_ARGS)
 
 test-fast: $(VENV)/.stamp-test
-	$(PY) -m pytest -m "$(FAST_MARKERS)" $(XDIST) --timeout=300 --durations=10 $(PYTEST_ARGS)
+	$(TEST_ENV) $(PY) -m pytest -m "$(FAST_MARKERS)" $(XDIST) --timeout=300 --durations=10 $(PYTEST_ARGS)
 
 test-service: $(VENV)/.stamp-test
 	$(PY) -m pytest tests/service --timeout=600 $(PYTEST_ARGS)

@@ -18,6 +18,7 @@ import soundfile as sf
 from core.dataset import shards
 
 ROOT = Path(__file__).resolve().parents[3]
+CLIPS = 8  # good clips (1 s each): four shards besides the first, enough to be killed between
 
 
 def _cli(args, **kwargs):
@@ -56,8 +57,8 @@ tokenize(data, out, Settings(model=str(model), device="cpu"), options, show_prog
 def test_a_killed_run_resumes_to_every_file_exactly_once(tiny_checkpoint, tmp_path, speech):
     data = tmp_path / "data"
     data.mkdir()
-    for i in range(16):
-        sf.write(data / f"clip{i:02d}.wav", speech(2.0, seed=i), 24_000)
+    for i in range(CLIPS):  # CLIPS // 2 shards of two clips, then the bad file alone in the last one
+        sf.write(data / f"clip{i:02d}.wav", speech(1.0, seed=i), 24_000)
     (data / "clip99.wav").write_bytes(b"not audio")
     out = tmp_path / "out"
     env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
@@ -81,10 +82,10 @@ def test_a_killed_run_resumes_to_every_file_exactly_once(tiny_checkpoint, tmp_pa
     assert "resumed" in log
     after = {p.name: p.stat().st_ino for p in (out / "shards").glob("*.parquet")}
     assert all(after[name] == inode for name, inode in before.items())  # finished shards kept, not rewritten
-    assert shards.finished_shards(out) == set(range(9)) and len(after) == 8  # shard 8: one error, no rows
+    assert shards.finished_shards(out) == set(range(CLIPS // 2 + 1)) and len(after) == CLIPS // 2  # the last: one error, no rows
     indices = [i for table in shards.read_shards(out) for i in table.column("index").to_pylist()]
     errors = [e["index"] for e in shards.read_errors(out)]
-    assert sorted(indices + errors) == list(range(17)) and errors == [16]
+    assert sorted(indices + errors) == list(range(CLIPS + 1)) and errors == [CLIPS]
     manifest = json.loads((out / "manifest.json").read_text())
-    assert manifest["files"] == {"total": 17, "encoded": 16, "errors": 1}
+    assert manifest["files"] == {"total": CLIPS + 1, "encoded": CLIPS, "errors": 1}
     assert manifest["timings"]["runs"][-1]["skipped_shards"] == 1
