@@ -7,9 +7,10 @@ from dataclasses import asdict
 from pathlib import Path
 
 from core.dataset.export import run_record, write_outputs
-from core.dataset.inputs import AUDIO_FIELD, Inputs, read_inputs
+from core.dataset.inputs import read_inputs
 from core.dataset.pipeline import OnResult, TokenizeOptions, job_record, run
 from core.dataset.progress import Progress
+from core.dataset.rows import AUDIO_FIELD, Inputs
 from core.settings import Settings
 
 logger = logging.getLogger(__name__)

@@ -27,7 +27,7 @@ import numpy as np
 
 from core.codec import NUM_CODEBOOKS, SAMPLE_RATE
 from core.dataset.fields import plan_fields
-from core.dataset.inputs import Inputs, Item
+from core.dataset.rows import Inputs, Item
 from core.dataset.shards import Done, Failed, ShardWriter, check_job, finished_shards, shard_of
 from core.errors import CodecError
 from core.settings import Settings

@@ -23,7 +23,7 @@ import json
 import logging
 from pathlib import Path
 
-from core.dataset.inputs import AUDIO_FIELD, InputError, Inputs, Item, path_row, printable, split, to_json
+from core.dataset.rows import AUDIO_FIELD, InputError, Inputs, Item, path_row, printable, split, to_json
 from core.errors import CodecError
 
 logger = logging.getLogger(__name__)

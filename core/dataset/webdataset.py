@@ -25,7 +25,7 @@ from collections import Counter
 from pathlib import Path
 
 from core.audio.readers import AUDIO_SUFFIXES
-from core.dataset.inputs import InputError, Inputs, Item, printable, split, to_json
+from core.dataset.rows import InputError, Inputs, Item, printable, split, to_json
 from core.errors import CodecError
 from core.units import MIB
 
