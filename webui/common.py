@@ -21,7 +21,7 @@ from core.settings import AudioLimits
 from webui import i18n
 from webui.serving import storage
 from webui.serving.workspace import Workspace
-from webui.views import words
+from webui.views.words import codec_error_text
 
 if TYPE_CHECKING:
     from core.model.engine import Engine
@@ -70,17 +70,6 @@ def user_errors(action: str, lang: str = i18n.DEFAULT_LANGUAGE, temp_root: Path 
         logger.exception("unexpected error while %s", i18n.text(action))
         message = i18n.text("error.generic", lang, action=i18n.text(action, lang), kind=type(e).__name__)
         raise gr.Error(message, print_exception=False) from e
-
-
-def codec_error_text(error: CodecError, lang: str) -> str:
-    """A core error for the page: the lead sentence of its class (or the nearest base class that
-    has one) in ``lang``, then core's English detail."""
-    detail = words.sentence(str(error), lang)  # in ``lang`` where the sentence is known; no errno
-    for cls in type(error).__mro__:
-        key = f"error.lead.{cls.__name__}"
-        if key in i18n.catalogues()[i18n.DEFAULT_LANGUAGE]:
-            return i18n.text(key, lang, detail=detail)
-    return detail  # not reached: error.lead.CodecError exists
 
 
 def need_file(value, what: str, lang: str) -> Path:

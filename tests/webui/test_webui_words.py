@@ -15,9 +15,9 @@ from core.audio.files import load_audio
 from core.errors import AudioInputError
 from core.settings import Settings
 from tests.webui.english import english_sentences
-from webui.common import codec_error_text
 from webui.views import formatting as fmt
 from webui.views import words
+from webui.views.words import codec_error_text
 
 RATE = 24_000
 

@@ -33,10 +33,10 @@ from fastapi.routing import APIWebSocketRoute
 
 from core.errors import CodecError, LiveSessionError
 from webui import i18n
-from webui.common import codec_error_text
 from webui.jobs import live as jobs
 from webui.serving.guard import signed_in
 from webui.serving.workspace import Workspace
+from webui.views.words import codec_error_text
 
 logger = logging.getLogger(__name__)
 

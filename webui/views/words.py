@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import re
 
+from core.errors import CodecError
 from core.model.readiness import FAIL, PASS, SKIPPED
 from webui.i18n import DEFAULT_LANGUAGE, catalogues, filled, text
 
@@ -149,3 +150,14 @@ def estimate(value, lang: str) -> str:
         return str(value or "")
     fields = {k: v for k, v in value.items() if k != "operation"}
     return text(f"job.estimate.{value['operation']}", lang, **filled(fields, lang))
+
+
+def codec_error_text(error: CodecError, lang: str) -> str:
+    """A core error for the page: the lead sentence of its class (or the nearest base class that
+    has one) in ``lang``, then core's English detail."""
+    detail = sentence(str(error), lang)  # in ``lang`` where the sentence is known; no errno
+    for cls in type(error).__mro__:
+        key = f"error.lead.{cls.__name__}"
+        if key in catalogues()[DEFAULT_LANGUAGE]:
+            return text(key, lang, detail=detail)
+    return detail  # not reached: error.lead.CodecError exists
