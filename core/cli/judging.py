@@ -28,7 +28,7 @@ def cmd_evaluate(args) -> int:
 
 
 def cmd_abx_export(args) -> int:
-    from core.judging.abx import AbxStore
+    from core.judging.abx_store import AbxStore
     from core.settings import settings_from_args
 
     path = AbxStore(settings_from_args(args).data_dir).export_csv(args.output)

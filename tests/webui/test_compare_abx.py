@@ -13,7 +13,7 @@ import soundfile as sf
 
 from core.anchors import BY_ID, make_anchors
 from core.audio.files import load_audio
-from core.judging import abx
+from core.judging import abx_store
 from webui.serving.workspace import Workspace
 from webui.tabs.abx import AbxHandlers
 
@@ -24,7 +24,7 @@ ZH = gr.Request(headers={"accept-language": "zh-CN,zh;q=0.9"})
 @pytest.fixture
 def handlers(engine, tmp_path) -> AbxHandlers:
     h = AbxHandlers(engine, Workspace(tmp_path / "work"))
-    h.store = abx.AbxStore(tmp_path / "data")
+    h.store = abx_store.AbxStore(tmp_path / "data")
     return h
 
 
@@ -72,7 +72,7 @@ def test_b_as_the_second_checkpoint(tiny_checkpoint, second_checkpoint, tmp_path
     engine = Engine(Settings(model=str(tiny_checkpoint), device="cpu"))
     assert engine.load() and second.load_second(engine, str(second_checkpoint)).ready
     h = AbxHandlers(engine, Workspace(tmp_path / "work"))
-    h.store = abx.AbxStore(tmp_path / "data")
+    h.store = abx_store.AbxStore(tmp_path / "data")
     token, _trial, references, *_ = h.start(str(clip), 0, 0, 4, "compare", EN)
     b = sf.read(h._folder(token) / "b.wav", dtype="float32")[0]
     assert np.allclose(b, engine.compare.roundtrip(load_audio(clip)).decoded.samples, atol=2 / 32767)  # 16-bit
@@ -81,14 +81,14 @@ def test_b_as_the_second_checkpoint(tiny_checkpoint, second_checkpoint, tmp_path
 
 
 def test_a_store_from_before_keeps_its_answers_and_names_a_the_original(tmp_path):
-    path = tmp_path / abx.DB_NAME
+    path = tmp_path / abx_store.DB_NAME
     conn = sqlite3.connect(path)
-    conn.executescript(abx._SCHEMA)  # the schema before a_name
+    conn.executescript(abx_store._SCHEMA)  # the schema before a_name
     conn.execute("INSERT INTO sessions VALUES ('s', 0, 'sha', 'old B', 1, 'AB', 0)")
     conn.execute("INSERT INTO trials VALUES ('s', 0, 'sha', 'old B', 'A', 'A', 1, 1.0, 1.0)")
     conn.commit()
     conn.close()
-    store = abx.AbxStore(tmp_path)
+    store = abx_store.AbxStore(tmp_path)
     exported = store.export_csv(tmp_path / "old.csv")
     with open(exported, newline="", encoding="utf-8") as f:
         (row,) = list(csv.DictReader(f))

@@ -16,7 +16,7 @@ import pytest
 import soundfile as sf
 
 from core.audio.files import load_audio
-from core.judging import abx
+from core.judging import abx, abx_store
 from core.model.engine import Engine
 from core.settings import Settings
 from webui.app import build_app
@@ -85,7 +85,7 @@ def test_api_sessions_are_private_and_results_wait_for_the_last_answer(abx_serve
 def abx_handlers(engine, tmp_path) -> AbxHandlers:
     """The tab's handlers on the shared tiny engine, answers in a data folder of their own."""
     handlers = AbxHandlers(engine, Workspace(tmp_path / "work"))
-    handlers.store = abx.AbxStore(tmp_path / "data")
+    handlers.store = abx_store.AbxStore(tmp_path / "data")
     return handlers
 
 

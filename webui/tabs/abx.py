@@ -39,7 +39,7 @@ from core import anchors as anchor_lib
 from core.audio.files import audio_from_array, load_audio
 from core.codec import NUM_CODEBOOKS, SAMPLE_RATE, bitrate_bps
 from core.errors import CodecError
-from core.judging import abx
+from core.judging import abx, abx_store
 from core.judging.sources import CODEC_BPS, COMPARE_ID
 from core.model import second
 from webui import i18n
@@ -77,17 +77,17 @@ def _transport_words(lang: str) -> str:
 class AbxHandlers(TabHandlers):
     """The tab's handlers: the engine for the round trip, request folders, the answer store."""
 
-    store: abx.AbxStore = field(init=False)
+    store: abx_store.AbxStore = field(init=False)
 
     def __post_init__(self):
         settings = self.engine.settings
-        self.store = abx.AbxStore(settings.data_dir, session_ttl_s=settings.abx_session_ttl_s)
+        self.store = abx_store.AbxStore(settings.data_dir, session_ttl_s=settings.abx_session_ttl_s)
 
     def _folder(self, token: str) -> Path:
         """The session's media folder, found from the token alone (no path ever comes from the client)."""
         return self.workspace.root / f"{PREFIX}abx-{hashlib.sha256(token.encode()).hexdigest()[:32]}"
 
-    def _x(self, token: str, trial: abx.Trial) -> Path:
+    def _x(self, token: str, trial: abx_store.Trial) -> Path:
         """X of this trial: A's or B's 16-bit samples with a dither of their own, under a name only the
         token gives (written once: a repeated call finds it)."""
         folder = self._folder(token)
@@ -103,7 +103,7 @@ class AbxHandlers(TabHandlers):
         _write_pcm16(target, samples.astype(np.int32) + _tpdf_lsb(samples.size))
         return target
 
-    def _trial_outputs(self, token: str, trial: abx.Trial, lang: str):
+    def _trial_outputs(self, token: str, trial: abx_store.Trial, lang: str):
         x = self._x(token, trial)
         prompt = i18n.text("abx.prompt", lang, n=trial.index + 1, total=trial.total)
         return trial.index, _source(x, "x", "3", i18n.text("abx.x_caption", lang)), prompt
@@ -137,7 +137,7 @@ class AbxHandlers(TabHandlers):
                 a_samples = self.engine.roundtrip(audio).decoded.samples
                 a_name = abx.A_CODEC
                 a_caption = i18n.text("compare.abx_a_codec", lang, bitrate=f"{bitrate_bps(NUM_CODEBOOKS):g}")
-            token, trial = self.store.start(abx.clip_checksum(samples), name, int(trials), a_name=a_name)
+            token, trial = self.store.start(abx_store.clip_checksum(samples), name, int(trials), a_name=a_name)
             folder = self._folder(token)
             folder.mkdir(parents=True)
             _write_pcm16(folder / "a.wav", _dithered(a_samples))

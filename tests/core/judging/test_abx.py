@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy.stats import binomtest
 
-from core.judging import abx
+from core.judging import abx, abx_store
 
 
 def test_trial_plan_is_random_but_reproducible_from_the_seed():
@@ -48,12 +48,12 @@ def _take(store, token, first, answers):
 
 
 def test_answers_survive_a_restart(tmp_path):
-    store = abx.AbxStore(tmp_path)
+    store = abx_store.AbxStore(tmp_path)
     token, first = store.start("c" * 64, "16 codebooks", trials=4, seed=3)
     trial = _take(store, token, first, [lambda t: t.x_is, lambda t: "B" if t.x_is == "A" else "A"])
     assert trial.index == 2
     del store  # the server goes away; a new one opens the same folder
-    again = abx.AbxStore(tmp_path)
+    again = abx_store.AbxStore(tmp_path)
     assert again.current(token).index == 2
     assert [r["correct"] for r in again.rows(token)] == [1, 0]
     assert _take(again, token, again.current(token), [lambda t: t.x_is] * 2) is None
@@ -63,7 +63,7 @@ def test_answers_survive_a_restart(tmp_path):
 
 
 def test_one_session_cannot_read_or_answer_another(tmp_path):
-    store = abx.AbxStore(tmp_path)
+    store = abx_store.AbxStore(tmp_path)
     mine, first = store.start("a" * 64, "16 codebooks", trials=3, seed=1)
     theirs, _ = store.start("b" * 64, "16 codebooks", trials=3, seed=1)
     store.answer(mine, 0, first.x_is)
@@ -74,12 +74,12 @@ def test_one_session_cannot_read_or_answer_another(tmp_path):
         with pytest.raises(abx.AbxError):
             store.rows(guess)
     # the database keeps only hashes: a copy of it does not give away anyone's token
-    assert mine.encode() not in (tmp_path / abx.DB_NAME).read_bytes()
+    assert mine.encode() not in (tmp_path / abx_store.DB_NAME).read_bytes()
 
 
 def test_answers_are_checked_and_timed(tmp_path):
     clock = iter([100.0, 103.5, 110.0]).__next__  # start, then each recorded answer
-    store = abx.AbxStore(tmp_path, clock=clock)
+    store = abx_store.AbxStore(tmp_path, clock=clock)
     token, _first = store.start("d" * 64, "16 codebooks", trials=2, seed=0)
     with pytest.raises(abx.AbxError, match="A or B"):
         store.answer(token, 0, "C")
@@ -93,16 +93,16 @@ def test_answers_are_checked_and_timed(tmp_path):
 
 
 def test_csv_export_has_one_row_per_trial_and_never_overwrites(tmp_path):
-    store = abx.AbxStore(tmp_path / "data")
+    store = abx_store.AbxStore(tmp_path / "data")
     samples = np.linspace(-1, 1, 100, dtype=np.float32)
-    token, trial = store.start(abx.clip_checksum(samples), "16 codebooks", trials=2, seed=5)
+    token, trial = store.start(abx_store.clip_checksum(samples), "16 codebooks", trials=2, seed=5)
     _take(store, token, trial, [lambda t: "A"] * 2)
     other, trial = store.start("e" * 64, "8 codebooks", trials=1, seed=5)
     store.answer(other, 0, "B")
     mine = store.export_csv(tmp_path / "mine.csv", token)
     rows = list(csv.DictReader(mine.open()))
     assert [r["trial"] for r in rows] == ["0", "1"]
-    assert rows[0]["clip_sha256"] == abx.clip_checksum(samples.copy())
+    assert rows[0]["clip_sha256"] == abx_store.clip_checksum(samples.copy())
     assert len(list(csv.DictReader(store.export_csv(tmp_path / "all.csv").open()))) == 3
     with pytest.raises(FileExistsError):
         store.export_csv(mine, token)
@@ -111,7 +111,7 @@ def test_csv_export_has_one_row_per_trial_and_never_overwrites(tmp_path):
 def test_operator_exports_every_session_from_the_command_line(tmp_path, capsys):
     from core.cli.main import main
 
-    store = abx.AbxStore(tmp_path / "data")
+    store = abx_store.AbxStore(tmp_path / "data")
     for seed in (1, 2):
         token, trial = store.start("f" * 64, "16 codebooks", trials=2, seed=seed)
         _take(store, token, trial, [lambda t: "A"] * 2)

@@ -10,20 +10,20 @@ import time
 
 import pytest
 
-from core.judging import abx
+from core.judging import abx, abx_store
 
 
-def _answer_all(store: abx.AbxStore, token: str, first: abx.Trial) -> None:
-    trial: abx.Trial | None = first
+def _answer_all(store: abx_store.AbxStore, token: str, first: abx_store.Trial) -> None:
+    trial: abx_store.Trial | None = first
     while trial is not None:
         trial = store.answer(token, trial.index, "A")
 
 
 def test_a_database_deleted_while_serving_is_recreated(tmp_path):
-    store = abx.AbxStore(tmp_path)
+    store = abx_store.AbxStore(tmp_path)
     token, first = store.start("a" * 64, "16", trials=2, seed=1)
     store.answer(token, 0, "A")
-    for name in (abx.DB_NAME, abx.DB_NAME + "-wal", abx.DB_NAME + "-shm"):
+    for name in (abx_store.DB_NAME, abx_store.DB_NAME + "-wal", abx_store.DB_NAME + "-shm"):
         (tmp_path / name).unlink(missing_ok=True)
     fresh, trial = store.start("b" * 64, "16", trials=2, seed=2)
     _answer_all(store, fresh, trial)  # was: "no such table: sessions" until a restart
@@ -33,27 +33,27 @@ def test_a_database_deleted_while_serving_is_recreated(tmp_path):
 
 
 def test_a_damaged_database_is_moved_aside_and_the_fault_is_reported(tmp_path):
-    store = abx.AbxStore(tmp_path)
+    store = abx_store.AbxStore(tmp_path)
     token, trial = store.start("a" * 64, "16", trials=1, seed=1)
     _answer_all(store, token, trial)
-    assert abx.store_problem(tmp_path) is None
-    for name in (abx.DB_NAME + "-wal", abx.DB_NAME + "-shm"):
+    assert abx_store.store_problem(tmp_path) is None
+    for name in (abx_store.DB_NAME + "-wal", abx_store.DB_NAME + "-shm"):
         (tmp_path / name).unlink(missing_ok=True)
-    (tmp_path / abx.DB_NAME).write_bytes(b"this is not SQLite " * 500)
-    assert "damaged" in abx.store_problem(tmp_path)  # /ready and the doctor see it
+    (tmp_path / abx_store.DB_NAME).write_bytes(b"this is not SQLite " * 500)
+    assert "damaged" in abx_store.store_problem(tmp_path)  # /ready and the doctor see it
     fresh, trial = store.start("b" * 64, "16", trials=1, seed=2)
     _answer_all(store, fresh, trial)  # the first call repairs it
     assert store.results(fresh).trials == 1
-    assert abx.store_problem(tmp_path) is None
-    kept = list(tmp_path.glob(abx.DB_NAME + ".damaged-*"))
+    assert abx_store.store_problem(tmp_path) is None
+    kept = list(tmp_path.glob(abx_store.DB_NAME + ".damaged-*"))
     assert kept and kept[0].read_bytes().startswith(b"this is not SQLite")  # nothing thrown away
 
 
 def test_a_locked_database_is_refused_quickly_and_start_never_waits_for_it(tmp_path):
-    store = abx.AbxStore(tmp_path, busy_timeout_s=0.3)
+    store = abx_store.AbxStore(tmp_path, busy_timeout_s=0.3)
     token, trial = store.start("a" * 64, "16", trials=3, seed=1)
     store.answer(token, 0, "A")
-    holder = sqlite3.connect(tmp_path / abx.DB_NAME)
+    holder = sqlite3.connect(tmp_path / abx_store.DB_NAME)
     holder.execute("BEGIN EXCLUSIVE")
     try:
         started = time.monotonic()
@@ -63,7 +63,7 @@ def test_a_locked_database_is_refused_quickly_and_start_never_waits_for_it(tmp_p
         with pytest.raises(abx.AbxError, match="busy"):
             store.answer(token, 1, "A")
         assert time.monotonic() - started < 2.0
-        assert "busy" in abx.store_problem(tmp_path, timeout_s=0.1)
+        assert "busy" in abx_store.store_problem(tmp_path, timeout_s=0.1)
     finally:
         holder.rollback()
         holder.close()
@@ -72,7 +72,7 @@ def test_a_locked_database_is_refused_quickly_and_start_never_waits_for_it(tmp_p
 
 def test_sessions_expire(tmp_path):
     now = [1000.0]
-    store = abx.AbxStore(tmp_path, clock=lambda: now[0], session_ttl_s=60.0)
+    store = abx_store.AbxStore(tmp_path, clock=lambda: now[0], session_ttl_s=60.0)
     token, _trial = store.start("a" * 64, "16", trials=3, seed=1)
     store.answer(token, 0, "A")
     now[0] += 61
@@ -87,7 +87,7 @@ def test_sessions_expire(tmp_path):
 
 @pytest.mark.parametrize("token", [None, "", "\ud800" * 43, "x" * 5000, 12345, "a b" * 20])
 def test_anything_that_cannot_be_a_token_is_refused_in_words(tmp_path, token):
-    store = abx.AbxStore(tmp_path)
+    store = abx_store.AbxStore(tmp_path)
     with pytest.raises(abx.AbxError):
         store.current(token)
     with pytest.raises(abx.AbxError):
@@ -97,4 +97,4 @@ def test_anything_that_cannot_be_a_token_is_refused_in_words(tmp_path, token):
 def test_an_unwritable_data_folder_is_a_problem(tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("x")
-    assert "cannot be created" in abx.store_problem(blocker / "data")
+    assert "cannot be created" in abx_store.store_problem(blocker / "data")

@@ -1,0 +1,368 @@
+"""The blind test's store: sessions and answers in SQLite (:mod:`core.judging.abx` plans the
+trials and scores them).
+
+Sessions are private: ``start`` returns a token made by ``secrets`` (256 bits) that only the
+client holds; the store keeps its SHA-256, never the token, and every read or write needs the
+token. Answers are written to SQLite as they come (WAL, one connection per call), so they
+survive a restart of the server. The store repairs itself (see :class:`AbxStore`) and
+:func:`store_problem` says what is wrong for /ready and the doctor.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import logging
+import os
+import re
+import secrets
+import sqlite3
+import threading
+import time
+from collections import OrderedDict
+from contextlib import closing, contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from core.judging.abx import A_ORIGINAL, CHOICES, DEFAULT_TRIALS, AbxError, Score, plan_trials, score
+
+logger = logging.getLogger(__name__)
+
+DB_NAME = "abx.sqlite3"  # file under the data folder
+TOKEN_BYTES = 32  # 256 random bits per session token
+CSV_FIELDS = (
+    "session",
+    "trial",
+    "clip_sha256",
+    "level",  # what B is
+    "x_is",
+    "answer",
+    "correct",
+    "seconds",
+    "answered_at",
+    "a_name",  # what A is
+)
+BUSY_TIMEOUT_S = 2.0  # longest wait for a locked database before the call is refused (was 10 s on the model queue)
+PROBE_TIMEOUT_S = 0.5  # /ready's and the doctor's look at the database
+SESSION_TTL_S = 3600.0  # a session with no answer for this long is expired (Settings.abx_session_ttl_s)
+MAX_PENDING = 10_000  # sessions started and not yet answered, kept in memory at most (oldest dropped)
+_TOKEN = re.compile(r"[A-Za-z0-9_-]{16,128}")  # what secrets.token_urlsafe makes
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS sessions (
+    session TEXT PRIMARY KEY,      -- sha256 of the client's token
+    created REAL NOT NULL,         -- unix time
+    clip_sha256 TEXT NOT NULL,     -- checksum of the original clip's samples
+    level TEXT NOT NULL,           -- what B is, e.g. "2 of 16 codebooks, 275 bit/s" (level_name)
+    seed INTEGER NOT NULL,
+    plan TEXT NOT NULL,            -- X per trial, e.g. "ABBA..."
+    presented_at REAL NOT NULL     -- when the current trial was shown (times the answer)
+);
+CREATE TABLE IF NOT EXISTS trials (
+    session TEXT NOT NULL REFERENCES sessions(session),
+    trial INTEGER NOT NULL,        -- 0-based
+    clip_sha256 TEXT NOT NULL,
+    level TEXT NOT NULL,
+    x_is TEXT NOT NULL,            -- "A" or "B"
+    answer TEXT NOT NULL,          -- "A" or "B"
+    correct INTEGER NOT NULL,      -- 0 or 1
+    seconds REAL NOT NULL,         -- from the trial being shown to the answer
+    answered_at REAL NOT NULL,     -- unix time
+    PRIMARY KEY (session, trial)
+);
+"""
+
+
+def clip_checksum(samples) -> str:
+    """SHA-256 of the clip's float32 samples: the same audio gives the same checksum."""
+    import numpy as np
+
+    return hashlib.sha256(np.ascontiguousarray(samples, dtype=np.float32).tobytes()).hexdigest()
+
+
+def _session_id(token) -> str:
+    """The stored form of a token; AbxError for anything that cannot be one (None, a lone surrogate...)."""
+    if not token:
+        raise AbxError("No blind test is running: press Start first.")
+    if not isinstance(token, str) or not _TOKEN.fullmatch(token):
+        raise AbxError("This blind test is unknown here; press Start for a new one.")
+    return hashlib.sha256(token.encode("ascii")).hexdigest()
+
+
+@dataclass(frozen=True)
+class Trial:
+    index: int  # 0-based trial number
+    total: int  # trials in the test
+    x_is: str  # "A" or "B": only for building X's audio, never shown before the end
+
+
+@dataclass(frozen=True)
+class _Pending:
+    """A session planned by ``start`` and not yet in SQLite: written with its first answer."""
+
+    created: float
+    clip_sha256: str
+    level: str
+    seed: int
+    plan: str
+    a_name: str  # what A is
+
+
+class AbxStore:
+    """Sessions and answers in ``data_dir / DB_NAME``. Thread-safe; the file is created on first use.
+
+    Robust by design (issue 19): ``start`` touches no file (the session is kept in memory until
+    its first answer writes it, so a slow or locked database never holds the model's queue); every
+    connection makes the tables if they are missing (a deleted file is recreated) and waits at most
+    ``busy_timeout_s`` for a lock; a damaged file is moved aside (``abx.sqlite3.damaged-<time>``) and
+    a new one made, once per call. Sessions without an answer for ``session_ttl_s`` are expired:
+    answers to them are refused and unanswered ones are forgotten."""
+
+    def __init__(
+        self,
+        data_dir: str | Path,
+        clock=time.time,
+        busy_timeout_s: float = BUSY_TIMEOUT_S,
+        session_ttl_s: float = SESSION_TTL_S,
+    ):
+        self.path = Path(data_dir) / DB_NAME
+        self._clock = clock
+        self._lock = threading.Lock()
+        self.busy_timeout_s = busy_timeout_s
+        self.session_ttl_s = session_ttl_s
+        self._pending: OrderedDict[str, _Pending] = OrderedDict()
+
+    # ---- the file ----------------------------------------------------------------------------
+    def _connect(self) -> sqlite3.Connection:
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise AbxError(
+                f"Cannot create the data folder {self.path.parent} ({e.strerror}); set "
+                "CODEC_DATA_DIR or --data-dir to a writable folder."
+            ) from e
+        conn = sqlite3.connect(self.path, timeout=self.busy_timeout_s)
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.executescript(_SCHEMA)  # IF NOT EXISTS: a deleted file comes back whole
+            _add_a_name(conn)
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    @contextmanager
+    def _db(self):
+        """A connection (committed on success) to a working file: a damaged one is moved aside and
+        a new one made; other faults become an AbxError in words."""
+        with self._lock:
+            try:
+                try:
+                    conn = self._connect()
+                except sqlite3.DatabaseError as e:
+                    if not _damaged(e):
+                        raise
+                    self._move_aside(e)
+                    conn = self._connect()
+                with closing(conn), conn:
+                    yield conn
+            except sqlite3.DatabaseError as e:
+                if _damaged(e):  # found mid-call: the next call starts on a new file
+                    self._move_aside(e)
+                raise AbxError(_fault_words(self.path, e)) from e
+
+    def _move_aside(self, error: Exception) -> None:
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        for suffix in ("", "-wal", "-shm"):
+            damaged = self.path.with_name(self.path.name + suffix)
+            if damaged.exists():
+                damaged.replace(damaged.with_name(f"{DB_NAME}.damaged-{stamp}{suffix}"))
+        logger.error("blind-test database %s was damaged (%s): moved aside, a new one is made", self.path, error)
+
+    # ---- sessions -----------------------------------------------------------------------------
+    def start(
+        self,
+        clip_sha256: str,
+        level: str,
+        trials: int = DEFAULT_TRIALS,
+        seed: int | None = None,
+        a_name: str = A_ORIGINAL,
+    ) -> tuple[str, Trial]:
+        """A new session: (its secret token, the first trial). ``level``: what B is; ``a_name``: what
+        A is. Writes nothing yet."""
+        seed = secrets.randbits(63) if seed is None else int(seed)
+        plan = plan_trials(trials, seed)
+        token = secrets.token_urlsafe(TOKEN_BYTES)
+        now = self._clock()
+        with self._lock:
+            self._forget_stale_pending(now)
+            self._pending[_session_id(token)] = _Pending(now, clip_sha256, level, seed, plan, a_name)
+            while len(self._pending) > MAX_PENDING:
+                self._pending.popitem(last=False)
+        return token, Trial(0, len(plan), plan[0])
+
+    def _forget_stale_pending(self, now: float) -> None:
+        cutoff = now - self.session_ttl_s
+        for sid in [sid for sid, p in self._pending.items() if p.created < cutoff]:
+            del self._pending[sid]
+
+    def _session(self, conn: sqlite3.Connection, token: str) -> tuple:
+        sid = _session_id(token)
+        row = conn.execute(
+            "SELECT session, clip_sha256, level, plan, presented_at, a_name FROM sessions WHERE session = ?", (sid,)
+        ).fetchone()
+        if row is not None:
+            return row
+        pending = self._pending.get(sid)
+        if pending is None:
+            raise AbxError(
+                "This blind test is unknown here (expired, another server or a removed data folder); "
+                "press Start for a new one."
+            )
+        return sid, pending.clip_sha256, pending.level, pending.plan, pending.created, pending.a_name
+
+    def _write_pending(self, conn: sqlite3.Connection, session: str) -> None:
+        pending = self._pending.pop(session, None)
+        if pending is not None:
+            conn.execute(
+                "INSERT OR IGNORE INTO sessions VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    session,
+                    pending.created,
+                    pending.clip_sha256,
+                    pending.level,
+                    pending.seed,
+                    pending.plan,
+                    pending.created,
+                    pending.a_name,
+                ),
+            )
+
+    def answer(self, token: str, trial: int, answer: str) -> Trial | None:
+        """Record the answer to ``trial``; return the next trial, or None after the last."""
+        answer = str(answer).strip().upper()
+        if answer not in CHOICES:
+            raise AbxError(f"Answer A or B (got {answer!r}).")
+        with self._db() as conn:
+            session, sha, level, plan, presented_at, a_name = self._session(conn, token)
+            done = conn.execute("SELECT COUNT(*) FROM trials WHERE session = ?", (session,)).fetchone()[0]
+            if done >= len(plan):
+                raise AbxError("This blind test is finished; see the results or press Start for a new one.")
+            if trial != done:
+                raise AbxError(f"Trial {trial + 1} is not the current one (trial {done + 1}); answer that one.")
+            now = self._clock()
+            if now - presented_at > self.session_ttl_s:
+                raise AbxError(
+                    f"This blind test expired (no answer for over {self.session_ttl_s / 60:.0f} min); "
+                    "press Start for a new one."
+                )
+            self._write_pending(conn, session)
+            x_is = plan[trial]
+            conn.execute(
+                "INSERT INTO trials VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (session, trial, sha, level, x_is, answer, int(answer == x_is), now - presented_at, now, a_name),
+            )
+            conn.execute("UPDATE sessions SET presented_at = ? WHERE session = ?", (now, session))
+        nxt = trial + 1
+        return Trial(nxt, len(plan), plan[nxt]) if nxt < len(plan) else None
+
+    def current(self, token: str) -> Trial | None:
+        """The trial waiting for an answer (None when all are answered)."""
+        with self._db() as conn:
+            session, _sha, _level, plan, _at, _a = self._session(conn, token)
+            done = conn.execute("SELECT COUNT(*) FROM trials WHERE session = ?", (session,)).fetchone()[0]
+        return Trial(done, len(plan), plan[done]) if done < len(plan) else None
+
+    def rows(self, token: str) -> list[dict]:
+        """This session's answered trials, in order (the answers are revealed only through here)."""
+        with self._db() as conn:
+            session = self._session(conn, token)[0]
+            return self._rows(conn, "WHERE session = ?", (session,))
+
+    def results(self, token: str) -> Score:
+        """The score so far (the whole test once every trial is answered). Callers show it only at
+        the end; before, only :meth:`progress`."""
+        with self._db() as conn:
+            session, _sha, level, plan, _at, a_name = self._session(conn, token)
+            correct, answered = conn.execute(
+                "SELECT COALESCE(SUM(correct), 0), COUNT(*) FROM trials WHERE session = ?", (session,)
+            ).fetchone()
+        return score(int(correct), int(answered), len(plan), level, a_name)
+
+    def progress(self, token: str) -> tuple[int, int]:
+        """(trials answered, trials planned): all that may be said before the last answer."""
+        with self._db() as conn:
+            session, _sha, _level, plan, _at, _a = self._session(conn, token)
+            answered = conn.execute("SELECT COUNT(*) FROM trials WHERE session = ?", (session,)).fetchone()[0]
+        return int(answered), len(plan)
+
+    def export_csv(self, path: str | Path, token: str | None = None) -> Path:
+        """Write answered trials as CSV to a new file: one session's (with its token) or, for the
+        operator, every session's (token None). The session column is the token's hash."""
+        with self._db() as conn:
+            if token is None:
+                rows = self._rows(conn, "", ())
+            else:
+                rows = self._rows(conn, "WHERE session = ?", (self._session(conn, token)[0],))
+        path = Path(path)
+        with open(path, "x", newline="", encoding="utf-8") as f:
+            writer = csv.DictWriter(f, fieldnames=CSV_FIELDS)
+            writer.writeheader()
+            writer.writerows(rows)
+        return path
+
+    @staticmethod
+    def _rows(conn: sqlite3.Connection, where: str, args: tuple) -> list[dict]:
+        cursor = conn.execute(f"SELECT {', '.join(CSV_FIELDS)} FROM trials {where} ORDER BY answered_at, trial", args)
+        return [dict(zip(CSV_FIELDS, row, strict=True)) for row in cursor]
+
+
+def _damaged(error: sqlite3.DatabaseError) -> bool:
+    text = str(error).lower()
+    return "not a database" in text or "malformed" in text or "file is encrypted" in text
+
+
+def _fault_words(path: Path, error: sqlite3.DatabaseError) -> str:
+    text = str(error)
+    if "locked" in text or "busy" in text:
+        return (
+            f"The blind-test database {path} is busy (another program holds it); try again in a moment. "
+            "If it stays busy, the operator should find what holds the file."
+        )
+    if "readonly" in text or "read-only" in text or "unable to open" in text:
+        return f"The blind-test database {path} cannot be written ({text}); the operator should check --data-dir."
+    return f"The blind-test database {path} failed ({text}); the operator should check --data-dir."
+
+
+def store_problem(data_dir: str | Path, timeout_s: float = PROBE_TIMEOUT_S) -> str | None:
+    """Why the blind test cannot store answers right now, or None: for /ready and the doctor. Writes
+    nothing (takes the write lock for an instant; a missing file is fine: it is made on first use,
+    if the folder is writable)."""
+    path = Path(data_dir) / DB_NAME
+    if not path.exists():
+        folder = next((p for p in (path.parent, *path.parent.parents) if p.exists()), None)
+        if folder is None or not os.access(folder, os.W_OK | os.X_OK):
+            return f"the data folder {path.parent} cannot be created or written"
+        return None
+    try:
+        with closing(sqlite3.connect(f"file:{path}?mode=rw", uri=True, timeout=timeout_s)) as conn:
+            conn.execute("SELECT name FROM sqlite_master").fetchall()
+            conn.execute("BEGIN IMMEDIATE")  # can an answer be written now? (a lock held elsewhere says no)
+            conn.execute("ROLLBACK")
+    except sqlite3.DatabaseError as e:
+        if _damaged(e):
+            return f"the file is damaged ({e}); the next blind test moves it aside and starts a new one"
+        return str(_fault_words(path, e))
+    if not os.access(path, os.W_OK) or not os.access(path.parent, os.W_OK | os.X_OK):
+        return "the file or its folder is not writable"
+    return None
+
+
+def _add_a_name(conn: sqlite3.Connection) -> None:
+    """Stores made before A could be other than the original get its name as a last column (an
+    ALTER keeps their answers; positional INSERTs above rely on it being last)."""
+    for table in ("sessions", "trials"):
+        columns = [row[1] for row in conn.execute(f"PRAGMA table_info({table})")]
+        if "a_name" not in columns:
+            conn.execute(f"ALTER TABLE {table} ADD COLUMN a_name TEXT NOT NULL DEFAULT '{A_ORIGINAL}'")
+    conn.commit()
