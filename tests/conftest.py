@@ -21,14 +21,18 @@ HEAVY_MARKERS = ("slow", "service", "browser")  # files holding such tests start
 def pytest_collection_modifyitems(config, items):
     """Tests under tests/service are marked ``service`` (make test-fast leaves them out); GPU tests
     run only where CUDA exists (the device machine), never in CI. Files with slow, service or
-    browser tests are put first (each file's own order kept): make test's two processes take whole
+    browser tests are put first, slow ones before those (each file's own order kept): make test's two processes take whole
     files in this order, so the long ones start early and short ones fill the end, instead of one
     process finishing a 70 s soak while the other waits."""
     for item in items:
         if SERVICE_TESTS in Path(item.fspath).parents:
             item.add_marker(pytest.mark.service)
-    heavy = {item.path for item in items if any(item.get_closest_marker(m) for m in HEAVY_MARKERS)}
-    items.sort(key=lambda item: item.path not in heavy)  # stable: collection order within each group
+    weight: dict[Path, int] = {}  # 0: a file with slow tests, 1: with service or browser tests, 2: the rest
+    for item in items:
+        marked = {m for m in HEAVY_MARKERS if item.get_closest_marker(m)}
+        rank = 0 if "slow" in marked else 1 if marked else 2
+        weight[item.path] = min(weight.get(item.path, 2), rank)
+    items.sort(key=lambda item: weight[item.path])  # stable: collection order within each group
     try:
         import torch
 
