@@ -71,7 +71,7 @@ def test_api_sessions_are_private_and_results_wait_for_the_last_answer(abx_serve
     assert mine["answered"] == 0  # my three answers are not in their session
     trial, _x, prompt = me.predict(token, trial, "B", api_name="/abx_answer")
     text, csv_file, raw = me.predict(token, api_name="/abx_results")
-    assert re.search(r"\d of 4: .*p = 0\.\d{3}", text) and raw["trials"] == 4
+    assert re.search(r"\d of 4: .*p = [01]\.\d{3}", text) and raw["trials"] == 4  # 0 right (1 in 16) gives p = 1.000
     assert Path(csv_file).read_text().count("\n") == 5  # header + 4 trials, mine only
     assert (data / "abx.sqlite3").is_file()
 
