@@ -19,6 +19,7 @@ import soundfile as sf
 from tests.conftest import speechlike
 from tests.webui.english import english_sentences
 from tests.webui.test_webui_browser import CHROMIUM, CHROMIUM_ARGS, CLIP, REPO, TIMEOUT_MS, _save_small
+from webui.app import TITLE
 from webui.i18n import text
 
 pytestmark = pytest.mark.browser
@@ -83,6 +84,9 @@ def _axe(page) -> list[dict]:
     component that waits for an event is drawn faded on purpose)."""
     assert AXE.is_file(), f"{AXE} is missing: run `make test` (npm ci installs the pinned axe-core)"
     page.wait_for_function(SETTLED, timeout=TIMEOUT_MS, polling=500)
+    # Gradio sets document.title from the app's title in an effect of its own; on a loaded CI machine
+    # axe once ran before it (document-title, CI of stop 24). The page must get the title, so wait.
+    page.wait_for_function(f"document.title === {TITLE!r}", timeout=TIMEOUT_MS, polling=200)
     page.add_script_tag(path=str(AXE))
     found = page.evaluate(
         """async () => (await axe.run(document, {resultTypes: ['violations']})).violations
