@@ -23,7 +23,6 @@ import argparse
 import contextlib
 import json
 import logging
-import math
 import platform
 import sys
 import time
@@ -33,116 +32,36 @@ from typing import Any
 import numpy as np
 import torch
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from bench.codec_bench_report import markdown
+from bench.harness import (
+    ROOT,
+    agreement,
+    error_stats,
+    full_fp32,
+    is_oom,
+    official_decode,
+    official_encode,
+    set_layer_scales,
+    signal,
+    timed,
+    try_oom,
+    whole_decode,
+)
+from core.codec import SAMPLE_RATE, SAMPLES_PER_FRAME
+from core.model.engine import Engine
+from core.settings import Settings
 
-from core.model.engine import Engine  # noqa: E402
-from core.nn import decoding  # noqa: E402
-from core.settings import Settings  # noqa: E402
-from core.units import MIB  # noqa: E402
-
-SR = 24_000  # Hz
-FRAME = 1920  # samples per code frame
 SEAM_WINDOW_FRAMES = 25  # frames after each seam over which seam error is measured (2 s)
 
 log = logging.getLogger("bench")
 
 
-# ---- helpers -----------------------------------------------------------------------------------
-def signal(seconds: float, seed: int, device: str) -> np.ndarray:
-    """Deterministic speech-like test signal (gliding harmonics, syllable envelope, noise), built on
-    ``device`` so an hour takes no CPU time; float32 numpy, peak 0.5."""
-    n = int(round(seconds * SR))
-    dev = torch.device(device)
-    g = torch.Generator(device=dev).manual_seed(seed)
-    t = torch.arange(n, device=dev, dtype=torch.float64) / SR
-    f0 = 140 + 40 * torch.sin(2 * math.pi * 0.7 * t) + 20 * torch.sin(2 * math.pi * 0.05 * t + seed)
-    phase = 2 * math.pi * torch.cumsum(f0, 0) / SR
-    voiced = sum(torch.sin(k * phase) / k for k in range(1, 8))
-    envelope = 0.5 * (1 + torch.sin(2 * math.pi * 3.0 * t + seed)) ** 2 / 4
-    x = (0.35 * voiced * envelope).float() + 0.01 * torch.randn(n, generator=g, device=dev)
-    x = 0.5 * x / x.abs().max().clamp_min(1e-9)
-    out = x.cpu().numpy()
-    del t, f0, phase, voiced, envelope, x
-    if dev.type == "cuda":
-        torch.cuda.empty_cache()
-    return out
-
-
-def sync(device: str) -> None:
-    if device.startswith("cuda"):
-        torch.cuda.synchronize(torch.device(device))
-
-
-def timed(fn, device: str):
-    """(result, wall seconds, peak allocated MiB or None) of ``fn()``."""
-    if device.startswith("cuda"):
-        torch.cuda.empty_cache()
-        sync(device)
-        torch.cuda.reset_peak_memory_stats(torch.device(device))
-    start = time.perf_counter()
-    out = fn()
-    sync(device)
-    seconds = time.perf_counter() - start
-    peak = torch.cuda.max_memory_allocated(torch.device(device)) / MIB if device.startswith("cuda") else None
-    return out, seconds, peak
-
-
-class full_fp32:
-    """Convolutions and matmuls in full fp32 (PyTorch lets cuDNN use TF32 for fp32 convolutions by default)."""
-
-    def __enter__(self):
-        self.previous = torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32
-        torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = False
-
-    def __exit__(self, *exc):
-        torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32 = self.previous
-
-
-def try_oom(fn):
-    """``fn()``, or None when it runs out of device memory."""
-    try:
-        return fn()
-    except Exception as e:
-        if not is_oom(e):
-            raise
-        torch.cuda.empty_cache()
-        return None
-
-
-def is_oom(e: BaseException) -> bool:
-    return isinstance(e, torch.cuda.OutOfMemoryError) or "out of memory" in str(e).lower()
-
-
-def official_encode(tok, x: np.ndarray) -> np.ndarray:
-    enc = tok.encode(x, sr=SR)
-    return enc.audio_codes[0].cpu().numpy()
-
-
-def official_decode(tok, codes: np.ndarray) -> np.ndarray:
-    wavs, _sr = tok.decode({"audio_codes": torch.from_numpy(codes)})
-    return np.asarray(wavs[0], dtype=np.float32)
-
-
-def whole_decode(model, codes: np.ndarray) -> np.ndarray:
-    with torch.inference_mode():
-        return decoding.decode_whole(model, torch.from_numpy(codes)).float().cpu().numpy()
-
-
-def error_stats(x: np.ndarray, ref: np.ndarray) -> dict:
-    """Max abs difference and SNR (dB; None when identical) of ``x`` against ``ref``."""
-    err = x.astype(np.float64) - ref.astype(np.float64)
-    power = float(np.sum(err**2))
-    snr = None if power == 0 else 10 * math.log10(max(float(np.sum(ref.astype(np.float64) ** 2)), 1e-30) / power)
-    return {"max_abs": float(np.max(np.abs(err))) if err.size else 0.0, "snr_db": snr}
-
-
 def seam_report(ours: np.ndarray, official: np.ndarray, whole: np.ndarray, chunk: int) -> dict:
-    frames = whole.size // FRAME
+    frames = whole.size // SAMPLES_PER_FRAME
     seams = list(range(chunk, frames, chunk))
     per_seam = []
     for s in seams:
-        lo, hi = s * FRAME, min(frames, s + SEAM_WINDOW_FRAMES) * FRAME
+        lo, hi = s * SAMPLES_PER_FRAME, min(frames, s + SEAM_WINDOW_FRAMES) * SAMPLES_PER_FRAME
         per_seam.append(
             {
                 "frame": s,
@@ -158,16 +77,6 @@ def seam_report(ours: np.ndarray, official: np.ndarray, whole: np.ndarray, chunk
     }
 
 
-def worst(seams: dict, who: str) -> tuple[float | None, float | None]:
-    """(largest max-abs, lowest SNR) over all seams for ``who``."""
-    rows = [s[who] for s in seams["seams"]]
-    if not rows:
-        return None, None
-    snrs = [r["snr_db"] for r in rows]
-    finite = [s for s in snrs if s is not None]
-    return max(r["max_abs"] for r in rows), (min(finite) if finite else None)
-
-
 def seams_full_fp32(engine, tok, model, codes: np.ndarray, chunk_frames: int) -> dict:
     """Seam errors with every decode in full fp32, so TF32 rounding does not mask context effects."""
     with full_fp32():
@@ -175,22 +84,6 @@ def seams_full_fp32(engine, tok, model, codes: np.ndarray, chunk_frames: int) ->
         official = official_decode(tok, codes)
         whole = whole_decode(model, codes)
     return seam_report(ours, official, whole, chunk_frames)
-
-
-def agreement(a: np.ndarray | None, b: np.ndarray | None) -> float | None:
-    if a is None or b is None or a.shape != b.shape:
-        return None
-    return float(np.mean(a == b))
-
-
-def set_layer_scales(model, value: float) -> int:
-    count = 0
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            if name.endswith("layer_scale.scale"):
-                p.fill_(value)
-                count += 1
-    return count
 
 
 # ---- one dtype ---------------------------------------------------------------------------------
@@ -273,11 +166,11 @@ def run_dtype(args, dtype: str) -> dict:
         clips = [signal(seconds, 100 + i, device) for i in range(count)]
         from core.audio.files import audio_from_array
 
-        audios = [audio_from_array(c, SR) for c in clips]
+        audios = [audio_from_array(c, SAMPLE_RATE) for c in clips]
         for _ in range(2):
             enc, enc_s, enc_peak = timed(lambda: engine.encode_batch(audios), device)
             dec, dec_s, dec_peak = timed(lambda: engine.decode_batch([r.codes for r in enc]), device)
-            oenc, oenc_s, oenc_peak = timed(lambda: tok.encode(clips, sr=SR), device)
+            oenc, oenc_s, oenc_peak = timed(lambda: tok.encode(clips, sr=SAMPLE_RATE), device)
             odec, odec_s, odec_peak = timed(lambda: tok.decode(oenc), device)
         agree = [agreement(r.codes, o.cpu().numpy()) for r, o in zip(enc, oenc.audio_codes, strict=True)]
         out["batch"] = {
@@ -307,8 +200,8 @@ def run_dtype(args, dtype: str) -> dict:
         row = {"seconds": seconds, "agreement": agreement(ours_codes, off_codes)}
         if strict:
             row["agreement_vs_official_default"] = agreement(ours_codes, try_oom(lambda: official_encode(tok, x)))
-        naive_chunk = int(settings.encode_chunk_s * SR) // FRAME * FRAME
-        if seconds * SR > naive_chunk:  # what chunking without context would give
+        naive_chunk = int(settings.encode_chunk_s * SAMPLE_RATE) // SAMPLES_PER_FRAME * SAMPLES_PER_FRAME
+        if seconds * SAMPLE_RATE > naive_chunk:  # what chunking without context would give
             with precision:
                 naive = np.concatenate(
                     [official_encode(tok, x[i : i + naive_chunk]) for i in range(0, x.size, naive_chunk)]
@@ -350,136 +243,6 @@ def _row_line(row: dict) -> str:
         f"{f.get('encode_s')}+{f['decode_s']:.3f} s (peak {f.get('encode_peak_mib')}/{f['decode_peak_mib']} MiB), "
         f"agreement {row['agreement']}"
     )
-
-
-# ---- report ------------------------------------------------------------------------------------
-def _fmt_s(v):
-    return "—" if v is None else f"{v:.3f}"
-
-
-def _fmt_gib(v):
-    return "—" if v is None else f"{v / 1024:.2f}"
-
-
-def _fmt_pct(v):
-    return "—" if v is None else f"{100 * v:.4f}%"
-
-
-def _fmt_len(seconds: float) -> str:
-    return f"{seconds / 60:g} min" if seconds >= 600 else f"{seconds:g} s"
-
-
-def _fmt_err(stats):
-    if stats[0] is None:
-        return "—"
-    snr = "exact" if stats[1] is None else f"{stats[1]:.1f} dB"
-    return f"{stats[0]:.2e} / {snr}"
-
-
-def markdown(result: dict) -> str:
-    meta = result["meta"]
-    lines = [
-        "# Codec benchmark: ours vs the official Qwen3TTSTokenizer path",
-        "",
-        f"Device: {meta['device_name']} ({meta['device']}); torch {meta['torch']}, cuDNN {meta['cudnn']}; "
-        f"checkpoint: {meta['checkpoint']}. Generated by `python -m bench.codec_bench` on {meta['date']} "
-        "(`bench/device_run.sh tests bench` on the GPU machine). "
-        "Random weights: nothing here says anything about audio quality.",
-        "",
-        "Times are wall seconds from numpy in to numpy out, in the same process on the same loaded model; "
-        "the official path runs with PyTorch defaults (TF32 convolutions in fp32). Peaks are "
-        "`torch.cuda.max_memory_allocated` with the resident weights included. Speed-up: official round trip "
-        "over ours; audio s/s: seconds of audio per second of round trip.",
-        "",
-        "Agreement: our chunked codes vs the official whole-clip encode. In fp32 it is measured with both in full fp32 "
-        "(our engine encodes in full fp32); `vs TF32 official` compares with the official encode as run by default, "
-        "`TF32 noise` is how far the official encode's own codes move between TF32 and full fp32; `fp32 noise` "
-        "compares the official full-fp32 encode with itself re-run under cuDNN autotuning (other convolution "
-        "algorithms). The random codebooks make the nearest-code search very sensitive to rounding. Agreement is "
-        "100% wherever a clip fits in one transformer span (`encode_span_s`, 600 s); longer clips can differ in a few "
-        "codes per 100,000, consistent with the transformer's matrix products and attention running on spans "
-        "(other shapes, so other fp32 rounding) instead of the whole sequence at once.",
-        "",
-        "## Stock random init (layer scales 0.01)",
-        "",
-        "| dtype | length | ours enc s | ours dec s | official enc s | official dec s | speed-up | ours audio s/s "
-        "| official audio s/s | ours enc peak GiB | official enc peak GiB | ours dec peak GiB | official dec peak GiB "
-        "| agreement | vs TF32 official | TF32 noise | fp32 noise |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
-    ]
-    for run in result["runs"]:
-        for row in run["rows"]:
-            o, f = row["ours"], row["official"]
-            ours_rt = o["encode_s"] + o["decode_s"]
-            off_rt = None if f.get("encode_s") is None else f["encode_s"] + f["decode_s"]
-            speed = "—" if off_rt is None else f"{off_rt / ours_rt:.2f}×"
-            off_speed = "—" if off_rt is None else f"{row['seconds'] / off_rt:.0f}"
-            off_enc = _fmt_s(f.get("encode_s")) if f.get("encode_s") is not None else f.get("encode_error", "—")
-            lines.append(
-                f"| {run['dtype']} | {_fmt_len(row['seconds'])} | {_fmt_s(o['encode_s'])} | {_fmt_s(o['decode_s'])} | "
-                f"{off_enc} | {_fmt_s(f['decode_s'])} | {speed} | {row['seconds'] / ours_rt:.0f} | {off_speed} | "
-                f"{_fmt_gib(o['encode_peak_mib'])} | {_fmt_gib(f.get('encode_peak_mib'))} | "
-                f"{_fmt_gib(o['decode_peak_mib'])} | {_fmt_gib(f['decode_peak_mib'])} | {_fmt_pct(row['agreement'])} | "
-                f"{_fmt_pct(row.get('agreement_vs_official_default'))} | {_fmt_pct(row.get('official_tf32_vs_fp32'))} | "
-                f"{_fmt_pct(row.get('official_fp32_algorithm_noise'))} |"
-            )
-    batch_rows = [(r["dtype"], r["batch"]) for r in result["runs"] if r.get("batch")]
-    if batch_rows:
-        lines += [
-            "",
-            "## Batch of short clips",
-            "",
-            "| dtype | clips | ours enc s | ours dec s | official enc s | official dec s | ours peak GiB (enc/dec) "
-            "| official peak GiB (enc/dec) | min agreement (vs TF32 official in fp32) |",
-            "|---|---|---|---|---|---|---|---|---|",
-        ]
-        for dtype, b in batch_rows:
-            o, f = b["ours"], b["official"]
-            lines.append(
-                f"| {dtype} | {b['clips']} × {b['seconds_each']:g} s | {_fmt_s(o['encode_s'])} | {_fmt_s(o['decode_s'])} | "
-                f"{_fmt_s(f['encode_s'])} | {_fmt_s(f['decode_s'])} | {_fmt_gib(o['encode_peak_mib'])} / "
-                f"{_fmt_gib(o['decode_peak_mib'])} | {_fmt_gib(f['encode_peak_mib'])} / {_fmt_gib(f['decode_peak_mib'])} | "
-                f"{_fmt_pct(b['agreement_min'])} |"
-            )
-    lines += [
-        "",
-        "## Context made to matter (every transformer layer scale set to 1.0)",
-        "",
-        "| dtype | length | agreement | vs TF32 official | naive chunks agreement |",
-        "|---|---|---|---|---|",
-    ]
-    for run in result["runs"]:
-        for row in run["context_rows"]:
-            lines.append(
-                f"| {run['dtype']} | {_fmt_len(row['seconds'])} | {_fmt_pct(row['agreement'])} | "
-                f"{_fmt_pct(row.get('agreement_vs_official_default'))} | "
-                f"{_fmt_pct(row.get('naive_chunks_agreement'))} |"
-            )
-    lines += [
-        "",
-        "## Decode seams against a whole-utterance decode of the same codes",
-        "",
-        f"Ours and the official path both cut at every 300 frames. Per seam: the {SEAM_WINDOW_FRAMES} frames "
-        "(2 s) after it; cells give the worst seam (largest max abs difference / lowest SNR) and the whole clip. "
-        "Per-seam figures are in the JSON.",
-        "",
-        "| dtype | init | convolutions | length | seams | ours worst seam | official worst seam | ours whole clip "
-        "| official whole clip |",
-        "|---|---|---|---|---|---|---|---|---|",
-    ]
-    for run in result["runs"]:
-        for init, rows in (("stock", run["rows"]), ("layer scale 1.0", run["context_rows"])):
-            for row in rows:
-                for mode, seams in (row.get("seams") or {}).items():
-                    whole = seams["whole_clip"]
-                    lines.append(
-                        f"| {run['dtype']} | {init} | {mode} | {_fmt_len(row['seconds'])} | {len(seams['seams'])} | "
-                        f"{_fmt_err(worst(seams, 'ours'))} | {_fmt_err(worst(seams, 'official'))} | "
-                        f"{_fmt_err((whole['ours']['max_abs'], whole['ours']['snr_db']))} | "
-                        f"{_fmt_err((whole['official']['max_abs'], whole['official']['snr_db']))} |"
-                    )
-    lines.append("")
-    return "\n".join(lines)
 
 
 # ---- main --------------------------------------------------------------------------------------

@@ -20,7 +20,8 @@ import torch
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.codec_bench import SR, official_decode, official_encode, signal  # noqa: E402
+from bench.harness import official_decode, official_encode, signal  # noqa: E402
+from core.codec import SAMPLE_RATE  # noqa: E402
 from core.model.engine import Engine  # noqa: E402
 from core.nn import decoding, encoding, kernels  # noqa: E402
 from core.settings import Settings  # noqa: E402
@@ -90,7 +91,7 @@ def main(argv=None):
             with torch.inference_mode():
                 r[f"ours_decode_benchmark_{bench_flag}"] = best_of(lambda: decoding.decode(model, codes_t, 300))
                 r[f"ours_encode_benchmark_{bench_flag}"] = best_of(
-                    lambda: encoding.encode(model, torch.from_numpy(x), 20 * SR, kv_device_bytes=1280 << 20)
+                    lambda: encoding.encode(model, torch.from_numpy(x), 20 * SAMPLE_RATE, kv_device_bytes=1280 << 20)
                 )
             r[f"official_decode_benchmark_{bench_flag}"] = best_of(lambda: official_decode(tok, codes))
             r[f"official_encode_benchmark_{bench_flag}"] = best_of(lambda: official_encode(tok, x))
@@ -100,8 +101,10 @@ def main(argv=None):
             for frames in (150, 600, 1200):
                 r[f"ours_decode_chunk_{frames}"] = best_of(lambda: decoding.decode(model, codes_t, frames))
             torch.backends.cuda.matmul.allow_tf32 = True
-            tf32_codes = encoding.encode(model, torch.from_numpy(x), 20 * SR).cpu().numpy()
-            r["ours_encode_tf32_matmul"] = best_of(lambda: encoding.encode(model, torch.from_numpy(x), 20 * SR))
+            tf32_codes = encoding.encode(model, torch.from_numpy(x), 20 * SAMPLE_RATE).cpu().numpy()
+            r["ours_encode_tf32_matmul"] = best_of(
+                lambda: encoding.encode(model, torch.from_numpy(x), 20 * SAMPLE_RATE)
+            )
             r["ours_decode_tf32_matmul"] = best_of(lambda: decoding.decode(model, codes_t, 300))
             torch.backends.cuda.matmul.allow_tf32 = False
         r["tf32_matmul_agreement_vs_official"] = float(np.mean(tf32_codes == official_encode(tok, x)))

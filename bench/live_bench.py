@@ -32,7 +32,7 @@ import torch
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.codec_bench import agreement, full_fp32, official_decode, official_encode, set_layer_scales, signal, sync  # noqa: E402
+from bench.harness import agreement, full_fp32, official_decode, official_encode, set_layer_scales, signal, sync  # noqa: E402
 from core.codec import FRAME_RATE, SAMPLE_RATE  # noqa: E402
 from core.model.engine import Engine  # noqa: E402
 from core.settings import Settings  # noqa: E402

@@ -13,7 +13,7 @@ import json
 import logging
 from pathlib import Path
 
-from bench.codec_bench import ROOT, agreement, full_fp32, official_encode, signal, timed, try_oom
+from bench.harness import ROOT, agreement, full_fp32, official_encode, signal, timed, try_oom
 from core.model.engine import Engine
 from core.settings import Settings
 

@@ -32,7 +32,7 @@ import torch
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.codec_bench import (  # noqa: E402
+from bench.harness import (  # noqa: E402
     agreement,
     error_stats,
     full_fp32,

@@ -33,8 +33,8 @@ import torch
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.codec_bench import signal, timed  # noqa: E402
 from bench.gpu_usage import GpuSampler  # noqa: E402
+from bench.harness import signal, timed  # noqa: E402
 from core.dataset.inputs import read_inputs  # noqa: E402
 from core.dataset.pipeline import TokenizeOptions, job_record, run  # noqa: E402
 from core.model.engine import Engine  # noqa: E402
@@ -128,7 +128,7 @@ def ours_batches(checkpoint: str, variants, clips: list[np.ndarray], device: str
 def direct_batches(engine, loop, budget_s: float | None) -> dict:
     """core.nn.batching.encode_batch on whole 32-clip batches (strict fp32, as the engine's encodes):
     one pass, or front-end time windows sized so 32 x (window + context) ~ ``budget_s`` of audio."""
-    from bench.codec_bench import full_fp32
+    from bench.harness import full_fp32
     from core.nn import batching
     from core.nn.encoding import conv_context_samples
 

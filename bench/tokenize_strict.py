@@ -41,7 +41,7 @@ VARIANTS: dict[str, tuple[str, dict, dict]] = {
 
 
 def make_clips(path: Path, count: int, min_s: float, max_s: float, device: str) -> None:
-    from bench.codec_bench import signal
+    from bench.harness import signal
 
     rng = np.random.default_rng(0)
     clips = [signal(float(s), i, device) for i, s in enumerate(rng.uniform(min_s, max_s, count))]
