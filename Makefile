@@ -41,7 +41,7 @@ export PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD := 1
 export GRADIO_ANALYTICS_ENABLED := False
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: help run start stop restart status tail test test-fast lint test-service lint-quick system-deps test-system-deps venv clean-venv
+.PHONY: help run start stop restart status tail test test-fast lint test-service system-deps test-system-deps venv clean-venv
 
 help:
 	@echo "make run           set up and start the service in the foreground (Ctrl-C stops it)"
@@ -49,7 +49,7 @@ help:
 	@echo "make status|tail   supervisorctl status | follow the web UI's log (logs/webui.log)"
 	@echo "make test          set up, lint, then run all tests except GPU ones (PYTEST_ARGS=... adds flags)"
 	@echo "make test-fast     no browser, no service, no slow tests: the edit-test loop"
-	@echo "make lint          ruff check, ruff format --check, mypy, eslint webui/static (make test runs mypy beside pytest)"
+	@echo "make lint          ruff check, ruff format --check, mypy, eslint webui/static"
 
 # ---- virtual environment -------------------------------------------------------------------
 # uv installs the requirements (the same versions pip resolves: checked with pip freeze): it fetches
@@ -127,12 +127,10 @@ $(ESLINT): package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
 	@touch $@
 
-lint: lint-quick
-	$(VENV)/bin/mypy
-
-lint-quick: $(VENV)/.stamp-test $(ESLINT)
+lint: $(VENV)/.stamp-test $(ESLINT)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
 	$(ESLINT) webui/static
 
 # axe-core (package.json, pinned): the accessibility tests inject it into the page. npm comes with
@@ -141,13 +139,8 @@ node_modules/.package-lock.json: package.json package-lock.json
 	@command -v npm >/dev/null 2>&1 || scripts/ensure-debian-packages.sh npm
 	npm ci --no-audit --no-fund --loglevel=error
 
-# mypy (one core, ≈35 s) runs beside the tests, whose two workers leave a core idle while they wait
-# on servers and browsers; its verdict is printed after theirs and fails the target like they do.
-test: test-system-deps lint-quick node_modules/.package-lock.json
-	@$(VENV)/bin/mypy > .mypy.log 2>&1 & mypy=$$!; tests=0; types=0; \
-	$(TEST_ENV) $(PY) -m pytest -m "not gpu" $(XDIST) --timeout=900 --durations=15 $(PYTEST_ARGS) || tests=$$?; \
-	wait $$mypy || types=$$?; echo "$(VENV)/bin/mypy (run beside the tests):"; cat .mypy.log; \
-	test $$tests -eq 0 && test $$types -eq 0
+test: test-system-deps lint node_modules/.package-lock.json
+	$(TEST_ENV) $(PY) -m pytest -m "not gpu" $(XDIST) --timeout=900 --durations=15 $(PYTEST_ARGS)
 
 test-fast: $(VENV)/.stamp-test
 	$(TEST_ENV) $(PY) -m pytest -m "$(FAST_MARKERS)" $(XDIST) --timeout=300 --durations=10 $(PYTEST_ARGS)
