@@ -401,13 +401,6 @@ class Engine:
         }
 
 
-def _second(engine: Engine | None) -> dict | None:
-    """A second checkpoint's model and state for info() (None: none was asked for)."""
-    return (
-        None if engine is None else {"model": engine.settings.model, "state": engine.state.value, "error": engine.error}
-    )
-
-
 def _no_progress(fraction: float) -> None:
     return None
 
