@@ -32,8 +32,10 @@ from typing import Any
 import numpy as np
 import torch
 
-from bench.codec_bench_report import markdown
-from bench.harness import (
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # runs as a path too, like its siblings
+
+from bench.codec_bench_report import markdown  # noqa: E402
+from bench.harness import (  # noqa: E402
     ROOT,
     agreement,
     error_stats,
@@ -47,9 +49,9 @@ from bench.harness import (
     try_oom,
     whole_decode,
 )
-from core.codec import SAMPLE_RATE, SAMPLES_PER_FRAME
-from core.model.engine import Engine
-from core.settings import Settings
+from core.codec import SAMPLE_RATE, SAMPLES_PER_FRAME  # noqa: E402
+from core.model.engine import Engine  # noqa: E402
+from core.settings import Settings  # noqa: E402
 
 SEAM_WINDOW_FRAMES = 25  # frames after each seam over which seam error is measured (2 s)
 

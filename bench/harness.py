@@ -6,19 +6,17 @@ Random weights: nothing measured with these says anything about audio quality.""
 from __future__ import annotations
 
 import math
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 import torch
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from core.codec import SAMPLE_RATE
+from core.nn import decoding
+from core.units import MIB
 
-from core.codec import SAMPLE_RATE  # noqa: E402
-from core.nn import decoding  # noqa: E402
-from core.units import MIB  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent  # the checkout (results and reference config paths)
 
 
 def signal(seconds: float, seed: int, device: str) -> np.ndarray:
