@@ -200,7 +200,7 @@ def decode_tasks(todo: list[Item], decode_files: int) -> list[list[Item]]:
     """Items in groups for one decode task each: up to ``decode_files`` audio files, or up to
     ``CHUNK_TASK_FACTOR`` times that of the rows of one Parquet row group, Arrow batch or tar shard,
     so a task reads its container chunk once."""
-    from core.dataset.fetch import chunk_of
+    from core.dataset.decode import chunk_of
 
     tasks: list[list[Item]] = []
     for key, group in itertools.groupby(todo, key=lambda i: chunk_of(i.path, i.locator)):
@@ -269,7 +269,7 @@ def _decode_task_args() -> dict:
 def decode_task(batch: dict, limits) -> dict:
     """Ray task: read, downmix and resample each item's audio to 24 kHz float32 under the engine's
     input ``limits`` (Settings.audio_limits); an item that fails gets its reason instead of samples."""
-    from core.dataset.fetch import decode_items
+    from core.dataset.decode import decode_items
 
     rows = [row for task in batch["items"] for row in json.loads(str(task))]
     decoded = list(decode_items([r[2] for r in rows], [r[3] for r in rows], limits))

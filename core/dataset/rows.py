@@ -1,5 +1,5 @@
 """The rows every tokenize input becomes (:mod:`core.dataset.inputs` reads the inputs;
-:mod:`core.dataset.tables` and :mod:`core.dataset.webdataset` the table and tar layouts): an
+:mod:`core.dataset.audio_files`, :mod:`core.dataset.parquet_arrow` and :mod:`core.dataset.webdataset` the table and tar layouts): an
 :class:`Item` per row that names or holds audio, an :class:`InputError` per row that does not, and
 :class:`Inputs` holding both with what was skipped or left out."""
 

@@ -8,8 +8,9 @@ audio readers open is the audio; ``.json`` members are parsed and kept as a fiel
 as text (``.txt``, ``.cls``, ...); anything else (a second audio member, an image) is not copied, and
 the manifest counts it. ``__key__`` and ``__url__`` (the shard) are kept too.
 
-Only headers and the small members are read here; the audio member is read by the decode task from
-its offset in the shard (:mod:`core.dataset.fetch`). A damaged shard ends at the last whole member: the
+The index half (``read_shards``) reads only headers and the small members; the read half
+(``read_member``) reads the audio member from its offset in the shard in the decode task
+(:mod:`core.dataset.decode`). A damaged shard ends at the last whole member: the
 samples before it are kept, and the damage is an ``errors.jsonl`` line with the shard and the key.
 """
 
@@ -26,7 +27,8 @@ from pathlib import Path
 
 from core.audio.readers import AUDIO_SUFFIXES
 from core.dataset.rows import InputError, Inputs, Item, printable, split, to_json
-from core.errors import CodecError
+from core.errors import AudioInputError, CodecError
+from core.settings import AudioLimits
 from core.units import MIB
 
 logger = logging.getLogger(__name__)
@@ -179,3 +181,15 @@ def read_shards(paths: list[Path], given: str) -> Inputs:
         raise CodecError(f"{given}: no sample with an audio member in {len(paths)} shard(s).")
     notes = {f"tar members .{ext}": f"{n} not copied (binary or over 1 MiB)" for ext, n in sorted(left_out.items())}
     return Inputs("webdataset", items, errors, left_out=notes)
+
+
+def read_member(path: str, where: dict, limits: AudioLimits) -> tuple[bytes, str]:
+    """(bytes, name) of the audio member the locator ``where`` points at."""
+    if where["size"] > limits.max_file_bytes:
+        raise AudioInputError(f"'{where['member']}' is {where['size']} bytes, over the file-size limit.")
+    with open(path, "rb") as f:
+        f.seek(where["offset"])
+        data = f.read(where["size"])
+    if len(data) < where["size"]:
+        raise AudioInputError(f"'{where['member']}' is cut short: the shard is truncated.")
+    return data, where["member"]

@@ -5,7 +5,7 @@ core tokenize's decode step. It was round-tripped, evaluated and tokenized as a 
 from __future__ import annotations
 
 from core.cli.main import main
-from core.dataset.fetch import decode_items
+from core.dataset.decode import decode_items
 from core.judging.evaluate import evaluate_one
 
 WORDS = "header promises 1.50 s"

@@ -1,4 +1,9 @@
-"""The Live tab's work without Gradio: a stopped live session becomes a round-trip result.
+"""The Live tab's work without Gradio or the socket: a session's blocks in and frames out
+(:class:`LiveRun`), and a stopped session become a round-trip result.
+
+``webui.serving.live_socket`` carries the messages; what a block may be, when a session must stop
+(behind real time, its length limit) and what is saved is decided here. A reason to stop is a
+:class:`LiveEnd` naming the sentence the page gets (a locale key, or the codec error it came from).
 
 ``save_result`` writes what ``webui.jobs.codec.roundtrip`` writes (the 24 kHz mono original, the
 reconstruction, the token file, the spectrogram comparison) into the session's request folder, from
@@ -11,19 +16,90 @@ later from the folder alone (the WebSocket ends before the page asks for it).
 from __future__ import annotations
 
 import json
+import logging
 import re
+import struct
 import time
+from collections.abc import Callable
 from pathlib import Path
+
+import numpy as np
 
 from core import tokens
 from core.analysis import metrics as analysis
 from core.audio.files import write_wav
+from core.errors import CodecError, LiveSessionError
 from core.model.live import LiveResult
 from webui.jobs.codec import RoundTripOutput
 
 RESULT_FILE = "live.json"  # facts, token summary and timing of a stopped session, in its folder
 STEM = "live"  # name stem of a session's files
 RESULT_ID = re.compile(r"^req-live-[A-Za-z0-9_]{1,64}$")  # what a result id (its folder's name) may look like
+MAX_BLOCK_S = 1.0  # longest block a page may send at once (pages send 20 ms)
+MAX_CHANNELS = 8
+MAX_BEHIND_S = 3.0  # audio waiting to be worked on (the server cannot keep up): the session stops
+RATES = (8_000, 192_000)  # microphone rates accepted, Hz
+HEADER_OUT = struct.Struct("<4d")  # page clock ms, compute ms, lock wait ms, first frame
+HEADER_IN = 8  # bytes of the page's clock before the samples
+
+logger = logging.getLogger(__name__)
+
+
+class LiveEnd(Exception):
+    """The session ends: the page gets the sentence of locale key ``key`` with ``params`` (or of
+    ``cause``, the codec error it came from); ``keep``: what was said so far is saved first."""
+
+    def __init__(self, key: str = "", cause: CodecError | None = None, keep: bool = False, **params):
+        super().__init__(key or str(cause))
+        self.key, self.cause, self.keep, self.params = key, cause, keep, params
+
+
+def check_format(rate: int, channels: int) -> None:
+    """Refuse a microphone format the session cannot take (before a slot is taken)."""
+    if not RATES[0] <= rate <= RATES[1] or not 1 <= channels <= MAX_CHANNELS:
+        raise LiveEnd("live.error.format", rate=rate, channels=channels)
+
+
+class LiveRun:
+    """One open live session's work: a page's block in, the frames it completed out."""
+
+    def __init__(self, session, rate: int, channels: int, clock: Callable[[], float] = time.monotonic):
+        self.session, self.rate, self.channels, self.clock = session, rate, channels, clock
+        self.started = clock()
+        self.frames_sent = 0
+        self.max_bytes = HEADER_IN + int(MAX_BLOCK_S * rate) * channels * 4
+
+    def push(self, data: bytes) -> bytes | None:
+        """A page's binary message through the session; the reply (frames), or None before a frame."""
+        if len(data) > self.max_bytes or (len(data) - HEADER_IN) % (4 * self.channels) or len(data) < HEADER_IN:
+            raise LiveEnd("live.error.block", seconds=f"{MAX_BLOCK_S:g}")
+        clock_ms = struct.unpack_from("<d", data)[0]
+        block = np.frombuffer(data, dtype="<f4", offset=HEADER_IN).reshape(-1, self.channels)
+        session = self.session
+        try:
+            step = session.push(block)
+        except LiveSessionError as e:  # at the length limit: keep what was said
+            raise LiveEnd(cause=e, keep=session.input.seconds + block.shape[0] / self.rate > session.max_s) from e
+        except CodecError as e:
+            raise LiveEnd(cause=e) from e
+        behind = self.clock() - self.started - session.input.seconds - MAX_BEHIND_S
+        if behind > 0 and session.frame_compute_s:
+            compute_ms = 1000 * float(np.median(session.frame_compute_s))
+            logger.warning("live session %.1f s behind real time (%.0f ms per frame); stopping it", behind, compute_ms)
+            raise LiveEnd("live.error.behind", seconds=f"{MAX_BEHIND_S:g}", ms=f"{compute_ms:.0f}")
+        if not step.codes.shape[0]:
+            return None
+        header = HEADER_OUT.pack(clock_ms, step.compute_s * 1000, step.wait_s * 1000, self.frames_sent)
+        self.frames_sent += step.codes.shape[0]
+        return header + step.original.astype("<f4").tobytes() + step.samples.astype("<f4").tobytes()
+
+    def finish(self, engine, folder: Path) -> dict:
+        """Stop the session and save it as a round-trip result in ``folder``; the page's ``done`` message."""
+        started = time.perf_counter()
+        result = self.session.finish()
+        save_result(engine, result, folder)
+        logger.info("live session saved to %s in %.2f s", folder.name, time.perf_counter() - started)
+        return {"type": "done", "id": folder.name, "stats": result.stats}
 
 
 def save_result(engine, result: LiveResult, folder: Path, latency: dict | None = None) -> RoundTripOutput:

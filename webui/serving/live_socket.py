@@ -12,7 +12,9 @@ page's language; the socket then closes), ``done`` (the result id the Live tab s
 ``webui.jobs.live``); binary ``[float64 page clock ms of the block][float64 compute ms][float64 lock
 wait ms][float64 first frame][float32 input x n][float32 codec x n]``.
 
-Bounds: the login guards it like every page route; a block longer than ``MAX_BLOCK_S`` is refused;
+The work (what a block may be, when a session stops, what is saved) is ``webui.jobs.live``'s; this
+module carries the messages. Bounds: the login guards it like every page route; a block longer than
+``jobs.live.MAX_BLOCK_S`` is refused;
 the session refuses input faster than real time and longer than its limit (``core.model.live``);
 a socket quiet for ``IDLE_S`` (a tab that froze or vanished without closing) is closed, and any end
 of the socket closes the session at once, so its slot and memory are free within ``IDLE_S``.
@@ -23,15 +25,12 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import struct
-import time
 
 import anyio
-import numpy as np
 from fastapi import FastAPI, WebSocket, WebSocketDisconnect
 from fastapi.routing import APIWebSocketRoute
 
-from core.errors import CodecError, LiveSessionError
+from core.errors import CodecError
 from webui import i18n
 from webui.jobs import live as jobs
 from webui.serving.guard import signed_in
@@ -42,12 +41,6 @@ logger = logging.getLogger(__name__)
 
 PATH = "/live/ws"
 IDLE_S = 3.0  # a socket with no message for this long is closed, and its session with it
-MAX_BLOCK_S = 1.0  # longest block a page may send at once (pages send 20 ms)
-MAX_CHANNELS = 8
-MAX_BEHIND_S = 3.0  # audio waiting to be worked on (the server cannot keep up): the session stops
-RATES = (8_000, 192_000)  # microphone rates accepted, Hz
-HEADER_OUT = struct.Struct("<4d")  # page clock ms, compute ms, lock wait ms, first frame
-HEADER_IN = 8  # bytes of the page's clock before the samples
 
 
 def live_routes(engine, workspace: Workspace) -> list[APIWebSocketRoute]:
@@ -95,13 +88,11 @@ async def serve(ws: WebSocket, engine, workspace: Workspace) -> None:
         return
     rate, channels, lang = _params(ws)
     await ws.accept()
-    if not RATES[0] <= rate <= RATES[1] or not 1 <= channels <= MAX_CHANNELS:
-        await _error(ws, i18n.text("live.error.format", lang, rate=rate, channels=channels))
-        return
     try:
+        jobs.check_format(rate, channels)
         session = await anyio.to_thread.run_sync(lambda: engine.live.open(rate, channels))
-    except CodecError as e:
-        await _error(ws, codec_error_text(e, lang))
+    except (jobs.LiveEnd, CodecError) as e:
+        await _error(ws, _text(e, lang))
         return
     try:
         await ws.send_text(
@@ -115,16 +106,21 @@ async def serve(ws: WebSocket, engine, workspace: Workspace) -> None:
                 }
             )
         )
-        await _loop(ws, engine, workspace, session, rate, channels, lang)
+        await _loop(ws, engine, workspace, jobs.LiveRun(session, rate, channels), lang)
     except WebSocketDisconnect:
         logger.info("live page went away after %.1f s of audio", session.input.seconds)
     finally:
         session.close()  # at once, whatever ended the socket: the slot and the state are free
 
 
-async def _loop(ws: WebSocket, engine, workspace: Workspace, session, rate: int, channels: int, lang: str) -> None:
-    frames_sent, started = 0, time.monotonic()
-    max_bytes = HEADER_IN + int(MAX_BLOCK_S * rate) * channels * 4
+def _text(e: Exception, lang: str) -> str:
+    """The sentence the page gets for what ended its session."""
+    if isinstance(e, jobs.LiveEnd):
+        return codec_error_text(e.cause, lang) if e.cause else i18n.text(e.key, lang, **e.params)
+    return codec_error_text(e, lang)  # type: ignore[arg-type]
+
+
+async def _loop(ws: WebSocket, engine, workspace: Workspace, run: jobs.LiveRun, lang: str) -> None:
     while True:
         try:
             message = await asyncio.wait_for(ws.receive(), timeout=IDLE_S)
@@ -140,50 +136,30 @@ async def _loop(ws: WebSocket, engine, workspace: Workspace, session, rate: int,
             except ValueError:
                 command = {}
             if isinstance(command, dict) and command.get("type") == "stop":
-                await _finish(ws, engine, workspace, session, lang)
+                await _finish(ws, engine, workspace, run, lang)
                 return
             continue
-        data = message.get("bytes") or b""
-        if len(data) > max_bytes or (len(data) - HEADER_IN) % (4 * channels) or len(data) < HEADER_IN:
-            await _error(ws, i18n.text("live.error.block", lang, seconds=f"{MAX_BLOCK_S:g}"))
-            return
-        clock_ms = struct.unpack_from("<d", data)[0]
-        block = np.frombuffer(data, dtype="<f4", offset=HEADER_IN).reshape(-1, channels)
         try:
-            step = await anyio.to_thread.run_sync(session.push, block)
-        except LiveSessionError as e:
-            if session.input.seconds + block.shape[0] / rate > session.max_s:  # the limit: keep what was said
-                await _finish(ws, engine, workspace, session, lang, codec_error_text(e, lang))
+            reply = await anyio.to_thread.run_sync(run.push, message.get("bytes") or b"")
+        except jobs.LiveEnd as e:
+            if e.keep:
+                await _finish(ws, engine, workspace, run, lang, _text(e, lang))
             else:
-                await _error(ws, codec_error_text(e, lang))
+                await _error(ws, _text(e, lang))
             return
-        except CodecError as e:
-            await _error(ws, codec_error_text(e, lang))
-            return
-        behind = time.monotonic() - started - session.input.seconds - MAX_BEHIND_S
-        if behind > 0 and session.frame_compute_s:
-            compute_ms = 1000 * float(np.median(session.frame_compute_s))
-            logger.warning("live session %.1f s behind real time (%.0f ms per frame); stopping it", behind, compute_ms)
-            await _error(ws, i18n.text("live.error.behind", lang, seconds=f"{MAX_BEHIND_S:g}", ms=f"{compute_ms:.0f}"))
-            return
-        if step.codes.shape[0]:
-            header = HEADER_OUT.pack(clock_ms, step.compute_s * 1000, step.wait_s * 1000, frames_sent)
-            await ws.send_bytes(header + step.original.astype("<f4").tobytes() + step.samples.astype("<f4").tobytes())
-            frames_sent += step.codes.shape[0]
+        if reply is not None:
+            await ws.send_bytes(reply)
 
 
-async def _finish(ws: WebSocket, engine, workspace: Workspace, session, lang: str, note: str | None = None) -> None:
+async def _finish(ws: WebSocket, engine, workspace: Workspace, run: jobs.LiveRun, lang: str, note: str | None = None):
     """Stop the session and save it as a round-trip result; tell the page its id."""
-    started = time.perf_counter()
     try:
-        result = await anyio.to_thread.run_sync(session.finish)
         folder = workspace.new_dir("live")
-        await anyio.to_thread.run_sync(lambda: jobs.save_result(engine, result, folder))
+        done = await anyio.to_thread.run_sync(lambda: run.finish(engine, folder))
     except CodecError as e:
         await _error(ws, codec_error_text(e, lang))
         return
-    logger.info("live session saved to %s in %.2f s", folder.name, time.perf_counter() - started)
-    await ws.send_text(json.dumps({"type": "done", "id": folder.name, "stats": result.stats, "note": note}))
+    await ws.send_text(json.dumps({**done, "note": note}))
     await ws.close()
 
 

@@ -10,7 +10,7 @@ import pyarrow.parquet as pq
 import soundfile as sf
 
 from core.dataset import shards
-from core.dataset.fetch import decode_items
+from core.dataset.decode import decode_items
 from core.dataset.fields import plan_fields
 from core.dataset.inputs import read_inputs
 

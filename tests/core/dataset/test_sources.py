@@ -14,7 +14,7 @@ import pytest
 from core.audio.blocks import AudioLimits
 from core.audio.files import load_audio
 from core.audio.readers import AUDIO_SUFFIXES
-from core.dataset.fetch import decode_items
+from core.dataset.decode import decode_items
 from core.dataset.fields import fields_columns, plan_fields, row_fields
 from core.dataset.inputs import read_inputs
 from core.errors import CodecError

@@ -7,9 +7,9 @@ The audio column takes one of three layouts, told apart by its Arrow type:
   store it): the file's bytes inside the table, or, where ``bytes`` is null, a path;
 - binary: the file's bytes.
 
-Only the index is built here, a row group (Parquet) or a record batch (Arrow) at a time, without the
-audio bytes (a struct's ``path`` leaf is read alone); :mod:`core.dataset.fetch` reads the bytes in
-the decode tasks. The other columns become the row's fields; a column that holds binary data (a
+The index half (``read_parquet``, ``read_saved_dataset``) is built a row group (Parquet) or a record
+batch (Arrow) at a time, without the audio bytes (a struct's ``path`` leaf is read alone); the read
+half (``read_cell``) reads the bytes in the decode tasks (:mod:`core.dataset.decode`). The other columns become the row's fields; a column that holds binary data (a
 second audio column, an image) is not copied, and the manifest says so.
 
 ``save_to_disk`` folders are read with pyarrow directly (``state.json`` lists the ``.arrow`` files,
@@ -24,7 +24,8 @@ import logging
 from pathlib import Path
 
 from core.dataset.rows import AUDIO_FIELD, InputError, Inputs, Item, path_row, printable, split, to_json
-from core.errors import CodecError
+from core.errors import AudioInputError, CodecError
+from core.settings import AudioLimits
 
 logger = logging.getLogger(__name__)
 
@@ -190,3 +191,42 @@ def read_saved_dataset(folder: Path, audio_column: str = AUDIO_FIELD) -> Inputs:
     if not items:
         raise CodecError(f"{folder}: no row with audio in the {audio_column!r} column.")
     return Inputs("arrow", items, errors, left_out=rows.left_out)
+
+
+def read_cell(path: str, where: dict, tables: dict, limits: AudioLimits) -> tuple[bytes, str]:
+    """(bytes, name) of one row's audio; ``tables`` holds the one chunk read last (a decode task's
+    rows share it)."""
+    chunk = where.get("row_group", where.get("batch"))
+    key = (path, chunk, where["column"])
+    if key not in tables:
+        tables.clear()  # one chunk held at a time
+        tables[key] = _cells(path, where)
+    cell = tables[key][where["row"]]
+    name = f"{Path(path).name}#{where['row']}"
+    if where["layout"] == "binary":
+        return cell or b"", name
+    cell = cell or {}
+    if cell.get("path"):
+        name = str(cell["path"])
+    if cell.get("bytes"):
+        return cell["bytes"], name
+    if cell.get("path"):  # the datasets Audio layout allows a path alone: a file beside the table
+        file = Path(cell["path"]) if Path(cell["path"]).is_absolute() else Path(path).parent / cell["path"]
+        if file.is_file():
+            return file.read_bytes(), name
+        raise AudioInputError(f"the row has no audio bytes and its path '{cell['path']}' is not a file here.")
+    raise AudioInputError("the row's audio has neither bytes nor a path: there is no audio in it.")
+
+
+def _cells(path: str, where: dict) -> list:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    column = where["column"]
+    if "row_group" in where:
+        return pq.ParquetFile(path).read_row_group(where["row_group"], columns=[column]).column(column).to_pylist()
+    with pa.memory_map(path) as source:
+        for number, batch in enumerate(pa.ipc.open_stream(source)):
+            if number == where["batch"]:
+                return batch.column(column).to_pylist()
+    raise AudioInputError(f"record batch {where['batch']} is missing from {Path(path).name}.")
