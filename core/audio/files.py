@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import os
+import stat
 import tempfile
 from pathlib import Path
 
@@ -45,6 +46,7 @@ __all__ = [
     "Audio",
     "AudioFacts",
     "audio_from_array",
+    "check_file",
     "describe_formats",
     "load_audio",
     "load_audio_bytes",
@@ -59,7 +61,7 @@ URL_PREFIXES = ("http://", "https://", "ftp://", "rtmp://", "rtsp://", "s3://", 
 
 def load_audio(path, limits: AudioLimits = AudioLimits()) -> Audio:
     """Read an audio file as float32 mono at 24 kHz, with facts about the original."""
-    path = _check_file(path, limits)
+    path = check_file(path, limits)
     try:
         return load_with_soundfile(path, limits)
     except Unreadable as e:
@@ -136,7 +138,9 @@ def describe_formats() -> str:
     return f"{FORMATS}; any sample rate, any number of channels"
 
 
-def _check_file(path, limits: AudioLimits) -> Path:
+def check_file(path, limits: AudioLimits) -> Path:
+    """The path, once ``stat()`` shows a regular, non-empty file within the size limit; else an
+    :class:`AudioInputError` that says which rule (a special file is named by its kind)."""
     if path is None or str(path) == "":
         raise AudioInputError("No audio file was given. Choose a file or record a clip.")
     if not isinstance(path, (str, os.PathLike)):
@@ -148,12 +152,14 @@ def _check_file(path, limits: AudioLimits) -> Path:
         )
     path = Path(path)
     name = path.name
-    if not path.exists():
-        raise AudioInputError(f"Audio file '{path}' does not exist. Check the path and try again.")
-    if path.is_dir():
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        raise AudioInputError(f"Audio file '{path}' does not exist. Check the path and try again.") from None
+    if stat.S_ISDIR(mode):
         raise AudioInputError(f"'{name}' is a folder, not an audio file. Give one audio file.")
-    if not path.is_file():
-        raise AudioInputError(f"'{name}' is not a regular file. Give an audio file on disk.")
+    if not stat.S_ISREG(mode):
+        raise AudioInputError(f"'{name}' is {_kind(mode)}, not a regular file. Give an audio file on disk.")
     size = path.stat().st_size
     if size == 0:
         raise AudioInputError(
@@ -166,6 +172,18 @@ def _check_file(path, limits: AudioLimits) -> Path:
             "MiB limit. Cut it into shorter pieces or compress it (e.g. FLAC) and try again."
         )
     return path
+
+
+def _kind(mode: int) -> str:
+    for test, kind in (
+        (stat.S_ISFIFO, "a FIFO (named pipe)"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+    ):
+        if test(mode):
+            return kind
+    return "a special file"
 
 
 def _check_array(samples, name: str) -> np.ndarray:

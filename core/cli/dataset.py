@@ -27,6 +27,13 @@ def add_parsers(sub) -> dict:
         default="audio",
         help="manifest field / table column with the audio (path, bytes or {bytes, path})",
     )
+    p.add_argument(
+        "--data-root",
+        type=Path,
+        default=None,
+        help="folder every audio path a manifest or table names must lie in (default: the folder of the "
+        "manifest, table or input folder; a path outside it is an error row, never read)",
+    )
     p.add_argument("--list-skipped", type=Path, default=None, help="write the folder's files that are not audio here")
     p.add_argument("--shard-size", type=int, default=256, help="files per Parquet shard (the unit of resume)")
     p.add_argument("--actors", type=int, default=None, help="encode actors (default: one per GPU, or 1 on CPU)")
@@ -61,6 +68,7 @@ def cmd_tokenize(args) -> int:
         options,
         jsonl=args.jsonl,
         audio_column=args.audio_column,
+        data_root=args.data_root,
         show_progress=not args.no_progress,
         list_skipped=args.list_skipped,
     )

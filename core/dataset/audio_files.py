@@ -14,8 +14,8 @@ from pathlib import Path
 
 from core.audio.blocks import Audio
 from core.audio.readers import AUDIO_SUFFIXES
-from core.dataset.rows import InputError, Inputs, Item, path_row, printable, split
-from core.errors import AudioInputError, CodecError
+from core.dataset.rows import InputError, Inputs, Item, OutsideRoot, inside, path_row, printable, split
+from core.errors import CodecError
 from core.settings import AudioLimits
 from core.units import MIB
 
@@ -25,7 +25,9 @@ NO_SUFFIX = "(none)"  # how files without an extension are counted among the ski
 HASH_BLOCK_BYTES = MIB  # bytes read at a time for a file's checksum
 
 
-def read_folder(root: Path) -> Inputs:
+def read_folder(root: Path, data_root: Path | None = None) -> Inputs:
+    """The audio files under ``root`` (recursive, sorted); a symlink that leads outside ``data_root``
+    (default ``root``) is an error row, never read."""
     paths: list[Path] = []
     skipped: list[Path] = []
     for dirpath, dirnames, filenames in os.walk(root):
@@ -43,14 +45,21 @@ def read_folder(root: Path) -> Inputs:
         )
     if skipped:
         logger.info("skipping %d files that are not audio: %s", len(skipped), dict(counts))
-    items = tuple(
-        Item(i, printable(p.relative_to(root).as_posix()), str(p.resolve()), "{}") for i, p in enumerate(paths)
-    )
+    rows: list[Item | InputError] = []
+    for i, p in enumerate(paths):
+        key = printable(p.relative_to(root).as_posix())
+        try:
+            rows.append(Item(i, key, str(inside(data_root or root, root, str(p))), "{}"))
+        except OutsideRoot as e:
+            rows.append(InputError(i, key, str(e)))
+    items, errors = split(rows)
     listed = tuple(printable(p.relative_to(root).as_posix()) for p in skipped)
-    return Inputs("folder", items, (), dict(sorted(counts.items())), listed)
+    return Inputs("folder", items, errors, dict(sorted(counts.items())), listed)
 
 
-def read_manifest(path: Path, audio_column: str) -> Inputs:
+def read_manifest(path: Path, audio_column: str, root: Path | None = None) -> Inputs:
+    """A fine-tuning JSONL manifest: one row per line; paths relative to its folder, inside ``root``
+    (default its folder)."""
     rows: list[Item | InputError] = []
     with open(path, encoding="utf-8", errors="replace") as f:
         for index, line in enumerate(f):
@@ -58,7 +67,7 @@ def read_manifest(path: Path, audio_column: str) -> Inputs:
                 rows.append(InputError(index, f"line {index + 1}", "empty line; remove it."))
                 continue
             try:
-                rows.append(path_row(index, json.loads(line), path.parent, audio_column))
+                rows.append(path_row(index, json.loads(line), path.parent, audio_column, root=root))
             except json.JSONDecodeError as e:
                 rows.append(InputError(index, f"line {index + 1}", f"not valid JSON ({e.msg}); fix the line."))
     items, errors = split(rows)
@@ -73,7 +82,7 @@ def read_file(path: str, limits: AudioLimits) -> tuple[Audio, str]:
 
     if _utf8(path):
         return load_audio(path, limits), _file_sha256(path)
-    data = _file_bytes(path, limits)  # a name that is not UTF-8: libsndfile cannot open it; its bytes can be read
+    data = read_bytes(path, limits)  # a name that is not UTF-8: libsndfile cannot open it; its bytes can be read
     name = Path(path).name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
     return load_audio_bytes(data, name, limits), hashlib.sha256(data).hexdigest()
 
@@ -86,11 +95,12 @@ def _utf8(path: str) -> bool:
         return False
 
 
-def _file_bytes(path: str, limits: AudioLimits) -> bytes:
-    size = Path(path).stat().st_size
-    if size > limits.max_file_bytes:
-        raise AudioInputError(f"the file is {size} bytes, over the {limits.max_file_bytes} bytes limit.")
-    return Path(path).read_bytes()
+def read_bytes(path: Path | str, limits: AudioLimits) -> bytes:
+    """A file's bytes, once ``stat()`` has shown a regular file within the size limit (a special file
+    is refused with its kind; nothing is read past the limit)."""
+    from core.audio.files import check_file
+
+    return check_file(path, limits).read_bytes()
 
 
 def _file_sha256(path: str) -> str:

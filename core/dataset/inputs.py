@@ -26,26 +26,29 @@ from core.errors import CodecError
 logger = logging.getLogger(__name__)
 
 
-def read_inputs(source: Path | str, audio_column: str = AUDIO_FIELD) -> Inputs:
+def read_inputs(source: Path | str, audio_column: str = AUDIO_FIELD, root: Path | None = None) -> Inputs:
     """The items of a folder, a ``.jsonl`` manifest, ``.parquet`` tables, ``.tar`` shards (a file, a
-    folder of them, or a pattern like ``data-{000..099}.tar``) or a ``save_to_disk`` folder."""
+    folder of them, or a pattern like ``data-{000..099}.tar``) or a ``save_to_disk`` folder.
+
+    ``root``: the folder every path a row names must lie in (``--data-root``); default, the folder
+    given, or the folder of the manifest / table that names the path."""
     text = str(source)
     if not Path(text).exists() and any(c in text for c in "{*?["):
         paths = webdataset.expand(text)
         if text.lower().endswith(".parquet"):
-            return parquet_arrow.read_parquet(paths, audio_column)
+            return parquet_arrow.read_parquet(paths, audio_column, root)
         return webdataset.read_shards(paths, text)
     source = Path(text)
     if source.is_dir():
         if parquet_arrow.is_saved_dataset(source):
-            return parquet_arrow.read_saved_dataset(source, audio_column)
+            return parquet_arrow.read_saved_dataset(source, audio_column, root)
         files = sorted(p for p in source.iterdir() if p.is_file() and not p.name.startswith("."))
         suffixes = {p.suffix.lower() for p in files}
         if files and suffixes == {".tar"}:
             return webdataset.read_shards(files, text)
         if files and suffixes == {".parquet"}:
-            return parquet_arrow.read_parquet(files, audio_column)
-        return audio_files.read_folder(source)
+            return parquet_arrow.read_parquet(files, audio_column, root)
+        return audio_files.read_folder(source, root)
     if not source.is_file():
         raise CodecError(
             f"{source} does not exist; give a folder of audio, a .jsonl manifest, a .parquet table, "
@@ -53,9 +56,9 @@ def read_inputs(source: Path | str, audio_column: str = AUDIO_FIELD) -> Inputs:
         )
     suffix = source.suffix.lower()
     if suffix in (".jsonl", ".json"):
-        return audio_files.read_manifest(source, audio_column)
+        return audio_files.read_manifest(source, audio_column, root)
     if suffix == ".parquet":
-        return parquet_arrow.read_parquet([source], audio_column)
+        return parquet_arrow.read_parquet([source], audio_column, root)
     if suffix == ".tar":
         return webdataset.read_shards([source], text)
     raise CodecError(

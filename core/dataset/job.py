@@ -24,18 +24,20 @@ def tokenize(
     *,
     jsonl: bool = False,
     audio_column: str = AUDIO_FIELD,
+    data_root: Path | None = None,
     show_progress: bool = True,
     list_skipped: Path | None = None,
     on_result: OnResult | None = None,
 ) -> dict:
     """Tokenize ``source`` into ``out`` (resuming a job already there); return the manifest.
+    ``data_root``: the folder every path a row names must lie in (default: the input's own folder);
     ``list_skipped``: a file to write the folder's skipped files to, one per line; ``on_result``: called
     after each row's result (besides the progress bar)."""
     from core.tokens import package_versions
 
     out = Path(out)
     options = options or TokenizeOptions()
-    inputs = read_inputs(source, audio_column)
+    inputs = read_inputs(source, audio_column, data_root)
     logger.info("%s input: %d rows, %d without audio", inputs.kind, inputs.count, len(inputs.errors))
     if list_skipped is not None:
         Path(list_skipped).write_text("".join(p + "\n" for p in inputs.skipped_paths), encoding="utf-8")

@@ -23,7 +23,19 @@ import json
 import logging
 from pathlib import Path
 
-from core.dataset.rows import AUDIO_FIELD, InputError, Inputs, Item, path_row, printable, split, to_json
+from core.dataset.audio_files import read_bytes
+from core.dataset.rows import (
+    AUDIO_FIELD,
+    InputError,
+    Inputs,
+    Item,
+    OutsideRoot,
+    inside,
+    path_row,
+    printable,
+    split,
+    to_json,
+)
 from core.errors import AudioInputError, CodecError
 from core.settings import AudioLimits
 
@@ -95,8 +107,9 @@ def _features(schema) -> dict:
 class _Rows:
     """Turns the chunks of one table file into items and errors, numbering rows across files."""
 
-    def __init__(self, audio_column: str):
+    def __init__(self, audio_column: str, root: Path | None):
         self.audio_column = audio_column
+        self.root = root  # every path a row names lies inside it (None: the table's own folder)
         self.rows: list[Item | InputError] = []
         self.left_out: dict[str, str] = {}
 
@@ -121,20 +134,25 @@ class _Rows:
         for row in range(table.num_rows):
             index = len(self.rows)
             if kind == "path":
-                self.rows.append(path_row(index, {column: paths[row], **fields[row]}, path.parent, column, source))
+                self.rows.append(
+                    path_row(index, {column: paths[row], **fields[row]}, path.parent, column, source, self.root)
+                )
                 continue
             cell = paths[row]
             named = cell.get("path") if kind == "struct" and isinstance(cell, dict) else None
-            locator = json.dumps({chunk_key: chunk, "row": row, "column": column, "layout": kind})
+            where = {chunk_key: chunk, "row": row, "column": column, "layout": kind}
+            if self.root is not None:
+                where["root"] = str(self.root)  # a path-only cell is read inside it (default: the table's folder)
+            locator = json.dumps(where)
             key = printable(str(named)) if named else f"{source}#{index}"
             self.rows.append(Item(index, key, str(path.resolve()), to_json(fields[row]), locator, source))
 
 
-def read_parquet(paths: list[Path], audio_column: str = AUDIO_FIELD) -> Inputs:
+def read_parquet(paths: list[Path], audio_column: str = AUDIO_FIELD, root: Path | None = None) -> Inputs:
     """Parquet files, in the order given, one row group at a time (no audio bytes are read here)."""
     import pyarrow.parquet as pq
 
-    rows = _Rows(audio_column)
+    rows = _Rows(audio_column, root)
     embedded = False
     for path in paths:
         if not path.is_file():
@@ -164,7 +182,7 @@ def read_parquet(paths: list[Path], audio_column: str = AUDIO_FIELD) -> Inputs:
     return Inputs("parquet", items, errors, left_out=rows.left_out)
 
 
-def read_saved_dataset(folder: Path, audio_column: str = AUDIO_FIELD) -> Inputs:
+def read_saved_dataset(folder: Path, audio_column: str = AUDIO_FIELD, root: Path | None = None) -> Inputs:
     """A ``save_to_disk`` folder of one split: its Arrow files, record batch by record batch."""
     import pyarrow as pa
 
@@ -174,7 +192,7 @@ def read_saved_dataset(folder: Path, audio_column: str = AUDIO_FIELD) -> Inputs:
             f"{folder} holds a DatasetDict ({', '.join(splits)}); give one split's folder, e.g. {folder / 'train'}."
         )
     files = [folder / f["filename"] for f in json.loads((folder / STATE_FILE).read_text())["_data_files"]]
-    rows = _Rows(audio_column)
+    rows = _Rows(audio_column, root)
     for path in files:
         with pa.memory_map(str(path)) as source:
             reader = pa.ipc.open_stream(source)
@@ -211,10 +229,12 @@ def read_cell(path: str, where: dict, tables: dict, limits: AudioLimits) -> tupl
     if cell.get("bytes"):
         return cell["bytes"], name
     if cell.get("path"):  # the datasets Audio layout allows a path alone: a file beside the table
-        file = Path(cell["path"]) if Path(cell["path"]).is_absolute() else Path(path).parent / cell["path"]
-        if file.is_file():
-            return file.read_bytes(), name
-        raise AudioInputError(f"the row has no audio bytes and its path '{cell['path']}' is not a file here.")
+        base = Path(path).parent
+        try:
+            file = inside(Path(where.get("root") or base), base, str(cell["path"]))
+        except OutsideRoot as e:
+            raise AudioInputError(f"the row has no audio bytes and its path {e}") from None
+        return read_bytes(file, limits), name
     raise AudioInputError("the row's audio has neither bytes nor a path: there is no audio in it.")
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -61,14 +62,32 @@ def printable(text: str) -> str:
     return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
-def _resolve(base: Path, value: str) -> str:
-    """Relative paths in a manifest are relative to the manifest's folder, as people write them."""
+class OutsideRoot(ValueError):
+    """A path a dataset names that resolves outside the dataset's root."""
+
+
+def inside(root: Path, base: Path, value: str) -> Path:
+    """The file a dataset names by ``value`` (relative to ``base``, the folder of the file that names
+    it), resolved with its symlinks; it must lie inside ``root`` (the dataset's own folder, or the
+    operator's ``--data-root``), or :class:`OutsideRoot` names the rule. Nothing is opened or
+    stat'ed outside ``root``: a dataset cannot read, or learn of, the user's other files."""
     path = Path(value).expanduser()
-    return str(path if path.is_absolute() else (base / path).resolve())
+    real = Path(os.path.realpath(path if path.is_absolute() else base / path))
+    top = Path(os.path.realpath(root))
+    if not real.is_relative_to(top):
+        raise OutsideRoot(
+            f"'{printable(value)}' lies outside {printable(str(top))}: a dataset may only name files inside its "
+            "own folder (a downloaded table could otherwise read your other files); move the file there, or "
+            "give --data-root with a folder that holds it."
+        )
+    return real
 
 
-def path_row(index: int, row, base: Path, audio_column: str, source: str = "") -> Item | InputError:
-    """A manifest row (JSONL line, Parquet row) whose audio field is a file path."""
+def path_row(
+    index: int, row, base: Path, audio_column: str, source: str = "", root: Path | None = None
+) -> Item | InputError:
+    """A manifest row (JSONL line, Parquet row) whose audio field is a file path: relative to ``base``
+    (the manifest's or table's folder, as people write them), inside ``root`` (default ``base``)."""
     if not isinstance(row, dict):
         return InputError(index, f"row {index + 1}", "the row is not a JSON object; write one object per line.", source)
     value = row.get(audio_column)
@@ -81,8 +100,12 @@ def path_row(index: int, row, base: Path, audio_column: str, source: str = "") -
         )
     if "://" in value or value.startswith("data:"):
         return InputError(index, value, "URLs are not read by batch jobs; download the file and give its path.", source)
+    try:
+        path = inside(root or base, base, value)
+    except OutsideRoot as e:
+        return InputError(index, printable(value), str(e), source)
     extra = {k: v for k, v in row.items() if k != audio_column}
-    return Item(index, value, _resolve(base, value), to_json(extra), "", source)
+    return Item(index, value, str(path), to_json(extra), "", source)
 
 
 def to_json(fields: dict) -> str:

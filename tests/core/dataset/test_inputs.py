@@ -1,6 +1,7 @@
 """Inputs of ``python -m core tokenize``: folders, fine-tuning JSONL manifests, Parquet tables."""
 
 import json
+from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -33,13 +34,15 @@ def test_jsonl_keeps_every_field_resolves_paths_and_reports_bad_lines(tmp_path):
     ]
     manifest = tmp_path / "train.jsonl"
     manifest.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    inputs = read_inputs(manifest)
-    assert [(i.index, i.key) for i in inputs.items] == [(0, "wav/a.wav"), (5, "/abs/b.wav")]
+    assert [i.key for i in read_inputs(manifest, root=Path("/")).items] == ["wav/a.wav", "/abs/b.wav"]
+    inputs = read_inputs(manifest)  # /abs/b.wav lies outside the manifest's folder (issue 31): an error row
+    assert [(i.index, i.key) for i in inputs.items] == [(0, "wav/a.wav")]
     assert inputs.items[0].path == str((tmp_path / "wav/a.wav").resolve())
     assert json.loads(inputs.items[0].extra) == {"text": "你好", "ref_audio": "ref.wav", "language": "Chinese"}
     reasons = {e.index: e.reason for e in inputs.errors}
-    assert sorted(reasons) == [1, 2, 3, 4]
+    assert sorted(reasons) == [1, 2, 3, 4, 5]
     assert "not valid JSON" in reasons[1] and "'audio'" in reasons[2] and "URL" in reasons[4]
+    assert "outside" in reasons[5] and "--data-root" in reasons[5]
     assert inputs.count == 6
 
 
