@@ -33,6 +33,7 @@ from core.units import MIB
 
 MAX_DURATION_S = 1800.0  # seconds (30 min): the longest input accepted unless --max-duration says otherwise
 MAX_FILE_MB = 1024.0  # MiB: the largest input file accepted unless --max-file-mb says otherwise
+MAX_PEAK_DBFS = 60.0  # dB over full scale (1000x): louder float audio is refused (3.4e38 made NaN metrics)
 DEFAULT_HOST = "127.0.0.1"  # the web UI listens on loopback only unless told otherwise
 DEFAULT_PORT = 7860  # Gradio's usual port
 TEMP_FOLDER = "codec-workbench"  # request folders go to <system temp>/TEMP_FOLDER unless --temp-dir says otherwise
@@ -42,6 +43,7 @@ _DEVICE_RE = re.compile(r"^(cpu|cuda:\d+)$")
 _POSITIVE = (
     "max_duration_s",
     "max_file_mb",
+    "max_peak_dbfs",
     "encode_chunk_s",
     "encode_span_s",
     "batch_audio_s",
@@ -82,6 +84,7 @@ class AudioLimits:
     max_duration_s: float = MAX_DURATION_S  # seconds
     max_file_bytes: int = int(MAX_FILE_MB * MIB)  # bytes
     min_samples: int = SAMPLES_PER_FRAME  # samples at 24 kHz; shorter than one frame is refused
+    max_peak: float = 10 ** (MAX_PEAK_DBFS / 20)  # |sample| (1.0 = full scale); louder audio is refused
 
 
 @dataclass(frozen=True)
@@ -91,6 +94,9 @@ class Settings:
     dtype: str = option("float32", "float32 (published) or bfloat16 (GPUs with native bf16 only)")
     max_duration_s: float = option(MAX_DURATION_S, "longest input accepted, seconds (30 min)", flag="--max-duration")
     max_file_mb: float = option(MAX_FILE_MB, "largest input file accepted, MiB")
+    max_peak_dbfs: float = option(
+        MAX_PEAK_DBFS, "loudest sample accepted, dB over full scale (60: 1000x); louder float audio is refused"
+    )
     cleanup_threshold: float = option(
         0.8, "after a job, clear cached VRAM when reserved memory passes this share of the card"
     )
@@ -202,7 +208,11 @@ class Settings:
 
     def audio_limits(self) -> AudioLimits:
         """The limits that guard every way audio comes in (files, arrays, URLs, batches)."""
-        return AudioLimits(max_duration_s=self.max_duration_s, max_file_bytes=self.max_file_bytes)
+        return AudioLimits(
+            max_duration_s=self.max_duration_s,
+            max_file_bytes=self.max_file_bytes,
+            max_peak=10 ** (self.max_peak_dbfs / 20),
+        )
 
     def to_dict(self) -> dict:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}

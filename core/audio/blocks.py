@@ -22,6 +22,7 @@ from core.units import minutes
 logger = logging.getLogger(__name__)
 
 CLIP_LEVEL = 0.999  # |x| at or above this counts as clipped
+OVER_FULL_SCALE = 1.0 + 1e-6  # |x| above this (float audio) is named in a warning (+0 dBFS)
 NEAR_SILENCE_DBFS = -60.0  # dBFS, RMS below this is "nearly silent"
 SILENCE_FLOOR_DBFS = -120.0  # dBFS, reported for digital silence instead of -inf
 RESAMPLE_QUALITY = "HQ"  # soxr high quality (20-bit precision, flat passband)
@@ -115,6 +116,7 @@ class Collector:
         self.clipped = 0  # original samples (all channels) at or above CLIP_LEVEL
         self.sum_squares = 0.0  # of the mono 24 kHz output, in float64
         self.peak = 0.0  # of the mono 24 kHz output
+        self.loudest = 0.0  # max |x| of the original (any channel)
         self.parts: list[np.ndarray] = []
         self.stream = None
         self.flushed = False  # the resampler's tail is out: no more blocks
@@ -135,6 +137,16 @@ class Collector:
                 f"{first:.2f} s). The file is damaged or was written by a broken program; "
                 "re-export it."
             )
+        loudest = float(np.abs(block).max()) if block.size else 0.0
+        if loudest > self.limits.max_peak:
+            at = (self.frames + int(np.argmax(np.abs(block).max(axis=1)))) / self.source.sample_rate
+            raise AudioInputError(
+                f"'{self.name}' is far over full scale: a sample of {loudest:.3g} at {at:.2f} s is "
+                f"{dbfs(loudest):+.0f} dBFS, over the {dbfs(self.limits.max_peak):+.0f} dBFS limit (1.0 is full "
+                "scale). The file was written with the wrong scale or by a broken program; normalize or "
+                "re-export it."
+            )
+        self.loudest = max(self.loudest, loudest)
         self.frames += block.shape[0]
         if self.frames > self.max_frames:
             raise AudioInputError(
@@ -196,7 +208,7 @@ def finish(
         clipped_samples=collector.clipped,
         rms_dbfs=round(rms_dbfs, 2),
         near_silent=rms_dbfs < NEAR_SILENCE_DBFS,
-        warnings=(*extra_warnings, *_warnings(source, collector.clipped, rms_dbfs)),
+        warnings=(*extra_warnings, *_warnings(source, collector.clipped, rms_dbfs, collector.loudest)),
     )
     logger.info(
         "Loaded %s: %s, %d Hz, %d ch, %.2f s, %.1f dBFS",
@@ -210,7 +222,12 @@ def finish(
     return Audio(samples=mono, facts=facts)
 
 
-def _warnings(source: Source, clipped: int, rms_dbfs: float) -> tuple[str, ...]:
+def dbfs(level: float) -> float:
+    """A sample magnitude in dB relative to full scale (1.0)."""
+    return 20 * math.log10(level) if level > 0 else SILENCE_FLOOR_DBFS
+
+
+def _warnings(source: Source, clipped: int, rms_dbfs: float, loudest: float = 0.0) -> tuple[str, ...]:
     out = []
     if source.sample_rate != SAMPLE_RATE:
         out.append(f"Resampled from {source.sample_rate} Hz to {SAMPLE_RATE} Hz.")
@@ -224,6 +241,11 @@ def _warnings(source: Source, clipped: int, rms_dbfs: float) -> tuple[str, ...]:
         out.append(f"{clipped} samples are clipped.")
     if rms_dbfs < NEAR_SILENCE_DBFS:
         out.append(f"The clip is nearly silent ({rms_dbfs:.0f} dBFS).")
+    if loudest > OVER_FULL_SCALE:
+        out.append(
+            f"The peak is {dbfs(loudest):+.0f} dBFS, over full scale (float samples above 1.0): it clips when "
+            "played and its levels are not comparable; normalize it."
+        )
     return tuple(out)
 
 

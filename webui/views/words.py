@@ -35,6 +35,19 @@ PATTERNS: tuple[tuple[re.Pattern, str], ...] = tuple(
         (r"(?P<n>\d+) samples are clipped\.", "words.clipped"),
         # i18n-exempt: core's English, matched (the catalogue says it)
         (rf"The clip is nearly silent \((?P<db>{_NUMBER}) dBFS\)\.", "words.near_silent"),
+        (
+            # i18n-exempt: core's English, matched (the catalogue says it)
+            r"The peak is (?P<db>[+-]\d+) dBFS, over full scale \(float samples above 1\.0\): it clips when played "
+            r"and its levels are not comparable; normalize it\.",
+            "trust.over_full_scale",
+        ),
+        (
+            # i18n-exempt: core's English, matched (the catalogue says it)
+            r"'(?P<name>.+)' is far over full scale: a sample of (?P<value>\S+) at (?P<at>[\d.]+) s is "
+            r"(?P<db>[+-]\d+) dBFS, over the (?P<limit>[+-]\d+) dBFS limit \(1\.0 is full scale\)\. The file was "
+            r"written with the wrong scale or by a broken program; normalize or re-export it\.",
+            "trust.too_loud",
+        ),
         # core.analysis.metrics: why a metric has no value, or what it covers
         # i18n-exempt: core's English, matched (the catalogue says it)
         (rf"PESQ needs at least (?P<s>{_NUMBER}) s of audio", "words.pesq_short"),
