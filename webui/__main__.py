@@ -74,6 +74,7 @@ def split_options(web: WebOptions, env) -> tuple[UiOptions, ServerOptions]:
         quiet=True,
         limits=web.limit_settings(),
         trusted_proxies=trusted_set(web.trusted_proxies),
+        public_origins=web.public_origins(),
     )
     return ui, server
 

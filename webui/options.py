@@ -18,7 +18,7 @@ from core.errors import SettingsError
 from core.options import option
 from core.settings import ServiceOptions, default_temp_root
 from core.units import MIB
-from webui.serving import url_input
+from webui.serving import origins, url_input
 from webui.serving.limits import LimitSettings
 from webui.serving.throttle import trusted_set
 from webui.serving.workspace import DEFAULT_MAX_AGE_S, DEFAULT_MAX_TEMP_MB
@@ -52,6 +52,11 @@ class WebOptions(ServiceOptions):
     trusted_proxies: str = option(
         "", "addresses of reverse proxies whose X-Real-IP names the client, comma-separated (empty: none)"
     )
+    public_origin: str = option(
+        "",
+        "origins the page is served at behind a proxy (https://codec.example.org), comma-separated; pages of "
+        "other origins may not open the Live socket or send state-changing requests (empty: the app's own)",
+    )
     client_model_jobs: int = option(_LIMITS.model_jobs, "model-queue jobs one client may have waiting or running")
     client_jobs: int = option(_LIMITS.jobs, "jobs of any other queue one client may have waiting or running")
     client_starts_per_min: float = option(_LIMITS.starts_per_min, "jobs one client may start per minute")
@@ -83,11 +88,19 @@ class WebOptions(ServiceOptions):
         if self.log_level not in LOG_LEVELS:
             raise SettingsError(f"log level {self.log_level!r} is not one of {', '.join(LOG_LEVELS)}.")
         try:
+            self.public_origins()
+        except ValueError as e:
+            raise SettingsError(f"public_origin: {e}; give scheme://host[:port], comma-separated.") from e
+        try:
             trusted_set(self.trusted_proxies)
         except ValueError as e:
             raise SettingsError(
                 f"trusted_proxies must be IP addresses separated by commas, not {self.trusted_proxies!r}."
             ) from e
+
+    def public_origins(self) -> frozenset:
+        """``--public-origin`` parsed (``webui.serving.origins``)."""
+        return origins.parse_list(self.public_origin)
 
     def limit_settings(self) -> LimitSettings:
         """The per-client limits these options set (``webui.serving.limits``)."""

@@ -28,6 +28,7 @@ from webui.serving.guard import Guard
 from webui.serving.health import add_health_routes
 from webui.serving.limits import ClientLimits, LimitSettings
 from webui.serving.live_socket import live_routes
+from webui.serving.origins import Origin, OriginPolicy
 from webui.serving.workspace import Workspace
 
 logger = logging.getLogger(__name__)
@@ -42,6 +43,11 @@ class ServerOptions:
     quiet: bool = True  # Gradio's own startup banner
     limits: LimitSettings = field(default_factory=LimitSettings)  # per-client limits (webui.serving.limits)
     trusted_proxies: frozenset[str] = frozenset()  # proxies whose X-Real-IP names the client
+    public_origins: frozenset[Origin] = frozenset()  # where the page is served behind a proxy (--public-origin)
+
+    def origins(self) -> OriginPolicy:
+        """Which pages may open a WebSocket or change state (``webui.serving.origins``)."""
+        return OriginPolicy(public=self.public_origins, trusted=self.trusted_proxies)
 
 
 def health_routes(engine, started_at: float, temp_root: Path | None = None) -> list[APIRoute]:
@@ -69,7 +75,9 @@ def launch(demo: gr.Blocks, engine, ui: UiOptions, server: ServerOptions, starte
         app_kwargs={
             "routes": [
                 *health_routes(engine, started_at, ui.temp_root),
-                *live_routes(engine, Workspace(ui.temp_root, ui.max_age_s, ui.max_temp_bytes)),  # the Live tab's audio
+                *live_routes(  # the Live tab's audio
+                    engine, Workspace(ui.temp_root, ui.max_age_s, ui.max_temp_bytes), server.origins()
+                ),
             ],
             "middleware": [
                 Middleware(
@@ -79,6 +87,7 @@ def launch(demo: gr.Blocks, engine, ui: UiOptions, server: ServerOptions, starte
                     max_temp_bytes=ui.max_temp_bytes,
                     limits=ClientLimits(server.limits),
                     trusted_proxies=server.trusted_proxies,
+                    origins=server.origins(),
                 )
             ],
             "openapi_url": None,  # FastAPI's schema of Gradio's internals; the API is documented at /gradio_api/info

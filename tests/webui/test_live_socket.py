@@ -118,8 +118,12 @@ def test_another_site_and_a_missing_login_are_refused(live_app):
         with client.websocket_connect("/live/ws?rate=48000", headers={"origin": "https://evil.example"}) as ws:
             ws.receive_text()
     assert refused.value.code == 4403
-    with client.websocket_connect("/live/ws?rate=48000", headers={"origin": "http://testserver:7860"}) as ws:
-        assert json.loads(ws.receive_text())["type"] == "ready"  # the same host on another port: ours
+    with pytest.raises(WebSocketDisconnect) as refused:  # the same host on another port: not ours (issue 31)
+        with client.websocket_connect("/live/ws?rate=48000", headers={"origin": "http://testserver:7860"}) as ws:
+            ws.receive_text()
+    assert refused.value.code == 4403
+    with client.websocket_connect("/live/ws?rate=48000", headers={"origin": "http://testserver"}) as ws:
+        assert json.loads(ws.receive_text())["type"] == "ready"
     client.app.auth, client.app.cookie_id, client.app.tokens = ("user", "pass"), "x", {}
     with pytest.raises(WebSocketDisconnect) as refused:
         with client.websocket_connect("/live/ws?rate=48000") as ws:

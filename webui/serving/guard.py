@@ -11,6 +11,9 @@ that Gradio itself lets through.
 - **The temp root exists** before any request that may write (``webui.serving.storage.ensure``).
 - **With a login set**: ``/gradio_api/cancel``, ``/gradio_api/reset`` and Gradio's heartbeat need it
   too, and ``/login`` backs off per client after a few wrong passwords (``webui.serving.throttle``).
+- **Same origin** for every state-changing request (POST, PUT, PATCH, DELETE) a browser page sends:
+  its ``Origin`` must be the app's own or the operator's public origin, compared whole
+  (``webui.serving.origins``); the Live WebSocket checks the same rule.
 - **Per-client limits** on every event that enters the queue (``webui.serving.limits``): jobs at
   once per queue, a rate, and results left unread.
 - **Files** (``/gradio_api/file=...``, GET and HEAD) are answered by ``webui.serving.files``, never
@@ -32,6 +35,7 @@ from pathlib import Path
 from core.units import MIB
 from webui.serving import files, storage, uploads
 from webui.serving.limits import ClientLimits, Refusal, forget_call
+from webui.serving.origins import OriginPolicy
 from webui.serving.throttle import LoginThrottle, client_key, retry_after_header
 
 logger = logging.getLogger(__name__)
@@ -43,6 +47,7 @@ SIGNED_IN_PREFIXES = ("/gradio_api/heartbeat/",)  # Gradio answers its heartbeat
 JOIN_PATH = "/gradio_api/queue/join"
 CALL_PREFIX = "/gradio_api/call/"  # POST .../call/<name> queues an event; GET .../call/<name>/<id> reads it
 UNUSED_PATHS = frozenset({"/gradio_api/process_recording"})
+STATE_CHANGING = frozenset({"POST", "PUT", "PATCH", "DELETE"})  # methods a foreign page may not send
 MAX_JSON_BODY_BYTES = MIB  # API request bodies are small JSON; file contents go through /upload
 MAX_JSON_DEPTH = 64  # nesting walked when looking for file paths
 _REMOTE = re.compile(r"^\s*[A-Za-z][A-Za-z0-9+.-]*:/")  # any scheme://..., http(s) and others
@@ -161,6 +166,7 @@ class Guard:
         limits: ClientLimits | None = None,
         trusted_proxies: frozenset[str] = frozenset(),
         max_temp_bytes: int | None = None,
+        origins: OriginPolicy | None = None,
     ):
         self.app = app
         self.temp_root = Path(temp_root)
@@ -169,6 +175,7 @@ class Guard:
         self.limits = limits or ClientLimits()
         self.trusted = frozenset(trusted_proxies)  # proxies whose X-Real-IP names the client
         self.max_temp_bytes = max_temp_bytes  # uploads are refused while the temp root holds more
+        self.origins = origins or OriginPolicy(trusted=self.trusted)  # which pages may change state
         uploads.install()
 
     async def __call__(self, scope, receive, send):
@@ -177,6 +184,14 @@ class Guard:
         path, method = scope["path"], scope["method"]
         if path in UNUSED_PATHS:
             return await _respond(send, 404, "Not found.")
+        if method in STATE_CHANGING and not self.origins.allows(scope):
+            logger.warning("refused %s %s: %s", method, path, self.origins.refusal(scope))
+            return await _respond(
+                send,
+                403,
+                "This request came from another site's page; open the workbench at its own address "
+                "(the operator sets --public-origin when it is served behind a proxy).",
+            )
         if (path in SIGNED_IN_PATHS or path.startswith(SIGNED_IN_PREFIXES)) and not signed_in(scope):
             return await _respond(send, 401, "Sign in first.")
         if method in ("GET", "HEAD") and files.route_path(path) is not None:

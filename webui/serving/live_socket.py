@@ -13,7 +13,7 @@ page's language; the socket then closes), ``done`` (the result id the Live tab s
 wait ms][float64 first frame][float32 input x n][float32 codec x n]``.
 
 The work (what a block may be, when a session stops, what is saved) is ``webui.jobs.live``'s; this
-module carries the messages. Bounds: the login guards it like every page route; a block longer than
+module carries the messages. Bounds: the login and the origin rule (``webui.serving.origins``) guard it like every page route; a block longer than
 ``jobs.live.MAX_BLOCK_S`` is refused;
 the session refuses input faster than real time and longer than its limit (``core.model.live``);
 a socket quiet for ``IDLE_S`` (a tab that froze or vanished without closing) is closed, and any end
@@ -34,6 +34,7 @@ from core.errors import CodecError
 from webui import i18n
 from webui.jobs import live as jobs
 from webui.serving.guard import signed_in
+from webui.serving.origins import OriginPolicy
 from webui.serving.workspace import Workspace
 from webui.views.words import codec_error_text
 
@@ -43,13 +44,15 @@ PATH = "/live/ws"
 IDLE_S = 3.0  # a socket with no message for this long is closed, and its session with it
 
 
-def live_routes(engine, workspace: Workspace) -> list[APIWebSocketRoute]:
-    """The WebSocket route, to hand to Gradio's FastAPI app beside /health."""
+def live_routes(engine, workspace: Workspace, origins: OriginPolicy | None = None) -> list[APIWebSocketRoute]:
+    """The WebSocket route, to hand to Gradio's FastAPI app beside /health. ``origins``: which pages
+    may open it (``webui.serving.origins``; default, the app's own origin only)."""
     app = FastAPI()
+    policy = origins or OriginPolicy()
 
     @app.websocket(PATH)
     async def live_ws(ws: WebSocket):
-        await serve(ws, engine, workspace)
+        await serve(ws, engine, workspace, policy)
 
     return [route for route in app.routes if isinstance(route, APIWebSocketRoute)]
 
@@ -65,25 +68,10 @@ def _params(ws: WebSocket) -> tuple[int, int, str]:
     return rate, channels, lang
 
 
-def same_origin(ws: WebSocket) -> bool:
-    """A browser names the page that opens a WebSocket; only this app's own pages may (another site
-    could otherwise use a signed-in visitor's cookie). Clients that send no Origin are not browsers."""
-    origin = ws.headers.get("origin")
-    if not origin:
-        return True
-    return _hostname(origin.split("://", 1)[-1]) == _hostname(ws.headers.get("host") or "")
-
-
-def _hostname(authority: str) -> str:
-    """The host of ``host[:port]`` (or ``[v6]:port``), lower case: nginx passes ``$host`` without the port."""
-    authority = authority.split("/", 1)[0].lower()
-    if authority.startswith("["):
-        return authority.split("]", 1)[0] + "]"
-    return authority.rsplit(":", 1)[0] if authority.count(":") == 1 else authority
-
-
-async def serve(ws: WebSocket, engine, workspace: Workspace) -> None:
-    if not signed_in(ws.scope) or not same_origin(ws):
+async def serve(ws: WebSocket, engine, workspace: Workspace, origins: OriginPolicy) -> None:
+    if not signed_in(ws.scope) or not origins.allows(ws.scope):  # another site could use a visitor's cookie
+        if signed_in(ws.scope):
+            logger.warning("refused a live socket: %s", origins.refusal(ws.scope))
         await ws.close(code=4403)  # refused before anything is opened
         return
     rate, channels, lang = _params(ws)
