@@ -62,6 +62,7 @@ class WebOptions(ServiceOptions):
     client_starts_per_min: float = option(_LIMITS.starts_per_min, "jobs one client may start per minute")
     client_calls_per_min: float = option(_LIMITS.calls_per_min, "events of any kind one client may send per minute")
     client_unread: int = option(_LIMITS.unread, "/gradio_api/call results one client may leave unread")
+    client_live_sessions: int = option(_LIMITS.live_sessions, "Live sessions one client may hold at once")
     max_temp_mb: float = option(
         DEFAULT_MAX_TEMP_MB, "disk the temp folder may hold (request folders and Gradio's cache), MiB"
     )
@@ -80,6 +81,7 @@ class WebOptions(ServiceOptions):
             "client_starts_per_min",
             "client_calls_per_min",
             "client_unread",
+            "client_live_sessions",
             "max_temp_mb",
         ):
             value = getattr(self, name)
@@ -110,4 +112,5 @@ class WebOptions(ServiceOptions):
             starts_per_min=self.client_starts_per_min,
             calls_per_min=self.client_calls_per_min,
             unread=self.client_unread,
+            live_sessions=self.client_live_sessions,
         )

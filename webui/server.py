@@ -60,6 +60,7 @@ def health_routes(engine, started_at: float, temp_root: Path | None = None) -> l
 def launch(demo: gr.Blocks, engine, ui: UiOptions, server: ServerOptions, started_at: float | None = None):
     """Start serving without blocking; return (fastapi_app, local_url)."""
     started_at = started_at or time.time()
+    limits = ClientLimits(server.limits)  # one count per client for the queue and the Live socket
     demo.queue(default_concurrency_limit=1, api_open=False)  # /run/<name> would skip the queue and its limits
     app, url, _ = demo.launch(
         server_name=server.host,
@@ -76,7 +77,7 @@ def launch(demo: gr.Blocks, engine, ui: UiOptions, server: ServerOptions, starte
             "routes": [
                 *health_routes(engine, started_at, ui.temp_root),
                 *live_routes(  # the Live tab's audio
-                    engine, Workspace(ui.temp_root, ui.max_age_s, ui.max_temp_bytes), server.origins()
+                    engine, Workspace(ui.temp_root, ui.max_age_s, ui.max_temp_bytes), server.origins(), limits
                 ),
             ],
             "middleware": [
@@ -85,7 +86,7 @@ def launch(demo: gr.Blocks, engine, ui: UiOptions, server: ServerOptions, starte
                     temp_root=ui.temp_root,
                     serve_roots=(ASSETS,),
                     max_temp_bytes=ui.max_temp_bytes,
-                    limits=ClientLimits(server.limits),
+                    limits=limits,
                     trusted_proxies=server.trusted_proxies,
                     origins=server.origins(),
                 )

@@ -17,6 +17,10 @@ one rule covers every endpoint, present and future (issue 19, finding 8):
   API client's calls grew the server by gigabytes. Once a call's result has been read (or dropped
   unread), :func:`forget_call` removes its session and records.
 
+- **Live sessions at once**: a client may hold at most ``live_sessions`` ``/live/ws`` sockets
+  (default 1), and opening one counts as a job start in the rate above (issue 31, finding 2: one
+  client held every live slot with two trickling sockets). The socket asks :meth:`ClientLimits.open_live`.
+
 A client is its address (``throttle.client_key``: the peer, or ``X-Real-IP`` from a trusted proxy).
 """
 
@@ -49,6 +53,7 @@ class LimitSettings:
     calls_per_min: float = 600.0  # events of any kind, per client per minute
     unread: int = 20  # /gradio_api/call results one client may leave unread
     unread_ttl_s: float = 600.0  # an unread result is dropped from Gradio's records after this
+    live_sessions: int = 1  # /live/ws sockets one client may hold at once
 
 
 @dataclass
@@ -74,6 +79,7 @@ class ClientLimits:
         self._clock = clock
         self._clients: OrderedDict[str, _Client] = OrderedDict()
         self._joining: dict[tuple[str, str], int] = {}  # (client, group) -> joins admitted, not yet in the queue
+        self._live: dict[str, int] = {}  # client -> live sockets open
         self._lock = threading.Lock()
 
     def _client(self, key: str, now: float) -> _Client:
@@ -125,6 +131,31 @@ class ClientLimits:
             client.calls -= 1
             self._joining[(key, group)] = self._joining.get((key, group), 0) + 1
         return key, group
+
+    def open_live(self, scope, trusted: frozenset[str]) -> Refusal | str:
+        """A live socket's admission: a refusal (the client holds ``live_sessions`` sockets already,
+        or is over its rate), or a ticket to hand to :meth:`close_live` when the socket ends."""
+        key = client_key(scope, trusted)
+        with self._lock:
+            client = self._client(key, self._clock())
+            held = self._live.get(key, 0)
+            if held >= self.settings.live_sessions:
+                return Refusal(429, f"live sessions: {held} of {self.settings.live_sessions}")
+            if client.calls < 1 or client.starts < 1:
+                wait = 60 / self.settings.starts_per_min
+                return Refusal(429, f"Too many requests from your address; wait {math.ceil(wait)} s.", wait)
+            client.starts -= 1
+            client.calls -= 1
+            self._live[key] = held + 1
+        return key
+
+    def close_live(self, ticket: str) -> None:
+        with self._lock:
+            left = self._live.get(ticket, 0) - 1
+            if left > 0:
+                self._live[ticket] = left
+            else:
+                self._live.pop(ticket, None)
 
     def joined(self, ticket: tuple[str, str]) -> None:
         """The join of an admitted event was answered: it is in Gradio's queue now (or was refused)."""

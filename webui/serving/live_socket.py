@@ -34,7 +34,9 @@ from core.errors import CodecError
 from webui import i18n
 from webui.jobs import live as jobs
 from webui.serving.guard import signed_in
+from webui.serving.limits import ClientLimits, Refusal
 from webui.serving.origins import OriginPolicy
+from webui.serving.throttle import client_key
 from webui.serving.workspace import Workspace
 from webui.views.words import codec_error_text
 
@@ -44,15 +46,19 @@ PATH = "/live/ws"
 IDLE_S = 3.0  # a socket with no message for this long is closed, and its session with it
 
 
-def live_routes(engine, workspace: Workspace, origins: OriginPolicy | None = None) -> list[APIWebSocketRoute]:
+def live_routes(
+    engine, workspace: Workspace, origins: OriginPolicy | None = None, limits: ClientLimits | None = None
+) -> list[APIWebSocketRoute]:
     """The WebSocket route, to hand to Gradio's FastAPI app beside /health. ``origins``: which pages
-    may open it (``webui.serving.origins``; default, the app's own origin only)."""
+    may open it (``webui.serving.origins``; default, the app's own origin only); ``limits``: the
+    per-client limits the guard enforces on the queue (the same object: one count per client)."""
     app = FastAPI()
     policy = origins or OriginPolicy()
+    client_limits = limits or ClientLimits()
 
     @app.websocket(PATH)
     async def live_ws(ws: WebSocket):
-        await serve(ws, engine, workspace, policy)
+        await serve(ws, engine, workspace, policy, client_limits)
 
     return [route for route in app.routes if isinstance(route, APIWebSocketRoute)]
 
@@ -68,7 +74,7 @@ def _params(ws: WebSocket) -> tuple[int, int, str]:
     return rate, channels, lang
 
 
-async def serve(ws: WebSocket, engine, workspace: Workspace, origins: OriginPolicy) -> None:
+async def serve(ws: WebSocket, engine, workspace: Workspace, origins: OriginPolicy, limits: ClientLimits) -> None:
     if not signed_in(ws.scope) or not origins.allows(ws.scope):  # another site could use a visitor's cookie
         if signed_in(ws.scope):
             logger.warning("refused a live socket: %s", origins.refusal(ws.scope))
@@ -76,6 +82,20 @@ async def serve(ws: WebSocket, engine, workspace: Workspace, origins: OriginPoli
         return
     rate, channels, lang = _params(ws)
     await ws.accept()
+    ticket = limits.open_live(ws.scope, origins.trusted)
+    if isinstance(ticket, Refusal):
+        logger.warning("refused a live socket from %s: %s", client_key(ws.scope, origins.trusted), ticket.text)
+        cap = limits.settings.live_sessions
+        held = ticket.retry_after_s is None  # the cap (a rate refusal says how long to wait)
+        await _error(ws, i18n.text("trust.live_per_client", lang, limit=cap) if held else ticket.text)
+        return
+    try:
+        await _serve(ws, engine, workspace, rate, channels, lang)
+    finally:
+        limits.close_live(ticket)
+
+
+async def _serve(ws: WebSocket, engine, workspace: Workspace, rate: int, channels: int, lang: str) -> None:
     try:
         jobs.check_format(rate, channels)
         session = await anyio.to_thread.run_sync(lambda: engine.live.open(rate, channels))

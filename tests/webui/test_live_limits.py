@@ -1,0 +1,67 @@
+"""Issue 31, finding 2 (the route's half): ``/live/ws`` is inside the per-client limits. One client
+holds at most ``live_sessions`` sockets (default 1; two trickling sockets from one address held every
+slot before), each socket it opens is a work event in its rate, and another client gets the slot
+left. (A client that trickles bytes into its one session is the live session's lateness check,
+``core.model.live``: the live engineer's part of the finding.)"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from fastapi import FastAPI
+from starlette.testclient import TestClient
+
+from core.model.engine import Engine
+from core.settings import Settings
+from webui.serving import live_socket
+from webui.serving.limits import ClientLimits, LimitSettings
+from webui.serving.origins import OriginPolicy
+from webui.serving.workspace import Workspace
+
+PROXY = frozenset({"testclient"})  # TestClient's peer; X-Real-IP then names each client
+
+
+@pytest.fixture(scope="module")
+def two_slots(tiny_checkpoint):
+    engine = Engine(Settings(model=str(tiny_checkpoint), device="cpu", live_sessions=2))
+    assert engine.load(), engine.error
+    return engine
+
+
+def _client(engine, tmp_path, limits: ClientLimits) -> TestClient:
+    app = FastAPI()
+    routes = live_socket.live_routes(engine, Workspace(tmp_path / "w"), OriginPolicy(trusted=PROXY), limits)
+    app.router.routes.extend(routes)
+    return TestClient(app)
+
+
+def _as(address: str) -> dict:
+    return {"x-real-ip": address}
+
+
+def test_one_client_holds_one_live_slot_and_another_client_gets_the_next(two_slots, tmp_path):
+    client = _client(two_slots, tmp_path, ClientLimits())
+    with client.websocket_connect("/live/ws?rate=48000", headers=_as("10.0.0.1")) as first:
+        assert json.loads(first.receive_text())["type"] == "ready"
+        with client.websocket_connect("/live/ws?rate=48000&lang=en", headers=_as("10.0.0.1")) as second:
+            refused = json.loads(second.receive_text())
+        assert refused["type"] == "error" and "already have a live session" in refused["message"]
+        with client.websocket_connect("/live/ws?rate=48000", headers=_as("10.0.0.2")) as other:
+            assert json.loads(other.receive_text())["type"] == "ready"  # the second slot: another client's
+        assert two_slots.live.in_use == 1
+    with client.websocket_connect("/live/ws?rate=48000", headers=_as("10.0.0.1")) as again:
+        assert json.loads(again.receive_text())["type"] == "ready"  # the first socket ended: its count with it
+    assert two_slots.live.in_use == 0
+
+
+def test_the_cap_is_a_setting_and_opening_sockets_counts_in_the_rate(two_slots, tmp_path):
+    client = _client(two_slots, tmp_path, ClientLimits(LimitSettings(live_sessions=2, starts_per_min=4)))
+    with client.websocket_connect("/live/ws?rate=48000", headers=_as("10.0.0.3")) as a:
+        assert json.loads(a.receive_text())["type"] == "ready"
+        with client.websocket_connect("/live/ws?rate=48000", headers=_as("10.0.0.3")) as b:
+            assert json.loads(b.receive_text())["type"] == "ready"  # two allowed by the setting
+    # a burst of half the per-minute rate (2) is spent: the next open is told to wait
+    with client.websocket_connect("/live/ws?rate=48000", headers=_as("10.0.0.3")) as c:
+        reply = json.loads(c.receive_text())
+    assert reply["type"] == "error" and "wait" in reply["message"]
