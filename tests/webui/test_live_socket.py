@@ -17,6 +17,7 @@ from core.model.engine import Engine
 from core.settings import Settings
 from webui.jobs import live as jobs
 from webui.serving import live_socket
+from webui.serving.limits import ClientLimits, LimitSettings
 from webui.serving.workspace import Workspace
 
 
@@ -92,7 +93,11 @@ def test_bad_formats_and_blocks_are_refused_with_a_sentence(live_app, query, pay
 
 
 def test_the_next_page_is_told_busy_in_its_language(live_app):
-    client, engine, _ = live_app
+    _, engine, workspace = live_app
+    app = FastAPI()  # two sockets of one client allowed here, so the second meets the engine's cap
+    limits = ClientLimits(LimitSettings(live_sessions=2))
+    app.router.routes.extend(live_socket.live_routes(engine, workspace, limits=limits))
+    client = TestClient(app)
     with client.websocket_connect("/live/ws?rate=48000") as first:
         assert json.loads(first.receive_text())["type"] == "ready"
         with client.websocket_connect("/live/ws?rate=48000&lang=zh-CN") as second:

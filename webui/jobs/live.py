@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+import shutil
 import struct
 import time
 from collections.abc import Callable
@@ -96,8 +97,12 @@ class LiveRun:
     def finish(self, engine, folder: Path) -> dict:
         """Stop the session and save it as a round-trip result in ``folder``; the page's ``done`` message."""
         started = time.perf_counter()
-        result = self.session.finish()
-        save_result(engine, result, folder)
+        try:
+            result = self.session.finish()
+            save_result(engine, result, folder)
+        except BaseException:
+            shutil.rmtree(folder, ignore_errors=True)  # no half-written result is left to be found by its id
+            raise
         logger.info("live session saved to %s in %.2f s", folder.name, time.perf_counter() - started)
         return {"type": "done", "id": folder.name, "stats": result.stats}
 

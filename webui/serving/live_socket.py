@@ -32,6 +32,7 @@ from fastapi.routing import APIWebSocketRoute
 
 from core.errors import CodecError
 from webui import i18n
+from webui.i18n import TranslatedError
 from webui.jobs import live as jobs
 from webui.serving.guard import signed_in
 from webui.serving.limits import ClientLimits, Refusal
@@ -102,6 +103,10 @@ async def _serve(ws: WebSocket, engine, workspace: Workspace, rate: int, channel
     except (jobs.LiveEnd, CodecError) as e:
         await _error(ws, _text(e, lang))
         return
+    except Exception:  # noqa: BLE001 - whatever broke, the page gets a sentence, never a bare 1006
+        logger.exception("live session could not open")
+        await _error(ws, i18n.text("trust.live_failed", lang))
+        return
     try:
         await ws.send_text(
             json.dumps(
@@ -117,6 +122,9 @@ async def _serve(ws: WebSocket, engine, workspace: Workspace, rate: int, channel
         await _loop(ws, engine, workspace, jobs.LiveRun(session, rate, channels), lang)
     except WebSocketDisconnect:
         logger.info("live page went away after %.1f s of audio", session.input.seconds)
+    except Exception:  # noqa: BLE001 - whatever broke, the page gets a sentence, never a bare 1006
+        logger.exception("live session failed after %.1f s of audio", session.input.seconds)
+        await _error(ws, i18n.text("trust.live_failed", lang))
     finally:
         session.close()  # at once, whatever ended the socket: the slot and the state are free
 
@@ -163,9 +171,12 @@ async def _finish(ws: WebSocket, engine, workspace: Workspace, run: jobs.LiveRun
     """Stop the session and save it as a round-trip result; tell the page its id."""
     try:
         folder = workspace.new_dir("live")
-        done = await anyio.to_thread.run_sync(lambda: run.finish(engine, folder))
+        done = await anyio.to_thread.run_sync(lambda: run.finish(engine, folder))  # removes the folder on failure
     except CodecError as e:
         await _error(ws, codec_error_text(e, lang))
+        return
+    except TranslatedError as e:  # the temp folder is full
+        await _error(ws, e.in_language(lang))
         return
     await ws.send_text(json.dumps({**done, "note": note}))
     await ws.close()

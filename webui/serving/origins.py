@@ -50,6 +50,7 @@ def parse_list(text: str) -> frozenset[Origin]:
             continue
         origin = parse(item)
         if origin is None:
+            # i18n-exempt: a startup settings error (the CLI's English), never shown on the page
             raise ValueError(f"{item.strip()!r} is not an origin like https://codec.example.org")
         out.add(origin)
     return frozenset(out)
@@ -90,4 +91,5 @@ class OriginPolicy:
 
     def refusal(self, scope) -> str:
         """The log line of a refusal."""
+        # i18n-exempt: a log line
         return f"Origin {_header(scope, b'origin')[:200]!r} is not this app's ({own_origin(scope, self.trusted)})"
