@@ -97,8 +97,8 @@ def _fbanks(n_freqs: int, sample_rate: int, n_mels: int) -> np.ndarray:
     return np.ascontiguousarray(fbank.numpy().T, dtype=np.float32)
 
 
-def _mono(x) -> np.ndarray:
-    """``x`` as a 1-D float32 array; (n, 1) and (1, n) are accepted."""
+def _mono(x, what: str = "the audio") -> np.ndarray:
+    """``x`` as a 1-D float32 array; (n, 1) and (1, n) are accepted. ``what`` names it in errors."""
     if hasattr(x, "detach"):
         x = x.detach().cpu().numpy()
     audio = np.asarray(x, dtype=np.float32)
@@ -109,7 +109,7 @@ def _mono(x) -> np.ndarray:
     if audio.size == 0:
         raise ValueError("the audio is empty")
     if not np.isfinite(audio).all():
-        raise ValueError("the audio contains NaN or infinite samples")
+        raise ValueError(f"{what} contains NaN or infinite samples")
     return np.ascontiguousarray(audio)
 
 
@@ -121,7 +121,7 @@ def compare(
 ) -> list[Metric]:
     """The metrics of ``catalog.COMPARED`` of ``degraded`` against ``reference``, trimmed to the
     shorter of the two. Those that read the first seconds look at ``max_seconds`` (None: everything)."""
-    ref, deg = _mono(reference), _mono(degraded)
+    ref, deg = _mono(reference, "the original"), _mono(degraded, "the reconstruction")
     if ref.size != deg.size:
         logger.debug("comparing %d against %d samples: trimming to the shorter", ref.size, deg.size)
     n = min(ref.size, deg.size)
@@ -167,7 +167,14 @@ def quick_compare(reference, degraded, mels: tuple[np.ndarray, np.ndarray] | Non
     return [_guarded(_compute(row), row, clip) for row in catalog.COMPARED if row.quick]
 
 
+NOT_FINITE_NOTE = "not available: the result is not a finite number (the audio may be far over full scale)"
+
+
 def _metric(row: catalog.MetricRow, value: float | None, note: str = "") -> Metric:
+    """One metric's answer; NaN or infinity is "not available" (value None, with a note), never a score."""
+    if value is not None and not math.isfinite(float(value)):
+        logger.warning("%s came out %s; reported as not available", row.id, value)
+        return Metric(row.id, None, row.meaning, row.better, NOT_FINITE_NOTE, row.unit)
     return Metric(row.id, None if value is None else float(value), row.meaning, row.better, note, row.unit)
 
 

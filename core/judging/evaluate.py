@@ -38,7 +38,7 @@ from core.audio.files import load_audio, write_wav
 from core.audio.readers import AUDIO_SUFFIXES  # the one list of what the readers open
 from core.codec import SAMPLE_RATE
 from core.errors import CodecError
-from core.judging import per_source, report, sources, verdict
+from core.judging import averages, per_source, report, sources, verdict
 from core.model import second
 from core.names import safe_name
 from core.settings import AudioLimits
@@ -236,14 +236,15 @@ def worst_rows(rows: list[dict], n: int) -> list[dict]:
 
 
 def summary(rows: list[dict]) -> list[list]:
-    """[column, n, mean, median, min, max] for every numeric column with values."""
+    """[column, n, mean, median, min, max, not available] for every numeric column with values; a value
+    that is not available (None, NaN, infinite) is left out of the figures and counted in the last."""
     out = []
-    for column in (*METRICS, "mos_original", "mos_reconstruction", "mos_drop", "duration_s", "total_s"):
-        values = [r[column] for r in rows if isinstance(r.get(column), (int, float))]
-        if values:
-            out.append(
-                [column, len(values), statistics.fmean(values), statistics.median(values), min(values), max(values)]
-            )
+    evaluated = [r for r in rows if not r.get("error")]
+    for name in (*METRICS, "mos_original", "mos_reconstruction", "mos_drop", "duration_s", "total_s"):
+        col = averages.column(evaluated, name)
+        if col.values:
+            values = col.values
+            out.append([name, len(values), col.mean, statistics.median(values), min(values), max(values), col.left_out])
     return out
 
 
@@ -253,7 +254,7 @@ def _histogram_png(rows: list[dict], path: Path) -> Path:
     fig = Figure(figsize=(10, 2.6), dpi=analysis.FIG_DPI)
     axes = fig.subplots(1, len(PLOTTED))
     for ax, column in zip(axes, PLOTTED, strict=True):
-        values = [r[column] for r in rows if isinstance(r.get(column), (int, float))]
+        values = averages.column(rows, column).values
         ax.hist(values, bins=min(20, max(len(values), 1)), color="#4a7fb5")
         ax.set_title(column, fontsize=10)
         ax.tick_params(labelsize=8)
@@ -282,7 +283,10 @@ def write_html(
     ]
     if random_weights:
         body.append(f'<div class="caveat">{html.escape(verdict.RANDOM_CAVEAT)}</div>')
-    body += ["<h2>Summary</h2>", report.table(summary(rows), ["column", "files", "mean", "median", "min", "max"])]
+    body += [
+        "<h2>Summary</h2>",
+        report.table(summary(rows), ["column", "files", "mean", "median", "min", "max", "not available"]),
+    ]
     if source_ids:
         header, per = per_source.summary(rows, source_ids)
         body += [

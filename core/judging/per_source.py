@@ -10,9 +10,7 @@ files, and on how many files the codec was closer, further or mixed.
 
 from __future__ import annotations
 
-import statistics
-
-from core.judging import placing, source_table
+from core.judging import averages, placing, source_table
 from core.judging.sources import CODEC_ID, SourceSet
 
 METRICS = source_table.ROWS  # PESQ-WB, STOI, SI-SDR, Log-mel distance, DistillMOS, Bitrate
@@ -48,17 +46,23 @@ def row_values(made: SourceSet, device: str, random_weights: bool) -> dict:
 
 def summary(rows: list[dict], ids: list[str]) -> tuple[list[str], list[list]]:
     """(header, one row per source): files measured, the mean of each metric, and the codec's placing counts."""
-    header = ["source", "files", *(f"mean {m}" for m in METRICS), "codec closer", "codec further", "mixed"]
+    header = [
+        "source",
+        "files",
+        *(f"mean {m}" for m in METRICS),
+        "not available",
+        "codec closer",
+        "codec further",
+        "mixed",
+    ]
     out = []
     for sid in ids:
-        measured = [r for r in rows if isinstance(r.get(f"{sid}: Log-mel distance"), int | float)]
-        means = []
-        for m in METRICS:
-            values = [r[f"{sid}: {m}"] for r in measured if isinstance(r.get(f"{sid}: {m}"), int | float)]
-            means.append(statistics.fmean(values) if values else None)
+        measured = [r for r in rows if f"{sid}: Log-mel distance" in r and not r.get("error")]
+        columns = [averages.column(measured, f"{sid}: {m}") for m in METRICS]
         relations = [r.get(f"{sid}: {PLACING}") for r in measured]
         counts = [
             relations.count(x) if sid != CODEC_ID else None for x in (placing.CLOSER, placing.FURTHER, placing.MIXED)
         ]
-        out.append([sid, len(measured), *means, *counts])
+        left_out = sum(c.left_out for c in columns)  # values not available, left out of the means
+        out.append([sid, len(measured), *(c.mean for c in columns), left_out, *counts])
     return header, out

@@ -78,7 +78,10 @@ THRESHOLDS: dict[str, tuple[float, float, bool]] = {  # signal id -> (green, red
 
 
 def light(name: str, value: float) -> str:
-    """The traffic light of one signal."""
+    """The traffic light of one signal; a value that is not a finite number has none (NaN fell
+    through every comparison to amber before: issue 31): ValueError."""
+    if not math.isfinite(value):
+        raise ValueError(f"{name} is {value}: not available, and not available is never a light")
     green, red, higher = THRESHOLDS[name]
     if higher:
         return "green" if value >= green else "red" if value < red else "amber"
@@ -209,7 +212,11 @@ class MosPredictor:
         spans = tuple(
             (round(s / MOS_RATE, 2), round(min(s + WINDOW_SAMPLES, audio.size) / MOS_RATE, 2)) for s in starts
         )
-        return float(np.mean(scores)), spans
+        score = float(np.mean(scores))
+        if not math.isfinite(score):  # audio far over full scale overflows the resampler: no MOS, never NaN
+            logger.warning("DistillMOS came out %s; reported as not available", score)
+            return None, ()
+        return score, spans
 
 
 _PREDICTORS: dict[str, MosPredictor] = {}  # one per device for the whole process (the model is 17 MB)
