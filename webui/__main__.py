@@ -66,6 +66,8 @@ def split_options(web: WebOptions, env) -> tuple[UiOptions, ServerOptions]:
         max_temp_bytes=int(web.max_temp_mb * MIB),
         url_policy=policy,
         compare_models_dir=Path(web.compare_models_dir) if web.compare_models_dir else None,
+        second_for_visitors=web.second_for_visitors,
+        trusted_proxies=trusted_set(web.trusted_proxies),
     )
     server = ServerOptions(
         host=web.host,

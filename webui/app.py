@@ -51,7 +51,10 @@ def build_app(engine, options: UiOptions | None = None) -> gr.Blocks:
                 decode.build(decode.DecodeHandlers(engine, workspace))
             with gr.Tab(label("tab.system"), id="system"):
                 system.build(system.SystemHandlers(engine, workspace, _address_of(demo)), options.stats_every_s)
-                second_model.build(demo, second_model.SecondHandlers(engine, workspace, options.compare_models_dir))
+                second = second_model.SecondHandlers(
+                    engine, workspace, options.compare_models_dir, options.second_for_visitors, options.trusted_proxies
+                )
+                second_model.build(demo, second)
         abx_page.wire_from_result(blind, result.blind_run, result.original, result.blind_what, tabs)
         demo.load(None, js=PAGE_JS, api_name="page_keys", api_visibility="private")
     return demo

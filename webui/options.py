@@ -38,6 +38,8 @@ class UiOptions:
     examples: tuple[Path, ...] = field(default_factory=lambda: tuple(sorted(ASSETS.glob("*.wav"))))
     stats_every_s: float = STATS_EVERY_S
     compare_models_dir: Path | None = None  # checkpoint folders the System tab may load as the second model
+    second_for_visitors: bool = False  # visitors may load/unload the second checkpoint (else the operator only)
+    trusted_proxies: frozenset[str] = frozenset()  # proxies whose X-Real-IP names the client
 
 
 @dataclass(frozen=True)
@@ -68,6 +70,9 @@ class WebOptions(ServiceOptions):
     )
     compare_models_dir: str = option(
         "", "folder whose checkpoint subfolders the System tab may load as the second checkpoint (empty: off)"
+    )
+    second_for_visitors: bool = option(
+        False, "let visitors load and unload the second checkpoint (default: only clients on this machine's loopback)"
     )
 
     def __post_init__(self) -> None:

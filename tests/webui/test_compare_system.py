@@ -15,8 +15,9 @@ from core.settings import Settings
 from webui.serving.workspace import Workspace
 from webui.tabs.second_model import SecondHandlers, checkpoint_folders
 
-EN = gr.Request(headers={"accept-language": "en-US,en;q=0.9"})
-ZH = gr.Request(headers={"accept-language": "zh-CN,zh;q=0.9"})
+OPERATOR = {"host": "127.0.0.1", "port": 50000}  # the operator's browser on the server's own machine
+EN = gr.Request(headers={"accept-language": "en-US,en;q=0.9"}, client=OPERATOR)
+ZH = gr.Request(headers={"accept-language": "zh-CN,zh;q=0.9"}, client=OPERATOR)
 
 
 @pytest.fixture

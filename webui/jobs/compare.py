@@ -31,10 +31,13 @@ _CACHE: dict = {}
 _CACHE_LOCK = threading.Lock()
 
 
+NO_SECOND = "no_second"  # a problem's reason: the second checkpoint was asked for and none is ready
+
+
 @dataclass(frozen=True)
 class ExtraSources:
     sources: list[dict]  # the second checkpoint's and the anchors', as source dicts with their WAV paths
-    problems: list[dict]  # anchors that could not be made: id, label, reason, message
+    problems: list[dict]  # sources that could not be made (anchors; a second checkpoint asked for): id, reason, message
     agreement: list[dict]  # per codebook: share of codes equal, first model against second (empty: none)
     token_file: Path | None  # the second checkpoint's codes
     timing: dict  # compare_s (the second model), anchors_s
@@ -59,6 +62,17 @@ def extra_sources(
     token_path = None
     compare_s = 0.0
     other = second.ready_second(engine) if sources.COMPARE_ID in chosen else None
+    missing: list[dict] = []
+    if sources.COMPARE_ID in chosen and other is None:  # asked for, and none is ready: say so (issue 31)
+        state = second.describe(engine)
+        missing.append(
+            {
+                "id": sources.COMPARE_ID,
+                "reason": NO_SECOND,
+                # i18n-exempt: core's English for logs and the API; the page says compare_view's sentence
+                "message": f"no second checkpoint is ready (state: {state['state']}); the comparison has none.",
+            }
+        )
     if other is not None:
         progress(low, "compare.job.second")
         trip = other.roundtrip(_audio(samples))
@@ -77,7 +91,7 @@ def extra_sources(
         wav = write_wav(folder / f"{stem}_{anchor.id}.wav", anchor.samples)
         out.append(sources.anchor(anchor).facts() | {WAV: str(wav)})
     timing = {"compare_s": compare_s, "anchors_s": time.perf_counter() - started}
-    return ExtraSources(out, [p.to_dict() for p in made.problems], agreement, token_path, timing)
+    return ExtraSources(out, missing + [p.to_dict() for p in made.problems], agreement, token_path, timing)
 
 
 def _audio(samples: np.ndarray):

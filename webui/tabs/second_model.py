@@ -4,7 +4,11 @@ unloading it (``/second_load``, ``/second_unload``). The work is ``core.model.se
 readiness checks as the first model, and a refusal before any weight is read when both do not fit.
 
 Only folder names under the operator's DIR can be picked (never a path from the page), so the page
-cannot make the server read anything else.
+cannot make the server read anything else. Loading and unloading are the operator's actions (issue 31,
+finding 4: any visitor unloaded the checkpoint the operator started with ``--compare-model``, and
+each load held the engine's lock for everyone): a client on this machine's loopback (the operator,
+or one named by a trusted proxy's ``X-Real-IP``) may; visitors only with ``--second-for-visitors``.
+The first model is never touched by either.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from core.model import second
 from webui import i18n
 from webui.common import TabHandlers, user_errors
 from webui.queues import MODEL_GROUP, STATUS_GROUP
+from webui.serving.throttle import LOOPBACK, client_key
 
 logger = logging.getLogger(__name__)
 
@@ -27,6 +32,22 @@ PRECISIONS = {  # the choice on the page -> (dtype, decode dtype) of the second 
     "bf16-decoder": (None, "bfloat16"),
     "bf16": ("bfloat16", None),
 }
+
+
+def is_operator(request: gr.Request | None, trusted: frozenset[str] = frozenset()) -> bool:
+    """Whether the event comes from this machine's loopback (the operator), by the address
+    ``throttle.client_key`` gives (a trusted proxy's X-Real-IP, else the peer). No request (a call
+    from Python, a test) is the operator's."""
+    if request is None:
+        return True
+    client = getattr(request, "client", None)
+    host = getattr(client, "host", None) or ""
+    try:
+        real_ip = str(request.headers["x-real-ip"])
+    except (AttributeError, KeyError, TypeError):
+        real_ip = ""
+    scope = {"client": (host, 0), "headers": [(b"x-real-ip", real_ip.encode("latin-1", "replace"))]}
+    return client_key(scope, trusted) in LOOPBACK
 
 
 def checkpoint_folders(root: Path | None) -> list[str]:
@@ -38,9 +59,19 @@ def checkpoint_folders(root: Path | None) -> list[str]:
 
 @dataclass
 class SecondHandlers(TabHandlers):
-    """The section's events; ``root``: the folder whose checkpoints may be picked (None: picking is off)."""
+    """The section's events; ``root``: the folder whose checkpoints may be picked (None: picking is off);
+    ``visitors``: anyone who reaches the page may load and unload (else the operator alone);
+    ``trusted``: proxies whose X-Real-IP names the client."""
 
     root: Path | None = None
+    visitors: bool = False
+    trusted: frozenset[str] = frozenset()
+
+    def _check_operator(self, request: gr.Request | None, lang: str) -> None:
+        """Refuse a visitor's load or unload unless the operator allowed it."""
+        if self.visitors or is_operator(request, self.trusted):
+            return
+        raise gr.Error(i18n.text("trust.second_operator_only", lang), print_exception=False)
 
     def state(self, request: gr.Request | None = None):
         """What is loaded beside the first model, in words (and as JSON)."""
@@ -62,6 +93,7 @@ class SecondHandlers(TabHandlers):
         lang = i18n.language_of(request)
         if self.root is None:
             raise gr.Error(i18n.text("compare.system.pick_off", lang), print_exception=False)
+        self._check_operator(request, lang)
         if name not in checkpoint_folders(self.root):  # only what the operator's folder holds
             raise gr.Error(i18n.text("compare.system.pick_unknown", lang, name=name or ""), print_exception=False)
         dtype, decode = PRECISIONS.get(str(precision), PRECISIONS["same"])
@@ -73,6 +105,7 @@ class SecondHandlers(TabHandlers):
 
     def unload(self, request: gr.Request | None = None):
         lang = i18n.language_of(request)
+        self._check_operator(request, lang)
         with user_errors("action.second_unload", lang):
             second.unload_second(self.engine)
         return self.state(request)

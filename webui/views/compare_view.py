@@ -92,6 +92,9 @@ def problems_markdown(problems: list[dict], lang: str, duration_s: float | None 
     """One line per anchor that could not be made, and why."""
     lines = []
     for p in problems or []:
+        if p.get("reason") == "no_second":  # webui.jobs.compare.NO_SECOND
+            lines.append("> ⚠️ " + html.escape(i18n.text("trust.problem.no_second", lang), quote=False))
+            continue
         label = source_label({"id": p["id"], "kind": ANCHOR, "label": p.get("label")}, lang)
         if p.get("reason") == "too_short":
             line = i18n.text(
