@@ -6,15 +6,27 @@ reading one such file in a decode task (the read half).
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import os
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 
 from core.audio.blocks import Audio
 from core.audio.readers import AUDIO_SUFFIXES
-from core.dataset.rows import InputError, Inputs, Item, OutsideRoot, inside, path_row, printable, split
+from core.dataset.rows import (
+    MAX_JSON_BYTES,
+    InputError,
+    Inputs,
+    Item,
+    JsonRefused,
+    OutsideRoot,
+    inside,
+    parse_json,
+    path_row,
+    printable,
+    split,
+)
 from core.errors import CodecError
 from core.settings import AudioLimits
 from core.units import MIB
@@ -25,13 +37,15 @@ NO_SUFFIX = "(none)"  # how files without an extension are counted among the ski
 HASH_BLOCK_BYTES = MIB  # bytes read at a time for a file's checksum
 
 
-def read_folder(root: Path, data_root: Path | None = None) -> Inputs:
+def read_folder(root: Path, data_root: Path | None = None, exclude: Path | None = None) -> Inputs:
     """The audio files under ``root`` (recursive, sorted); a symlink that leads outside ``data_root``
-    (default ``root``) is an error row, never read."""
+    (default ``root``) is an error row, never read. ``exclude``: a folder inside ``root`` not walked
+    (the job's own output: a resumed run never counts its shards as input)."""
     paths: list[Path] = []
     skipped: list[Path] = []
+    own = os.path.realpath(exclude) if exclude is not None else None
     for dirpath, dirnames, filenames in os.walk(root):
-        dirnames.sort()
+        dirnames[:] = sorted(d for d in dirnames if own is None or os.path.realpath(Path(dirpath) / d) != own)
         for name in filenames:
             path = Path(dirpath) / name
             (paths if path.suffix.lower() in AUDIO_SUFFIXES and path.is_file() else skipped).append(path)
@@ -61,19 +75,39 @@ def read_manifest(path: Path, audio_column: str, root: Path | None = None) -> In
     """A fine-tuning JSONL manifest: one row per line; paths relative to its folder, inside ``root``
     (default its folder)."""
     rows: list[Item | InputError] = []
-    with open(path, encoding="utf-8", errors="replace") as f:
-        for index, line in enumerate(f):
-            if not line.strip():
-                rows.append(InputError(index, f"line {index + 1}", "empty line; remove it."))
+    with open(path, "rb") as f:
+        for index, line in enumerate(_lines(f)):
+            where = f"line {index + 1}"
+            if line is None:
+                reason = f"the line is over {MAX_JSON_BYTES >> 20} MiB of JSON; keep large data in files of its own."
+                rows.append(InputError(index, where, reason))
+                continue
+            text = line.decode("utf-8", errors="replace")
+            if not text.strip():
+                rows.append(InputError(index, where, "empty line; remove it."))
                 continue
             try:
-                rows.append(path_row(index, json.loads(line), path.parent, audio_column, root=root))
-            except json.JSONDecodeError as e:
-                rows.append(InputError(index, f"line {index + 1}", f"not valid JSON ({e.msg}); fix the line."))
+                row = parse_json(text, "the line")
+            except JsonRefused as e:
+                rows.append(InputError(index, where, str(e)))
+                continue
+            rows.append(path_row(index, row, path.parent, audio_column, root=root))
     items, errors = split(rows)
     if not items:
         raise CodecError(f"{path} names no audio file; each line needs an {audio_column!r} field.")
     return Inputs("jsonl", items, errors)
+
+
+def _lines(f) -> Iterator[bytes | None]:
+    """The file's lines, each read with a bound: a line over ``MAX_JSON_BYTES`` is None (the rest of it
+    skipped in blocks), so one huge line never sits in memory."""
+    while line := f.readline(MAX_JSON_BYTES + 1):
+        if len(line) > MAX_JSON_BYTES:
+            while line and not line.endswith(b"\n"):
+                line = f.readline(MIB)
+            yield None
+            continue
+        yield line
 
 
 def read_file(path: str, limits: AudioLimits) -> tuple[Audio, str]:

@@ -26,12 +26,15 @@ from core.errors import CodecError
 logger = logging.getLogger(__name__)
 
 
-def read_inputs(source: Path | str, audio_column: str = AUDIO_FIELD, root: Path | None = None) -> Inputs:
+def read_inputs(
+    source: Path | str, audio_column: str = AUDIO_FIELD, root: Path | None = None, exclude: Path | None = None
+) -> Inputs:
     """The items of a folder, a ``.jsonl`` manifest, ``.parquet`` tables, ``.tar`` shards (a file, a
     folder of them, or a pattern like ``data-{000..099}.tar``) or a ``save_to_disk`` folder.
 
     ``root``: the folder every path a row names must lie in (``--data-root``); default, the folder
-    given, or the folder of the manifest / table that names the path."""
+    given, or the folder of the manifest / table that names the path. ``exclude``: the job's output
+    folder, never read as input (it may lie inside an input folder)."""
     text = str(source)
     if not Path(text).exists() and any(c in text for c in "{*?["):
         paths = webdataset.expand(text)
@@ -48,7 +51,7 @@ def read_inputs(source: Path | str, audio_column: str = AUDIO_FIELD, root: Path 
             return webdataset.read_shards(files, text)
         if files and suffixes == {".parquet"}:
             return parquet_arrow.read_parquet(files, audio_column, root)
-        return audio_files.read_folder(source, root)
+        return audio_files.read_folder(source, root, exclude)
     if not source.is_file():
         raise CodecError(
             f"{source} does not exist; give a folder of audio, a .jsonl manifest, a .parquet table, "

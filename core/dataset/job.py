@@ -37,7 +37,7 @@ def tokenize(
 
     out = Path(out)
     options = options or TokenizeOptions()
-    inputs = read_inputs(source, audio_column, data_root)
+    inputs = read_inputs(source, audio_column, data_root, exclude=out)
     logger.info("%s input: %d rows, %d without audio", inputs.kind, inputs.count, len(inputs.errors))
     if list_skipped is not None:
         Path(list_skipped).write_text("".join(p + "\n" for p in inputs.skipped_paths), encoding="utf-8")

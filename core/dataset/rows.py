@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 AUDIO_FIELD = "audio"  # the fine-tuning format's audio path field (Qwen3-TTS finetuning/prepare_data.py)
+MAX_JSON_BYTES = 1 << 20  # a JSONL line or a .json tar member: larger is an error row (keep big data outside)
+MAX_JSON_DEPTH = 64  # nesting of a row's JSON: deeper is an error row (100,000 levels ended the run before)
 
 
 @dataclass(frozen=True)
@@ -57,9 +59,57 @@ class Inputs:
 
 
 def printable(text: str) -> str:
-    """A name as it can be written to JSON and Parquet: bytes that were not UTF-8 (kept by the OS
-    and tarfile as surrogate escapes) become ``\\xNN``; the file itself is still opened by its real name."""
-    return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    """A name as it can be written to JSON, Parquet, logs and a terminal: bytes that were not UTF-8
+    (kept by the OS and tarfile as surrogate escapes) become ``\\xNN``, and so do control characters
+    (terminal escapes, bells, new lines: issue 31); the file itself is still opened by its real name."""
+    text = text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else _escaped(c) for c in text)
+
+
+def _escaped(c: str) -> str:
+    code = ord(c)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+
+
+class JsonRefused(ValueError):
+    """JSON a dataset holds that is not read: not valid, too large or nested too deep (the reason)."""
+
+
+def parse_json(data: bytes | str, what: str):
+    """``data`` parsed, within ``MAX_JSON_BYTES`` and ``MAX_JSON_DEPTH``; else :class:`JsonRefused`
+    saying which rule ``what`` (``"the line"``, ``"member a.json"``) broke and what to do."""
+    if len(data) > MAX_JSON_BYTES:
+        raise JsonRefused(
+            f"{what} is {len(data) / (1 << 20):.1f} MiB of JSON, over the {MAX_JSON_BYTES >> 20} MiB a row's fields may "
+            "hold; keep large data in files of its own."
+        )
+    try:
+        value = json.loads(data)
+    except RecursionError:
+        value = None
+        depth = MAX_JSON_DEPTH + 1
+    except (ValueError, UnicodeDecodeError) as e:
+        raise JsonRefused(f"{what} is not valid JSON ({getattr(e, 'msg', e)}); fix it.") from None
+    else:
+        depth = _depth(value)
+    if depth > MAX_JSON_DEPTH:
+        raise JsonRefused(f"{what} is JSON nested over {MAX_JSON_DEPTH} levels deep; flatten it.")
+    return value
+
+
+def _depth(value) -> int:
+    """Nesting of a parsed JSON value, without recursion (stops counting past MAX_JSON_DEPTH)."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, dict | list):
+            deepest = max(deepest, level)
+            if level > MAX_JSON_DEPTH:
+                return level
+            stack.extend((child, level + 1) for child in (item.values() if isinstance(item, dict) else item))
+    return deepest
 
 
 class OutsideRoot(ValueError):

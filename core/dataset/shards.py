@@ -21,6 +21,7 @@ import numpy as np
 
 from core.codec import NUM_CODEBOOKS, SAMPLE_RATE
 from core.dataset.fields import META_KEY, FieldsPlan, fields_columns
+from core.dataset.rows import printable
 from core.errors import CodecError
 
 logger = logging.getLogger(__name__)
@@ -125,9 +126,10 @@ def _schema(plan: FieldsPlan):
 
 
 def _text(value: str) -> str:
-    """A file name as UTF-8 text: bytes that are not UTF-8 (Python keeps them as surrogates) shown as
-    ``\\xNN`` (a name of any bytes must not end the run: issue 19)."""
-    return value.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    """A file name as UTF-8 text: bytes that are not UTF-8 (Python keeps them as surrogates) and
+    control characters shown as ``\\xNN`` (a name of any bytes must not end the run: issue 19; nor
+    reach a terminal raw: issue 31)."""
+    return printable(value)
 
 
 def write_shard(
