@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import time
 from dataclasses import asdict
 from pathlib import Path
@@ -59,7 +60,11 @@ def write_outputs(
         "written": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
     if jsonl:
-        export_jsonl(out, out / JSONL_FILE)
+        _, nulls = export_jsonl(out, out / JSONL_FILE)
+        if nulls:
+            manifest["outputs"]["jsonl_note"] = (
+                f"{nulls} field value(s) that were NaN or infinite (not JSON) are null in {JSONL_FILE}"
+            )
     atomic_write_text(out / MANIFEST_FILE, json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")
     atomic_write_text(out / CARD_FILE, dataset_card(manifest, errors))
     return manifest
@@ -76,22 +81,48 @@ def _previous_runs(out: Path) -> list[dict]:
         return []
 
 
+OURS_IN_JSONL = ("audio", "audio_codes")  # what the fine-tuning JSONL's rows hold besides the input's fields
+
+
 def finetune_rows(out: Path):
-    """Rows of the fine-tuning JSONL in input order: the row's fields + ``audio_codes``."""
+    """Rows of the fine-tuning JSONL in input order: the row's fields + ``audio_codes``. An input
+    field named like one of ours keeps its shard column's name (``input_audio_codes``), as in the
+    Parquet shards: it was silently replaced before (issue 31)."""
     meta = shard_fields(out)
+    renamed = meta.get("renamed", {})
     for table in read_shards(out, columns=["audio", "audio_codes", *meta.get("fields", [])]):
         audio = table.column("audio").to_pylist()
         for row in range(table.num_rows):
-            yield {"audio": audio[row], **row_fields(table, row, meta), "audio_codes": codes_of(table, row).tolist()}
+            fields = row_fields(table, row, meta)
+            fields = {(renamed[k] if k in OURS_IN_JSONL and k in renamed else k): v for k, v in fields.items()}
+            yield {"audio": audio[row], **fields, "audio_codes": codes_of(table, row).tolist()}
 
 
-def export_jsonl(out: Path, path: Path) -> Path:
-    """Write the fine-tuning JSONL through a temporary file and an atomic rename."""
+def export_jsonl(out: Path, path: Path) -> tuple[Path, int]:
+    """Write the fine-tuning JSONL (standard JSON: a NaN or infinite value is null, and counted)
+    through a temporary file and an atomic rename; (the path, values made null)."""
     tmp = path.with_name(f".{path.name}.tmp")
+    nulls = [0]
     with open(tmp, "w", encoding="utf-8") as f:
-        f.writelines(json.dumps(row, ensure_ascii=False) + "\n" for row in finetune_rows(out))
+        for row in finetune_rows(out):
+            f.write(json.dumps(standard_json(row, nulls), ensure_ascii=False, allow_nan=False) + "\n")
     tmp.replace(path)
-    return path
+    if nulls[0]:
+        logger.warning("%d NaN or infinite field value(s) written as null in %s", nulls[0], path.name)
+    return path, nulls[0]
+
+
+def standard_json(value, nulls: list[int]):
+    """``value`` with every NaN or infinite float replaced by None (``nulls[0]`` counts them): JSON has
+    no NaN, and strict parsers refuse Python's ``NaN`` / ``Infinity``."""
+    if isinstance(value, float) and not math.isfinite(value):
+        nulls[0] += 1
+        return None
+    if isinstance(value, dict):
+        return {k: standard_json(v, nulls) for k, v in value.items()}
+    if isinstance(value, list):
+        return [standard_json(v, nulls) for v in value]
+    return value
 
 
 def run_record(result) -> dict:

@@ -75,7 +75,7 @@ def test_finetune_jsonl_is_what_the_official_dataset_reads_and_round_trips_throu
         _done(1, 2, seed=2),
     ]
     shards.write_shard(tmp_path, 0, rows, [], "model", {}, plan_fields(r.extra for r in rows))
-    path = export_jsonl(tmp_path, tmp_path / "ft.jsonl")
+    path, _ = export_jsonl(tmp_path, tmp_path / "ft.jsonl")
     lines = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
     assert lines[0]["text"] == "你好" and lines[0]["ref_audio"] == "r.wav" and lines[0]["audio"] == "a0.wav"
     for line, row in zip(lines, rows, strict=True):
