@@ -18,6 +18,7 @@ from core.anchors.catalog import Anchor
 from core.anchors.encoders import EncoderMissing, through_codec
 from core.anchors.lowpass import lowpass
 from core.codec import SAMPLE_RATE
+from core.units import seconds_short_of
 
 logger = logging.getLogger(__name__)
 
@@ -105,7 +106,7 @@ def make_one(x: np.ndarray, anchor: Anchor) -> AnchorAudio:
             Problem(
                 anchor,
                 TOO_SHORT,
-                f"{anchor.label} needs at least {anchor.min_seconds:g} s of audio: on a {duration:.2f} s clip its "
+                f"{anchor.label} needs at least {anchor.min_seconds:g} s of audio: on a {seconds_short_of(duration, anchor.min_seconds)} s clip its "
                 "frames and look-ahead would be too large a share for its stated bitrate to hold. It was left out; "
                 "the other sources were made.",
             )

@@ -62,7 +62,8 @@ def write_outputs(
     if jsonl:
         _, nulls = export_jsonl(out, out / JSONL_FILE)
         if nulls:
-            manifest["outputs"]["jsonl_note"] = (
+            outputs: dict = manifest["outputs"]  # type: ignore[assignment]
+            outputs["jsonl_note"] = (
                 f"{nulls} field value(s) that were NaN or infinite (not JSON) are null in {JSONL_FILE}"
             )
     atomic_write_text(out / MANIFEST_FILE, json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")

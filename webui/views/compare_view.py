@@ -7,6 +7,7 @@ import html
 
 from core.judging import source_table
 from core.judging.sources import ANCHOR, CHECKPOINT, CODEC, CODEC_BPS, LEVEL, ORIGINAL
+from core.units import seconds_short_of
 from webui import i18n
 from webui.views.formatting import metric_name
 
@@ -102,7 +103,7 @@ def problems_markdown(problems: list[dict], lang: str, duration_s: float | None 
                 lang,
                 label=label,
                 min=f"{p.get('min_seconds', 0):g}",
-                duration=f"{duration_s or 0:.2f}",
+                duration=seconds_short_of(duration_s or 0.0, float(p.get("min_seconds", 0))),
             )
         elif p.get("reason") == "missing_encoder":
             line = i18n.text("compare.problem.missing_encoder", lang, label=label)
