@@ -57,3 +57,13 @@ def test_a_round_trip_that_asked_for_the_second_and_has_none_lists_the_problem(e
     assert extra.sources == [] and [p["reason"] for p in extra.problems] == [compare_jobs.NO_SECOND]
     assert "none is loaded now" in problems_markdown(extra.problems, "en")
     assert "没有第二个检查点" in problems_markdown(extra.problems, "zh-CN")
+
+
+def test_the_picker_is_rescanned_on_open(engine, tmp_path, second_checkpoint):
+    root = tmp_path / "models"
+    root.mkdir()
+    h = SecondHandlers(engine, Workspace(tmp_path / "work"), root)
+    assert h.folders().choices == []
+    shutil.copytree(second_checkpoint, root / "added-later")  # after the app started
+    picker = h.folders(None)
+    assert [c[0] for c in picker.choices] == ["added-later"] and picker.value == "added-later"

@@ -54,16 +54,24 @@ def install() -> bool:
 
 async def tracked(app, scope, receive, send, spool_dir: Path) -> None:
     """Run one upload request through ``app``; afterwards delete the spooled files it left."""
+    from starlette.requests import ClientDisconnect
+
     files: list[str] = []
     token = _current.set((spool_dir, files))
+    gone = False
     try:
         await app(scope, receive, send)
+    except ClientDisconnect:  # the client hung up mid-upload: one line, not a traceback (issue 31)
+        gone = True
     finally:
         _current.reset(token)
         left = [name for name in files if Path(name).exists()]
         for name in left:
             Path(name).unlink(missing_ok=True)
-        if left:
+        if gone:
+            client = (scope.get("client") or ("?", 0))[0]
+            logger.info("upload from %s went away mid-request; removed %d partial file(s)", client, len(left))
+        elif left:
             logger.info(
                 "upload to %s ended early; removed %d partial file(s)",
                 scope.get("path"),

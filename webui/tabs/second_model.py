@@ -103,6 +103,12 @@ class SecondHandlers(TabHandlers):
         logger.info("second checkpoint %s: %s", name, loaded.state.value)
         return self.state(request)
 
+    def folders(self, current=None):
+        """The picker's choices as the operator's folder holds them now (it was fixed at start:
+        issue 31); the current pick kept while it is still there."""
+        names = checkpoint_folders(self.root)
+        return gr.Dropdown(choices=names, value=current if current in names else (names[0] if names else None))
+
     def unload(self, request: gr.Request | None = None):
         lang = i18n.language_of(request)
         self._check_operator(request, lang)
@@ -136,5 +142,8 @@ def build(demo: gr.Blocks, handlers: SecondHandlers) -> None:
         with gr.Row():
             load = gr.Button(i18n.label("compare.system.load"), elem_id="system-second-load", scale=1)
             unload = gr.Button(i18n.label("compare.system.unload"), elem_id="system-second-unload", scale=1)
+    rescan = dict(inputs=[name], outputs=[name], api_visibility="private", **STATUS_GROUP)  # the picker, on open
+    demo.load(handlers.folders, api_name="second_folders", **rescan)  # type: ignore[arg-type]
+    name.focus(handlers.folders, api_name="second_folders_focus", **rescan)  # type: ignore[arg-type]
     load.click(handlers.load, inputs=[name, precision], outputs=[state, raw], api_name="second_load", **MODEL_GROUP)
     unload.click(handlers.unload, outputs=[state, raw], api_name="second_unload", **MODEL_GROUP)
