@@ -50,7 +50,10 @@ def build_app(engine, options: UiOptions | None = None) -> gr.Blocks:
             with gr.Tab(label("tab.decode"), id="decode"):
                 decode.build(decode.DecodeHandlers(engine, workspace))
             with gr.Tab(label("tab.system"), id="system"):
-                system.build(system.SystemHandlers(engine, workspace, _address_of(demo)), options.stats_every_s)
+                system.build(
+                    system.SystemHandlers(engine, workspace, _address_of(demo), options.trusted_proxies),
+                    options.stats_every_s,
+                )
                 second = second_model.SecondHandlers(
                     engine, workspace, options.compare_models_dir, options.second_for_visitors, options.trusted_proxies
                 )

@@ -79,7 +79,7 @@ def read_manifest(path: Path, audio_column: str, root: Path | None = None) -> In
         for index, line in enumerate(_lines(f)):
             where = f"line {index + 1}"
             if line is None:
-                reason = f"the line is over {MAX_JSON_BYTES >> 20} MiB of JSON; keep large data in files of its own."
+                reason = f"the line is over {MAX_JSON_BYTES // MIB} MiB of JSON; keep large data in files of its own."
                 rows.append(InputError(index, where, reason))
                 continue
             text = line.decode("utf-8", errors="replace")

@@ -11,8 +11,10 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from core.units import MIB
+
 AUDIO_FIELD = "audio"  # the fine-tuning format's audio path field (Qwen3-TTS finetuning/prepare_data.py)
-MAX_JSON_BYTES = 1 << 20  # a JSONL line or a .json tar member: larger is an error row (keep big data outside)
+MAX_JSON_BYTES = MIB  # a JSONL line or a .json tar member: larger is an error row (keep big data outside)
 MAX_JSON_DEPTH = 64  # nesting of a row's JSON: deeper is an error row (100,000 levels ended the run before)
 
 
@@ -82,7 +84,7 @@ def parse_json(data: bytes | str, what: str):
     saying which rule ``what`` (``"the line"``, ``"member a.json"``) broke and what to do."""
     if len(data) > MAX_JSON_BYTES:
         raise JsonRefused(
-            f"{what} is {len(data) / (1 << 20):.1f} MiB of JSON, over the {MAX_JSON_BYTES >> 20} MiB a row's fields may "
+            f"{what} is {len(data) / MIB:.1f} MiB of JSON, over the {MAX_JSON_BYTES // MIB} MiB a row's fields may "
             "hold; keep large data in files of its own."
         )
     try:

@@ -23,7 +23,7 @@ from core.model import second
 from webui import i18n
 from webui.common import TabHandlers, user_errors
 from webui.queues import MODEL_GROUP, STATUS_GROUP
-from webui.serving.throttle import LOOPBACK, client_key
+from webui.serving.visitors import is_operator
 
 logger = logging.getLogger(__name__)
 
@@ -32,22 +32,6 @@ PRECISIONS = {  # the choice on the page -> (dtype, decode dtype) of the second 
     "bf16-decoder": (None, "bfloat16"),
     "bf16": ("bfloat16", None),
 }
-
-
-def is_operator(request: gr.Request | None, trusted: frozenset[str] = frozenset()) -> bool:
-    """Whether the event comes from this machine's loopback (the operator), by the address
-    ``throttle.client_key`` gives (a trusted proxy's X-Real-IP, else the peer). No request (a call
-    from Python, a test) is the operator's."""
-    if request is None:
-        return True
-    client = getattr(request, "client", None)
-    host = getattr(client, "host", None) or ""
-    try:
-        real_ip = str(request.headers["x-real-ip"])
-    except (AttributeError, KeyError, TypeError):
-        real_ip = ""
-    scope = {"client": (host, 0), "headers": [(b"x-real-ip", real_ip.encode("latin-1", "replace"))]}
-    return client_key(scope, trusted) in LOOPBACK
 
 
 def checkpoint_folders(root: Path | None) -> list[str]:

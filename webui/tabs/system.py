@@ -14,6 +14,7 @@ from webui import i18n
 from webui.common import TabHandlers, user_errors
 from webui.i18n import label
 from webui.queues import DOCTOR_GROUP, MODEL_GROUP, STATS_GROUP
+from webui.serving import visitors
 from webui.views import doctor_panel
 from webui.views import formatting as fmt
 
@@ -26,6 +27,7 @@ class SystemHandlers(TabHandlers):
     (``build_app`` reads them from the running Blocks); None: the doctor's defaults."""
 
     address: Callable[[], tuple[str | None, int | None]] | None = None
+    trusted: frozenset[str] = frozenset()  # proxies whose X-Real-IP names the client (webui.serving.visitors)
 
     def clear_vram(self, request: gr.Request | None = None):
         lang = i18n.language_of(request)
@@ -39,6 +41,8 @@ class SystemHandlers(TabHandlers):
         with user_errors("action.doctor", lang):
             address = self.address() if self.address is not None else (None, None)
             report = run_doctor(self.engine, doctor_panel.options_for(address, self.workspace.root)).to_dict()
+        if not visitors.may_see_server(request, self.trusted):  # no login, not the operator: no paths, versions
+            report = visitors.redacted(report)
         return doctor_panel.panel_html(report, lang), report
 
     def stats(self, request: gr.Request | None = None):
