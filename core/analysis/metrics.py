@@ -85,7 +85,7 @@ def log_mel(x, sample_rate: int = SAMPLE_RATE, n_fft: int = N_FFT, hop: int = HO
 @functools.lru_cache(maxsize=8)
 def _mel_filterbank(sample_rate: int, n_fft: int, n_mels: int) -> np.ndarray:
     """Triangular HTK-mel filters from 0 Hz to Nyquist, shape (n_mels, n_fft // 2 + 1), unnormalised:
-    torchaudio's ``melscale_fbanks`` (tests/core/test_analysis.py pins its numbers)."""
+    torchaudio's ``melscale_fbanks`` (tests/core/analysis/test_metrics.py pins its numbers)."""
     return _fbanks(n_fft // 2 + 1, sample_rate, n_mels)
 
 

@@ -72,7 +72,7 @@ def test_silence_and_tiny_clips_give_no_mos(mos):
 
 
 def test_thresholds_are_pinned():
-    # docs/verdict.md justifies these against the published LibriSpeech figures; change both together
+    # docs/judging.md justifies these against the published LibriSpeech figures; change both together
     assert verdict.THRESHOLDS == {
         "PESQ-WB": (3.0, 2.0, True),
         "STOI": (0.93, 0.85, True),
