@@ -156,3 +156,11 @@ def test_the_package_docstring_names_only_what_exists():
         assert depth >= 2, f"core/__init__.py names {dotted}, which is not a module"
         rest = parts[depth:]
         assert not rest or rest[0] in _defined(_module_file(parts[:depth])), f"{dotted} is not defined"
+
+
+def test_the_readme_is_a_first_page():
+    """At most 150 lines, and the three commands for a machine without a GPU or weights are in it."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert len(text.splitlines()) <= 150
+    for command in ("-m core build-checkpoint --tiny checkpoints/tiny", "-m webui --model checkpoints/tiny"):
+        assert command in text, command
