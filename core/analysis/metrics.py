@@ -127,7 +127,7 @@ def compare(
     ref, deg = ref[:n], deg[:n]
     window = n if max_seconds is None else min(n, int(max_seconds * sample_rate))
     clip = _Clip(ref, deg, sample_rate, window, _rms(ref[:window]) < SILENCE_RMS, _scope_note(window, n, sample_rate))
-    return [_guarded(globals()[row.compute], row, clip) for row in catalog.COMPARED]
+    return [_guarded(row.function(), row, clip) for row in catalog.COMPARED]
 
 
 @dataclass
@@ -160,7 +160,7 @@ def quick_compare(reference, degraded, mels: tuple[np.ndarray, np.ndarray] | Non
     ref, deg = _mono(reference), _mono(degraded)
     n = min(ref.size, deg.size)
     clip = _Clip(ref[:n], deg[:n], SAMPLE_RATE, n, False, "", mels)
-    return [_guarded(globals()[row.compute], row, clip) for row in catalog.COMPARED if row.quick]
+    return [_guarded(row.function(), row, clip) for row in catalog.COMPARED if row.quick]
 
 
 def _metric(row: catalog.MetricRow, value: float | None, note: str = "") -> Metric:
