@@ -163,14 +163,9 @@ def quick_compare(reference, degraded, mels: tuple[np.ndarray, np.ndarray] | Non
     return [_guarded(row.function(), row, clip) for row in catalog.COMPARED if row.quick]
 
 
-NOT_FINITE_NOTE = "not available: the result is not a finite number (the audio may be far over full scale)"
-
-
 def _metric(row: catalog.MetricRow, value: float | None, note: str = "") -> Metric:
-    """One metric's answer; NaN or infinity is "not available" (value None, with a note), never a score."""
-    if value is not None and not math.isfinite(float(value)):
-        logger.warning("%s came out %s; reported as not available", row.id, value)
-        return Metric(row.id, None, row.meaning, row.better, NOT_FINITE_NOTE, row.unit)
+    if value is not None and not math.isfinite(float(value)):  # NaN is "not available", never a score
+        value, note = None, "not available: the result is not a finite number (the audio may be far over full scale)"
     return Metric(row.id, None if value is None else float(value), row.meaning, row.better, note, row.unit)
 
 
