@@ -189,9 +189,11 @@ class LiveSession:
             raise OutOfMemory(f"A live session does not fit now: {estimate.message}")
         max_samples = int(self.max_s * SAMPLE_RATE) + RESAMPLER_SLACK_SAMPLES
         kv = planner.base_plan(self.engine.settings).kv_device_bytes  # the engine's offload rule
-        with self.engine.model_work("encode") as (model, runner):
-            self.encoder = StreamingEncoder(model, max_samples, kv)
-            self.decoder = StreamingDecoder(runner)
+        graphs = self.engine.settings.live_graphs and self.engine.settings.is_cuda
+        with self.engine.model_work("encode") as (model, _runner):  # captured under each operation's flags
+            self.encoder = StreamingEncoder(model, max_samples, kv, graphs)
+        with self.engine.model_work("decode") as (_model, runner):
+            self.decoder = StreamingDecoder(runner, graphs)
         self.started = self.last_input = time.monotonic()
         logger.info(
             "live session opened: %d Hz, %d ch, at most %s (%d of %d in use)",
