@@ -115,9 +115,13 @@ def test_the_captured_steps_replay_the_eager_step(strict_engine, speech):
 
 
 def test_concurrent_captured_sessions_each_give_the_engines_codes(strict_engine, speech):
+    import dataclasses
     import threading
 
     engine = strict_engine
+    settings = engine.settings
+    engine.settings = dataclasses.replace(settings, live_sessions=4)
+    engine.live.frame_cost_s = None  # admission by measured cost is checked on the CPU; here: four at once
     clips = [speech(3.0, seed=10 + i) for i in range(4)]
     expected = [engine.encode_array(c).codes for c in clips]
     results: list = [None] * len(clips)
@@ -130,5 +134,6 @@ def test_concurrent_captured_sessions_each_give_the_engines_codes(strict_engine,
         t.start()
     for t in threads:
         t.join()
+    engine.settings = settings
     for result, codes in zip(results, expected, strict=True):
         np.testing.assert_array_equal(result.codes, codes)
