@@ -9,8 +9,9 @@ preallocated buffer that the graph updates in place:
   ``conv_context_samples`` of real audio), the transformer's two new steps with their keys and values
   written into the session's ``KVStore`` buffers at the frame's position (an index held on the device)
   and attention over the whole preallocated buffer with the keys past the frame masked out (a masked
-  key adds an exact zero to the softmax sums), the stride-2 convolution with its two-step tail, and
-  the quantizer. Frames before the window is full of real audio, and the padded last frame, run
+  key adds an exact zero to the softmax sums; plain matmuls and a softmax, which spread over the keys,
+  where the fused kernel with two queries walks them one block at a time: 1.8 ms a layer at 15,000
+  keys on an H200), the stride-2 convolution with its two-step tail, and the quantizer. Frames before the window is full of real audio, and the padded last frame, run
   eagerly through the same ``EncoderState``, so both paths share one set of keys/values.
 - :class:`GraphDecoderStream`: ``core.nn.decoding.DecoderStream`` with every convolution's left state
   in a fixed buffer (``cat`` then ``copy_`` of the tail, in place) and the transformer's sliding window
@@ -29,7 +30,6 @@ from __future__ import annotations
 import logging
 
 import torch
-import torch.nn.functional as F
 
 from core.codec import NUM_CODEBOOKS, SAMPLES_PER_FRAME, SAMPLES_PER_STEP
 from core.nn.decoding import DecoderStream
@@ -146,7 +146,11 @@ class EncoderGraph:
             keys, values = kv.k[index], kv.v[index]
             if groups > 1:
                 keys, values = keys.repeat_interleave(groups, dim=1), values.repeat_interleave(groups, dim=1)
-            out = F.scaled_dot_product_attention(q, keys, values, attn_mask=visible, scale=attn.scaling)
+            # matmuls, not the fused kernel: with 2 queries the fused kernel runs one block per head
+            # and walks every preallocated key in turn (1.8 ms a layer at 15,000 keys on an H200)
+            scores = torch.matmul(q, keys.transpose(-1, -2)) * attn.scaling
+            scores = scores.masked_fill(~visible, float("-inf"))
+            out = torch.matmul(torch.softmax(scores, dim=-1), values)
             out = attn.o_proj(out.transpose(1, 2).reshape(batch, length, -1))
             hidden = hidden + layer.self_attn_layer_scale(out)
             hidden = hidden + layer.mlp_layer_scale(layer.mlp(layer.post_attention_layernorm(hidden)))
