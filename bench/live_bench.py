@@ -191,6 +191,7 @@ def concurrent_run(engine, x: np.ndarray, sessions: int) -> dict:
 def run(args) -> dict:
     x = signal(args.seconds, 1, args.device)
     out: dict = {"machine": machine(args.device), "seconds": args.seconds, "decode_dtype": args.decode_dtype}
+    out["admit_all"] = args.admit_all
     with full_fp32():
         ref_engine = _engine(args, graphs=True)
         out["layer_scales_set"] = set_layer_scales(ref_engine.model, 1.0)
@@ -223,6 +224,9 @@ def run(args) -> dict:
                     r["audio_snr_vs_fp32_decode_db"] = _snr(r["audio"][:n], fp32_audio[:n])
                 row["packets"].append({k: v for k, v in r.items() if k not in ("codes", "audio")})
                 log.info("%s packet %d: %s", name, frames, row["packets"][-1])
+            row["admission_capacity"] = engine.live.capacity()  # sessions the measured frame cost admits
+            if args.admit_all:  # measure what the cap would do beyond what admission allows
+                engine.live.capacity = lambda e=engine: e.live.limit  # type: ignore[method-assign]
             for sessions in args.sessions if graphs or not args.device.startswith("cuda") else args.sessions[:1]:
                 c = concurrent_run(engine, x, sessions)
                 agree = [agreement(k, codes) for k in c.pop("all_codes")]
@@ -274,7 +278,10 @@ def markdown(result: dict) -> str:
     lines += [
         "",
         "Concurrent sessions, each paced like a microphone (80 ms blocks on its own clock). Real-time factor: a "
-        "session's time in push (model work and waits for the lock) / its audio seconds; below 1 it keeps up.",
+        "session's time in push (model work and waits for the lock) / its audio seconds; below 1 it keeps up. "
+        "Admission from the measured frame cost: "
+        + ", ".join(f"{n} {r.get('admission_capacity')} sessions" for n, r in result["variants"].items())
+        + (" (run past it: --admit-all)." if result.get("admit_all") else "."),
         "",
         "| step | sessions | RTF (median / worst session) | block latency (median / p95 / max ms) "
         "| frame compute p95, worst session (ms) | most behind real time (s) | codes = official (worst session) | load average |",
@@ -302,6 +309,7 @@ def parse_args(argv=None):
     p.add_argument("--sessions", type=lambda s: [int(v) for v in s.split(",")], default=[1, 4, 16])
     p.add_argument("--decode-dtype", default=None, choices=[None, "float32", "bfloat16"])
     p.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
+    p.add_argument("--admit-all", action="store_true", help="run every --sessions count past the measured admission")
     p.add_argument("--tag", default="", help="suffix of the result files (live_panel-<device><tag>.md)")
     return p.parse_args(argv)
 
