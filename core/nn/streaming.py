@@ -113,6 +113,9 @@ class StreamingEncoder:
         self.state = EncoderState(self.model, steps, self.kv_device_bytes)
         self.context = self.state.context
         self.graph = EncoderGraph(self.state) if self.graphs and not self.state.kv.host_steps else None
+        # without a graph, the SEANet streams: each convolution keeps its last inputs (transformers'
+        # padding cache), so a frame costs 1,920 samples of convolutions, not context + 1,920
+        self.padding_cache = None if self.graph is not None else _seanet_padding_cache(self.model.encoder)
         self.buffer = np.zeros(0, np.float32)  # samples from ``buffer_start`` on (pending blocks not yet joined)
         self.buffer_start = 0  # absolute index of buffer[0]
         self.pending: list[np.ndarray] = []  # blocks since the last frame, joined once a frame completes
@@ -162,6 +165,10 @@ class StreamingEncoder:
         window = torch.from_numpy(self.buffer[low - self.buffer_start : end - self.buffer_start])
         if self.graph is not None and start >= self.context and end - start == SAMPLES_PER_FRAME:
             codes = self.graph.encode(window, start // SAMPLES_PER_STEP)  # one replay
+        elif self.padding_cache is not None and end - start == SAMPLES_PER_FRAME:
+            frame = window[start - low :].to(device=self.state.device, dtype=self.state.dtype)
+            steps = self.state.mimi.encoder(frame[None, None], padding_cache=self.padding_cache)
+            codes = self.state.frames(steps, start // SAMPLES_PER_STEP)
         else:  # the first frames (less context than the window) and the padded last one
             codes = self.state.frames(self.state.conv_steps(window, start - low), start // SAMPLES_PER_STEP)
         self.frames_out += 1
@@ -176,6 +183,20 @@ class StreamingEncoder:
             self.state.close()
             self.state = None
         self.graph = None
+
+
+def _seanet_padding_cache(mimi):
+    """A fresh padding cache for the SEANet's causal convolutions (as ``MimiModel.encode`` builds one
+    with ``use_streaming=True``, without the downsampling layer, whose state ``EncoderState`` keeps)."""
+    from transformers.models.mimi.modeling_mimi import MimiConv1dPaddingCache
+
+    convs = [mimi.encoder.get_submodule(name) for name in mimi.encoder._mimiconv1d_layer_names]
+    return MimiConv1dPaddingCache(
+        num_layers=len(convs),
+        per_layer_padding=[c.padding_total for c in convs],
+        per_layer_padding_mode=[c.pad_mode for c in convs],
+        per_layer_in_channels=[c.in_channels for c in convs],
+    )
 
 
 def _codes(frames: list[np.ndarray]) -> np.ndarray:
