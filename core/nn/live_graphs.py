@@ -8,7 +8,8 @@ preallocated buffer that the graph updates in place:
 - :class:`EncoderGraph`: the SEANet over a fixed window (the frame's 1,920 samples after
   ``conv_context_samples`` of real audio), the transformer's two new steps with their keys and values
   written into the session's ``KVStore`` buffers at the frame's position (an index held on the device)
-  and attention over the whole preallocated buffer with the keys past the frame masked out (a masked
+  and attention over the preallocated keys up to the next multiple of ``KEY_BUCKET_STEPS`` (one graph
+  per bucket, captured when a session first reaches it), with the keys past the frame masked out (a masked
   key adds an exact zero to the softmax sums; plain matmuls and a softmax, which spread over the keys,
   where the fused kernel with two queries walks them one block at a time: 1.8 ms a layer at 15,000
   keys on an H200), the stride-2 convolution with its two-step tail, and the quantizer. Frames before the window is full of real audio, and the padded last frame, run
@@ -37,11 +38,13 @@ from core.nn.fast_decode import zero_state
 
 logger = logging.getLogger(__name__)
 
+KEY_BUCKET_STEPS = 512  # the encoder step attends over keys in buckets of this many steps (20.5 s): a graph each
 WARM_RUNS = 2  # eager runs on a side stream before capture (cuBLAS/cuDNN handles, Triton compiles)
 
 
-def _capture(step) -> torch.cuda.CUDAGraph:
-    """Warm ``step`` up on a side stream, then capture one call of it."""
+def _capture(step, pool=None) -> torch.cuda.CUDAGraph:
+    """Warm ``step`` up on a side stream, then capture one call of it (in ``pool``, shared by graphs
+    that never run at once)."""
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(side):
@@ -49,7 +52,7 @@ def _capture(step) -> torch.cuda.CUDAGraph:
             step()
     torch.cuda.current_stream().wait_stream(side)
     graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
+    with torch.cuda.graph(graph, pool=pool):
         step()
     return graph
 
@@ -120,7 +123,13 @@ class EncoderGraph:
         probe = torch.zeros(1, channels, 2 + self.offsets.numel(), device=device, dtype=dtype)
         self.down_pad = (int(downsample.padding_total), int(downsample._get_extra_padding_for_conv1d(probe)))
         self.seanet(self.window[None, None])  # records the paddings (eager, may synchronise)
-        self.graph = _capture(self._step) if capture else None  # None: the same step, eagerly (tests, CPU)
+        self.capture = capture  # False: the same step, eagerly (tests, CPU)
+        self.length = min(KEY_BUCKET_STEPS, kv.device_steps)  # keys the step attends over (a bucket)
+        self.graphs: dict[int, torch.cuda.CUDAGraph] = {}  # one per key bucket, captured when first reached
+        self.pool = torch.cuda.graph_pool_handle() if capture else None
+        if capture:  # the first bucket now, so a session's first frames do not wait for a capture;
+            self.graphs[self.length] = _capture(self._step, self.pool)  # its warm-up wrote slots the
+            self.tail.zero_()  # first eager frames overwrite, and the tail, reset here
 
     def _step(self) -> None:
         from transformers.models.mimi.modeling_mimi import apply_rotary_pos_emb
@@ -131,7 +140,8 @@ class EncoderGraph:
         hidden = embedded[..., state.context // SAMPLES_PER_STEP :].transpose(1, 2)  # (1, 2, C)
         batch, length, _ = hidden.shape
         positions = (self.position + self.offsets)[None]  # (1, 2) absolute steps
-        visible = (self.keys[None, :] <= positions[0][:, None])[None, None]  # (1, 1, 2, S): causal
+        span = self.length
+        visible = (self.keys[None, :span] <= positions[0][:, None])[None, None]  # (1, 1, 2, L): causal
         for index, layer in enumerate(mimi.encoder_transformer.layers):
             attn = layer.self_attn
             x = layer.input_layernorm(hidden)
@@ -143,7 +153,7 @@ class EncoderGraph:
             kv.k[index].index_copy_(2, positions[0], k)
             kv.v[index].index_copy_(2, positions[0], v)
             groups = attn.num_key_value_groups
-            keys, values = kv.k[index], kv.v[index]
+            keys, values = kv.k[index][:, :, :span], kv.v[index][:, :, :span]
             if groups > 1:
                 keys, values = keys.repeat_interleave(groups, dim=1), values.repeat_interleave(groups, dim=1)
             # matmuls, not the fused kernel: with 2 queries the fused kernel runs one block per head
@@ -162,11 +172,19 @@ class EncoderGraph:
         codes = mimi.quantizer.encode(down, state.num_q)[:, 0][: state.num_q].T
         self.codes[:, : codes.shape[1]].copy_(codes)
 
-    def _run(self) -> None:
-        if self.graph is None:
+    def _run(self, position: int) -> None:
+        steps = self.offsets.numel()
+        bucket = -(-(position + steps) // KEY_BUCKET_STEPS) * KEY_BUCKET_STEPS
+        self.length = min(bucket, self.keys.numel())
+        if not self.capture:
             self._step()
-        else:
-            self.graph.replay()
+            return
+        graph = self.graphs.get(self.length)
+        if graph is None:  # the warm-up runs the step on this very frame: keep the tail it started from
+            tail = self.tail.clone()
+            graph = self.graphs[self.length] = _capture(self._step, self.pool)
+            self.tail.copy_(tail)
+        graph.replay()
 
     def encode(self, window: torch.Tensor, position: int) -> torch.Tensor:
         """Codes (1, 16) of the frame whose steps start at ``position``; ``window`` (host float32):
@@ -176,7 +194,7 @@ class EncoderGraph:
         self.position.fill_(position)
         if state.tail is not self.tail:  # the eager step ran last: take its tail
             self.tail.copy_(state.tail)
-        self._run()
+        self._run(position)
         state.tail = self.tail  # the eager step reads it and replaces it with its own copy
         state.kv.advance(self.offsets.numel())
         return self.codes[:, : state.num_q]
