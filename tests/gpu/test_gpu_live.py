@@ -138,3 +138,15 @@ def test_concurrent_captured_sessions_each_give_the_engines_codes(strict_engine,
     del engine.live.capacity
     for result, codes in zip(results, expected, strict=True):
         np.testing.assert_array_equal(result.codes, codes)
+
+
+def test_a_session_past_the_first_key_bucket_keeps_the_engines_codes(strict_engine, speech):
+    """24 s: the captured encoder step moves from the first 512-step key bucket (20.5 s) to the next."""
+    engine = strict_engine
+    x = speech(24.0, seed=12)
+    codes = engine.encode_array(x).codes
+    result, _ = stream(engine, x, [1920] * 300)
+    print(
+        f"\n24 s session: {result.stats['compute_ms_median']:.2f} / {result.stats['compute_ms_p95']:.2f} ms per frame"
+    )
+    np.testing.assert_array_equal(result.codes, codes)
