@@ -226,10 +226,11 @@ def run(args) -> dict:
                 log.info("%s packet %d: %s", name, frames, row["packets"][-1])
             row["admission_capacity"] = engine.live.capacity()  # sessions the measured frame cost admits
             if args.admit_all:  # measure what the cap would do beyond what admission allows
-                engine.live.capacity = lambda e=engine: e.live.limit  # type: ignore[method-assign]
+                live = engine.live
+                live.capacity = lambda: live.limit  # type: ignore[method-assign]
             for sessions in args.sessions if graphs or not args.device.startswith("cuda") else args.sessions[:1]:
                 c = concurrent_run(engine, x, sessions)
-                agree = [agreement(k, codes) for k in c.pop("all_codes")]
+                agree = [a for a in (agreement(k, codes) for k in c.pop("all_codes")) if a is not None]
                 c["codes_agree_official_min"] = min(agree) if agree else None
                 c["loadavg"] = os.getloadavg()
                 row["concurrent"].append(c)
