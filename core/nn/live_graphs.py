@@ -22,7 +22,7 @@ preallocated buffer that the graph updates in place:
 Numerics: the same modules, weights and backend flags as the eager step (captured under the
 operation's flags); attention runs over longer, masked key sets, so results can differ from the eager
 step by float rounding only. Codes are compared with the offline encode and audio with the offline
-decode on the device (tests/gpu/test_gpu_live_graphs.py, bench/live_bench.py). Only the fp32 decoder
+decode on the device (tests/gpu/test_gpu_live.py, bench/live_bench.py). Only the fp32 decoder
 is captured: a guarded bf16 decode needs its per-chunk check and fp32 redo, so it stays eager.
 """
 
