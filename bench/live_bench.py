@@ -21,7 +21,6 @@ import json
 import logging
 import os
 import platform
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -90,44 +89,162 @@ def machine(device: str) -> dict:
     return out
 
 
-def run(args) -> dict:
-    engine = Engine(Settings(model=str(args.checkpoint), device=args.device, dtype="float32"))
+def _engine(args, graphs: bool) -> Engine:
+    settings = Settings(
+        model=str(args.checkpoint),
+        device=args.device,
+        dtype="float32",
+        decode_dtype=args.decode_dtype,
+        live_sessions=max(args.sessions),
+        live_graphs=graphs,
+    )
+    engine = Engine(settings)
     if not engine.load():
         raise SystemExit(f"engine did not load: {engine.error}")
-    scales = set_layer_scales(engine.model, 1.0)
-    tok = engine._tokenizer  # the official wrapper around the very same model object
-    x = signal(args.seconds, 1, args.device)
-    out: dict = {"machine": machine(args.device), "seconds": args.seconds, "layer_scales_set": scales, "runs": []}
-    with full_fp32():
-        log.info("warm-up")
-        live_run(engine, x[:SAMPLE_RATE], 80.0, False)
-        official_decode(tok, official_encode(tok, x[:SAMPLE_RATE]))
-        official = []
-        for _ in range(args.repeats):
-            sync(args.device)
-            t0 = time.perf_counter()
-            codes = official_encode(tok, x)
-            sync(args.device)
-            t1 = time.perf_counter()
-            official_decode(tok, codes)
-            sync(args.device)
-            official.append((t1 - t0, time.perf_counter() - t1))
-        out["official"] = {
-            "encode_s": statistics.median(o[0] for o in official),
-            "decode_s": statistics.median(o[1] for o in official),
+    return engine
+
+
+def packet_run(engine, x: np.ndarray, frames_per_packet: int) -> dict:
+    """One session, unpaced, in packets of ``frames_per_packet`` frames: time to first packet (open
+    excluded: the first packet's model work), model time per packet, session open time."""
+    block = frames_per_packet * 1920
+    t0 = time.perf_counter()
+    session = engine.live.open(SAMPLE_RATE, paced=False)
+    open_s = time.perf_counter() - t0
+    per_packet = []
+    with session:
+        for low in range(0, x.size - block + 1, block):
+            t = time.perf_counter()
+            step = session.push(x[low : low + block])
+            per_packet.append((time.perf_counter() - t) * 1000)
+            assert step.codes.shape[0] == frames_per_packet
+        result = session.finish()
+    return {
+        "frames_per_packet": frames_per_packet,
+        "open_ms": open_s * 1000,
+        "first_packet_ms": per_packet[0],
+        "packet_ms": _spread(per_packet[1:]),
+        "frame_ms": {"median": result.stats["compute_ms_median"], "p95": result.stats["compute_ms_p95"]},
+        "codes": result.codes,
+        "audio": result.reconstruction,
+    }
+
+
+def concurrent_run(engine, x: np.ndarray, sessions: int) -> dict:
+    """``sessions`` microphones at once, each pushing 80 ms blocks on its own real-time clock: per
+    block the time from the push to its audio (lock waits included), real-time factor per session
+    (time in push / audio seconds), how far behind real time each fell, and every session's codes."""
+    import threading
+
+    from core.errors import LiveBusy
+
+    block = 1920
+    out: list[dict] = [{} for _ in range(sessions)]
+    opened = []
+    try:
+        for _ in range(sessions):
+            opened.append(engine.live.open(SAMPLE_RATE, paced=False))
+    except LiveBusy as e:  # the measured-cost admission said no: that is the result
+        for session in opened:
+            session.close()
+        return {"sessions": sessions, "refused": str(e), "admitted": len(opened), "all_codes": []}
+    barrier = threading.Barrier(sessions)
+
+    def one(index: int) -> None:
+        session = opened[index]
+        barrier.wait()
+        latencies, behind = [], 0.0
+        start = time.perf_counter()
+        for k, low in enumerate(range(0, x.size, block)):
+            time.sleep(max(0.0, start + (k + 1) * block / SAMPLE_RATE - time.perf_counter()))
+            t = time.perf_counter()
+            session.push(x[low : low + block])
+            done = time.perf_counter()
+            latencies.append((done - t) * 1000)
+            behind = max(behind, done - start - (low + block) / SAMPLE_RATE)
+        result = session.finish()
+        out[index] = {
+            "latency_ms": latencies,
+            "rtf": sum(latencies) / 1000 / (x.size / SAMPLE_RATE),
+            "behind_s": behind,
+            "frame_ms_p95": result.stats["compute_ms_p95"],
+            "codes": result.codes,
         }
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(sessions)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    lat = [v for o in out for v in o["latency_ms"]]
+    return {
+        "sessions": sessions,
+        "block_latency_ms": _spread(lat),
+        "rtf_median": float(np.median([o["rtf"] for o in out])),
+        "rtf_max": float(max(o["rtf"] for o in out)),
+        "behind_s_max": float(max(o["behind_s"] for o in out)),
+        "frame_compute_ms_p95_max": float(max(o["frame_ms_p95"] for o in out)),
+        "all_codes": [o["codes"] for o in out],
+    }
+
+
+def run(args) -> dict:
+    x = signal(args.seconds, 1, args.device)
+    out: dict = {"machine": machine(args.device), "seconds": args.seconds, "decode_dtype": args.decode_dtype}
+    out["admit_all"] = args.admit_all
+    with full_fp32():
+        ref_engine = _engine(args, graphs=True)
+        out["layer_scales_set"] = set_layer_scales(ref_engine.model, 1.0)
+        tok = ref_engine._tokenizer  # the official wrapper around the very same model object
+        official_decode(tok, official_encode(tok, x[:SAMPLE_RATE]))  # warm-up
+        sync(args.device)
+        t0 = time.perf_counter()
+        codes = official_encode(tok, x)
+        sync(args.device)
+        t1 = time.perf_counter()
+        official_audio = official_decode(tok, codes)
+        sync(args.device)
+        out["official"] = {"encode_s": t1 - t0, "decode_s": time.perf_counter() - t1}
         out["official"]["realtime_factor"] = (out["official"]["encode_s"] + out["official"]["decode_s"]) / args.seconds
-        for block_ms in args.blocks_ms:
-            for realtime in (False, True) if args.realtime else (False,):
-                runs = [live_run(engine, x, block_ms, realtime) for _ in range(args.repeats)]
-                best = runs[len(runs) // 2]
-                row = {k: v for k, v in best.items() if k not in ("codes", "audio")}
-                row["realtime_factor_runs"] = [r["realtime_factor"] for r in runs]
-                row["codes_agree_official"] = agreement(best["codes"], codes)
-                row["loadavg"] = os.getloadavg()
-                out["runs"].append(row)
-                log.info("%s", {k: row[k] for k in ("block_ms", "realtime", "realtime_factor")})
+        fp32_audio = ref_engine.decode(codes, original_samples=x.size).samples if args.decode_dtype else None
+        variants = [("graphs", True), ("eager", False)] if args.device.startswith("cuda") else [("eager", False)]
+        out["variants"] = {}
+        for name, graphs in variants:
+            engine = ref_engine if graphs or not args.device.startswith("cuda") else _engine(args, graphs=False)
+            if engine is not ref_engine:
+                set_layer_scales(engine.model, 1.0)
+            packet_run(engine, x[: 2 * SAMPLE_RATE], 1)  # warm-up
+            row: dict = {"packets": [], "concurrent": []}
+            for frames in (1, 4):
+                r = packet_run(engine, x, frames)
+                r["codes_agree_official"] = agreement(r["codes"], codes[: r["codes"].shape[0]])
+                n = min(r["audio"].size, official_audio.size)
+                r["audio_snr_vs_official_db"] = _snr(r["audio"][:n], official_audio[:n])
+                if fp32_audio is not None:
+                    r["audio_snr_vs_fp32_decode_db"] = _snr(r["audio"][:n], fp32_audio[:n])
+                row["packets"].append({k: v for k, v in r.items() if k not in ("codes", "audio")})
+                log.info("%s packet %d: %s", name, frames, row["packets"][-1])
+            row["admission_capacity"] = engine.live.capacity()  # sessions the measured frame cost admits
+            if args.admit_all:  # measure what the cap would do beyond what admission allows
+                live = engine.live
+                live.capacity = lambda: live.limit  # type: ignore[method-assign]
+            for sessions in args.sessions if graphs or not args.device.startswith("cuda") else args.sessions[:1]:
+                c = concurrent_run(engine, x, sessions)
+                agree = [a for a in (agreement(k, codes) for k in c.pop("all_codes")) if a is not None]
+                c["codes_agree_official_min"] = min(agree) if agree else None
+                c["loadavg"] = os.getloadavg()
+                row["concurrent"].append(c)
+                log.info("%s %d sessions: %s", name, sessions, c)
+            out["variants"][name] = row
+            if engine is not ref_engine:
+                engine.unload()
+    out["machine"]["loadavg_end"] = os.getloadavg()
     return out
+
+
+def _snr(x: np.ndarray, ref: np.ndarray) -> float:
+    err = float(np.sum((x.astype(np.float64) - ref) ** 2))
+    return float("inf") if err == 0 else float(10 * np.log10(np.sum(ref.astype(np.float64) ** 2) / err))
 
 
 def markdown(result: dict) -> str:
@@ -135,28 +252,53 @@ def markdown(result: dict) -> str:
     where = m.get("gpu") or f"{m.get('cpu', 'CPU')} ({m.get('cpus', '?')} CPUs, {m['threads']} threads)"
     off = result["official"]
     lines = [
-        f"# Live latency on {where}",
+        f"# Live latency panel on {where} (the Qwen3-TTS report's Table 2 format)",
         "",
-        f"Full-size random checkpoint, layer scales 1.0, strict fp32; {result['seconds']:g} s clip; load average "
-        f"{', '.join(f'{v:.1f}' for v in m['loadavg'])} at the end. Medians of the runs. Official path, same run: encode "
-        f"{off['encode_s']:.3f} s + decode {off['decode_s']:.3f} s = real-time factor {off['realtime_factor']:.3f} (offline, whole clip).",
+        f"Full-size **random** checkpoint (no quality claims), layer scales 1.0, strict fp32 encode (TF32 off); "
+        f"decode in {result['decode_dtype'] or 'float32'}; {result['seconds']:g} s clip; load average "
+        f"{', '.join(f'{v:.1f}' for v in m['loadavg'])} at the start, "
+        f"{', '.join(f'{v:.1f}' for v in m['loadavg_end'])} at the end. Official offline path, same run: encode "
+        f"{off['encode_s']:.3f} s + decode {off['decode_s']:.3f} s = real-time factor {off['realtime_factor']:.3f}.",
         "",
-        "| block | paced | compute per block with a frame (median / p95 / max ms) | compute per frame (median / p95 ms) | real-time factor | codes = official |",
-        "| --- | --- | --- | --- | --- | --- |",
+        "First-packet latency = the codec's algorithmic 80 ms (a frame is encoded once its last sample is in) + the "
+        "first packet's model work (encode + decode), session open excluded (given beside it). Tokenizer time per "
+        "packet: model work for a packet of 1 or 4 frames (80 / 320 ms of audio) once streaming.",
+        "",
+        "| step | session open (ms) | first packet, 1 frame (ms) | per packet, 1 frame (median / p95 ms) "
+        "| per packet, 4 frames (median / p95 ms) | codes = official | audio SNR vs official decode |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
     ]
-    for r in result["runs"]:
-        c, f = r["compute_ms_per_block_with_frames"], r["compute_ms_per_frame"]
+    for name, row in result["variants"].items():
+        p1, p4 = row["packets"]
         lines.append(
-            f"| {r['block_ms']:g} ms | {'yes' if r['realtime'] else 'no'} | {c['median']:.1f} / {c['p95']:.1f} / {c['max']:.1f} | "
-            f"{f['median']:.1f} / {f['p95']:.1f} | {r['realtime_factor']:.3f} | {r['codes_agree_official']:.2%} |"
+            f"| {name} | {p1['open_ms']:.0f} | {80 + p1['first_packet_ms']:.1f} (80 + {p1['first_packet_ms']:.1f}) | "
+            f"{p1['packet_ms']['median']:.1f} / {p1['packet_ms']['p95']:.1f} | "
+            f"{p4['packet_ms']['median']:.1f} / {p4['packet_ms']['p95']:.1f} | "
+            f"{p1['codes_agree_official']:.2%} | {p1['audio_snr_vs_official_db']:.1f} dB |"
         )
-    first = result["runs"][0]["compute_ms_per_block_with_frames"]
     lines += [
         "",
-        f"Server-side latency of a sample, 80 ms blocks: algorithmic {FRAME_MS:.0f} ms (worst sample: the first of a "
-        f"frame) + compute {first['p95']:.1f} ms (p95) = {FRAME_MS + first['p95']:.1f} ms; transport and playback "
-        "buffering come on top (browser test, docs/live.md). A real-time factor below 1 keeps up with a speaker.",
+        "Concurrent sessions, each paced like a microphone (80 ms blocks on its own clock). Real-time factor: a "
+        "session's time in push (model work and waits for the lock) / its audio seconds; below 1 it keeps up. "
+        "Admission from the measured frame cost: "
+        + ", ".join(f"{n} {r.get('admission_capacity')} sessions" for n, r in result["variants"].items())
+        + (" (run past it: --admit-all)." if result.get("admit_all") else "."),
+        "",
+        "| step | sessions | RTF (median / worst session) | block latency (median / p95 / max ms) "
+        "| frame compute p95, worst session (ms) | most behind real time (s) | codes = official (worst session) | load average |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
+    for name, row in result["variants"].items():
+        for c in row["concurrent"]:
+            if "refused" in c:
+                lines.append(f"| {name} | {c['sessions']} | refused after {c['admitted']}: {c['refused']} |||||||")
+                continue
+            b = c["block_latency_ms"]
+            lines.append(
+                f"| {name} | {c['sessions']} | {c['rtf_median']:.3f} / {c['rtf_max']:.3f} | "
+                f"{b['median']:.1f} / {b['p95']:.1f} / {b['max']:.1f} | {c['frame_compute_ms_p95_max']:.1f} | "
+                f"{c['behind_s_max']:.2f} | {c['codes_agree_official_min']:.2%} | {c['loadavg'][0]:.1f} |"
+            )
     return "\n".join(lines) + "\n"
 
 
@@ -165,10 +307,11 @@ def parse_args(argv=None):
     p.add_argument("--checkpoint", type=Path, required=True)
     p.add_argument("--device", default="cuda:0" if torch.cuda.is_available() else "cpu")
     p.add_argument("--seconds", type=float, default=10.0)
-    p.add_argument("--blocks-ms", type=lambda s: [float(v) for v in s.split(",")], default=[80.0, 160.0])
-    p.add_argument("--repeats", type=int, default=3)
-    p.add_argument("--realtime", action="store_true", help="also run each block size paced like a microphone")
+    p.add_argument("--sessions", type=lambda s: [int(v) for v in s.split(",")], default=[1, 4, 16])
+    p.add_argument("--decode-dtype", default=None, choices=[None, "float32", "bfloat16"])
     p.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
+    p.add_argument("--admit-all", action="store_true", help="run every --sessions count past the measured admission")
+    p.add_argument("--tag", default="", help="suffix of the result files (live_panel-<device><tag>.md)")
     return p.parse_args(argv)
 
 
@@ -176,10 +319,10 @@ def main(argv=None) -> dict:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     args = parse_args(argv)
     result = run(args)
-    tag = "cuda" if args.device.startswith("cuda") else "cpu"
+    tag = ("cuda" if args.device.startswith("cuda") else "cpu") + args.tag
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / f"live_bench-{tag}.json").write_text(json.dumps(result, indent=2))
-    (args.out / f"live_bench-{tag}.md").write_text(markdown(result))
+    (args.out / f"live_panel-{tag}.json").write_text(json.dumps(result, indent=2))
+    (args.out / f"live_panel-{tag}.md").write_text(markdown(result))
     print(markdown(result))
     return result
 

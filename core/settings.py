@@ -147,6 +147,9 @@ class Settings:
     )
     live_sessions: int = option(2, "live sessions (microphone through the codec) at once; 0 turns live mode off")
     live_max_s: float = option(600.0, "longest live session, seconds (10 min); never more than --max-duration")
+    live_graphs: bool = option(
+        True, "on a GPU, capture each live session's per-frame encode and decode as CUDA graphs (off: eager steps)"
+    )
     mos_windows: int = option(
         4, "DistillMOS windows of 7.68 s per clip for the verdict (bounds its time and memory at any length)"
     )

@@ -43,8 +43,9 @@ def backend_flags(settings: Settings, operation: str):
         cudnn.benchmark, cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32 = previous
 
 
-def encode_tensor(model, samples: np.ndarray, plan: ChunkPlan, progress=None) -> np.ndarray:
-    """One clip's codes (frames, 16), chunked as the plan says."""
+def encode_tensor(model, samples: np.ndarray, plan: ChunkPlan, progress=None, between=None) -> np.ndarray:
+    """One clip's codes (frames, 16), chunked as the plan says; ``between()`` runs between its pieces
+    of work (the engine hands its lock to live frames there)."""
     wav = torch.from_numpy(samples)  # stays on the host when chunked: windows move one at a time
     codes = encoding.encode(
         model,
@@ -53,17 +54,22 @@ def encode_tensor(model, samples: np.ndarray, plan: ChunkPlan, progress=None) ->
         span_steps=plan.encode_span_steps,
         kv_device_bytes=plan.kv_device_bytes,
         on_progress=progress,
+        between=between,
     )
     return codes.cpu().numpy()
 
 
-def encode_batch_tensors(model, dims: ModelDims | None, arrays, plan: ChunkPlan) -> list[np.ndarray]:
-    """Several clips: long ones chunked one by one, short ones in padded batches."""
+def encode_batch_tensors(
+    model, dims: ModelDims | None, arrays, plan: ChunkPlan, between: typing.Callable[[], None] = lambda: None
+) -> list[np.ndarray]:
+    """Several clips: long ones chunked one by one, short ones in padded batches. ``between()`` runs
+    between two pieces of work (windows, batches): the engine hands its lock to live frames there."""
     out: list[np.ndarray | None] = [None] * len(arrays)
     short = []
     for i, a in enumerate(arrays):
         if a.size > plan.encode_chunk_samples:
-            out[i] = encode_tensor(model, a, plan)
+            out[i] = encode_tensor(model, a, plan, between=between)
+            between()
         else:
             short.append(i)
     context = dims.conv_context_samples if dims else 0
@@ -72,6 +78,7 @@ def encode_batch_tensors(model, dims: ModelDims | None, arrays, plan: ChunkPlan)
         tensors = [torch.from_numpy(arrays[i]) for i in group]
         for i, codes in zip(group, batching.encode_batch(model, tensors, window), strict=True):
             out[i] = codes.cpu().numpy()
+        between()
     return typing.cast("list[np.ndarray]", out)  # every index was filled above
 
 
@@ -82,8 +89,11 @@ def decode_tensor(model, runner, codes: np.ndarray, plan: ChunkPlan, progress=No
     return wav.float().numpy(), runner.take_warnings(ceil_div(codes.shape[0], plan.decode_chunk_frames))
 
 
-def decode_batch_tensors(model, runner, codes_list, plan: ChunkPlan) -> tuple[list[np.ndarray], tuple]:
-    """Several clips' audio, in groups whose chunk calls hold about one clip's chunk each."""
+def decode_batch_tensors(
+    model, runner, codes_list, plan: ChunkPlan, between: typing.Callable[[], None] = lambda: None
+) -> tuple[list[np.ndarray], tuple]:
+    """Several clips' audio, in groups whose chunk calls hold about one clip's chunk each; ``between()``
+    runs after each chunk (the engine hands its lock to live frames there)."""
     out: list[np.ndarray | None] = [None] * len(codes_list)
     order = list(range(len(codes_list)))
     frames = [c.shape[0] for c in codes_list]
@@ -91,7 +101,9 @@ def decode_batch_tensors(model, runner, codes_list, plan: ChunkPlan) -> tuple[li
     chunks = 0
     for group in planner.groups(order, frames, plan.decode_chunk_frames):
         chunk = max(1, plan.decode_chunk_frames // len(group))  # a chunk call holds ≈ one clip's chunk
-        wavs = decoding.decode_batch(model, [torch.from_numpy(codes_list[i]) for i in group], chunk, runner=runner)
+        wavs = decoding.decode_batch(
+            model, [torch.from_numpy(codes_list[i]) for i in group], chunk, lambda _f: between(), runner
+        )
         chunks += ceil_div(max(frames[i] for i in group), chunk)
         for i, w in zip(group, wavs, strict=True):
             out[i] = w.float().numpy()

@@ -16,7 +16,6 @@ from __future__ import annotations
 import contextlib
 import enum
 import logging
-import threading
 import time
 from pathlib import Path
 
@@ -31,6 +30,7 @@ from core.model.checkpoints import is_random_checkpoint
 from core.model.live import LiveSessions
 from core.model.planner import ChunkPlan, MemoryEstimate
 from core.model.results import DecodeResult, EncodeResult, RoundTripResult
+from core.model.turns import TurnLock
 from core.model.weights import check_device, load_tokenizer
 from core.nn import fast_decode, kernels, ladder
 from core.nn.dtypes import TORCH_DTYPES
@@ -54,7 +54,7 @@ class EngineState(str, enum.Enum):  # noqa: UP042 - str() of a StrEnum differs; 
 class Engine:
     """Owns the model. Every public method is thread-safe."""
 
-    def __init__(self, settings: Settings, lock: threading.RLock | None = None):  # lock: see core.model.second
+    def __init__(self, settings: Settings, lock: TurnLock | None = None):  # lock: see core.model.second
         self.settings = settings
         self.state = EngineState.UNLOADED
         self.error: str | None = None  # why loading failed, in words for the user
@@ -64,7 +64,7 @@ class Engine:
         self._tokenizer = None
         self._dims: planner.ModelDims | None = None  # read once at load, for the memory planner
         self._fast: fast_decode.FastDecoder | None = None  # decodes: precision, compiled graphs, bf16 guard
-        self._lock = lock if lock is not None else threading.RLock()
+        self._lock = lock if lock is not None else TurnLock()  # jobs give it to live frames between chunks
         self.compare: Engine | None = None  # a second checkpoint beside this one, sharing the lock (core.model.second)
         self.live = LiveSessions(self)  # microphone sessions, at most settings.live_sessions (core.model.live)
 
@@ -187,7 +187,9 @@ class Engine:
         samples = np.ascontiguousarray(samples, dtype=np.float32).reshape(-1)
         _check_not_empty([samples])
         codes, seconds, peak = self._job(
-            "encode", [samples.size], lambda plan: model_calls.encode_tensor(self.model, samples, plan, progress)
+            "encode",
+            [samples.size],
+            lambda plan: model_calls.encode_tensor(self.model, samples, plan, progress, self._lock.give_turn),
         )
         return EncodeResult(codes, int(samples.size), seconds, peak)
 
@@ -203,9 +205,12 @@ class Engine:
         codes = check_codes(codes, original_samples)
         check_duration([codes.shape[0]], self.settings.max_duration_s)  # before any model work
 
+        # the ladder's hook changes the shared model: no other work may run between its chunks
+        between = self._between(progress) if codebooks == NUM_CODEBOOKS else progress
+
         def work(plan):
             with ladder.codebook_depth(self.model, codebooks):  # inside the job: under the lock
-                return model_calls.decode_tensor(self.model, self._runner, codes, plan, progress)
+                return model_calls.decode_tensor(self.model, self._runner, codes, plan, between)
 
         (wav, warnings), seconds, peak = self._job("decode", [codes.shape[0] * SAMPLES_PER_FRAME], work)
         if original_samples is not None:
@@ -237,7 +242,7 @@ class Engine:
         codes_list, seconds, peak = self._job(
             "encode",
             [a.size for a in arrays],
-            lambda plan: model_calls.encode_batch_tensors(self.model, self._dims, arrays, plan),
+            lambda plan: model_calls.encode_batch_tensors(self.model, self._dims, arrays, plan, self._lock.give_turn),
         )
         share = seconds / max(len(arrays), 1)
         return [EncodeResult(c, a.size, share, peak) for c, a in zip(codes_list, arrays, strict=True)]
@@ -250,20 +255,40 @@ class Engine:
         (wavs, warnings), seconds, peak = self._job(
             "decode",
             [c.shape[0] * SAMPLES_PER_FRAME for c in checked],
-            lambda plan: model_calls.decode_batch_tensors(self.model, self._runner, checked, plan),
+            lambda plan: model_calls.decode_batch_tensors(
+                self.model, self._runner, checked, plan, self._lock.give_turn
+            ),
         )
         share = seconds / max(len(checked), 1)
         return [DecodeResult(w, SAMPLE_RATE, share, peak, warnings) for w in wavs]
+
+    def _between(self, progress: Progress | None) -> Progress:
+        """``progress`` that also hands the lock to waiting live frames (called between chunks)."""
+        report = progress or _no_progress
+        give = self._lock.give_turn
+
+        def between(fraction: float) -> None:
+            report(fraction)
+            give()
+
+        return between
 
     @contextlib.contextmanager
     def model_work(self, operation: str):
         """(model, decoder runner) under the lock, with the backend flags of ``operation``'s jobs, for
         work done in small steps (a live session's frame); no plan and no retries."""
-        with self._lock:
+        with self.frame_work(operation) as (model, runner, _wait):
+            yield model, runner
+
+    @contextlib.contextmanager
+    def frame_work(self, operation: str):
+        """(model, decoder runner, (seconds waited, what held the lock)) for one live frame: a short
+        turn of the lock (``core.model.turns``), which a running job hands over between its chunks."""
+        with self._lock.turn() as waited:
             if self.state != EngineState.READY or self._tokenizer is None or self._fast is None:
                 raise EngineNotReady(self.not_ready_message())
             with torch.inference_mode(), model_calls.backend_flags(self.settings, operation):
-                yield self._tokenizer.model, self._fast
+                yield self._tokenizer.model, self._fast, waited
 
     # ---- planning, estimates, OOM retries -------------------------------------------------
     def _plan(self, operation: str, lengths: list[int]) -> tuple[ChunkPlan | None, MemoryEstimate]:

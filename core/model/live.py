@@ -36,6 +36,9 @@ logger = logging.getLogger(__name__)
 PACE_SLACK_S = 2.0  # input may run this far ahead of the wall clock (network bursts), then is refused
 IDLE_CLOSE_S = 5.0  # a session with no input for this long is closed when another one opens
 RESAMPLER_SLACK_SAMPLES = SAMPLES_PER_FRAME  # a resampler may emit a few samples more than rate x time
+LOAD_SHARE = 0.75  # admit sessions while their measured frames fill at most this share of each 80 ms
+COST_SMOOTHING = 0.05  # weight of the newest frame in the running per-frame cost
+FRAME_S = SAMPLES_PER_FRAME / SAMPLE_RATE  # 0.08 s: one frame of audio
 LOCK_YIELD_S = 0.0005  # pause between two frames of one block, so a job waiting for the lock gets it
 
 
@@ -49,6 +52,17 @@ class LiveStep:
     compute_s: float  # model work for this block, lock held (encode + decode)
     wait_s: float  # time spent waiting for the engine's lock (another user's job)
     received_s: float  # seconds of input received so far
+
+
+@dataclass(frozen=True)
+class Lateness:
+    """Why a session fell behind real time (``LiveSession.lateness``)."""
+
+    who: str  # "client" (sent audio late), "job" (another job held the model), "server" (model work)
+    behind_s: float  # wall time since the session opened minus the audio received
+    server_s: float  # the server's share: push time beyond the audio's length
+    client_s: float  # the rest: time the client's audio came late
+    message: str  # for the user: who was late, by how much, what to do
 
 
 @dataclass(frozen=True)
@@ -68,6 +82,20 @@ class LiveSessions:
         self.engine = engine
         self._sessions: set[LiveSession] = set()
         self._guard = threading.Lock()
+        self.frame_cost_s: float | None = None  # running model work per frame (one session), measured
+
+    def observe(self, frame_s: float) -> None:
+        """One frame's measured model work (the admission's cost)."""
+        cost = self.frame_cost_s
+        self.frame_cost_s = frame_s if cost is None else cost + COST_SMOOTHING * (frame_s - cost)
+
+    def capacity(self) -> int:
+        """Sessions the measured per-frame cost allows (``LOAD_SHARE`` of real time), never more than
+        ``--live-sessions``; the cap alone until a frame has been measured."""
+        cost = self.frame_cost_s
+        if cost is None or cost <= 0:
+            return self.limit
+        return max(1, min(self.limit, int(LOAD_SHARE * FRAME_S / cost)))
 
     @property
     def limit(self) -> int:
@@ -93,6 +121,14 @@ class LiveSessions:
             if len(self._sessions) >= self.limit:
                 raise LiveBusy(
                     f"Live is busy: {len(self._sessions)} of {self.limit} sessions are in use. Try again in a moment."
+                )
+            capacity = self.capacity()
+            if len(self._sessions) >= capacity:
+                cost_ms = 1000 * (self.frame_cost_s or 0.0)
+                raise LiveBusy(
+                    f"Live is busy: {len(self._sessions)} sessions are in use and each 80 ms frame costs "
+                    f"≈{cost_ms:.0f} ms of model work here, so this device keeps {capacity} in real time. "
+                    "Try again in a moment."
                 )
             session = LiveSession(self, sample_rate, channels, paced, name)
             self._sessions.add(session)
@@ -137,6 +173,10 @@ class LiveSession:
         self.codes: list[np.ndarray] = []
         self.audio: list[np.ndarray] = []
         self.frame_compute_s: list[float] = []  # model time per frame
+        self.pushes_s = 0.0  # wall time spent inside push (model work and lock waits): the server's share
+        self.compute_total_s = 0.0  # model work, lock held
+        self.waited_job_s = 0.0  # waiting for the lock while another job (not a live frame) held it
+        self.waited_live_s = 0.0  # waiting for the lock while other live sessions' frames held it
         self._unmatched = np.zeros(0, np.float32)  # 24 kHz input not yet returned beside its frame's audio
         self.started = self.last_input = time.monotonic()
         self.closed = False
@@ -149,9 +189,11 @@ class LiveSession:
             raise OutOfMemory(f"A live session does not fit now: {estimate.message}")
         max_samples = int(self.max_s * SAMPLE_RATE) + RESAMPLER_SLACK_SAMPLES
         kv = planner.base_plan(self.engine.settings).kv_device_bytes  # the engine's offload rule
-        with self.engine.model_work("encode") as (model, runner):
-            self.encoder = StreamingEncoder(model, max_samples, kv)
-            self.decoder = StreamingDecoder(runner)
+        graphs = self.engine.settings.live_graphs and self.engine.settings.is_cuda
+        with self.engine.model_work("encode") as (model, _runner):  # captured under each operation's flags
+            self.encoder = StreamingEncoder(model, max_samples, kv, graphs)
+        with self.engine.model_work("decode") as (_model, runner):
+            self.decoder = StreamingDecoder(runner, graphs)
         self.started = self.last_input = time.monotonic()
         logger.info(
             "live session opened: %d Hz, %d ch, at most %s (%d of %d in use)",
@@ -208,14 +250,17 @@ class LiveSession:
             "compute_ms_median": float(np.median(per_frame) * 1000),
             "compute_ms_p95": float(np.percentile(per_frame, 95) * 1000),
             "realtime_factor": float(per_frame.sum() / max(recording.samples.size / SAMPLE_RATE, 1e-9)),
+            "waited_for_jobs_s": self.waited_job_s,
+            "waited_for_live_s": self.waited_live_s,
         }
         return LiveResult(recording, codes, audio[: recording.samples.size], stats)
 
     def _run(self, samples: np.ndarray, last: bool = False) -> LiveStep:
-        """Encode and decode, one frame's worth of samples per turn of the engine's lock."""
+        """Encode and decode, one frame's worth of samples per short turn of the engine's lock."""
         enc, dec = self.encoder, self.decoder
         assert enc is not None and dec is not None
         codes_out, audio_out, compute, wait, offset = [], [], 0.0, 0.0, 0
+        entered = time.perf_counter()
         while True:
             room = (enc.frames_out + 1) * SAMPLES_PER_FRAME - enc.samples_in  # samples to the next frame's end
             piece = samples[offset : offset + room]
@@ -226,16 +271,18 @@ class LiveSession:
             if not final and enc.samples_in + piece.size < (enc.frames_out + 1) * SAMPLES_PER_FRAME:
                 enc.push(piece)  # completes no frame: buffered, no model work, no lock
                 continue
-            asked = time.perf_counter()
+            began = time.perf_counter()
             try:
-                with self.engine.model_work("encode"):
-                    began = time.perf_counter()
+                with self.engine.frame_work("encode") as (_model, _runner, (waited, blocker)):
                     codes = enc.push(piece)
                     if final:
                         codes = np.concatenate([codes, enc.finish()])
+                self._account_wait(waited, blocker)
                 if codes.shape[0]:
-                    with self.engine.model_work("decode"):
+                    with self.engine.frame_work("decode") as (_model, _runner, (waited_decode, blocker)):
                         audio_out.append(dec.push(codes))
+                    self._account_wait(waited_decode, blocker)
+                    waited += waited_decode
                     codes_out.append(codes)
             except Exception as e:
                 if not memory.is_out_of_memory(e):
@@ -246,14 +293,17 @@ class LiveSession:
                     "The live session ran out of device memory and was stopped; free memory "
                     "(Clear VRAM, stop other GPU programs) and start again."
                 ) from e
-            done = time.perf_counter()
+            frame_s = time.perf_counter() - began - waited  # model work of this frame, lock held
             if codes.shape[0]:
-                self.frame_compute_s.append(done - began)
-            compute, wait = compute + done - began, wait + began - asked
+                self.frame_compute_s.append(frame_s)
+                self.engine.live.observe(frame_s)
+            compute, wait = compute + frame_s, wait + waited
             if final:
                 break
             if offset < samples.size:
-                time.sleep(LOCK_YIELD_S)  # Python's lock is not fair: without a pause this thread takes it again
+                time.sleep(LOCK_YIELD_S)  # Python's lock is not fair: a job asking with ``with lock:`` gets a chance
+        self.pushes_s += time.perf_counter() - entered
+        self.compute_total_s += compute
         new_codes = np.concatenate(codes_out) if codes_out else np.zeros((0, NUM_CODEBOOKS), np.int64)
         new_audio = np.concatenate(audio_out) if audio_out else np.zeros(0, np.float32)
         self.codes.append(new_codes)
@@ -261,6 +311,62 @@ class LiveSession:
         return LiveStep(
             new_codes, new_audio, self._original(samples, new_audio.size), compute, wait, self.input.seconds
         )
+
+    def _account_wait(self, waited: float, blocker: str | None) -> None:
+        if blocker == "job":
+            self.waited_job_s += waited
+        else:
+            self.waited_live_s += waited
+
+    # ---- lateness -------------------------------------------------------------------------------
+    def lateness(self, bound_s: float, now: float | None = None) -> Lateness | None:
+        """Who made this session fall more than ``bound_s`` behind real time, or None while it keeps up.
+
+        ``behind`` is the wall time since the session opened minus the audio received. The server's
+        share is the time its pushes took beyond the audio's own length (pushes run one at a time, so
+        while one runs nothing else of this session can); the rest is the client's: it sent its audio
+        late (a slow network, a paused page, a microphone that stopped). Within the server's share, the
+        waits for another job's chunk and the model work are told apart. Unpaced sessions (the CLI)
+        are never late."""
+        if not self.paced:
+            return None
+        now = time.monotonic() if now is None else now
+        received = self.input.seconds
+        behind = now - self.started - received
+        if behind <= bound_s:
+            return None
+        server = max(0.0, self.pushes_s - received)
+        client = behind - server
+        frames = len(self.frame_compute_s)
+        compute_ms = 1000 * float(np.median(self.frame_compute_s)) if frames else 0.0
+        if client >= server:
+            who = "client"
+            message = (
+                f"Your audio arrives slower than real time: {behind:.1f} s behind the clock after "
+                f"{received:.1f} s of audio (the server's work accounts for {server:.1f} s of it). "
+                "Check the connection, keep the page in front, and start again."
+            )
+        elif self.waited_job_s >= server / 2:
+            who = "job"
+            message = (
+                f"Another job held the model: this session waited {self.waited_job_s:.1f} s for it and "
+                f"fell {behind:.1f} s behind real time. Start again when it is done."
+            )
+        else:
+            who = "server"
+            message = (
+                f"The server fell {behind:.1f} s behind real time: model work per 80 ms frame is "
+                f"{compute_ms:.0f} ms here ({self.owner.in_use} live session(s), {self.waited_live_s:.1f} s "
+                "waiting for the others' frames). Try again with fewer sessions, or on a faster device."
+            )
+        return Lateness(who, behind, server, client, message)
+
+    def check_pace(self, bound_s: float) -> None:
+        """Raise ``LiveSessionError`` with :meth:`lateness`'s message when the session is late."""
+        late = self.lateness(bound_s)
+        if late is not None:
+            logger.warning("live session %.1f s behind real time (late: %s)", late.behind_s, late.who)
+            raise LiveSessionError(late.message)
 
     def _original(self, samples: np.ndarray, count: int) -> np.ndarray:
         """The next ``count`` samples of 24 kHz input (they line up with the frames just decoded)."""

@@ -26,6 +26,7 @@ Clips no longer than one chunk go through the official ``model.encode`` unchange
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
 import torch
 
@@ -61,6 +62,7 @@ def encode(
     kv_device_bytes: int | None = None,
     host_block_steps: int = HOST_BLOCK_STEPS,
     on_progress: Progress | None = None,
+    between: Callable[[], None] | None = None,
 ) -> torch.Tensor:
     """Encode a mono 24 kHz waveform of shape (samples,) to codes of shape (frames, 16).
 
@@ -68,18 +70,31 @@ def encode(
     most ``chunk_samples`` (or any clip when it is None) takes the official whole-clip path.
     ``kv_device_bytes`` caps the encoder keys/values kept on the device (None: no cap); the rest
     go to host memory (pinned when the device is a GPU) and come back ``host_block_steps`` at a time.
-    ``on_progress(fraction)`` is called after each window with the share of the audio done.
+    ``on_progress(fraction)`` is called after each window with the share of the audio done;
+    ``between()`` after each window and each transformer layer of a span (the engine hands its lock
+    to live frames there; nothing here depends on what it does).
     """
     total = int(wav.shape[-1])
     if chunk_samples is None or total <= chunk_samples:
         device = next(model.parameters()).device
         return encode_batch(model, [wav.to(device)])[0]
     return _encode_streaming(
-        model, wav, chunk_samples, span_steps, kv_device_bytes, host_block_steps, on_progress or _no_progress
+        model,
+        wav,
+        chunk_samples,
+        span_steps,
+        kv_device_bytes,
+        host_block_steps,
+        on_progress or _no_progress,
+        between or _nothing,
     )
 
 
 def _no_progress(fraction: float) -> None:
+    return None
+
+
+def _nothing() -> None:
     return None
 
 
@@ -98,7 +113,7 @@ def encode_batch(model, wavs: list[torch.Tensor]) -> list[torch.Tensor]:
 
 
 def _encode_streaming(
-    model, wav, chunk_samples, span_steps, kv_device_bytes, host_block_steps, on_progress: Progress
+    model, wav, chunk_samples, span_steps, kv_device_bytes, host_block_steps, on_progress: Progress, between
 ) -> torch.Tensor:
     total = int(wav.shape[-1])
     chunk = max(SAMPLES_PER_FRAME, chunk_samples // SAMPLES_PER_FRAME * SAMPLES_PER_FRAME)
@@ -114,9 +129,10 @@ def _encode_streaming(
             low = max(0, start - state.context)
             pieces.append(state.conv_steps(wav[low:end], start - low))
             on_progress(end / total)
+            between()
         steps = torch.cat(pieces, dim=-1) if len(pieces) > 1 else pieces[0]
         del pieces
-        codes.append(state.frames(steps, span_start // SAMPLES_PER_STEP))
+        codes.append(state.frames(steps, span_start // SAMPLES_PER_STEP, between))
     state.close()
     return torch.cat(codes, dim=0)[: num_frames(total)]
 
@@ -148,11 +164,12 @@ class EncoderState:
         embedded = self.mimi.encoder(window[None, None])
         return embedded[..., skip_samples // SAMPLES_PER_STEP :]
 
-    def frames(self, steps: torch.Tensor, position: int) -> torch.Tensor:
+    def frames(self, steps: torch.Tensor, position: int, between=None) -> torch.Tensor:
         """Codes (frames, codebooks) of the SEANet steps (1, C, steps) that start at step ``position``
-        (even: a frame boundary), with every earlier step in the keys/values."""
+        (even: a frame boundary), with every earlier step in the keys/values. ``between()`` runs after
+        each transformer layer (a span is long: the engine hands its lock to live frames there)."""
         mimi = self.mimi
-        hidden = _encoder_transformer_span(mimi.encoder_transformer, steps.transpose(1, 2), self.kv, position)
+        hidden = _encoder_transformer_span(mimi.encoder_transformer, steps.transpose(1, 2), self.kv, position, between)
         hidden = hidden.transpose(1, 2)
         if self.tail is None:
             down = mimi.downsample(hidden)
@@ -165,7 +182,9 @@ class EncoderState:
         self.kv.close()
 
 
-def _encoder_transformer_span(transformer, hidden: torch.Tensor, kv: KVStore, position: int) -> torch.Tensor:
+def _encoder_transformer_span(
+    transformer, hidden: torch.Tensor, kv: KVStore, position: int, between=None
+) -> torch.Tensor:
     """Mimi's transformer layers on steps [position, position + len) with all earlier steps in ``kv``.
 
     Mirrors ``MimiTransformerLayer.forward`` (pre-norm attention and MLP with layer scales);
@@ -188,5 +207,7 @@ def _encoder_transformer_span(transformer, hidden: torch.Tensor, kv: KVStore, po
         out = attn.o_proj(out.transpose(1, 2).reshape(batch, length, -1))
         hidden = hidden + layer.self_attn_layer_scale(out)
         hidden = hidden + layer.mlp_layer_scale(layer.mlp(layer.post_attention_layernorm(hidden)))
+        if between is not None:
+            between()
     kv.advance(length)
     return hidden

@@ -21,7 +21,8 @@ Input conditioning (downmix, streaming resample to 24 kHz, NaN and length checks
 is ``core.audio.blocks.Collector``, the same object every file reader feeds, so the 24 kHz signal the
 encoder sees is the one ``load_audio`` would make of the same samples.
 
-Nothing here locks or retries; ``core.model.live`` runs these under the engine's lock, one frame
+On a GPU (``graphs=True``) each full-window encode frame and every decode frame is one CUDA graph
+replay (``core.nn.live_graphs``); the CPU keeps the eager step. Nothing here locks or retries; ``core.model.live`` runs these under the engine's lock, one frame
 of work at a time. Every call runs under the caller's ``torch.inference_mode()``.
 """
 
@@ -36,6 +37,7 @@ from core.audio.blocks import Audio, Collector, Source, finish
 from core.codec import NUM_CODEBOOKS, SAMPLE_RATE, SAMPLES_PER_FRAME, SAMPLES_PER_STEP, ceil_div
 from core.errors import AudioInputError
 from core.nn.encoding import EncoderState
+from core.nn.live_graphs import DecoderGraph, EncoderGraph
 from core.settings import AudioLimits
 
 logger = logging.getLogger(__name__)
@@ -95,11 +97,13 @@ class StreamingEncoder:
     on the device up to ``kv_device_bytes`` and in host memory beyond, as the engine's encode does).
     """
 
-    def __init__(self, model, max_samples: int, kv_device_bytes: int | None = None):
+    def __init__(self, model, max_samples: int, kv_device_bytes: int | None = None, graphs: bool = False):
         self.model = model
         self.max_samples = int(max_samples)
         self.kv_device_bytes = kv_device_bytes
+        self.graphs = graphs  # capture the full-window frame step as a CUDA graph (``core.nn.live_graphs``)
         self.state: EncoderState | None = None
+        self.graph: EncoderGraph | None = None
         self.reset()
 
     def reset(self) -> None:
@@ -108,6 +112,10 @@ class StreamingEncoder:
         steps = ceil_div(self.max_samples, SAMPLES_PER_STEP) + 2  # + the padded last frame
         self.state = EncoderState(self.model, steps, self.kv_device_bytes)
         self.context = self.state.context
+        self.graph = EncoderGraph(self.state) if self.graphs and not self.state.kv.host_steps else None
+        # without a graph, the SEANet streams: each convolution keeps its last inputs (transformers'
+        # padding cache), so a frame costs 1,920 samples of convolutions, not context + 1,920
+        self.padding_cache = None if self.graph is not None else _seanet_padding_cache(self.model.encoder)
         self.buffer = np.zeros(0, np.float32)  # samples from ``buffer_start`` on (pending blocks not yet joined)
         self.buffer_start = 0  # absolute index of buffer[0]
         self.pending: list[np.ndarray] = []  # blocks since the last frame, joined once a frame completes
@@ -155,8 +163,14 @@ class StreamingEncoder:
         start = self.frames_out * SAMPLES_PER_FRAME
         low = max(0, start - self.context)
         window = torch.from_numpy(self.buffer[low - self.buffer_start : end - self.buffer_start])
-        steps = self.state.conv_steps(window, start - low)
-        codes = self.state.frames(steps, start // SAMPLES_PER_STEP)
+        if self.graph is not None and start >= self.context and end - start == SAMPLES_PER_FRAME:
+            codes = self.graph.encode(window, start // SAMPLES_PER_STEP)  # one replay
+        elif self.padding_cache is not None and end - start == SAMPLES_PER_FRAME:
+            frame = window[start - low :].to(device=self.state.device, dtype=self.state.dtype)
+            steps = self.state.mimi.encoder(frame[None, None], padding_cache=self.padding_cache)
+            codes = self.state.frames(steps, start // SAMPLES_PER_STEP)
+        else:  # the first frames (less context than the window) and the padded last one
+            codes = self.state.frames(self.state.conv_steps(window, start - low), start // SAMPLES_PER_STEP)
         self.frames_out += 1
         keep_from = max(0, self.frames_out * SAMPLES_PER_FRAME - self.context)  # the next frame's context
         self.buffer = self.buffer[keep_from - self.buffer_start :]
@@ -168,6 +182,21 @@ class StreamingEncoder:
         if self.state is not None:
             self.state.close()
             self.state = None
+        self.graph = None
+
+
+def _seanet_padding_cache(mimi):
+    """A fresh padding cache for the SEANet's causal convolutions (as ``MimiModel.encode`` builds one
+    with ``use_streaming=True``, without the downsampling layer, whose state ``EncoderState`` keeps)."""
+    from transformers.models.mimi.modeling_mimi import MimiConv1dPaddingCache
+
+    convs = [mimi.encoder.get_submodule(name) for name in mimi.encoder._mimiconv1d_layer_names]
+    return MimiConv1dPaddingCache(
+        num_layers=len(convs),
+        per_layer_padding=[c.padding_total for c in convs],
+        per_layer_padding_mode=[c.pad_mode for c in convs],
+        per_layer_in_channels=[c.in_channels for c in convs],
+    )
 
 
 def _codes(frames: list[np.ndarray]) -> np.ndarray:
@@ -179,14 +208,20 @@ def _codes(frames: list[np.ndarray]) -> np.ndarray:
 class StreamingDecoder:
     """Code frames (n, 16) in, 24 kHz samples (n * 1920) out, through the engine's decoder runner."""
 
-    def __init__(self, runner):
+    def __init__(self, runner, graphs: bool = False):
         self.runner = runner  # a ``core.nn.fast_decode.FastDecoder``
         self.stream = None
+        # a CUDA graph of the one-frame step (``core.nn.live_graphs``); a guarded bf16 decoder stays eager
+        self.graph: DecoderGraph | None = None
+        if graphs and not runner.guarded:
+            self.graph = DecoderGraph(runner.decoder)
         self.reset()
 
     def reset(self) -> None:
         """Forget everything: the next frame is the first of a new clip."""
         self.stream = self.runner.stream(1)
+        if self.graph is not None:
+            self.graph.reset()
         self.frames_in = 0
 
     def push(self, codes: np.ndarray) -> np.ndarray:
@@ -195,6 +230,10 @@ class StreamingDecoder:
         device = next(self.runner.decoder.parameters()).device
         out = []
         for frame in codes:
+            if self.graph is not None:
+                out.append(self.graph.decode(torch.from_numpy(frame))[0].float().cpu().numpy())
+                self.frames_in += 1
+                continue
             chunk = torch.from_numpy(frame).to(device).view(1, NUM_CODEBOOKS, 1)
             out.append(self.runner.step(self.stream, chunk)[0].float().cpu().numpy())
             self.frames_in += 1
@@ -202,3 +241,4 @@ class StreamingDecoder:
 
     def close(self) -> None:
         self.stream = None
+        self.graph = None

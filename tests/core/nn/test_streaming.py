@@ -67,7 +67,20 @@ def test_blocks_give_the_chunked_engine_path_too(tiny_checkpoint, clip):
 def test_without_the_conv_context_or_the_keys_values_the_codes_differ(tiny_engine, clip, reference, monkeypatch):
     codes = reference[0]
     with monkeypatch.context() as m:
+        m.setattr(streaming, "_seanet_padding_cache", lambda mimi: None)  # frames through the context window
         m.setattr(streaming.EncoderState, "conv_steps", _no_context(streaming.EncoderState.conv_steps))
+        result, _ = stream(tiny_engine, clip, [SAMPLES_PER_FRAME] * 40)
+    assert (result.codes == codes).mean() < 0.95
+    with monkeypatch.context() as m:  # the streaming SEANet without its convolutions' last inputs
+        from transformers.models.mimi.modeling_mimi import MimiConv1dPaddingCache
+
+        forget = MimiConv1dPaddingCache.update
+
+        def forgetful(self, hidden, layer_idx):
+            self.padding_cache[layer_idx] = None
+            return forget(self, hidden, layer_idx)
+
+        m.setattr(MimiConv1dPaddingCache, "update", forgetful)
         result, _ = stream(tiny_engine, clip, [SAMPLES_PER_FRAME] * 40)
     assert (result.codes == codes).mean() < 0.95
     with monkeypatch.context() as m:

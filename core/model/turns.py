@@ -1,0 +1,132 @@
+"""The engine's lock, fair to short turns: long jobs give it up between chunks to live frames.
+
+One lock still serialises all model work (two calls never interleave on the device). It is
+re-entrant, as the engine's jobs nest (a round trip holds it around its encode and decode). Two kinds
+of holder:
+
+- a **job** (encode, decode, round trip, batch) takes it with ``with lock:`` and, between two of its
+  chunks (an encode window, a decode chunk, a batch group), calls :meth:`TurnLock.give_turn`. When a
+  short turn is waiting, the job releases the lock completely (every level of its nesting), waits until
+  each turn that was waiting at that moment has had the lock once, and takes it back at the same depth.
+  Its own state (keys/values, decoder stream, output buffers) is untouched meanwhile, so its result is
+  bit for bit the result of running alone.
+- a **short turn** (one live frame's encode or decode) takes it with ``with lock.turn():``.
+
+So a live frame waits for at most one chunk of another job (plus the frames of other live sessions
+queued before it). A job that handed over waits until no turn has asked for ``GRACE_S``, so a session
+that fell behind during a chunk catches up on all its queued frames before the job goes on (live has
+priority; the job gets the rest), for at most ``GIVE_TURN_MAX_S`` at one point. ``holder`` says what holds the lock now ("job" or "live"); a waiting live frame
+uses it to say who made it wait. Python's own locks are not fair: a thread that releases and at once
+re-acquires usually wins; the counted hand-over here is what makes a turn happen.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from functools import partial
+
+GIVE_TURN_MAX_S = 2.0  # a job hands the lock over for at most this long at one point (live cannot starve it)
+GRACE_S = 0.004  # after the waiting turns, a job waits this long for their next one (a session catching up)
+
+
+class TurnLock:
+    """A re-entrant lock with hand-over points for short turns (see the module docstring)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.RLock()
+        self._cond = threading.Condition(threading.Lock())
+        self._waiting = 0  # short turns waiting for the lock
+        self._served = 0  # short turns that have taken it, ever
+        self._depth = 0  # nesting depth of the current holder
+        self.holder: str | None = None  # "job" or "live" while held, else None
+        self.given = 0  # hand-overs made (for tests and logs)
+
+    # ---- jobs: ``with lock:`` -------------------------------------------------------------------
+    def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
+        got = self._lock.acquire(blocking, timeout)
+        if got:
+            self._depth += 1
+            if self._depth == 1:
+                self.holder = "job"
+        return got
+
+    def release(self) -> None:
+        self._depth -= 1
+        if self._depth == 0:
+            self.holder = None
+        self._lock.release()
+
+    def __enter__(self) -> TurnLock:
+        self.acquire()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.release()
+
+    def owned(self) -> bool:
+        """True when the calling thread holds the lock."""
+        return self._lock._is_owned()  # type: ignore[attr-defined]  # RLock's own ownership test
+
+    # ---- short turns ----------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def turn(self):
+        """Hold the lock for one short piece of work (a live frame); yields the seconds waited and
+        what held the lock when the wait began ("job", "live" or None)."""
+        asked = time.perf_counter()
+        blocker = self.holder
+        with self._cond:
+            self._waiting += 1
+        try:
+            self._lock.acquire()
+        finally:
+            with self._cond:
+                self._waiting -= 1
+                self._served += 1
+                self._cond.notify_all()
+        self._depth += 1
+        outer = self.holder
+        if self._depth == 1:
+            self.holder = "live"
+        try:
+            yield time.perf_counter() - asked, blocker
+        finally:
+            self._depth -= 1
+            self.holder = outer if self._depth else None
+            self._lock.release()
+
+    def _reached(self, target: int) -> bool:
+        return self._served >= target
+
+    def waiting(self) -> int:
+        with self._cond:
+            return self._waiting
+
+    # ---- jobs: hand-over points -----------------------------------------------------------------
+    def give_turn(self) -> None:
+        """Between two chunks of a job: if short turns wait, let each of them have the lock once.
+        Does nothing when none waits, or when the caller does not hold the lock."""
+        with self._cond:
+            if not self._waiting:
+                return
+            target = self._served + self._waiting
+        if not self.owned():
+            return
+        depth, holder = self._depth, self.holder
+        self._depth, self.holder = 0, None
+        saved = self._lock._release_save()  # type: ignore[attr-defined]  # releases every nesting level
+        try:
+            deadline = time.monotonic() + GIVE_TURN_MAX_S
+            with self._cond:
+                while True:  # until every turn that asked has had the lock and none asks again soon
+                    left = deadline - time.monotonic()
+                    if left <= 0 or not self._cond.wait_for(partial(self._reached, target), timeout=left):
+                        break
+                    if not self._cond.wait_for(lambda: self._waiting > 0, timeout=min(GRACE_S, left)):
+                        break
+                    target = self._served + self._waiting
+        finally:
+            self._lock._acquire_restore(saved)  # type: ignore[attr-defined]
+            self._depth, self.holder = depth, holder
+            self.given += 1
