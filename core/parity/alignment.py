@@ -1,7 +1,7 @@
 """Where two decodes of the same codes line up: the offset by cross-correlation, in samples, and
 whether it drifts (samples lost or added part-way, as a decoder that drops samples at its seams does).
 
-The search is bounded: one excerpt of ``EXCERPT_S`` seconds (the loudest of a few candidates) against
+The search is bounded: one excerpt of ``EXCERPT_S`` seconds (the earliest loud one of a few candidates) against
 lags up to ``MAX_LAG_S``, through one FFT, so a 30-minute clip costs what a 20-second one does.
 """
 
@@ -16,7 +16,8 @@ from core.codec import SAMPLE_RATE
 
 MAX_LAG_S = 0.5  # offsets searched: ± this many seconds
 EXCERPT_S = 20.0  # seconds of the reference correlated
-CANDIDATES = 8  # excerpt positions tried (the loudest is used)
+CANDIDATES = 8  # excerpt positions tried (the earliest loud one is used)
+EARLY_SHARE = 0.25  # ... loud: at least this share of the loudest candidate's energy
 DRIFT_WINDOW_S = 2.0  # seconds per drift probe
 DRIFT_LAG_S = 0.05  # ± lag of each drift probe around the global offset
 DRIFT_PROBES = 24  # drift probes spread over the clip
@@ -68,18 +69,21 @@ def _padded(x: np.ndarray, start: int, stop: int) -> np.ndarray:
     return out
 
 
-def _loudest_excerpt(ours: np.ndarray, length: int) -> int:
+def _early_excerpt(ours: np.ndarray, length: int) -> int:
+    """The earliest of a few excerpt positions with at least a quarter of the loudest one's energy: the
+    offset is the one at the start (a decoder that loses samples later shows as drift, not as offset)."""
     if ours.size <= length:
         return 0
     starts = np.linspace(0, ours.size - length, CANDIDATES).astype(int)
-    return int(max(starts, key=lambda s: float(np.dot(ours[s : s + length], ours[s : s + length]))))
+    energy = [float(np.dot(ours[s : s + length], ours[s : s + length])) for s in starts]
+    return int(next(s for s, e in zip(starts, energy, strict=True) if e >= EARLY_SHARE * max(energy)))
 
 
 def find_offset(ours: np.ndarray, theirs: np.ndarray, max_lag_s: float = MAX_LAG_S) -> Alignment:
     """The offset of ``theirs`` against ``ours`` (both mono at 24 kHz)."""
     lag = int(max_lag_s * SAMPLE_RATE)
     length = min(ours.size, int(EXCERPT_S * SAMPLE_RATE))
-    start = _loudest_excerpt(ours, length)
+    start = _early_excerpt(ours, length)
     a = ours[start : start + length].astype(np.float64)
     if not np.any(a) or not np.any(theirs):
         return Alignment(0, float("nan"), 1, lag)
