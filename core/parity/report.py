@@ -13,6 +13,7 @@ from __future__ import annotations
 import html
 from pathlib import Path
 
+import matplotlib
 import numpy as np
 from matplotlib.figure import Figure
 
@@ -23,6 +24,11 @@ from core.parity import seams, verdict
 from core.parity.words import ENGLISH, say
 
 FLOOR_LSB = 0.01  # the curve's floor on the log axis (identical windows sit here)
+FONTS = [
+    "DejaVu Sans",
+    "WenQuanYi Micro Hei",
+    "Noto Sans CJK SC",
+]  # Chinese labels fall back to a CJK font where installed
 
 LABELS = {  # the page's and the figure's fixed words (the web page passes translations)
     "title": "Decode parity",
@@ -86,7 +92,8 @@ def curve_figure(result, labels: dict | None = None) -> Figure:
 
 
 def curve_png(result, path, labels: dict | None = None) -> Path:
-    return figure_to_png(curve_figure(result, labels), path)
+    with matplotlib.rc_context({"font.family": FONTS}):
+        return figure_to_png(curve_figure(result, labels), path)
 
 
 def html_page(
@@ -117,7 +124,7 @@ def html_page(
     measures = "".join(f"<tr><th>{e(str(k))}</th><td>{e(str(x))}</td></tr>" for k, x in rows)
     clicks = (
         "".join(
-            f"<tr><td>{c.time_s:.4f}</td><td>{c.height_lsb:.0f}</td><td>{e(say('where_' + (c.seam or 'none'), {}, table))}</td></tr>"
+            f"<tr><td>{c.time_s:.4f}</td><td>{c.height_lsb:.0f}</td><td>{e(say('where_' + c.seam, {}, table) if c.seam else '—')}</td></tr>"
             for c in result.clicks
         )
         or f"<tr><td colspan=3>{e(fixed['none'])}</td></tr>"
