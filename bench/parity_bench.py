@@ -7,7 +7,7 @@ writes ``parity_bench-<device>.{json,md}`` (and the parity check's error curve a
 The checkpoint is the full-size random one (built when missing) with every transformer layer scale set
 to 1.0 in memory, so context matters (NOTES.md). The sweep (``core.parity.precision``) runs one clip
 through encode and decode in each precision against the engine's strict-fp32 reference. The peer: the
-official ``chunked_decode`` (qwen_tts, 300-frame chunks with 25 frames of left context, and the same
+official ``chunked_decode`` (qwen_tts, strict fp32 on both sides, 300-frame chunks with 25 frames of left context, and the same
 with the 72-frame window as context) decodes the fp32 codes, and ``core.parity.decode_parity`` judges
 its audio against the engine's decode. Random weights: nothing here says anything about audio quality.
 """
@@ -51,13 +51,14 @@ def peer_parity(
     engine, codes: np.ndarray, chunk: int, context: int, device: str
 ) -> tuple[dict, decode_parity.DecodeParity]:
     """The official chunked_decode's audio judged against the engine's decode of the same codes."""
-    with engine.model_work("decode") as (model, _runner), torch.inference_mode():
-        sync(device)
-        started = time.perf_counter()
-        wav = decoding.decode_official(model, torch.from_numpy(codes), chunk, context).float().cpu().numpy()
-        sync(device)
-        seconds = time.perf_counter() - started
-    ours = engine.decode(codes).samples
+    with precision.tf32(False):  # both sides in strict fp32 (NOTES.md: the same TF32 flags on both)
+        with engine.model_work("decode") as (model, _runner), torch.inference_mode():
+            sync(device)
+            started = time.perf_counter()
+            wav = decoding.decode_official(model, torch.from_numpy(codes), chunk, context).float().cpu().numpy()
+            sync(device)
+            seconds = time.perf_counter() - started
+        ours = engine.decode(codes).samples
     their = inputs.TheirAudio(wav, SAMPLE_RATE, 1, "FLOAT", 0, None)
     result = decode_parity.compare(np.asarray(ours, np.float32), their, inputs.Codes(codes, None, "npy"))
     out = result.to_dict()

@@ -27,6 +27,13 @@ def gpu_engine(tiny_checkpoint):
     return engine
 
 
+@pytest.fixture(autouse=True)
+def strict_fp32():
+    """Both sides with TF32 off (NOTES.md: compare two paths only with the same TF32 flags)."""
+    with precision.tf32(False):
+        yield
+
+
 def test_decode_parity_on_the_gpu(gpu_engine, tmp_path):
     x = speechlike(25.0, seed=1)
     codes = gpu_engine.encode_array(x).codes
