@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import platform
 import sys
 import time
@@ -84,6 +85,7 @@ def main(argv=None) -> int:
     scales = set_layer_scales(engine.model, 1.0)
     clip = signal(args.seconds, 0, args.device)
     wanted = tuple(x for x in args.precisions.split(",") if x) or None
+    load_before = os.getloadavg()[0]
     started = time.perf_counter()
     sweep = precision.sweep(engine, clip, wanted)
     sweep_s = time.perf_counter() - started
@@ -95,6 +97,10 @@ def main(argv=None) -> int:
         "host": platform.node(),
         "torch": torch.__version__,
         "threads": torch.get_num_threads(),
+        "load_average_1min": [
+            round(load_before, 2),
+            round(os.getloadavg()[0], 2),
+        ],  # before and after: a shared machine
         "checkpoint": "full-size random, layer scales 1.0 (" + str(scales) + " scales set in memory)",
         "clip": f"{args.seconds:g} s speech-like synthetic signal (bench.harness.signal, seed 0)",
         "sweep": sweep.to_dict(),
@@ -122,7 +128,8 @@ def markdown(doc: dict) -> str:
     lines = [
         f"# Precision sweep and official-decoder parity: {doc['device_name']} ({doc['device']})",
         "",
-        f"{doc['checkpoint']}; {doc['clip']}; torch {doc['torch']}, {doc['threads']} threads. {doc['note']}",
+        f"{doc['checkpoint']}; {doc['clip']}; torch {doc['torch']}, {doc['threads']} threads, load average "
+        f"{doc['load_average_1min'][0]} → {doc['load_average_1min'][1]}. {doc['note']}",
         "",
         "| precision | encode s | decode s | codes equal to fp32 | first differing frame | decode SNR vs fp32 (dB) | broken chunks | error |",
         "| --- | --- | --- | --- | --- | --- | --- | --- |",
