@@ -92,7 +92,10 @@ def curve_figure(result, labels: dict | None = None) -> Figure:
 
 
 def curve_png(result, path, labels: dict | None = None) -> Path:
-    with matplotlib.rc_context({"font.family": FONTS}):
+    from matplotlib import font_manager
+
+    installed = {f.name for f in font_manager.fontManager.ttflist}
+    with matplotlib.rc_context({"font.family": [f for f in FONTS if f in installed] or ["sans-serif"]}):
         return figure_to_png(curve_figure(result, labels), path)
 
 
