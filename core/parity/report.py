@@ -34,7 +34,7 @@ LABELS = {  # the page's and the figure's fixed words (the web page passes trans
     "title": "Decode parity",
     "figure_title": "Their WAV against the reference decode",
     "time_axis": "time (s)",
-    "error_axis": "max |difference| per 20 ms (16-bit steps, LSB)",
+    "error_axis": "max |difference| (LSB)",
     "rounding_line": "rounding level (2 LSB)",
     "seam": "official seam (300 frames) + 72-frame window",
     "onset": "difference starts",
@@ -82,12 +82,11 @@ def curve_figure(result, labels: dict | None = None) -> Figure:
         )
     ax.set_xlabel(words["time_axis"])
     ax.set_ylabel(words["error_axis"], fontsize=8)
-    ax.set_title(words["figure_title"], fontsize=10)
     ax.set_xlim(0, max(float(times[-1]) if times.size else 1.0, 1e-3) + result.curve.window_s)
     ax.set_ylim(FLOOR_LSB / 2, max(float(values.max()) * 2, verdict.ROUNDING_LSB * 4))
     ax.grid(True, which="major", alpha=0.3)
-    ax.legend(loc="upper left", fontsize=7)
-    fig.subplots_adjust(left=0.08, right=0.98, top=0.9, bottom=0.16)
+    ax.legend(loc="upper left", fontsize=7, framealpha=0.9)
+    fig.subplots_adjust(left=0.08, right=0.98, top=0.95, bottom=0.16)
     return fig
 
 

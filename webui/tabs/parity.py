@@ -51,7 +51,7 @@ class ParityHandlers(TabHandlers):
             )
         details = out.result.to_dict() | {"seconds_total": round(out.seconds, 3)}
         return (
-            view.decode_markdown(out.result, lang),
+            view.decode_markdown(out.result, lang, bool(self.engine.info().get("random_weights"))),
             str(out.png),
             view.measures_markdown(out.result, lang),
             str(out.html),

@@ -10,7 +10,20 @@ from core.parity import report
 from core.parity.words import ENGLISH, Note, say
 from webui import i18n
 
-VERDICT_ICONS = {"identical": "🟢", "rounding": "🟢", "differs": "🔴"}
+COLOURS = {
+    "identical": "#2e9d4f",
+    "rounding": "#2e9d4f",
+    "differs": "#d2372c",
+}  # the verdict's dot (a glyph every font has)
+
+
+def _dot(kind: str) -> str:
+    return f'<span style="color:{COLOURS.get(kind, "#888")}">●</span>'
+
+
+def _cell(text: str) -> str:
+    """A Markdown table cell: a "|" in the text would end the cell."""
+    return text.replace("|", "\\|")
 
 
 def words(lang: str) -> dict[str, str]:
@@ -28,12 +41,13 @@ def note(n: Note, lang: str) -> str:
     return say(n.code, n.fields, words(lang))
 
 
-def decode_markdown(result, lang: str) -> str:
-    """The verdict in bold with its icon, then the evidence as a list."""
+def decode_markdown(result, lang: str, random_weights: bool = False) -> str:
+    """The verdict in bold with its dot, then the evidence as a list (and the random-weights caveat)."""
     v = result.verdict
-    head = f"{VERDICT_ICONS.get(v.kind, '⚪')} **{note(v.headline, lang)}**"
+    head = f"{_dot(v.kind)} **{note(v.headline, lang)}**"
     evidence = "\n".join(f"- {note(n, lang)}" for n in v.evidence)
-    return f"{head}\n\n{i18n.text('parity.evidence', lang)}\n\n{evidence}"
+    caveat = f"\n\n*{i18n.text('parity.label.random', lang)}*" if random_weights else ""
+    return f"{head}\n\n{i18n.text('parity.evidence', lang)}\n\n{evidence}{caveat}"
 
 
 def _number(x: float, digits: int) -> str:
@@ -54,7 +68,9 @@ def measures_markdown(result, lang: str) -> str:
         (fixed["max"], _number(result.max_abs_lsb, 3)),
         (fixed["first"], "–" if result.first_difference_s is None else f"{result.first_difference_s:.4f}"),
     ]
-    table = i18n.text("parity.m.header", lang) + "\n| --- | --- |\n" + "\n".join(f"| {k} | {v} |" for k, v in rows)
+    table = (
+        i18n.text("parity.m.header", lang) + "\n| --- | --- |\n" + "\n".join(f"| {_cell(k)} | {v} |" for k, v in rows)
+    )
     if not result.clicks:
         return table
     where = words(lang)
@@ -68,7 +84,7 @@ def measures_markdown(result, lang: str) -> str:
 def encode_markdown(result, lang: str) -> str:
     lines = "\n".join(f"- {note(n, lang)}" for n in result.notes)
     rows = "\n".join(f"| {i + 1} | {a:.1%} |" for i, a in enumerate(result.agreement))
-    icon = "🟢" if result.identical else "🔴"
+    icon = _dot("identical" if result.identical else "differs")
     return f"{icon} {lines.removeprefix('- ')}\n\n{i18n.text('parity.e.header', lang)}\n| --- | --- |\n{rows}"
 
 
