@@ -56,7 +56,8 @@ def peer_parity(
         with engine.model_work("decode") as (model, _runner), torch.inference_mode():
             sync(device)
             started = time.perf_counter()
-            wav = decoding.decode_official(model, torch.from_numpy(codes), chunk, context).float().cpu().numpy()
+            on_device = torch.from_numpy(codes).to(next(model.parameters()).device)
+            wav = decoding.decode_official(model, on_device, chunk, context).float().cpu().numpy()
             sync(device)
             seconds = time.perf_counter() - started
         ours = engine.decode(codes).samples

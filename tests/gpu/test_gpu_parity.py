@@ -43,7 +43,7 @@ def test_decode_parity_on_the_gpu(gpu_engine, tmp_path):
     same = decode_parity.check_decode(gpu_engine, tmp_path / "c.npy", tmp_path / "ours.wav")
     assert same.verdict.kind == "identical", same.verdict.sentence
     with gpu_engine.model_work("decode") as (model, _), torch.inference_mode():
-        official = decoding.decode_official(model, torch.from_numpy(codes)).float().cpu().numpy()
+        official = decoding.decode_official(model, torch.from_numpy(codes).to("cuda:0")).float().cpu().numpy()
     sf.write(tmp_path / "official.wav", official, SAMPLE_RATE, subtype="FLOAT")
     result = decode_parity.check_decode(gpu_engine, tmp_path / "c.npy", tmp_path / "official.wav")
     assert result.verdict.kind == "differs" and result.verdict.cause == "seam", result.verdict.sentence
