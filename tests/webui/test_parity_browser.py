@@ -101,8 +101,9 @@ def test_a_click_at_24_s_is_shown_with_the_curve_and_the_report(browser, server,
     expect(measures).to_contain_text("an official 300-frame seam")
     expect(page.locator("#parity-report")).to_contain_text("port_click_parity")
     assert page.locator("#parity-report a").first.evaluate(SEEN) == "seen"  # the download link
-    verdict.scroll_into_view_if_needed()
-    page.evaluate("window.scrollBy(0, -60)")
+    page.evaluate(
+        "window.scrollTo(0, document.querySelector('#parity-codes').getBoundingClientRect().top + scrollY - 70)"
+    )
     shot = port_files / "parity_full.png"
     page.screenshot(path=str(shot))
     _save_small(shot, SCREENSHOT)

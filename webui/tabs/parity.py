@@ -83,7 +83,10 @@ def build(handlers: ParityHandlers) -> None:
         wav = gr.File(label=label("parity.wav"), file_types=[".wav", ".flac"], elem_id="parity-wav", scale=2)
         run = gr.Button(label("parity.run_decode"), variant="primary", elem_id="parity-run", scale=1)
     verdict = gr.Markdown(elem_id="parity-verdict")
-    curve = gr.Image(label=label("parity.curve"), type="filepath", interactive=False, elem_id="parity-curve")
+    gr.Markdown(
+        label("parity.curve"), elem_id="parity-curve-caption"
+    )  # above, not over the figure (Gradio's label chip covers its top)
+    curve = gr.Image(type="filepath", interactive=False, show_label=False, elem_id="parity-curve")
     with gr.Row():
         measures = gr.Markdown(elem_id="parity-measures", elem_classes="cw-tables")
         report = gr.File(label=label("parity.report"), interactive=False, elem_id="parity-report")
