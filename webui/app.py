@@ -16,7 +16,7 @@ import gradio as gr
 from webui.i18n import label
 from webui.options import UiOptions
 from webui.serving.workspace import Workspace
-from webui.tabs import abx_page, decode, encode, evaluate, live, roundtrip, second_model, status_bar, system
+from webui.tabs import abx_page, decode, encode, evaluate, live, parity, roundtrip, second_model, status_bar, system
 
 logger = logging.getLogger(__name__)
 
@@ -45,6 +45,8 @@ def build_app(engine, options: UiOptions | None = None) -> gr.Blocks:
                 blind = abx_page.build(abx_page.AbxPageHandlers(engine, workspace))
             with gr.Tab(label("evaluate.tab"), id="evaluate"):
                 evaluate.build(evaluate.EvaluateHandlers(engine, workspace))
+            with gr.Tab(label("parity.tab"), id="parity"):
+                parity.build(parity.ParityHandlers(engine, workspace))
             with gr.Tab(label("tab.encode"), id="encode"):
                 encode.build(encode.EncodeHandlers(engine, workspace), options.examples)
             with gr.Tab(label("tab.decode"), id="decode"):

@@ -18,6 +18,7 @@ _GAVE_UP = re.compile(r"gave up: " + PROGRAM + r"\b")
 
 BF16_WORTH_IT = 1.3  # bf16 decode is advised only when measured at least this much faster than fp32
 BF16_TOO_SLOW = 1.1  # a bf16 decode measured this much slower than fp32 is a warning
+SWEEP = "every precision measured here: python -m core precision CLIP, or the Check a port tab (docs/parity.md)"
 
 
 def check_cpu_decode(
@@ -27,6 +28,11 @@ def check_cpu_decode(
     both precisions on this machine (bf16 is fast only where the CPU computes it natively: 2.9x
     faster on a Xeon with AMX, 32x slower on an EPYC without it), never from CPU flags."""
     name, title = "cpu_decode", "CPU decode precision"
+    found = _cpu_decode(name, title, device, decode_dtype, cpu_model, timings, frames)
+    return finding(found.name, found.title, found.status, f"{found.evidence}; {SWEEP}", found.fix, found.data)
+
+
+def _cpu_decode(name, title, device, decode_dtype, cpu_model, timings, frames) -> Finding:
     if device.startswith("cuda"):
         return finding(name, title, SKIPPED, f"decodes run on {device}", device=device)
     cpu_name = cpu_model or "this CPU"

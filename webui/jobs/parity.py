@@ -1,0 +1,56 @@
+"""The "Check a port" tab's work, without Gradio: a decode-parity check (their WAV against the reference
+decode, with the error-curve PNG and the HTML report written into the request folder), an encode-parity
+check, and the precision sweep (``core.parity``). Words for the report come in as tables in the reader's
+language (``webui.views.parity_view``)."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from core.audio.files import load_audio
+from core.parity import decode_parity, encode_parity, precision, report
+from webui.jobs.common import Progress, quiet, stem_of
+
+
+@dataclass(frozen=True)
+class DecodeCheck:
+    result: decode_parity.DecodeParity
+    png: Path
+    html: Path
+    seconds: float
+
+
+def decode_check(
+    engine,
+    codes_path: Path,
+    wav_path: Path,
+    folder: Path,
+    words: dict | None = None,
+    labels: dict | None = None,
+    lang: str = "en",
+    progress: Progress = quiet,
+) -> DecodeCheck:
+    """Their WAV against the engine's decode of the codes; the curve and the report in ``folder``."""
+    started = time.perf_counter()
+    progress(0.0, "parity.job.reference")
+    result = decode_parity.check_decode(
+        engine, codes_path, wav_path, lambda f: progress(0.8 * f, "parity.job.reference")
+    )
+    progress(0.85, "parity.job.report")
+    random_weights = bool(engine.info().get("random_weights"))
+    png, html = report.write_report(result, folder, stem_of(wav_path), words, labels, lang, random_weights)
+    return DecodeCheck(result, png, html, time.perf_counter() - started)
+
+
+def encode_check(engine, audio_path: Path, codes_path: Path, progress: Progress = quiet) -> encode_parity.EncodeParity:
+    progress(0.0, "parity.job.encode")
+    return encode_parity.check_encode(engine, audio_path, codes_path)
+
+
+def precision_sweep(engine, audio_path: Path, progress: Progress = quiet) -> precision.Sweep:
+    """The sweep of one uploaded clip (read within the engine's limits; its first 60 s)."""
+    audio = load_audio(audio_path, engine.settings.audio_limits())
+    progress(0.0, "parity.job.sweep")
+    return precision.sweep(engine, audio.samples, None, lambda f: progress(f, "parity.job.sweep"))
