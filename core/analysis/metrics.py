@@ -14,6 +14,7 @@ SI-SDR and the log-mel distance always use the whole clip.
 from __future__ import annotations
 
 import functools
+import importlib
 import logging
 import math
 import sys
@@ -244,8 +245,19 @@ def _mel_distance_metric(row: catalog.MetricRow, clip: _Clip) -> Metric:
 
 
 def _compute(row: catalog.MetricRow):
-    """The function of this module that computes ``row`` (its ``compute`` names it)."""
-    return globals()[row.compute]
+    """The function that computes ``row`` (its ``compute`` names it): one of this module taking
+    (row, clip), or a dotted path to a function of another module (``core.analysis.speaker.ge2e_pair``)
+    taking (original, other, sample_rate), both whole and aligned, and answering (value or None, note)."""
+    if "." not in row.compute:
+        return globals()[row.compute]
+    module, _, name = row.compute.rpartition(".")
+    function = getattr(importlib.import_module(module), name)
+
+    def compute(row: catalog.MetricRow, clip: _Clip) -> Metric:
+        value, note = function(clip.ref, clip.deg, clip.sample_rate)
+        return _metric(row, value, note)
+
+    return compute
 
 
 def mel_difference_db(a: np.ndarray, b: np.ndarray) -> np.ndarray:

@@ -165,3 +165,20 @@ def test_a_partial_or_foreign_speaker_checkpoint_fails_loudly(tmp_path):
         encoder(str(foreign)).load()
     with pytest.raises(WeightsError, match="huggingface-cli download"):
         encoder(str(tmp_path / "nowhere")).load()
+
+
+def test_speaker_similarity_is_a_row_of_the_catalogue_that_compare_and_the_verdict_read():
+    from core.analysis import catalog
+    from core.analysis.metrics import compare
+    from core.judging import verdict
+
+    x = voices.espeak(voices.SENTENCES[0])
+    noisy = x + 0.3 * np.random.default_rng(0).standard_normal(x.size).astype(np.float32)
+    got = {m.name: m for m in compare(x, x)}
+    assert got["SIM-GE2E"].value >= 0.99 and got["SIM-GE2E"].note.startswith("GE2E (resemblyzer ")
+    worse = {m.name: m for m in compare(x, noisy)}["SIM-GE2E"].value
+    assert worse < got["SIM-GE2E"].value - 0.05
+    assert catalog.BY_ID["SIM-GE2E"].votes and "WavLM" in catalog.BY_ID["SIM-GE2E"].meaning  # says it is not WavLM
+    judged = verdict.combine({"SIM-GE2E": got["SIM-GE2E"].value}, None, None, False)
+    assert judged.lights["SIM-GE2E"] == "green"
+    assert verdict.combine({"SIM-GE2E": 0.7}, None, None, False).lights["SIM-GE2E"] == "red"
