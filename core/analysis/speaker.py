@@ -199,8 +199,10 @@ def embedding(samples, sample_rate: int, encoder: SpeakerEncoder, max_windows: i
     return encoder.embed(speech) if speech.size >= MIN_SPEECH_S * SIM_RATE else None
 
 
-def cosine(a: np.ndarray, b: np.ndarray) -> float:
-    """The cosine of two embeddings (NaN when one is zero)."""
+def cosine(a: np.ndarray | None, b: np.ndarray | None) -> float:
+    """The cosine of two embeddings (NaN when one is zero or missing: :func:`embedding` gave None)."""
+    if a is None or b is None:
+        return math.nan
     return _cosine(np.asarray(a, np.float64), np.asarray(b, np.float64))
 
 
