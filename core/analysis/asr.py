@@ -31,8 +31,8 @@ POCKETSPHINX = "pocketsphinx"
 WHISPER_EXAMPLE = "openai/whisper-large-v3"
 WHISPER_HOW = (
     "To use Whisper for dWER: on a machine with internet access run "
-    f"`huggingface-cli download {WHISPER_EXAMPLE} --local-dir DIR`, copy DIR here and pass it as the ASR model "
-    "(--asr-model DIR or CODEC_ASR_MODEL=DIR)."
+    f"`huggingface-cli download {WHISPER_EXAMPLE} --local-dir DIR`, copy DIR here and give DIR to "
+    "core.analysis.asr.recogniser(DIR)."
 )
 RANDOM_MARKER = "codec_workbench_checkpoint.json"  # core.model.checkpoints.MARKER_FILE: random weights
 ASR_RATE = 16_000  # Hz, what both take

@@ -39,8 +39,8 @@ GE2E_PARTIALS_PER_S = 1.3  # embed_utterance's defaults: a 1.6 s partial every 0
 GE2E_MIN_COVERAGE = 0.75  # ... and a last partial kept when 3/4 of it is audio
 WAVLM_HOW = (
     "To use a WavLM speaker model: on a machine with internet access run "
-    f"`huggingface-cli download {WAVLM_EXAMPLE} --local-dir DIR`, copy DIR here and pass it as the speaker "
-    "model (--speaker-model DIR or CODEC_SPEAKER_MODEL=DIR). Without it, speaker similarity uses GE2E (offline)."
+    f"`huggingface-cli download {WAVLM_EXAMPLE} --local-dir DIR`, copy DIR here and give DIR to "
+    "core.analysis.speaker_models.encoder(DIR). Without it, speaker similarity uses GE2E (offline)."
 )
 RANDOM_MARKER = "codec_workbench_checkpoint.json"  # core.model.checkpoints.MARKER_FILE: random weights
 
