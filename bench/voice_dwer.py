@@ -23,6 +23,7 @@ from core.anchors import BY_ID  # noqa: E402
 from core.anchors.make import make_one  # noqa: E402
 from tests.core.analysis import voices as V  # noqa: E402
 
+
 def run(ps, rng, name, x):
     others = {aid: make_one(x, BY_ID[aid]).samples for aid in ("lp7", "mp3", "lp3.5", "amr")}
     others["noise-60dB"] = x + 0.0005 * rng.standard_normal(x.size).astype(np.float32)
