@@ -201,6 +201,7 @@ VOTERS = tuple(m for m in METRICS if m.votes)  # the verdict's signals, in the t
 CARD = tuple(sorted(VOTERS, key=lambda m: m.card_rank))  # the verdict's signals in the order the card shows them
 PESQ_WB, STOI = BY_ID["PESQ-WB"].id, BY_ID["STOI"].id  # the two a reader of the codec's paper quotes first
 MOS, MOS_DROP = BY_ID["DistillMOS"].id, BY_ID["MOS drop"].id
+PESQ_NB, SIM_GE2E = BY_ID["PESQ-NB"].id, BY_ID["SIM-GE2E"].id
 
 
 def metric(metric_id: str) -> MetricRow:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass
 
+from core.analysis import catalog
 from core.codec import CODEBOOK_SIZE, FRAME_RATE, NUM_CODEBOOKS
 
 PUBLISHED_SOURCE = (
@@ -30,7 +31,7 @@ PUBLISHED = (  # (model, NQ, codebook size, FPS, PESQ_WB, PESQ_NB, STOI, UTMOS, 
     ("X-codec 2", None, None, None, 2.43, 3.04, 0.92, 4.13, 0.82),
     ("XY-Tokenizer", None, None, None, 2.41, 3.00, 0.91, 3.98, 0.83),
 )
-PUBLISHED_HEADER = ("model", "NQ", "codebook size", "FPS", "PESQ_WB", "PESQ_NB", "STOI", "UTMOS", "SIM (WavLM)")
+PUBLISHED_HEADER = ("model", "NQ", "codebook size", "FPS", "PESQ_WB", "PESQ_NB", catalog.STOI, "UTMOS", "SIM (WavLM)")
 
 
 @dataclass(frozen=True)
@@ -40,12 +41,12 @@ class Column:
     model: str  # what computes it, printed under the header
 
 
-COLUMNS = (
-    Column("PESQ_WB", "PESQ-WB", "ITU-T P.862.2, 16 kHz"),
-    Column("PESQ_NB", "PESQ-NB", "ITU-T P.862, 16 kHz"),
-    Column("STOI", "STOI", "pystoi"),
-    Column("MOS (DistillMOS)", "DistillMOS", "DistillMOS of the clip, not UTMOS"),
-    Column("SIM (GE2E)", "SIM-GE2E", "GE2E (resemblyzer), not WavLM"),
+COLUMNS = (  # the README's headers; the metric catalogue's ids (core.analysis.catalog)
+    Column("PESQ_WB", catalog.PESQ_WB, "ITU-T P.862.2, 16 kHz"),
+    Column("PESQ_NB", catalog.PESQ_NB, "ITU-T P.862, 16 kHz"),
+    Column(catalog.STOI, catalog.STOI, "pystoi"),
+    Column("MOS (DistillMOS)", catalog.MOS, "DistillMOS of the clip, not UTMOS"),
+    Column("SIM (GE2E)", catalog.SIM_GE2E, "GE2E (resemblyzer), not WavLM"),
     Column("dWER", "dWER", "not measured: no ASR that separates a 3.5 kHz low-pass runs offline here"),
 )
 NOT_SHOWN = "—"
@@ -60,7 +61,7 @@ def measure(original, sources, device: str = "cpu", max_windows: int | None = No
     out: dict[str, dict] = {}
     for source in sources:
         values: dict = {m.name: m.value for m in compare(original, source.samples)}
-        values["DistillMOS"] = predictor(device).predict(source.samples, 24_000, max_windows)
+        values[catalog.MOS] = predictor(device).predict(source.samples, 24_000, max_windows)
         out[source.id] = values
     return out
 
