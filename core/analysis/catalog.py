@@ -47,7 +47,7 @@ class MetricRow:
     meaning: str  # one line of English saying what it measures and its range (the page: metrics.meaning.<id>)
     better: str  # HIGHER or LOWER
     unit: str  # "dB", "" (dimensionless)
-    compute: str  # what computes it: a function of core.analysis.metrics (reads PAIR), else a dotted path
+    compute: str  # what computes it: a bare name is a function of core.analysis.metrics, else a dotted path
     reads: (
         str  # PAIR: the clip against the original; SINGLE: the clip alone; DROP: the original's score less the clip's
     )
@@ -70,6 +70,23 @@ class MetricRow:
     def higher_is_better(self) -> bool:
         return self.better == HIGHER
 
+    def function(self):
+        """What ``compute`` names, imported on first use. A metric that reads PAIR is called as
+        ``function(row, clip)`` by ``core.analysis.metrics.compare`` (``clip.signals(row)`` gives both
+        signals at the row's rate and window), so it may live in a module of its own."""
+        import importlib
+
+        parts = self.compute.split(".") if "." in self.compute else [*COMPUTE_HOME.split("."), self.compute]
+        for depth in range(len(parts) - 1, 0, -1):  # the longest prefix that is a module
+            try:
+                found = importlib.import_module(".".join(parts[:depth]))
+            except ModuleNotFoundError:
+                continue
+            for name in parts[depth:]:
+                found = getattr(found, name)
+            return found
+        raise ImportError(f"metric {self.id!r}: no module in {self.compute!r}")
+
     def locale_keys(self) -> tuple[str, ...]:
         """The keys every language must have for this metric."""
         keys: tuple[str, ...] = (f"metrics.meaning.{self.id}",) if self.reads == PAIR else ()
@@ -79,6 +96,7 @@ class MetricRow:
 
 
 LIGHTS = ("green", "amber", "red")  # best to worst
+COMPUTE_HOME = "core.analysis.metrics"  # the module of a bare MetricRow.compute name
 
 METRICS: tuple[MetricRow, ...] = (  # in the order the metrics table, the CSV and the reports show them
     MetricRow(
@@ -185,7 +203,7 @@ METRICS: tuple[MetricRow, ...] = (  # in the order the metrics table, the CSV an
         "speaker similarity (GE2E, resemblyzer; not the paper's WavLM SIM): cosine of voice embeddings, 1 same",
         HIGHER,
         "",
-        "core.analysis.speaker.ge2e_pair",
+        "core.analysis.speaker.ge2e_metric",
         PAIR,
         SPREAD,
         rate=16_000,

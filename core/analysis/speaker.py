@@ -249,8 +249,11 @@ def pair(original, other, sample_rate: int, encoder: SpeakerEncoder) -> tuple[fl
     return value, f"{encoder.label}; {scope}" if scope else encoder.label
 
 
-def ge2e_pair(original, other, sample_rate: int) -> tuple[float | None, str]:
-    """The SIM-GE2E row of the metric catalogue: :func:`pair` with resemblyzer's GE2E on the CPU."""
+def ge2e_metric(row, clip):
+    """The SIM-GE2E row of the metric catalogue (``compare`` calls it with the row and both whole,
+    aligned signals): :func:`pair` with resemblyzer's GE2E on the CPU, as a ``metrics.Metric``."""
+    from core.analysis.metrics import Metric
     from core.analysis.speaker_models import GE2E, encoder
 
-    return pair(original, other, sample_rate, encoder(GE2E))
+    value, note = pair(clip.ref, clip.deg, clip.sample_rate, encoder(GE2E))
+    return Metric(row.id, value, row.meaning, row.better, note, row.unit)

@@ -51,6 +51,13 @@ def test_every_row_is_whole():
     assert sorted(m.card_rank for m in catalog.VOTERS) == list(range(1, len(catalog.VOTERS) + 1))
 
 
+def test_every_rows_compute_names_a_function():
+    for m in catalog.METRICS:
+        assert callable(m.function()), m.compute
+    bare = catalog.BY_ID[catalog.STOI]
+    assert bare.function() is __import__("core.analysis.metrics", fromlist=["x"])._stoi_metric
+
+
 def test_the_docs_table_lists_the_catalogue():
     text = (ROOT / "docs" / "judging.md").read_text(encoding="utf-8")
     section = text[text.index("## The metrics (one catalogue)") : text.index("### Adding a metric")]
