@@ -16,14 +16,14 @@ import statistics
 from dataclasses import dataclass
 
 from core.analysis import catalog
-from core.codec import CODEBOOK_SIZE, FRAME_RATE, NUM_CODEBOOKS
+from core.codec import CODEBOOK_SIZE, FRAME_RATE, NUM_CODEBOOKS, SAMPLE_RATE
 
 PUBLISHED_SOURCE = (
     "Qwen3-TTS README, 'Speech Tokenizer Benchmarks' (LibriSpeech test-clean per the technical report; "
     "MOS is UTMOS, SIM a WavLM-based speaker model)"
 )
 PUBLISHED = (  # (model, NQ, codebook size, FPS, PESQ_WB, PESQ_NB, STOI, UTMOS, SIM): /work's NOTES.md copy
-    ("Qwen3-TTS-Tokenizer-12Hz", 16, 2048, 12.5, 3.21, 3.68, 0.96, 4.16, 0.95),
+    ("Qwen3-TTS-Tokenizer-12Hz", NUM_CODEBOOKS, CODEBOOK_SIZE, FRAME_RATE, 3.21, 3.68, 0.96, 4.16, 0.95),
     ("Mimi", None, None, None, 2.88, 3.42, 0.94, 3.87, 0.87),
     ("FireRedTTS-2 tokenizer", None, None, None, 2.73, 3.28, 0.94, 3.88, 0.87),
     ("SpeechTokenizer", None, None, None, 2.60, 3.05, 0.92, 3.90, 0.85),
@@ -61,7 +61,7 @@ def measure(original, sources, device: str = "cpu", max_windows: int | None = No
     out: dict[str, dict] = {}
     for source in sources:
         values: dict = {m.name: m.value for m in compare(original, source.samples)}
-        values[catalog.MOS] = predictor(device).predict(source.samples, 24_000, max_windows)
+        values[catalog.MOS] = predictor(device).predict(source.samples, SAMPLE_RATE, max_windows)
         out[source.id] = values
     return out
 
