@@ -28,6 +28,7 @@ XDIST := -n $(PYTEST_WORKERS) --dist loadfile
 # on two cores spin-wait against each other (tests/core 8 % slower that way).
 TEST_ENV := OMP_NUM_THREADS=1
 APP_REQS := requirements.txt requirements-judging.txt  # the app (its verdict needs the MOS model)
+NODEPS_REQS := requirements-judging-nodeps.txt  # installed after the others, without their declared needs
 TEST_REQS := $(APP_REQS) requirements-dataset.txt requirements-test.txt  # make test runs every test
 FAST_MARKERS := not gpu and not browser and not service and not slow
 
@@ -66,15 +67,15 @@ $(PY):
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q uv==$(UV_VERSION)
 
-$(VENV)/.stamp-runtime: $(APP_REQS) | $(PY)
+$(VENV)/.stamp-runtime: $(APP_REQS) $(NODEPS_REQS) | $(PY)
 	@echo "installing $(APP_REQS) into $(VENV) (the first time downloads torch: minutes)"
-	@start=$$(date +%s); $(call PIP_INSTALL,$(addprefix -r ,$(APP_REQS))); \
+	@start=$$(date +%s); $(call PIP_INSTALL,$(addprefix -r ,$(APP_REQS))); $(call PIP_INSTALL,--no-deps -r $(NODEPS_REQS)); \
 	  echo "requirements installed in $$(( $$(date +%s) - start )) s"
 	@touch $@
 
-$(VENV)/.stamp-test: $(TEST_REQS) | $(PY)
+$(VENV)/.stamp-test: $(TEST_REQS) $(NODEPS_REQS) | $(PY)
 	@echo "installing $(TEST_REQS) into $(VENV) (the first time downloads torch: minutes)"
-	@start=$$(date +%s); $(call PIP_INSTALL,$(addprefix -r ,$(TEST_REQS))); \
+	@start=$$(date +%s); $(call PIP_INSTALL,$(addprefix -r ,$(TEST_REQS))); $(call PIP_INSTALL,--no-deps -r $(NODEPS_REQS)); \
 	  echo "test requirements installed in $$(( $$(date +%s) - start )) s"
 	@touch $@ $(VENV)/.stamp-runtime
 

@@ -41,6 +41,9 @@ def add_parsers(sub) -> dict:
     p.add_argument("--num-cpus", type=int, default=None, help="local Ray: CPUs to use (default: all)")
     p.add_argument("--object-store-mb", type=int, default=1024, help="local Ray: object store size, MiB")
     p.add_argument("--no-progress", action="store_true", help="no progress bar (logs only)")
+    p.add_argument(
+        "--audit", type=int, default=0, metavar="N", help="after the job, round-trip N sampled clips: a card section"
+    )
     return {"tokenize": cmd_tokenize}
 
 
@@ -75,4 +78,9 @@ def cmd_tokenize(args) -> int:
     for line in summary_lines(manifest):
         print(line)
     print(f"-> {args.output_dir}/manifest.json")
+    if args.audit > 0:  # core.dataset.audit: reads the input again; changes nothing that was tokenized
+        from core.dataset.audit import AUDIT_FILE, run_audit
+
+        run_audit(args.input, args.output_dir, settings_from_args(args), args.audit, args.audio_column)
+        print(f"-> {args.output_dir}/{AUDIT_FILE} (and the card's audit section)")
     return 0

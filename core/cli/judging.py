@@ -13,6 +13,9 @@ def add_parsers(sub) -> dict:
     evaluate.add_argument("directory", type=Path, help="folder of audio files (searched recursively)")
     evaluate.add_argument("-o", "--output-dir", type=Path, required=True, help="new or empty folder for the results")
     evaluate.add_argument("--worst", type=int, default=5, help="files in the report's listening queue")
+    evaluate.add_argument(
+        "--table", action="store_true", help="also the Qwen3-TTS README's tokenizer table for this folder (table.md)"
+    )
     export = sub.add_parser("abx-export", help="every stored blind-test answer as one CSV file (for the operator)")
     export.add_argument("-o", "--output", type=Path, required=True, help="a new CSV file")
     return {"evaluate": cmd_evaluate, "abx-export": cmd_abx_export}

@@ -10,7 +10,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from core.doctor import gather, gpu, host, needs, tones
+from core.doctor import gather, gpu, host, judges, needs, tones
 from core.doctor.findings import Finding, Report
 from core.errors import CodecError
 from core.settings import DEFAULT_HOST, DEFAULT_PORT, default_temp_root
@@ -19,7 +19,7 @@ from core.versions import installed_versions
 logger = logging.getLogger(__name__)
 
 REPO = Path(__file__).resolve().parents[2]  # requirements*.txt, supervisord.conf and logs/ live here
-APP_REQUIREMENTS = ("requirements.txt", "requirements-judging.txt")  # what make run installs: the app, its verdict
+APP_REQUIREMENTS = ("requirements.txt", "requirements-judging.txt", "requirements-judging-nodeps.txt")  # make run's
 JOB_LENGTHS_S = (("30 s", 30.0), ("10 min", 600.0), ("30 min", 1800.0))  # (label, seconds) for the memory check
 
 
@@ -88,6 +88,7 @@ def run_doctor(engine, options: DoctorOptions = DoctorOptions()) -> Report:
             options.data_need_mib,
         ),
         needs.check_blind_test_store(*_blind_test_store(data_dir)),
+        judges.check_judging_models(*judges.try_speaker_model()),
     ]
     report = Report(tuple(findings), time.perf_counter() - start)
     logger.info("doctor: %s", report.counts())

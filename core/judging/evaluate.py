@@ -38,7 +38,7 @@ from core.audio.files import load_audio, write_wav
 from core.audio.readers import AUDIO_SUFFIXES  # the one list of what the readers open
 from core.codec import SAMPLE_RATE
 from core.errors import CodecError
-from core.judging import averages, per_source, report, sources, verdict
+from core.judging import averages, paper_table, per_source, report, sources, verdict
 from core.model import second
 from core.names import safe_name
 from core.settings import AudioLimits
@@ -76,6 +76,7 @@ class Evaluation:
     csv_path: Path  # metrics.csv
     html_path: Path  # report.html
     seconds: float  # wall time of the whole run
+    table: str | None = None  # --table: the README's layout for this folder (table.md), markdown
 
 
 def find_audio(directory: Path) -> list[Path]:
@@ -88,7 +89,7 @@ def find_audio(directory: Path) -> list[Path]:
 
 def _prepare(out_dir: Path) -> None:
     out_dir.mkdir(parents=True, exist_ok=True)
-    for name in ("metrics.csv", "report.html", "reconstructions", "listen"):
+    for name in ("metrics.csv", "report.html", "reconstructions", "listen", "table.md"):
         if (out_dir / name).exists():
             raise CodecError(f"{out_dir / name} already exists; choose another output folder or remove it.")
     (out_dir / "reconstructions").mkdir()
@@ -126,6 +127,7 @@ def evaluate_one(
     limits: AudioLimits,
     anchors=(),
     output_stem: str | None = None,
+    table: list | None = None,
 ) -> dict:
     """Round trip, metrics, MOS and verdict of one file; the error in the row if any step fails.
     With ``anchors`` or a second checkpoint, the per-source columns too (core.judging.per_source).
@@ -138,7 +140,7 @@ def evaluate_one(
         audio = load_audio(path, limits)
         row["duration_s"] = audio.samples.size / SAMPLE_RATE
         made = None
-        if anchors or second.ready_second(engine):
+        if anchors or second.ready_second(engine) or table is not None:
             made = sources.make_sources(engine, audio, anchors)
             result = made.trip
         else:
@@ -167,8 +169,10 @@ def evaluate_one(
         )
         if judged.mos_original is not None and judged.mos_reconstruction is not None:
             row["mos_drop"] = judged.mos_original - judged.mos_reconstruction
-        if made is not None:
+        if made is not None and (anchors or made.second_trip is not None):
             row.update(per_source.row_values(made, engine.device, bool(engine.info().get("random_weights"))))
+        if table is not None and made is not None:  # --table: the README's layout (core.judging.paper_table)
+            table.append(paper_table.measure(audio.samples, made.sources, engine.device, engine.settings.mos_windows))
     except Exception as e:  # noqa: BLE001 - one bad file is a row with its error, never the end of the run
         logger.warning("evaluating %s failed: %s: %s", name, type(e).__name__, e)
         text = str(e) if isinstance(e, CodecError) else f"{type(e).__name__}: {e}"
@@ -186,6 +190,7 @@ def evaluate_files(
     worst: int = WORST_FILES,
     show_bar: bool = False,
     anchors=(),
+    with_table: bool = False,
 ) -> Evaluation:
     """Evaluate ``(path, display name)`` pairs into ``out_dir`` (which must not hold earlier results);
     with ``anchors`` (core.anchors) or a second checkpoint loaded, per-source columns and summary."""
@@ -196,6 +201,7 @@ def evaluate_files(
     files = [(path, display_name(name)) for path, name in files]
     _prepare(out_dir)
     rows = []
+    per_file: list[dict] = []  # --table: each file's measurements per source
     taken: set[str] = set()
     ids = per_source.source_ids(anchors, second.ready_second(engine) is not None)
     extra = per_source.columns(ids) if len(ids) > 1 else []
@@ -215,13 +221,26 @@ def evaluate_files(
             if progress:
                 progress(i / max(len(files), 1), f"{i + 1}/{len(files)}: {name}")
             stem = _unique(safe_name(name, "audio"), taken)
-            row = evaluate_one(engine, path, name, out_dir, limits, anchors, stem)
+            row = evaluate_one(engine, path, name, out_dir, limits, anchors, stem, per_file if with_table else None)
             rows.append(row)
             writer.writerow(row)
             table.flush()  # each row is on disk as soon as its file is done
     random_weights = bool(engine.info().get("random_weights"))
-    html_path = write_html(out_dir, rows, files, limits, worst, random_weights, ids if extra else [])
-    return Evaluation(rows, csv_path, html_path, time.perf_counter() - started)
+    table_md = _write_table(out_dir, per_file, anchors, random_weights, len(rows)) if with_table else None
+    html_path = write_html(out_dir, rows, files, limits, worst, random_weights, ids if extra else [], table_md)
+    return Evaluation(rows, csv_path, html_path, time.perf_counter() - started, table_md)
+
+
+def _write_table(out_dir: Path, per_file: list[dict], anchors, random_weights: bool, files: int) -> str:
+    """table.md: the README's tokenizer table for this folder (core.judging.paper_table)."""
+    labels: dict[str, tuple[str, float | None]] = {
+        sources.CODEC_ID: ("Qwen3-TTS-Tokenizer-12Hz (this checkpoint)", sources.CODEC_BPS)
+    }
+    labels |= {a.id: (a.label, a.nominal_bps) for a in anchors}
+    text = paper_table.markdown(paper_table.rows(per_file, labels), random_weights, files)
+    with open(out_dir / "table.md", "x", encoding="utf-8") as f:
+        f.write(text)
+    return text
 
 
 def worst_rows(rows: list[dict], n: int) -> list[dict]:
@@ -271,6 +290,7 @@ def write_html(
     worst: int,
     random_weights: bool,
     source_ids: list[str] | None = None,
+    table_md: str | None = None,
 ) -> Path:
     """report.html: counts, statistics, per-source summary, distributions, and the listening queue."""
     failed = [r for r in rows if r["error"]]
@@ -295,6 +315,8 @@ def write_html(
             "original than that source on every metric, further on every one, or mixed.</p>",
             report.table(per, header),
         ]
+    if table_md:
+        body += ["<h2>The paper's table on these files</h2>", f"<pre>{html.escape(table_md)}</pre>"]
     if len(rows) > len(failed):
         png = _histogram_png(rows, out_dir / "distributions.png")
         body += ["<h2>Distributions</h2>", report.image_tag(png, "distributions")]
@@ -352,10 +374,15 @@ def cmd_evaluate(args, engine) -> int:
     limits = engine.settings.audio_limits()
     pairs = [(p, p.relative_to(args.directory).as_posix()) for p in files]
     anchors = parse_anchors(engine.settings.anchors)
-    result = evaluate_files(engine, pairs, args.output_dir, limits, worst=args.worst, show_bar=True, anchors=anchors)
+    with_table = bool(getattr(args, "table", False))
+    result = evaluate_files(
+        engine, pairs, args.output_dir, limits, worst=args.worst, show_bar=True, anchors=anchors, with_table=with_table
+    )
     failed = sum(1 for r in result.rows if r["error"])
     print(
         f"{len(result.rows)} files ({failed} could not be evaluated) in {result.seconds:.1f} s -> "
         f"{result.csv_path}, {result.html_path}"
     )
+    if result.table:
+        print(result.table)
     return 0

@@ -29,6 +29,7 @@ logger = logging.getLogger(__name__)
 
 HUB_PROBE_TIMEOUT_S = 3.0  # seconds to wait for the hub before calling it unreachable
 REQUIRED_FILES = ("config.json", "preprocessor_config.json")  # besides *.safetensors
+WEIGHT_FILES = ("*.safetensors",)  # a checkpoint holds at least one file matching one of these
 
 HOW_TO_PROVIDE = (
     "To provide weights: on a machine with internet access run "
@@ -56,17 +57,18 @@ def _hub_reachable() -> bool:
         return False
 
 
-def resolve_source(source: str) -> Path:
-    """A local directory holding the checkpoint, or WeightsError saying where we looked."""
+def resolve_source(source: str, required=REQUIRED_FILES, weight_files=WEIGHT_FILES, how: str = HOW_TO_PROVIDE) -> Path:
+    """A local directory holding the checkpoint, or WeightsError saying where we looked. The codec's
+    by default; the judging models (core.analysis) name their own files and how to provide them."""
     path = Path(source).expanduser()
     if path.is_dir():
-        return _check_directory(path)
+        return _check_directory(path, required, weight_files, how)
     if not is_hub_id(source):
-        raise WeightsError(f"Model directory {path} does not exist. {HOW_TO_PROVIDE}")
+        raise WeightsError(f"Model directory {path} does not exist. {how}")
     from huggingface_hub import snapshot_download
 
     try:
-        return _check_directory(Path(snapshot_download(source, local_files_only=True)))
+        return _check_directory(Path(snapshot_download(source, local_files_only=True)), required, weight_files, how)
     except WeightsError:
         raise
     except Exception:
@@ -75,20 +77,20 @@ def resolve_source(source: str) -> Path:
         raise WeightsError(
             f"Weights for {source!r} are not in the Hugging Face cache "
             f"({os.environ.get('HF_HOME', '~/.cache/huggingface')}) and the hub cannot be reached from "
-            f"this machine. {HOW_TO_PROVIDE}"
+            f"this machine. {how}"
         )
     try:
-        return _check_directory(Path(snapshot_download(source)))
+        return _check_directory(Path(snapshot_download(source)), required, weight_files, how)
     except Exception as e:
-        raise WeightsError(f"Downloading {source!r} failed: {e}. {HOW_TO_PROVIDE}") from e
+        raise WeightsError(f"Downloading {source!r} failed: {e}. {how}") from e
 
 
-def _check_directory(path: Path) -> Path:
-    missing = [f for f in REQUIRED_FILES if not (path / f).is_file()]
-    if not list(path.glob("*.safetensors")):
-        missing.append("*.safetensors")
+def _check_directory(path: Path, required=REQUIRED_FILES, weight_files=WEIGHT_FILES, how: str = HOW_TO_PROVIDE) -> Path:
+    missing = [f for f in required if not (path / f).is_file()]
+    if not any(next(path.glob(pattern), None) for pattern in weight_files):
+        missing.append(" or ".join(weight_files))
     if missing:
-        raise WeightsError(f"Checkpoint directory {path} lacks {', '.join(missing)}. {HOW_TO_PROVIDE}")
+        raise WeightsError(f"Checkpoint directory {path} lacks {', '.join(missing)}. {how}")
     try:
         json.loads((path / "config.json").read_text())
     except ValueError as e:

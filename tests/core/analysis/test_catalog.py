@@ -41,7 +41,7 @@ def test_every_list_of_metrics_is_the_catalogues():
 def test_every_row_is_whole():
     for m in catalog.METRICS:
         assert m.better in (catalog.HIGHER, catalog.LOWER) and m.reads in (catalog.PAIR, catalog.SINGLE, catalog.DROP)
-        assert m.window in (catalog.FIRST, catalog.WHOLE, catalog.MOS_WINDOWS) and m.meaning and m.key
+        assert m.window in (catalog.FIRST, catalog.WHOLE, catalog.MOS_WINDOWS, catalog.SPREAD) and m.meaning and m.key
         assert (m.green is None) == (m.red is None)
         if m.votes:  # green is the better side of red
             assert (m.green >= m.red) if m.higher_is_better else (m.green <= m.red)

@@ -39,6 +39,7 @@ CHECK_NAMES = [
     "temp_dir",
     "data_dir",
     "abx_store",
+    "judging_models",
 ]  # the documented order
 CHECK_KEYS = {"name", "title", "status", "evidence", "fix", "data"}
 
@@ -296,7 +297,8 @@ def test_a_run_reports_every_check_with_stable_keys(tiny_engine, tmp_path):
     assert [c["name"] for c in doc["checks"]] == CHECK_NAMES
     assert all(set(c) == CHECK_KEYS for c in doc["checks"])
     by_name = {c["name"]: c for c in doc["checks"]}
-    for name in ("model", "placement", "memory", "tones", "port", "temp_dir", "data_dir", "packages", "abx_store"):
+    checks = ("model", "placement", "memory", "tones", "port", "temp_dir", "data_dir", "packages", "abx_store")
+    for name in (*checks, "judging_models"):
         assert by_name[name]["status"] == PASS, by_name[name]
     assert "random weights" in by_name["model"]["evidence"]
     assert by_name["gpu_driver"]["status"] in (SKIPPED, PASS)  # no GPU here: skipped, which does not fail

@@ -1,0 +1,110 @@
+"""The Qwen3-TTS README's tokenizer table on a folder of your own clips (``evaluate DIR --table``).
+
+The README ("Speech Tokenizer Benchmarks") reports, per tokenizer, NQ (codebooks), codebook size,
+FPS (frames per second), PESQ_WB, PESQ_NB, STOI, UTMOS and SIM on LibriSpeech test-clean. This
+module fills the same layout for the clips of one folder: one row for the codec's reconstruction
+and one per anchor (core.anchors), each the mean over the files, with dWER beside (the X-codec 2
+table's extra column). Every column names the model behind it, because two of them cannot be
+the paper's here: MOS is DistillMOS (not UTMOS) and SIM is GE2E (not the WavLM model the paper
+used); dWER says "not measured" unless an ASR that fits is configured. The published rows are
+printed in a table of their own, with their source, never in a column of ours.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+
+from core.analysis import catalog
+from core.codec import CODEBOOK_SIZE, FRAME_RATE, NUM_CODEBOOKS, SAMPLE_RATE
+
+PUBLISHED_SOURCE = (
+    "Qwen3-TTS README, 'Speech Tokenizer Benchmarks' (LibriSpeech test-clean per the technical report; "
+    "MOS is UTMOS, SIM a WavLM-based speaker model)"
+)
+PUBLISHED = (  # (model, NQ, codebook size, FPS, PESQ_WB, PESQ_NB, STOI, UTMOS, SIM): /work's NOTES.md copy
+    ("Qwen3-TTS-Tokenizer-12Hz", NUM_CODEBOOKS, CODEBOOK_SIZE, FRAME_RATE, 3.21, 3.68, 0.96, 4.16, 0.95),
+    ("Mimi", None, None, None, 2.88, 3.42, 0.94, 3.87, 0.87),
+    ("FireRedTTS-2 tokenizer", None, None, None, 2.73, 3.28, 0.94, 3.88, 0.87),
+    ("SpeechTokenizer", None, None, None, 2.60, 3.05, 0.92, 3.90, 0.85),
+    ("X-codec", None, None, None, 2.68, 3.27, 0.86, 4.11, 0.84),
+    ("X-codec 2", None, None, None, 2.43, 3.04, 0.92, 4.13, 0.82),
+    ("XY-Tokenizer", None, None, None, 2.41, 3.00, 0.91, 3.98, 0.83),
+)
+PUBLISHED_HEADER = ("model", "NQ", "codebook size", "FPS", "PESQ_WB", "PESQ_NB", catalog.STOI, "UTMOS", "SIM (WavLM)")
+
+
+@dataclass(frozen=True)
+class Column:
+    header: str  # the README's name
+    metric: str | None  # the metric catalogue id it is the mean of (None: not measured here)
+    model: str  # what computes it, printed under the header
+
+
+COLUMNS = (  # the README's headers; the metric catalogue's ids (core.analysis.catalog)
+    Column("PESQ_WB", catalog.PESQ_WB, "ITU-T P.862.2, 16 kHz"),
+    Column("PESQ_NB", catalog.PESQ_NB, "ITU-T P.862, 16 kHz"),
+    Column(catalog.STOI, catalog.STOI, "pystoi"),
+    Column("MOS (DistillMOS)", catalog.MOS, "DistillMOS of the clip, not UTMOS"),
+    Column("SIM (GE2E)", catalog.SIM_GE2E, "GE2E (resemblyzer), not WavLM"),
+    Column("dWER", "dWER", "not measured: no ASR that separates a 3.5 kHz low-pass runs offline here"),
+)
+NOT_SHOWN = "—"
+
+
+def measure(original, sources, device: str = "cpu", max_windows: int | None = None) -> dict[str, dict]:
+    """{source id: {metric id: value}} for each of ``sources`` (core.judging.sources.Source, aligned
+    with ``original``): the catalogue's comparisons and DistillMOS of the source alone."""
+    from core.analysis.metrics import compare
+    from core.judging.verdict import predictor
+
+    out: dict[str, dict] = {}
+    for source in sources:
+        values: dict = {m.name: m.value for m in compare(original, source.samples)}
+        values[catalog.MOS] = predictor(device).predict(source.samples, SAMPLE_RATE, max_windows)
+        out[source.id] = values
+    return out
+
+
+def rows(per_file: list[dict[str, dict]], labels: dict[str, tuple[str, float | None]]) -> list[list]:
+    """The table's rows: per source id (in ``labels``' order: id -> (label, bitrate or None)) its NQ,
+    codebook size, FPS and the mean of each column over the files that have it, and the file count."""
+    out = []
+    for source_id, (label, bitrate) in labels.items():
+        measured = [f[source_id] for f in per_file if source_id in f]
+        codec = source_id in ("reconstruction", "compare")
+        head: list = [label, NUM_CODEBOOKS if codec else NOT_SHOWN, CODEBOOK_SIZE if codec else NOT_SHOWN]
+        head.append(FRAME_RATE if codec else NOT_SHOWN)
+        means = []
+        for column in COLUMNS:
+            values = [v[column.metric] for v in measured if isinstance(v.get(column.metric), int | float)]
+            means.append(statistics.fmean(values) if values else None)
+        out.append([*head, *means, len(measured), None if bitrate is None else round(bitrate)])
+    return out
+
+
+def header() -> list[str]:
+    return ["source", "NQ", "codebook size", "FPS", *(c.header for c in COLUMNS), "files", "bit/s"]
+
+
+def _cell(value) -> str:
+    if value is None:
+        return NOT_SHOWN
+    return f"{value:.3g}" if isinstance(value, float) else str(value)
+
+
+def markdown(table_rows: list[list], random_weights: bool, files: int) -> str:
+    """The folder's table, the models behind its columns, and the published rows beside it."""
+    lines = [f"## This folder: {files} file(s), mean per source", ""]
+    if random_weights:
+        lines += ["**Random weights: these numbers say nothing about the real codec's quality.**", ""]
+    lines += _md_table(header(), [[_cell(v) for v in row] for row in table_rows])
+    lines += ["", "Models behind the columns:"]
+    lines += [f"- {c.header}: {c.model}" for c in COLUMNS]
+    lines += ["", f"## Published (reference, not measured here): {PUBLISHED_SOURCE}", ""]
+    lines += _md_table(list(PUBLISHED_HEADER), [[_cell(v) for v in row] for row in PUBLISHED])
+    return "\n".join(lines) + "\n"
+
+
+def _md_table(head: list[str], body: list[list[str]]) -> list[str]:
+    return ["| " + " | ".join(head) + " |", "|" + "---|" * len(head), *("| " + " | ".join(r) + " |" for r in body)]
