@@ -19,6 +19,7 @@ from fastapi import FastAPI
 from fastapi.routing import APIRoute
 from starlette.middleware import Middleware
 
+from core.judging.room_store import store_for
 from core.settings import DEFAULT_HOST, DEFAULT_PORT
 from webui.app import CSS
 from webui.i18n import gradio_i18n
@@ -28,6 +29,7 @@ from webui.serving.guard import Guard
 from webui.serving.health import add_health_routes
 from webui.serving.limits import ClientLimits, LimitSettings
 from webui.serving.live_socket import live_routes
+from webui.serving.room_routes import room_routes
 from webui.serving.workspace import Workspace
 
 logger = logging.getLogger(__name__)
@@ -70,6 +72,7 @@ def launch(demo: gr.Blocks, engine, ui: UiOptions, server: ServerOptions, starte
             "routes": [
                 *health_routes(engine, started_at, ui.temp_root),
                 *live_routes(engine, Workspace(ui.temp_root, ui.max_age_s, ui.max_temp_bytes)),  # the Live tab's audio
+                *room_routes(store_for(engine.settings)),  # shared listening tests: /listen/<link>
             ],
             "middleware": [
                 Middleware(

@@ -122,7 +122,9 @@ class Listener:
 def key_hash(key, what: str = "link") -> str:
     """The stored form of a link or key; RoomError for anything that cannot be one."""
     if not isinstance(key, str) or not _KEY.fullmatch(key):
-        raise RoomError(f"This {what} is not valid: open the link you were given again.", "unknown")
+        raise RoomError(
+            f"This {what} is not valid: open the link you were given again.", "unknown" if what == "link" else "forbidden"
+        )
     return hashlib.sha256(key.encode("ascii")).hexdigest()
 
 
@@ -378,3 +380,8 @@ class RoomStore:
         if row is None:
             raise RoomError("You have not joined this test yet: open its link again.", "forbidden")
         return Listener(row[0], int(row[1]), row[2])
+
+
+def store_for(settings) -> RoomStore:
+    """The shared tests' store a server's settings name (``data_dir``, ``database_url``)."""
+    return RoomStore(Database(settings.data_dir, url=settings.database_url or None))

@@ -20,6 +20,7 @@ from webui import i18n
 from webui.common import path_of
 from webui.jobs.common import stem_of
 from webui.queues import ABX_GROUP, MODEL_GROUP
+from webui.tabs import share
 from webui.tabs.abx import AbxHandlers, b_choices
 from webui.views import compare_view
 from webui.views.player_assets import STATIC, player_css, player_js
@@ -265,6 +266,7 @@ def build(handlers: AbxPageHandlers) -> AbxPage:
     token.submit(
         handlers.results, inputs=[token], outputs=[results, csv_file, raw], api_name="abx_results", **ABX_GROUP
     )
+    share.build(share.ShareHandlers(handlers.engine, handlers.workspace), last)  # *Share with listeners*
     return AbxPage(handlers, trials, level, started, last, clip, running)
 
 
