@@ -75,17 +75,10 @@ def level_id(codebooks: int) -> str:
 
 
 def source_kind(source_id: str) -> str:
-    """The kind (``core.judging.sources``) of a stored source id; "" for an id no source has."""
-    if source_id == A_ORIGINAL:
-        return sources.ORIGINAL
-    if source_id == A_CODEC:
-        return sources.CODEC
-    if source_id == sources.COMPARE_ID:
-        return sources.CHECKPOINT
-    if source_id in anchor_lib.BY_ID:
-        return sources.ANCHOR
-    k = source_id[1:]
-    return sources.LEVEL if source_id.startswith("k") and k.isdigit() and 1 <= int(k) <= NUM_CODEBOOKS else ""
+    """The kind of a stored source id (the source catalogue's, ``core.judging.sources.entry``); ""
+    for an id no source has (a marked answer from before ids)."""
+    kind = sources.entry(source_id).kind if source_id else ""
+    return "" if kind == sources.ANCHOR and source_id not in anchor_lib.BY_ID else kind
 
 
 def english_name(source_id: str, detail: str = "") -> str:

@@ -37,12 +37,11 @@ from core import anchors as anchor_lib
 from core.audio.files import audio_from_array, load_audio
 from core.codec import NUM_CODEBOOKS, SAMPLE_RATE, bitrate_bps
 from core.judging import abx, abx_store
-from core.judging.sources import CODEC_BPS, COMPARE_ID, LEVEL
+from core.judging.sources import COMPARE_ID, LEVEL, short_label
 from webui import i18n
 from webui.common import TabHandlers, need_file, user_errors
 from webui.jobs import abx as abx_jobs
 from webui.serving.workspace import PREFIX
-from webui.tabs.compare import CHOICE_LABELS
 from webui.views import compare_view
 
 logger = logging.getLogger(__name__)
@@ -263,7 +262,7 @@ def _what_b(level) -> tuple[str, object]:
 def b_choices() -> list[tuple[str, str]]:
     """B beyond the codec's levels: each reference codec, and ② the second checkpoint (neutral
     labels: the dropdown is not translated; its info line says what ② is)."""
-    return [(CHOICE_LABELS[a.id], a.id) for a in anchor_lib.ANCHORS] + [(f"② {CODEC_BPS / 1000:g} kbit/s", COMPARE_ID)]
+    return [(short_label(a.id), a.id) for a in anchor_lib.ANCHORS] + [(short_label(COMPARE_ID), COMPARE_ID)]
 
 
 def _trial_number(value) -> int:
