@@ -16,7 +16,7 @@ Routes (``<link>`` is the test's secret link):
 
 Errors are JSON ``{"error": sentence}`` with 400 (bad input), 403 (not joined / not yours), 404
 (unknown link or sound), 409 (already answered), 410 (closed or expired), 429 (too many answers).
-Answers are limited per client and test (:data:`ANSWERS_PER_MIN` a minute).
+Answers are limited per listener (:data:`ANSWERS_PER_MIN` a minute), joins per address and test.
 """
 
 from __future__ import annotations
@@ -43,7 +43,9 @@ logger = logging.getLogger(__name__)
 
 PREFIX = "/listen/"
 COOKIE = "cw_listener"
-ANSWERS_PER_MIN = 30  # answer requests (rate, abx, join) per client per minute
+ANSWERS_PER_MIN = 30  # answer requests (rate, abx) per listener per minute (a quick ABX listener sends ~10)
+PER_ADDRESS_PER_MIN = 600  # any answer from one address, whatever listener it claims to be
+JOINS_PER_MIN = 120  # joins per address per test per minute (a room's phones may share one address)
 NO_STORE = {"Cache-Control": "no-store", "X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer"}
 _STATUS = {"unknown": 404, "closed": 410, "expired": 410, "replay": 409, "forbidden": 403, "bad": 400}
 
@@ -64,6 +66,8 @@ class _Rate:
         self._seen: dict[str, deque[float]] = {}
 
     def allow(self, key: str) -> bool:
+        if key.startswith("full:"):
+            return False
         now = time.monotonic()
         with self._lock:
             q = self._seen.setdefault(key, deque())
@@ -80,7 +84,15 @@ class _Rate:
 def room_routes(store: RoomStore, answers_per_min: int = ANSWERS_PER_MIN) -> list[APIRoute]:
     """The listener routes, to hand to Gradio's FastAPI app beside /health."""
     app = FastAPI()
-    rate = _Rate(answers_per_min)
+    rate, joins, per_address = _Rate(answers_per_min), _Rate(JOINS_PER_MIN), _Rate(PER_ADDRESS_PER_MIN)
+
+    def answerer(request: Request, link: str) -> str:
+        """Whom an answer's limit counts: the listener (their cookie), else the address; a full address
+        counts as a listener over its limit."""
+        address = client_key(request.scope, frozenset())
+        if not per_address.allow(address):
+            return "full:" + address
+        return (key_of(request) or address) + ":" + link
 
     def lang_of(request: Request) -> str:
         return i18n.language_of(request)  # type: ignore[arg-type]  # reads .headers, as gr.Request has
@@ -122,7 +134,7 @@ def room_routes(store: RoomStore, answers_per_min: int = ANSWERS_PER_MIN) -> lis
     async def join(link: str, request: Request):
         if not signed_in(request.scope):
             return refuse(request, 401, "listen.error.sign_in")
-        if not rate.allow(client_key(request.scope, frozenset()) + ":" + link):
+        if not joins.allow(client_key(request.scope, frozenset()) + ":" + link):
             return refuse(request, 429, "listen.error.rate")
         try:
             body = await _body(request)
@@ -140,7 +152,7 @@ def room_routes(store: RoomStore, answers_per_min: int = ANSWERS_PER_MIN) -> lis
             return failed(request, e)
 
     async def rate_screen(link: str, request: Request):
-        if not rate.allow(client_key(request.scope, frozenset()) + ":" + link):
+        if not rate.allow(answerer(request, link)):
             return refuse(request, 429, "listen.error.rate")
         try:
             body = await _body(request)
@@ -162,7 +174,7 @@ def room_routes(store: RoomStore, answers_per_min: int = ANSWERS_PER_MIN) -> lis
             return failed(request, e)
 
     async def answer_abx(link: str, request: Request):
-        if not rate.allow(client_key(request.scope, frozenset()) + ":" + link):
+        if not rate.allow(answerer(request, link)):
             return refuse(request, 429, "listen.error.rate")
         try:
             body = await _body(request)

@@ -27,6 +27,7 @@ from core.audio.files import audio_from_array, load_audio
 from core.codec import SAMPLE_RATE
 from core.judging import abx, abx_store, mushra, room_results
 from core.judging.room_store import RoomStore, store_for
+from core.judging.sources import short_label
 from webui import i18n
 from webui.common import TabHandlers, user_errors
 from webui.jobs import abx as abx_jobs
@@ -175,6 +176,18 @@ def link_html(url: str, lang: str) -> str:
     )
 
 
+def choice_label(source_id: str) -> str:
+    """A condition's checkbox label, the same in every language (Gradio does not translate choices):
+    the source catalogue's short label, the codec's marked as such."""
+    short = short_label(source_id)
+    return f"codec · {short}" if source_id == abx.A_CODEC or source_id.startswith("k") else short
+
+
+def expiry_label(seconds: float) -> str:
+    """ "1 h", "7 d": the same in every language."""
+    return f"{seconds / 3600:g} h" if seconds < 86400 else f"{seconds / 86400:g} d"
+
+
 def build(handlers: ShareHandlers, last: gr.State) -> gr.Accordion:
     """The *Share with listeners* panel (call inside the Blind test tab); ``last`` is the blind
     test's clip and region."""
@@ -182,13 +195,14 @@ def build(handlers: ShareHandlers, last: gr.State) -> gr.Accordion:
         gr.Markdown(i18n.label("share.intro"))
         with gr.Row():
             kind = gr.Radio(
-                [(i18n.label("share.kind_mushra"), "mushra"), (i18n.label("share.kind_abx"), "abx")],
+                [("MUSHRA", "mushra"), ("ABX", "abx")],  # i18n-exempt: the tests' names, the same in every language
                 value="mushra",
                 label=i18n.label("share.kind"),
+                info=i18n.label("share.kind_info"),
                 elem_id="share-kind",
             )
             chosen = gr.CheckboxGroup(
-                [(i18n.label(f"share.choice.{c}"), c) for c in CHOICES],
+                [(choice_label(c), c) for c in CHOICES],
                 value=list(DEFAULT_CHOSEN),
                 label=i18n.label("share.chosen"),
                 info=i18n.label("share.chosen_info"),
@@ -199,7 +213,7 @@ def build(handlers: ShareHandlers, last: gr.State) -> gr.Accordion:
                 abx.DEFAULT_TRIALS, precision=0, label=i18n.label("share.trials"), elem_id="share-trials"
             )
             expiry = gr.Dropdown(
-                [(i18n.label(f"share.expiry_{int(s)}"), s) for s in EXPIRY_CHOICES_S],
+                [(expiry_label(s), s) for s in EXPIRY_CHOICES_S],
                 value=handlers.engine.settings.share_ttl_s,
                 allow_custom_value=True,
                 label=i18n.label("share.expiry"),

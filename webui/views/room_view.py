@@ -35,7 +35,8 @@ def mushra_sentence(pooled: room_results.MushraPooled, lang: str, name_of) -> st
         )
         for r in rows
     ]
-    head = i18n.text("share.kept", lang, listeners=pooled.listeners, kept=pooled.kept)
+    key = "share.kept_included" if pooled.include_excluded and pooled.kept < pooled.listeners else "share.kept"
+    head = i18n.text(key, lang, listeners=pooled.listeners, kept=pooled.kept)
     return head + i18n.text("share.list_sep", lang).join(parts)
 
 
