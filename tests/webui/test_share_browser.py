@@ -8,7 +8,11 @@ the server knows them; the page does not, see tests/webui/test_share.py)."""
 
 from __future__ import annotations
 
+import html
+import json
 import socket
+import urllib.parse
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -150,6 +154,22 @@ def test_the_room_rates_a_shared_mushra_test_and_the_owner_sees_it_pooled(chromi
     shot = tmp_path / "listening.png"
     owner.locator("#share-results").screenshot(path=str(shot))
     _save_small(shot, SCREENSHOT)
+    # the round trip's report: the zip and the page hold the shared test's results
+    owner.get_by_role("tab", name="Round trip").click()
+    owner.locator("#roundtrip-report").click()
+    owner.locator("#roundtrip-report-files a").first.wait_for(timeout=TIMEOUT_MS)
+    owner.wait_for_timeout(1500)  # the results are added as the files arrive
+    hrefs = [a.get_attribute("href") for a in owner.locator("#roundtrip-report-files a").all()]
+    paths = [Path(urllib.parse.unquote(h.split("file=", 1)[1])) for h in hrefs]
+    zipped = next(p for p in paths if p.suffix == ".zip")
+    with zipfile.ZipFile(zipped) as z:
+        pooled = json.loads(z.read("listening-test.json"))
+        rows = z.read("listening-test.csv").decode().splitlines()
+    assert pooled["pooled"]["listeners"] == 3 and pooled["pooled"]["kept"] == 2
+    assert len(rows) == 1 + 3 * 5 and "reconstruction" in "".join(rows)
+    page_html = next(p for p in paths if p.suffix == ".html").read_text(encoding="utf-8")
+    assert 'id="listening-test"' in page_html and "3 listeners, 2 kept" in html.unescape(page_html)
+    owner.get_by_role("tab", name="Blind test").click()
     owner.locator("#share-close").click()
     results.filter(has_text="closed").wait_for(timeout=30_000)
     late = chromium.new_context().new_page()

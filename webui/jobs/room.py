@@ -14,7 +14,11 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import html
 import io
+import json
+import zipfile
+from pathlib import Path
 
 import numpy as np
 import soundfile as sf
@@ -95,3 +99,22 @@ def listener_wav(steps: np.ndarray, handle_text: str) -> bytes:
     buffer = io.BytesIO()
     sf.write(buffer, out, SAMPLE_RATE, format="WAV", subtype="PCM_16")
     return buffer.getvalue()
+
+
+def add_to_report(files: list[Path], section_html: str, pooled: dict, csv_path, title: str, css: str) -> None:
+    """Append the shared test's results to a round trip's report: ``listening-test.json`` (pooled,
+    by id) and ``listening-test.csv`` (every rating) into the zip, and a section into the page."""
+    for path in files:
+        if path.suffix == ".zip" and path.is_file():
+            with zipfile.ZipFile(path, "a") as z:
+                names = set(z.namelist())
+                if "listening-test.json" not in names:
+                    z.writestr("listening-test.json", json.dumps(pooled, indent=2, default=str))
+                    if csv_path:
+                        z.write(csv_path, "listening-test.csv")
+        elif path.suffix == ".html" and path.is_file():
+            page = path.read_text(encoding="utf-8")
+            if 'id="listening-test"' not in page:
+                section = f'<section id="listening-test"><style>{css}</style><h2>{html.escape(title)}</h2>{section_html}</section>'
+                page = page.replace("</body>", section + "</body>") if "</body>" in page else page + section
+                path.write_text(page, encoding="utf-8")

@@ -151,6 +151,7 @@ class AbxPage:
     last: gr.State
     clip: gr.Markdown
     running: list  # answer A, answer B, test again (fewer codebooks, against a reference codec)
+    shared: share.SharePanel | None = None  # *Share with listeners*
 
 
 def build(handlers: AbxPageHandlers) -> AbxPage:
@@ -265,8 +266,8 @@ def build(handlers: AbxPageHandlers) -> AbxPage:
     token.submit(
         handlers.results, inputs=[token], outputs=[results, csv_file, raw], api_name="abx_results", **ABX_GROUP
     )
-    share.build(share.ShareHandlers(handlers.engine, handlers.workspace), last)  # *Share with listeners*
-    return AbxPage(handlers, trials, level, started, last, clip, running)
+    shared = share.build(share.ShareHandlers(handlers.engine, handlers.workspace), last)  # *Share with listeners*
+    return AbxPage(handlers, trials, level, started, last, clip, running, shared)
 
 
 def wire_from_result(page: AbxPage, button: gr.Button, audio, what: gr.Radio, tabs: gr.Tabs) -> None:

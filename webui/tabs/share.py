@@ -146,6 +146,27 @@ class ShareHandlers(TabHandlers):
                 )
         return str(path)
 
+    def add_to_report(self, files, owned, request: gr.Request) -> None:
+        """Put the shared test's results (pooled JSON, CSV of every rating, the result's section)
+        into the round trip's report zip and page, when a test was shared from this page."""
+        if not owned or not files:
+            return
+        lang = i18n.language_of(request)
+        shown, (got, nicknames, excluded) = self._pooled(owned, False, request)
+        csv_path = self._csv(got, nicknames, excluded)
+        pooled = self._pooled_dict(got)
+        paths = [Path(str(f.get("path") if isinstance(f, dict) else getattr(f, "path", f))) for f in files]
+        room_jobs.add_to_report(paths, shown, pooled, csv_path, i18n.text("share.report_title", lang), room_view.CSS)
+
+    @staticmethod
+    def _pooled_dict(got: dict) -> dict:
+        info = got["info"]
+        if info.kind == "mushra":
+            pooled = room_results.pool_mushra(info.plan["conditions"], got["ratings"]).to_dict()
+        else:
+            pooled = room_results.pool_abx(got["answers"]).to_dict()
+        return {"kind": info.kind, "plan": info.plan, "listeners": got["listeners"], "pooled": pooled}
+
     def close(self, owned, include_excluded, request: gr.Request):
         lang = i18n.language_of(request)
         if not owned:
@@ -188,10 +209,18 @@ def expiry_label(seconds: float) -> str:
     return f"{seconds / 3600:g} h" if seconds < 86400 else f"{seconds / 86400:g} d"
 
 
-def build(handlers: ShareHandlers, last: gr.State) -> gr.Accordion:
+@dataclass
+class SharePanel:
+    """What app.py wires to other tabs: the owned test (for the round trip's report)."""
+
+    handlers: ShareHandlers
+    owned: gr.State
+
+
+def build(handlers: ShareHandlers, last: gr.State) -> SharePanel:
     """The *Share with listeners* panel (call inside the Blind test tab); ``last`` is the blind
     test's clip and region."""
-    with gr.Accordion(i18n.label("share.title"), open=False, elem_id="share-panel") as panel:
+    with gr.Accordion(i18n.label("share.title"), open=False, elem_id="share-panel"):
         gr.Markdown(i18n.label("share.intro"))
         with gr.Row():
             kind = gr.Radio(
@@ -260,4 +289,15 @@ def build(handlers: ShareHandlers, last: gr.State) -> gr.Accordion:
         api_visibility="private",
         queue=False,
     )
-    return panel
+    return SharePanel(handlers, owned)
+
+
+def wire_report(panel: SharePanel, report_files: gr.File) -> None:
+    """The round trip's report: once its zip and page are written, the shared test's results go in
+    (``add_to_report``)."""
+    report_files.change(
+        panel.handlers.add_to_report,
+        inputs=[report_files, panel.owned],
+        api_visibility="private",
+        queue=False,
+    )
