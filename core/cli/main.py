@@ -1,4 +1,4 @@
-"""Command line: ``python -m core {check,encode,decode,roundtrip,ladder,tokenize,evaluate,abx-export,doctor,
+"""Command line: ``python -m core {check,encode,decode,roundtrip,ladder,tokenize,evaluate,abx-export,listening-export,doctor,
 build-checkpoint,live}``. One module per area (``codec``, ``judging``, ``dataset``, ``doctor``, ``live``), each with
 ``add_parsers(sub) -> {name: function}``; this module assembles them.
 

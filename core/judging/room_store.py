@@ -123,7 +123,8 @@ def key_hash(key, what: str = "link") -> str:
     """The stored form of a link or key; RoomError for anything that cannot be one."""
     if not isinstance(key, str) or not _KEY.fullmatch(key):
         raise RoomError(
-            f"This {what} is not valid: open the link you were given again.", "unknown" if what == "link" else "forbidden"
+            f"This {what} is not valid: open the link you were given again.",
+            "unknown" if what == "link" else "forbidden",
         )
     return hashlib.sha256(key.encode("ascii")).hexdigest()
 
@@ -236,6 +237,35 @@ class RoomStore:
                 for w, t, x, a, k, at in answers
             ],
         }
+
+    def export_rows(self) -> list[dict]:
+        """Every rating and answer of every test, by id (the operator's export: tests are named by
+        the first 12 characters of their link's hash, listeners by number)."""
+        with self._conn() as c:
+            tests = {
+                t: (kind, created)
+                for t, kind, created in c.execute("SELECT test, kind, created FROM room_tests").fetchall()
+            }
+            numbers = {
+                (t, w): (n, nick)
+                for t, w, n, nick in c.execute("SELECT test, listener, number, nickname FROM room_listeners").fetchall()
+            }
+            ratings = c.execute("SELECT test, listener, item, condition, rating, at FROM room_ratings").fetchall()
+            answers = c.execute("SELECT test, listener, trial, x_is, answer, correct, at FROM room_abx").fetchall()
+        rows = []
+        for t, w, item, condition, rating, at in ratings:
+            n, nick = numbers[(t, w)]
+            rows.append(
+                {"test": t[:12], "kind": tests[t][0], "listener": f"L{n}", "nickname": nick, "item": item}
+                | {"condition": condition, "rating": rating, "at": at}
+            )
+        for t, w, trial, x_is, answer, correct, at in answers:
+            n, nick = numbers[(t, w)]
+            rows.append(
+                {"test": t[:12], "kind": tests[t][0], "listener": f"L{n}", "nickname": nick, "trial": trial}
+                | {"x_is": x_is, "answer": answer, "correct": correct, "at": at}
+            )
+        return sorted(rows, key=lambda r: (r["test"], r["at"]))
 
     # ---- listeners -----------------------------------------------------------------------------
     def open_test(self, link: str) -> TestInfo:

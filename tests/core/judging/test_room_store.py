@@ -92,3 +92,21 @@ def test_links_are_long_random_and_only_their_hash_is_stored(tmp_path):
 def test_a_database_url_that_is_not_postgresql_is_refused():
     with pytest.raises(room_db.RoomDbError, match="postgresql://"):
         room_db.Database(url="mysql://x")
+
+
+def test_the_operator_exports_every_shared_test_by_id(tmp_path, cli):
+    store = RoomStore(room_db.Database(tmp_path / "data"))
+    link, _owner = store.create("mushra", "sha", PLAN.to_dict(), AUDIO)
+    key, _ = store.join(link, "ann")
+    store.rate(link, key, 0, GOOD)
+    abx_link, _ = store.create("abx", "sha", {"a_source": "original", "b_source": "k2", "trials": 2}, {})
+    abx_key, _ = store.join(abx_link)
+    store.answer_abx(abx_link, abx_key, 0, "A")
+    out = tmp_path / "all.csv"
+    done = cli("listening-export", "-o", out, "--data-dir", tmp_path / "data")
+    assert done.returncode == 0 and "6 rows" in done.stdout
+    rows = out.read_text(encoding="utf-8").splitlines()
+    assert rows[0].startswith("test,kind,listener,nickname,item,condition,rating")
+    assert sum(",mushra,L1,ann,0," in r for r in rows) == 5 and sum(",abx,L1,," in r for r in rows) == 1
+    assert link not in out.read_text() and "Opus" not in out.read_text()  # ids, never links or labels
+    assert cli("listening-export", "-o", out, "--data-dir", tmp_path / "data").returncode != 0  # never overwrites
