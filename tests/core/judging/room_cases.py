@@ -1,5 +1,5 @@
 """The shared-test store's behaviour, run on SQLite (test_room_store.py) and on a real PostgreSQL
-server (tests/service/test_room_postgres.py): one body of checks for both databases."""
+server (tests/core/judging/test_room_postgres.py): one body of checks for both databases."""
 
 from __future__ import annotations
 
