@@ -29,13 +29,13 @@ XDIST := -n $(PYTEST_WORKERS) --dist loadfile
 TEST_ENV := OMP_NUM_THREADS=1
 APP_REQS := requirements.txt requirements-judging.txt  # the app (its verdict needs the MOS model)
 NODEPS_REQS := requirements-judging-nodeps.txt  # installed after the others, without their declared needs
-TEST_REQS := $(APP_REQS) requirements-dataset.txt requirements-test.txt  # make test runs every test
+TEST_REQS := $(APP_REQS) requirements-dataset.txt requirements-postgres.txt requirements-test.txt  # make test runs every test
 FAST_MARKERS := not gpu and not browser and not service and not slow
 
 # pesq ships no wheels: pip compiles it, which needs a C toolchain and Python's headers.
 BUILD_DEBS := build-essential python3-dev
 RUNTIME_DEBS := $(BUILD_DEBS)  # audio decoding needs no system ffmpeg: PyAV carries its libraries
-TEST_DEBS := $(RUNTIME_DEBS) ffmpeg sox libsox-fmt-all espeak-ng alsa-utils chromium fonts-liberation nginx fonts-wqy-microhei
+TEST_DEBS := $(RUNTIME_DEBS) ffmpeg sox libsox-fmt-all espeak-ng alsa-utils chromium fonts-liberation nginx fonts-wqy-microhei postgresql
 
 # Browser tests drive Debian's /usr/bin/chromium; Playwright never downloads a browser.
 export PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD := 1

@@ -52,6 +52,7 @@ _POSITIVE = (
     "ladder_max_audio_s",
     "abx_max_region_s",
     "abx_session_ttl_s",
+    "share_ttl_s",
 )
 _SHARES = ("cleanup_threshold", "max_batch_memory_fraction")  # in (0, 1]
 DATA_DIR_NAME = "codec-workbench"  # folder under $XDG_DATA_HOME (or ~/.local/share) for stored results
@@ -158,6 +159,13 @@ class Settings:
     )
     abx_max_region_s: float = option(60.0, "longest blind-test region, seconds (listeners compare short excerpts)")
     abx_session_ttl_s: float = option(3600.0, "a blind test with no answer for this long expires, seconds")
+    share_ttl_s: float = option(
+        604800.0, "a shared listening test expires this long after it is made, seconds (7 days)"
+    )
+    database_url: str = option(
+        "",
+        "shared listening tests on a PostgreSQL server (postgresql://...); empty: the SQLite file in the data folder",
+    )
 
     def __post_init__(self) -> None:
         """Check values that do not need the model; raise SettingsError saying what to change."""

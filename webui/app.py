@@ -16,7 +16,7 @@ import gradio as gr
 from webui.i18n import label
 from webui.options import UiOptions
 from webui.serving.workspace import Workspace
-from webui.tabs import abx_page, decode, encode, evaluate, live, parity, roundtrip, second_model, status_bar, system
+from webui.tabs import abx_page, decode, encode, evaluate, live, parity, roundtrip, second_model, share, status_bar, system
 
 logger = logging.getLogger(__name__)
 
@@ -61,6 +61,8 @@ def build_app(engine, options: UiOptions | None = None) -> gr.Blocks:
                 )
                 second_model.build(demo, second)
         abx_page.wire_from_result(blind, result.blind_run, result.original, result.blind_what, tabs)
+        if blind.shared is not None and result.report_files is not None:  # a shared test's results in the report
+            share.wire_report(blind.shared, result.report_files)
         demo.load(None, js=PAGE_JS, api_name="page_keys", api_visibility="private")
     return demo
 

@@ -19,6 +19,7 @@ from fastapi import FastAPI
 from fastapi.routing import APIRoute
 from starlette.middleware import Middleware
 
+from core.judging.room_store import store_for
 from core.settings import DEFAULT_HOST, DEFAULT_PORT
 from webui.app import CSS
 from webui.i18n import gradio_i18n
@@ -29,6 +30,7 @@ from webui.serving.health import add_health_routes
 from webui.serving.limits import ClientLimits, LimitSettings
 from webui.serving.live_socket import live_routes
 from webui.serving.origins import Origin, OriginPolicy
+from webui.serving.room_routes import room_routes
 from webui.serving.workspace import Workspace
 
 logger = logging.getLogger(__name__)
@@ -79,6 +81,7 @@ def launch(demo: gr.Blocks, engine, ui: UiOptions, server: ServerOptions, starte
                 *live_routes(  # the Live tab's audio
                     engine, Workspace(ui.temp_root, ui.max_age_s, ui.max_temp_bytes), server.origins(), limits
                 ),
+                *room_routes(store_for(engine.settings)),  # shared listening tests: /listen/<link>
             ],
             "middleware": [
                 Middleware(

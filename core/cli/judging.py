@@ -1,4 +1,5 @@
-"""The judging commands: ``evaluate`` (a folder round-tripped and judged) and ``abx-export``."""
+"""The judging commands: ``evaluate`` (a folder round-tripped and judged), ``abx-export`` (the blind
+tests' answers) and ``listening-export`` (the shared listening tests' ratings and answers)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,12 @@ def add_parsers(sub) -> dict:
     )
     export = sub.add_parser("abx-export", help="every stored blind-test answer as one CSV file (for the operator)")
     export.add_argument("-o", "--output", type=Path, required=True, help="a new CSV file")
-    return {"evaluate": cmd_evaluate, "abx-export": cmd_abx_export}
+    shared = sub.add_parser(
+        "listening-export",
+        help="every rating and answer of the shared listening tests (MUSHRA, ABX) as one CSV file, by id",
+    )
+    shared.add_argument("-o", "--output", type=Path, required=True, help="a new CSV file")
+    return {"evaluate": cmd_evaluate, "abx-export": cmd_abx_export, "listening-export": cmd_listening_export}
 
 
 def cmd_evaluate(args) -> int:
@@ -36,4 +42,24 @@ def cmd_abx_export(args) -> int:
 
     path = AbxStore(settings_from_args(args).data_dir).export_csv(args.output)
     print(f"wrote {path}")
+    return 0
+
+
+LISTENING_FIELDS = (
+    "test", "kind", "listener", "nickname", "item", "condition", "rating", "trial", "x_is", "answer", "correct", "at",
+)  # fmt: skip
+
+
+def cmd_listening_export(args) -> int:
+    import csv
+
+    from core.judging.room_store import store_for
+    from core.settings import settings_from_args
+
+    rows = store_for(settings_from_args(args)).export_rows()
+    with open(args.output, "x", newline="", encoding="utf-8") as f:
+        writer = csv.DictWriter(f, fieldnames=LISTENING_FIELDS)
+        writer.writeheader()
+        writer.writerows(rows)
+    print(f"wrote {args.output} ({len(rows)} rows)")
     return 0

@@ -1,6 +1,6 @@
-"""Command line: ``python -m core {check,encode,decode,roundtrip,ladder,tokenize,evaluate,abx-export,doctor,
-build-checkpoint,live,parity,encode-parity,precision}``. One module per area (``codec``, ``judging``, ``dataset``,
-``doctor``, ``live``, ``parity``), each with
+"""Command line: ``python -m core {check,encode,decode,roundtrip,ladder,tokenize,evaluate,abx-export,listening-export,
+doctor,build-checkpoint,live,parity,encode-parity,precision}``. One module per area (``codec``, ``judging``,
+``dataset``, ``doctor``, ``live``, ``parity``), each with
 ``add_parsers(sub) -> {name: function}``; this module assembles them.
 
 Exit code 0 on success, 1 with a one-line ``error: ...`` message on bad input or a failed

@@ -3,7 +3,8 @@ sessions and answers is :mod:`core.judging.abx_store`).
 
 A is the original (or the codec's full-rate output) and B what it is compared with: the codec's
 output at full rate or a ladder level, a reference codec (core.anchors) or the second checkpoint;
-the names of both are stored with every trial. X is one of the two, chosen at random per trial.
+both are stored with every trial by their source ids (``core.judging.sources``: "original",
+"reconstruction", "k4", "opus6", "compare"), never by their display text. X is one of the two, chosen at random per trial.
 The listener says which one X is. Under the null hypothesis "I cannot hear a difference" every
 answer is a coin flip, so the evidence is the one-sided binomial tail P(K >= correct | n, 1/2).
 """
@@ -15,8 +16,10 @@ import math
 import random
 from dataclasses import asdict, dataclass
 
-from core.codec import NUM_CODEBOOKS, bitrate_bps
+from core import anchors as anchor_lib
+from core.codec import NUM_CODEBOOKS
 from core.errors import CodecError
+from core.judging import sources
 
 logger = logging.getLogger(__name__)
 
@@ -26,7 +29,8 @@ CHOICES = ("A", "B")  # A: original, B: codec output
 SURE_P = 0.05  # p below this: "you can tell them apart"
 PROBABLY_P = 0.10  # p below this: "you can probably tell them apart"
 LEVEL_CHOICES = (NUM_CODEBOOKS, 8, 4, 2, 1)  # codebooks offered for B on the page (the API takes any 1..16)
-A_ORIGINAL = "original"  # A's name unless A is something else
+A_ORIGINAL = sources.original().id  # A's source id unless A is the codec
+A_CODEC = sources.CODEC_ID  # A's source id when A is the codec at full rate
 
 
 class AbxError(CodecError):
@@ -41,8 +45,8 @@ class Score:
     p_value: float  # one-sided binomial P(K >= correct | trials, 1/2)
     verdict: str  # "can", "probably" or "cannot" tell them apart
     sentence: str  # e.g. "8 of 10: you can probably tell them apart, p = 0.055 (A: original; B: Opus 6 kbit/s)"
-    a_name: str = A_ORIGINAL  # what A is
-    b_name: str = ""  # what B is (the stored level); "" when not known
+    a_source: str = A_ORIGINAL  # what A is: a source id
+    b_source: str = ""  # what B is: a source id; "" when not known
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -65,19 +69,45 @@ def binomial_p(correct: int, n: int) -> float:
     return sum(math.comb(n, k) for k in range(correct, n + 1)) / 2**n
 
 
-def level_name(codebooks: int) -> str:
-    """What B is, as stored with every answer and said in the sentence: "2 of 16 codebooks, 275 bit/s"."""
-    return f"{codebooks} of {NUM_CODEBOOKS} codebooks, {bitrate_bps(codebooks):g} bit/s"
+def level_id(codebooks: int) -> str:
+    """B's source id for the codec with its first ``codebooks`` codebooks (all of them: the reconstruction)."""
+    return A_CODEC if codebooks == NUM_CODEBOOKS else sources.level(codebooks).id
 
 
-A_CODEC = "codec, " + level_name(NUM_CODEBOOKS)  # A's name when A is the codec at full rate
+def source_kind(source_id: str) -> str:
+    """The kind of a stored source id (the source catalogue's, ``core.judging.sources.entry``); ""
+    for an id no source has (a marked answer from before ids)."""
+    kind = sources.entry(source_id).kind if source_id else ""
+    return "" if kind == sources.ANCHOR and source_id not in anchor_lib.BY_ID else kind
+
+
+def english_name(source_id: str, detail: str = "") -> str:
+    """A stored source id in English, for the CSV's readers and the CLI (the page words it by id in
+    the reader's language); an id no source has, as it is."""
+    kind = source_kind(source_id)
+    if kind == sources.ORIGINAL:
+        return sources.original().label
+    if kind == sources.CODEC:
+        return sources.codec().label
+    if kind == sources.CHECKPOINT:
+        return sources.checkpoint().label + (f" ({detail})" if detail else "")
+    if kind == sources.ANCHOR:
+        return anchor_lib.BY_ID[source_id].label
+    if kind == sources.LEVEL:
+        return sources.level(int(source_id[1:])).label
+    return source_id or "unknown"
 
 
 def score(
-    correct: int, trials: int, planned: int | None = None, level: str | None = None, a_name: str = A_ORIGINAL
+    correct: int,
+    trials: int,
+    planned: int | None = None,
+    b_source: str | None = None,
+    a_source: str = A_ORIGINAL,
+    b_detail: str = "",
 ) -> Score:
     """The score, its p-value and the sentence for a room of non-experts (naming A and B when B's
-    ``level`` is given)."""
+    source id ``b_source`` is given)."""
     p = binomial_p(correct, trials)
     if trials == 0:
         verdict, words = "cannot", "no answers yet"
@@ -87,5 +117,6 @@ def score(
         verdict, words = "probably", "you can probably tell them apart"
     else:
         verdict, words = "cannot", "you could not reliably tell them apart (no better than guessing)"
-    sentence = f"{correct} of {trials}: {words}, p = {p:.3f}" + (f" (A: {a_name}; B: {level})" if level else "")
-    return Score(correct, trials, planned or trials, p, verdict, sentence, a_name, level or "")
+    named = f" (A: {english_name(a_source)}; B: {english_name(b_source, b_detail)})" if b_source else ""
+    sentence = f"{correct} of {trials}: {words}, p = {p:.3f}" + named
+    return Score(correct, trials, planned or trials, p, verdict, sentence, a_source, b_source or "")

@@ -3,7 +3,10 @@ trials and scores them).
 
 Sessions are private: ``start`` returns a token made by ``secrets`` (256 bits) that only the
 client holds; the store keeps its SHA-256, never the token, and every read or write needs the
-token. Answers are written to SQLite as they come (WAL, one connection per call), so they
+token. What A and B are is stored by source id (``a_source``, ``b_source``; the second checkpoint's
+model path as ``b_detail``); a database written before ids is rewritten once on opening
+(:mod:`core.judging.abx_migrate`: every answer kept, those whose names map to no id marked in
+``stored_as``). Answers are written to SQLite as they come (WAL, one connection per call), so they
 survive a restart of the server. The store repairs itself (see :class:`AbxStore`) and
 :func:`store_problem` says what is wrong for /ready and the doctor.
 """
@@ -24,6 +27,7 @@ from contextlib import closing, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from core.judging import abx_migrate
 from core.judging.abx import A_ORIGINAL, CHOICES, DEFAULT_TRIALS, AbxError, Score, plan_trials, score
 
 logger = logging.getLogger(__name__)
@@ -34,13 +38,15 @@ CSV_FIELDS = (
     "session",
     "trial",
     "clip_sha256",
-    "level",  # what B is
+    "a_source",  # what A is: a source id
+    "b_source",  # what B is: a source id
+    "b_detail",  # the second checkpoint's model path ("" for other sources)
+    "stored_as",  # names from before ids that map to no source ("" for every answer stored by id)
     "x_is",
     "answer",
     "correct",
     "seconds",
     "answered_at",
-    "a_name",  # what A is
 )
 BUSY_TIMEOUT_S = 2.0  # longest wait for a locked database before the call is refused (was 10 s on the model queue)
 PROBE_TIMEOUT_S = 0.5  # /ready's and the doctor's look at the database
@@ -53,7 +59,10 @@ CREATE TABLE IF NOT EXISTS sessions (
     session TEXT PRIMARY KEY,      -- sha256 of the client's token
     created REAL NOT NULL,         -- unix time
     clip_sha256 TEXT NOT NULL,     -- checksum of the original clip's samples
-    level TEXT NOT NULL,           -- what B is, e.g. "2 of 16 codebooks, 275 bit/s" (level_name)
+    a_source TEXT NOT NULL,        -- what A is: a source id ("original", "reconstruction")
+    b_source TEXT NOT NULL,        -- what B is: a source id ("reconstruction", "k2", "opus6", "compare")
+    b_detail TEXT NOT NULL DEFAULT '',  -- the second checkpoint's model path
+    stored_as TEXT NOT NULL DEFAULT '', -- migrated names that map to no id ("" otherwise)
     seed INTEGER NOT NULL,
     plan TEXT NOT NULL,            -- X per trial, e.g. "ABBA..."
     presented_at REAL NOT NULL     -- when the current trial was shown (times the answer)
@@ -62,7 +71,10 @@ CREATE TABLE IF NOT EXISTS trials (
     session TEXT NOT NULL REFERENCES sessions(session),
     trial INTEGER NOT NULL,        -- 0-based
     clip_sha256 TEXT NOT NULL,
-    level TEXT NOT NULL,
+    a_source TEXT NOT NULL,
+    b_source TEXT NOT NULL,
+    b_detail TEXT NOT NULL DEFAULT '',
+    stored_as TEXT NOT NULL DEFAULT '',
     x_is TEXT NOT NULL,            -- "A" or "B"
     answer TEXT NOT NULL,          -- "A" or "B"
     correct INTEGER NOT NULL,      -- 0 or 1
@@ -97,15 +109,29 @@ class Trial:
 
 
 @dataclass(frozen=True)
+class _Row:
+    """A session as the store reads it (from SQLite or from memory)."""
+
+    session: str
+    clip_sha256: str
+    plan: str
+    presented_at: float
+    a_source: str
+    b_source: str
+    b_detail: str
+
+
+@dataclass(frozen=True)
 class _Pending:
     """A session planned by ``start`` and not yet in SQLite: written with its first answer."""
 
     created: float
     clip_sha256: str
-    level: str
+    a_source: str
+    b_source: str
+    b_detail: str
     seed: int
     plan: str
-    a_name: str  # what A is
 
 
 class AbxStore:
@@ -144,8 +170,10 @@ class AbxStore:
         conn = sqlite3.connect(self.path, timeout=self.busy_timeout_s)
         try:
             conn.execute("PRAGMA journal_mode=WAL")
+            if abx_migrate.needs_migration(conn):
+                abx_migrate.migrate(conn, self.path, _SCHEMA)
             conn.executescript(_SCHEMA)  # IF NOT EXISTS: a deleted file comes back whole
-            _add_a_name(conn)
+            conn.execute(f"PRAGMA user_version = {abx_migrate.SCHEMA_VERSION}")
         except BaseException:
             conn.close()
             raise
@@ -183,20 +211,21 @@ class AbxStore:
     def start(
         self,
         clip_sha256: str,
-        level: str,
+        b_source: str,
         trials: int = DEFAULT_TRIALS,
         seed: int | None = None,
-        a_name: str = A_ORIGINAL,
+        a_source: str = A_ORIGINAL,
+        b_detail: str = "",
     ) -> tuple[str, Trial]:
-        """A new session: (its secret token, the first trial). ``level``: what B is; ``a_name``: what
-        A is. Writes nothing yet."""
+        """A new session: (its secret token, the first trial). ``b_source``, ``a_source``: the source
+        ids of B and A; ``b_detail``: the second checkpoint's model path. Writes nothing yet."""
         seed = secrets.randbits(63) if seed is None else int(seed)
         plan = plan_trials(trials, seed)
         token = secrets.token_urlsafe(TOKEN_BYTES)
         now = self._clock()
         with self._lock:
             self._forget_stale_pending(now)
-            self._pending[_session_id(token)] = _Pending(now, clip_sha256, level, seed, plan, a_name)
+            self._pending[_session_id(token)] = _Pending(now, clip_sha256, a_source, b_source, b_detail, seed, plan)
             while len(self._pending) > MAX_PENDING:
                 self._pending.popitem(last=False)
         return token, Trial(0, len(plan), plan[0])
@@ -206,35 +235,47 @@ class AbxStore:
         for sid in [sid for sid, p in self._pending.items() if p.created < cutoff]:
             del self._pending[sid]
 
-    def _session(self, conn: sqlite3.Connection, token: str) -> tuple:
+    def _session(self, conn: sqlite3.Connection, token: str) -> _Row:
         sid = _session_id(token)
         row = conn.execute(
-            "SELECT session, clip_sha256, level, plan, presented_at, a_name FROM sessions WHERE session = ?", (sid,)
+            "SELECT session, clip_sha256, plan, presented_at, a_source, b_source, b_detail FROM sessions "
+            "WHERE session = ?",
+            (sid,),
         ).fetchone()
         if row is not None:
-            return row
+            return _Row(*row)
         pending = self._pending.get(sid)
         if pending is None:
             raise AbxError(
                 "This blind test is unknown here (expired, another server or a removed data folder); "
                 "press Start for a new one."
             )
-        return sid, pending.clip_sha256, pending.level, pending.plan, pending.created, pending.a_name
+        return _Row(
+            sid,
+            pending.clip_sha256,
+            pending.plan,
+            pending.created,
+            pending.a_source,
+            pending.b_source,
+            pending.b_detail,
+        )
 
     def _write_pending(self, conn: sqlite3.Connection, session: str) -> None:
         pending = self._pending.pop(session, None)
         if pending is not None:
             conn.execute(
-                "INSERT OR IGNORE INTO sessions VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                "INSERT OR IGNORE INTO sessions (session, created, clip_sha256, a_source, b_source, b_detail, "
+                "seed, plan, presented_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     session,
                     pending.created,
                     pending.clip_sha256,
-                    pending.level,
+                    pending.a_source,
+                    pending.b_source,
+                    pending.b_detail,
                     pending.seed,
                     pending.plan,
                     pending.created,
-                    pending.a_name,
                 ),
             )
 
@@ -244,7 +285,8 @@ class AbxStore:
         if answer not in CHOICES:
             raise AbxError(f"Answer A or B (got {answer!r}).")
         with self._db() as conn:
-            session, sha, level, plan, presented_at, a_name = self._session(conn, token)
+            row = self._session(conn, token)
+            session, plan, presented_at = row.session, row.plan, row.presented_at
             done = conn.execute("SELECT COUNT(*) FROM trials WHERE session = ?", (session,)).fetchone()[0]
             if done >= len(plan):
                 raise AbxError("This blind test is finished; see the results or press Start for a new one.")
@@ -259,8 +301,21 @@ class AbxStore:
             self._write_pending(conn, session)
             x_is = plan[trial]
             conn.execute(
-                "INSERT INTO trials VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (session, trial, sha, level, x_is, answer, int(answer == x_is), now - presented_at, now, a_name),
+                "INSERT INTO trials (session, trial, clip_sha256, a_source, b_source, b_detail, x_is, answer, "
+                "correct, seconds, answered_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    session,
+                    trial,
+                    row.clip_sha256,
+                    row.a_source,
+                    row.b_source,
+                    row.b_detail,
+                    x_is,
+                    answer,
+                    int(answer == x_is),
+                    now - presented_at,
+                    now,
+                ),
             )
             conn.execute("UPDATE sessions SET presented_at = ? WHERE session = ?", (now, session))
         nxt = trial + 1
@@ -269,32 +324,33 @@ class AbxStore:
     def current(self, token: str) -> Trial | None:
         """The trial waiting for an answer (None when all are answered)."""
         with self._db() as conn:
-            session, _sha, _level, plan, _at, _a = self._session(conn, token)
-            done = conn.execute("SELECT COUNT(*) FROM trials WHERE session = ?", (session,)).fetchone()[0]
+            row = self._session(conn, token)
+            done = conn.execute("SELECT COUNT(*) FROM trials WHERE session = ?", (row.session,)).fetchone()[0]
+        plan = row.plan
         return Trial(done, len(plan), plan[done]) if done < len(plan) else None
 
     def rows(self, token: str) -> list[dict]:
         """This session's answered trials, in order (the answers are revealed only through here)."""
         with self._db() as conn:
-            session = self._session(conn, token)[0]
+            session = self._session(conn, token).session
             return self._rows(conn, "WHERE session = ?", (session,))
 
     def results(self, token: str) -> Score:
         """The score so far (the whole test once every trial is answered). Callers show it only at
         the end; before, only :meth:`progress`."""
         with self._db() as conn:
-            session, _sha, level, plan, _at, a_name = self._session(conn, token)
+            row = self._session(conn, token)
             correct, answered = conn.execute(
-                "SELECT COALESCE(SUM(correct), 0), COUNT(*) FROM trials WHERE session = ?", (session,)
+                "SELECT COALESCE(SUM(correct), 0), COUNT(*) FROM trials WHERE session = ?", (row.session,)
             ).fetchone()
-        return score(int(correct), int(answered), len(plan), level, a_name)
+        return score(int(correct), int(answered), len(row.plan), row.b_source, row.a_source, row.b_detail)
 
     def progress(self, token: str) -> tuple[int, int]:
         """(trials answered, trials planned): all that may be said before the last answer."""
         with self._db() as conn:
-            session, _sha, _level, plan, _at, _a = self._session(conn, token)
-            answered = conn.execute("SELECT COUNT(*) FROM trials WHERE session = ?", (session,)).fetchone()[0]
-        return int(answered), len(plan)
+            row = self._session(conn, token)
+            answered = conn.execute("SELECT COUNT(*) FROM trials WHERE session = ?", (row.session,)).fetchone()[0]
+        return int(answered), len(row.plan)
 
     def export_csv(self, path: str | Path, token: str | None = None) -> Path:
         """Write answered trials as CSV to a new file: one session's (with its token) or, for the
@@ -303,7 +359,7 @@ class AbxStore:
             if token is None:
                 rows = self._rows(conn, "", ())
             else:
-                rows = self._rows(conn, "WHERE session = ?", (self._session(conn, token)[0],))
+                rows = self._rows(conn, "WHERE session = ?", (self._session(conn, token).session,))
         path = Path(path)
         with open(path, "x", newline="", encoding="utf-8") as f:
             writer = csv.DictWriter(f, fieldnames=CSV_FIELDS)
@@ -356,13 +412,3 @@ def store_problem(data_dir: str | Path, timeout_s: float = PROBE_TIMEOUT_S) -> s
     if not os.access(path, os.W_OK) or not os.access(path.parent, os.W_OK | os.X_OK):
         return "the file or its folder is not writable"
     return None
-
-
-def _add_a_name(conn: sqlite3.Connection) -> None:
-    """Stores made before A could be other than the original get its name as a last column (an
-    ALTER keeps their answers; positional INSERTs above rely on it being last)."""
-    for table in ("sessions", "trials"):
-        columns = [row[1] for row in conn.execute(f"PRAGMA table_info({table})")]
-        if "a_name" not in columns:
-            conn.execute(f"ALTER TABLE {table} ADD COLUMN a_name TEXT NOT NULL DEFAULT '{A_ORIGINAL}'")
-    conn.commit()

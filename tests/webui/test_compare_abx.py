@@ -4,7 +4,6 @@ names stored with every trial, in the CSV export and in the result sentence."""
 from __future__ import annotations
 
 import csv
-import sqlite3
 
 import gradio as gr
 import numpy as np
@@ -41,14 +40,14 @@ def test_the_codec_against_opus_6_is_stored_and_exported_with_both_names(handler
     for answer in "ABAB":
         trial, *_ = handlers.answer(token, trial, answer, EN)
     text, csv_path, raw = handlers.results(token, EN)
-    both = "(A: codec, 16 of 16 codebooks, 2200 bit/s; B: Opus 6 kbit/s)"
-    assert raw["sentence"].endswith(both) and both in text
+    assert raw["sentence"].endswith("(A: codec 2.2 kbit/s; B: Opus 6 kbit/s)")
+    assert "(A: Codec (2.2 kbit/s); B: Opus 6 kbit/s)" in text
     with open(csv_path, newline="", encoding="utf-8") as f:
         rows = list(csv.DictReader(f))
-    assert [(r["a_name"], r["level"]) for r in rows] == [("codec, 16 of 16 codebooks, 2200 bit/s", "Opus 6 kbit/s")] * 4
+    assert [(r["a_source"], r["b_source"]) for r in rows] == [("reconstruction", "opus6")] * 4
     everything = handlers.store.export_csv(tmp_path / "all.csv")  # the operator's export too
     with open(everything, newline="", encoding="utf-8") as f:
-        assert {(r["a_name"], r["level"]) for r in csv.DictReader(f)} == {(rows[0]["a_name"], "Opus 6 kbit/s")}
+        assert {(r["a_source"], r["b_source"]) for r in csv.DictReader(f)} == {("reconstruction", "opus6")}
 
 
 def test_b_as_the_low_pass_anchor_against_the_original(handlers, clip):
@@ -77,24 +76,9 @@ def test_b_as_the_second_checkpoint(tiny_checkpoint, second_checkpoint, tmp_path
     b = sf.read(h._folder(token) / "b.wav", dtype="float32")[0]
     assert np.allclose(b, engine.compare.roundtrip(load_audio(clip)).decoded.samples, atol=2 / 32767)  # 16-bit
     assert second_checkpoint.name in references
-    assert h.store.results(token).sentence.endswith(f"(A: original; B: second checkpoint {second_checkpoint})")
-
-
-def test_a_store_from_before_keeps_its_answers_and_names_a_the_original(tmp_path):
-    path = tmp_path / abx_store.DB_NAME
-    conn = sqlite3.connect(path)
-    conn.executescript(abx_store._SCHEMA)  # the schema before a_name
-    conn.execute("INSERT INTO sessions VALUES ('s', 0, 'sha', 'old B', 1, 'AB', 0)")
-    conn.execute("INSERT INTO trials VALUES ('s', 0, 'sha', 'old B', 'A', 'A', 1, 1.0, 1.0)")
-    conn.commit()
-    conn.close()
-    store = abx_store.AbxStore(tmp_path)
-    exported = store.export_csv(tmp_path / "old.csv")
-    with open(exported, newline="", encoding="utf-8") as f:
-        (row,) = list(csv.DictReader(f))
-    assert (row["a_name"], row["level"], row["correct"]) == ("original", "old B", "1")
-    token, _ = store.start("sha2", "new B", 2, a_name="codec")  # and new sessions work beside them
-    assert store.results(token).sentence.endswith("(A: codec; B: new B)")
+    result = h.store.results(token)
+    assert (result.b_source, h.store.rows(token) == []) == ("compare", True)
+    assert result.sentence.endswith(f"(A: original; B: second checkpoint 2.2 kbit/s ({second_checkpoint}))")
 
 
 def test_test_again_with_fewer_codebooks_only_walks_the_ladder():

@@ -16,7 +16,7 @@ import pytest
 import soundfile as sf
 
 from core.audio.files import load_audio
-from core.judging import abx, abx_store
+from core.judging import abx_store
 from core.model.engine import Engine
 from core.settings import Settings
 from webui.app import build_app
@@ -109,11 +109,13 @@ def test_b_at_a_ladder_level_is_that_decode_and_every_trial_stores_the_level(abx
         trial, _x, _prompt = abx_handlers.answer(token, trial, "A", EN)
     text, csv_path, raw = abx_handlers.results(token, EN)
     with open(csv_path, newline="", encoding="utf-8") as f:
-        levels = [row["level"] for row in csv.DictReader(f)]
-    assert levels == [abx.level_name(2)] * 4 == ["2 of 16 codebooks, 275 bit/s"] * 4
-    assert [row["level"] for row in raw["trials_detail"]] == levels
-    both = "(A: original; B: 2 of 16 codebooks, 275 bit/s)"  # the sentence names both sides
-    assert both in text and raw["sentence"].endswith(both)
+        levels = [(row["a_source"], row["b_source"]) for row in csv.DictReader(f)]
+    assert levels == [("original", "k2")] * 4  # stored by source id, never by its words
+    assert [(row["a_source"], row["b_source"]) for row in raw["trials_detail"]] == levels
+    assert raw["sentence"].endswith("(A: original; B: first 2 of 16 codebooks, 275 bit/s)")  # English, for the CSV
+    assert "(A: Original; B: 2 of 16 codebooks, 275 bit/s)" in text  # the page words the ids
+    zh, _csv, _raw = abx_handlers.results(token, ZH)  # was a KeyError (compare.abx_sentence_ab was in no catalogue)
+    assert "（A：原始；B：16 个码本中的 2 个，275 bit/s）" in zh
 
 
 @pytest.mark.parametrize("level", [0, 17, "abc", 2.5])
@@ -125,7 +127,7 @@ def test_a_bad_level_is_refused_with_advice_and_the_next_start_works(abx_handler
     assert not list(abx_handlers.workspace.root.glob("*abx-*"))  # refused before any work or storage
     token, trial, *_ = abx_handlers.start(str(clip), 0, 0, 4, None, EN)  # None: the full rate
     abx_handlers.answer(token, trial, "B", EN)
-    assert abx_handlers.store.rows(token)[0]["level"] == abx.level_name(16)
+    assert abx_handlers.store.rows(token)[0]["b_source"] == "reconstruction"
 
 
 def test_api_callers_without_a_level_get_the_full_rate_and_a_bad_one_is_refused(abx_server):

@@ -20,6 +20,7 @@ function cwAudio(P) {
   P.residualOf = "reconstruction"; // R plays original − this source (manifest.residuals: a file per source)
 
   function fileUrl(path) {
+    if (path.startsWith("/listen/")) return path; // a shared test's sound (webui/serving/room_routes.py)
     const cfg = window.gradio_config || {};
     const root = (cfg.root || location.origin + location.pathname).replace(/\/$/, "");
     return root + "/gradio_api/file=" + path.split("/").map(encodeURIComponent).join("/");

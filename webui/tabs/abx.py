@@ -22,34 +22,31 @@ answer the next trial unheard.
 
 from __future__ import annotations
 
-import hashlib
 import html
 import json
 import logging
 import math
 import secrets
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import gradio as gr
-import numpy as np
-import soundfile as sf
 
 from core import anchors as anchor_lib
 from core.audio.files import audio_from_array, load_audio
 from core.codec import NUM_CODEBOOKS, SAMPLE_RATE, bitrate_bps
-from core.errors import CodecError
 from core.judging import abx, abx_store
-from core.judging.sources import CODEC_BPS, COMPARE_ID, short_label
-from core.model import second
+from core.judging.sources import COMPARE_ID, LEVEL, short_label
 from webui import i18n
 from webui.common import TabHandlers, need_file, user_errors
+from webui.jobs import abx as abx_jobs
 from webui.serving.workspace import PREFIX
 from webui.views import compare_view
 
 logger = logging.getLogger(__name__)
 
-MIN_REGION_S = 1.0  # s; shorter regions are too short to judge
+MIN_REGION_S = abx_jobs.MIN_REGION_S
 _MEANINGS = {"can": "abx.meaning_can", "probably": "abx.meaning_probably", "cannot": "abx.meaning_cannot"}
 TRANSPORT_WORDS = ("play", "pause", "loop", "zoom_in", "zoom_out", "zoom_all", "sources", "alt_track", "alt_loop")
 
@@ -84,23 +81,14 @@ class AbxHandlers(TabHandlers):
 
     def _folder(self, token: str) -> Path:
         """The session's media folder, found from the token alone (no path ever comes from the client)."""
-        return self.workspace.root / f"{PREFIX}abx-{hashlib.sha256(token.encode()).hexdigest()[:32]}"
+        return abx_jobs.session_folder(self.workspace.root, PREFIX, token)
 
     def _x(self, token: str, trial: abx_store.Trial) -> Path:
-        """X of this trial: A's or B's 16-bit samples with a dither of their own, under a name only the
-        token gives (written once: a repeated call finds it)."""
-        folder = self._folder(token)
-        target = folder / f"x-{hashlib.sha256(f'{token}:{trial.index}'.encode()).hexdigest()[:24]}.wav"
-        if target.is_file():
-            return target
-        source = folder / ("a.wav" if trial.x_is == "A" else "b.wav")
-        if not source.is_file():
+        """X of this trial (``webui.jobs.abx.write_x``), or a message when the audio was cleaned up."""
+        x = abx_jobs.write_x(self._folder(token), token, trial.index, trial.x_is)
+        if x is None:
             raise i18n.TranslatedError("abx.audio_gone")
-        for old in folder.glob("x-*.wav"):
-            old.unlink(missing_ok=True)
-        samples, _rate = sf.read(source, dtype="int16")
-        _write_pcm16(target, samples.astype(np.int32) + _tpdf_lsb(samples.size))
-        return target
+        return x
 
     def _trial_outputs(self, token: str, trial: abx_store.Trial, lang: str):
         x = self._x(token, trial)
@@ -123,27 +111,32 @@ class AbxHandlers(TabHandlers):
         with ``a_codec`` the codec's full-rate output. Then show A, B and the first X."""
         lang = i18n.language_of(request)
         source = need_file(audio_path, "what.audio", lang)
-        with user_errors("action.abx_start", lang):
+        with user_errors("action.abx_start", lang), job_words():
             what_b = _what_b(level)  # before any model work
             progress(0.1, desc=i18n.text("abx.preparing", lang))
-            samples = _region(
+            samples = abx_jobs.region(
                 load_audio(source, self.limits).samples, start_s, end_s, self.engine.settings.abx_max_region_s
             )
             audio = audio_from_array(samples, SAMPLE_RATE, limits=self.limits)
-            b_samples, name, b_caption = self._make_b(what_b, samples, audio, lang)
-            a_samples, a_name, a_caption = samples, abx.A_ORIGINAL, i18n.text("abx.a_caption", lang)
+            b = abx_jobs.make_b(self.engine, what_b, samples, audio)
+            b_caption = _b_caption(what_b, b, lang)
+            a_samples, a_source, a_caption = samples, abx.A_ORIGINAL, i18n.text("abx.a_caption", lang)
             if a_codec:
                 a_samples = self.engine.roundtrip(audio).decoded.samples
-                a_name = abx.A_CODEC
+                a_source = abx.A_CODEC
                 a_caption = i18n.text("compare.abx_a_codec", lang, bitrate=f"{bitrate_bps(NUM_CODEBOOKS):g}")
-            token, trial = self.store.start(abx_store.clip_checksum(samples), name, int(trials), a_name=a_name)
+            token, trial = self.store.start(
+                abx_store.clip_checksum(samples), b.source_id, int(trials), a_source=a_source, b_detail=b.detail
+            )
             folder = self._folder(token)
-            folder.mkdir(parents=True)
-            _write_pcm16(folder / "a.wav", _dithered(a_samples))
-            _write_pcm16(folder / "b.wav", _dithered(b_samples))
+            abx_jobs.write_pair(folder, a_samples, b.samples)
             index, x_player, prompt = self._trial_outputs(token, trial, lang)
         logger.info(
-            "blind test started: %d trials on %.1f s, A %s, B %s", trial.total, samples.size / SAMPLE_RATE, a_name, name
+            "blind test started: %d trials on %.1f s, A %s, B %s",
+            trial.total,
+            samples.size / SAMPLE_RATE,
+            a_source,
+            b.source_id,
         )
         players = (
             _transport_words(lang)
@@ -151,29 +144,6 @@ class AbxHandlers(TabHandlers):
             + _source(folder / "b.wav", "b", "2", b_caption)
         )
         return token, index, players, x_player, prompt, "", None
-
-    def _make_b(self, what_b, samples, audio, lang: str):
-        """B's samples, its stored name and its caption."""
-        kind, value = what_b
-        if kind == "anchor":
-            made = anchor_lib.make_anchors(samples, [value])
-            if not made.made:
-                raise CodecError(made.problems[0].message)
-            label = compare_view.source_label({"id": value.id, "kind": "anchor"}, lang)
-            return made.made[0].samples, value.label, i18n.text("compare.abx_b_anchor", lang, label=label)
-        if kind == "compare":
-            other = second.ready_second(self.engine)
-            if other is None:
-                raise i18n.TranslatedError("compare.abx_no_second")
-            model = str(other.settings.model)
-            return (
-                other.roundtrip(audio).decoded.samples,
-                f"second checkpoint {model}",  # i18n-exempt: stored with the answers, as level names are
-                i18n.text("compare.abx_b_second", lang, model=Path(model).name),
-            )
-        b = self.engine.roundtrip(audio, codebooks=value).decoded.samples
-        caption = i18n.text("abx.b_caption", lang, codebooks=value, bitrate=f"{bitrate_bps(value):g}")
-        return b, abx.level_name(value), caption
 
     def answer(self, token, trial, choice, request: gr.Request):
         """Record one answer; show the next X, or nothing more once the last one is in."""
@@ -187,8 +157,7 @@ class AbxHandlers(TabHandlers):
                 return self._trial_outputs(token, current, lang)
             nxt = self.store.answer(token, current.index, choice)
             if nxt is None:
-                for old in self._folder(token).glob("x-*.wav"):
-                    old.unlink(missing_ok=True)
+                abx_jobs.forget_x(self._folder(token))
                 return current.total, "", i18n.text("abx.finished", lang)
             return self._trial_outputs(token, nxt, lang)
 
@@ -226,39 +195,46 @@ class AbxHandlers(TabHandlers):
 
 
 def score_sentence(score: abx.Score, lang: str) -> str:
-    """The score's sentence (core.judging.abx words it in English for the CSV and the CLI) in ``lang``."""
-    if lang == i18n.DEFAULT_LANGUAGE:
-        return score.sentence
+    """The score's sentence in ``lang``, A and B worded by their source ids (core.judging.abx words
+    it in English for the CSV and the CLI)."""
     words = i18n.text("abx.words_none" if score.trials == 0 else f"abx.words_{score.verdict}", lang)
     sentence = i18n.text(
         "abx.sentence", lang, correct=score.correct, trials=score.trials, words=words, p=f"{score.p_value:.3f}"
     )
-    if not score.b_name:
+    if not score.b_source:
         return sentence
-    a, b = _name_words(score.a_name, lang), _name_words(score.b_name, lang)
-    return sentence + i18n.text("compare.abx_sentence_ab", lang, a=a, b=b)
+    a, b = source_words(score.a_source, lang), source_words(score.b_source, lang)
+    return sentence + i18n.text("abx.sentence_ab", lang, a=a, b=b)
 
 
-def _name_words(name: str, lang: str) -> str:
-    """A stored name of A or B (core.judging.abx) in ``lang``: a level, the codec, the original, a
-    reference codec; anything else (a checkpoint's path) as it is."""
-    if name == abx.A_ORIGINAL:
-        return i18n.text("compare.source.original", lang)
-    if name == abx.A_CODEC:
-        return i18n.text("compare.source.reconstruction", lang, bitrate=f"{CODEC_BPS / 1000:g}")
-    anchor = next((a for a in anchor_lib.ANCHORS if a.label == name), None)
-    if anchor is not None:
-        return compare_view.source_label({"id": anchor.id, "kind": "anchor"}, lang)
-    return _level_words(name, lang)
+def source_words(source_id: str, lang: str) -> str:
+    """A stored source id (A or B) in ``lang``, by id (``compare_view.source_label``)."""
+    kind = abx.source_kind(source_id)
+    if kind == LEVEL:
+        k = int(source_id[1:])
+        return i18n.text("abx.level_name", lang, codebooks=k, total=NUM_CODEBOOKS, bitrate=f"{bitrate_bps(k):g}")
+    if not kind:
+        return source_id or "?"
+    return compare_view.source_label({"id": source_id, "kind": kind}, lang)
 
 
-def _level_words(level: str, lang: str) -> str:
-    """A stored level name ("2 of 16 codebooks, 275 bit/s", core.judging.abx.level_name) in ``lang``."""
-    head, _, bitrate = level.partition(" codebooks, ")
-    codebooks = head.split(" of ")[0]
-    if not (codebooks.isdigit() and bitrate):
-        return level  # another kind of B (a name): shown as it is
-    return i18n.text("abx.level_name", lang, codebooks=codebooks, total=NUM_CODEBOOKS, bitrate=bitrate)
+def _b_caption(what_b, b: abx_jobs.MadeB, lang: str) -> str:
+    """B's caption in the transport."""
+    kind, value = what_b
+    if kind == "anchor":
+        return i18n.text("compare.abx_b_anchor", lang, label=source_words(b.source_id, lang))
+    if kind == "compare":
+        return i18n.text("compare.abx_b_second", lang, model=Path(b.detail).name)
+    return i18n.text("abx.b_caption", lang, codebooks=value, bitrate=f"{bitrate_bps(int(value)):g}")
+
+
+@contextmanager
+def job_words():
+    """The jobs' input errors (a catalogue key, ``webui.jobs.abx.BlindInputError``) as translated errors."""
+    try:
+        yield
+    except abx_jobs.BlindInputError as e:
+        raise i18n.TranslatedError(e.key, **e.fields) from e
 
 
 def _what_b(level) -> tuple[str, object]:
@@ -289,30 +265,6 @@ def b_choices() -> list[tuple[str, str]]:
     return [(short_label(a.id), a.id) for a in anchor_lib.ANCHORS] + [(short_label(COMPARE_ID), COMPARE_ID)]
 
 
-def _region(samples, start_s, end_s, max_region_s: float):
-    """The selected part of the clip (end 0 or empty: to the end), at least MIN_REGION_S and at most
-    ``max_region_s`` long (Settings.abx_max_region_s: a blind test compares short excerpts)."""
-    start, end = _seconds(start_s), _seconds(end_s)
-    start = max(start, 0.0)
-    duration = samples.size / SAMPLE_RATE
-    end = duration if end <= 0 else min(end, duration)
-    if end - start < MIN_REGION_S:
-        raise i18n.TranslatedError("abx.region_too_short", min=MIN_REGION_S, duration=duration)
-    if end - start > max_region_s:
-        raise i18n.TranslatedError("abx.region_too_long", max=max_region_s, length=end - start)
-    return samples[int(start * SAMPLE_RATE) : int(end * SAMPLE_RATE)]
-
-
-def _seconds(value) -> float:
-    try:
-        seconds = float(value or 0.0)
-    except (TypeError, ValueError):
-        seconds = math.nan
-    if not math.isfinite(seconds):
-        raise i18n.TranslatedError("abx.bad_region", value=value)
-    return seconds
-
-
 def _trial_number(value) -> int:
     """The trial number a client sent back: a whole number, else a message (not a traceback)."""
     try:
@@ -322,22 +274,3 @@ def _trial_number(value) -> int:
     if not (math.isfinite(number) and number.is_integer() and number >= 0):
         raise i18n.TranslatedError("abx.bad_trial", value=value)
     return int(number)
-
-
-def _tpdf_lsb(size: int) -> np.ndarray:
-    """Triangular dither of one 16-bit step: -1, 0 or +1 with chances 1/4, 1/2, 1/4 (fresh each call)."""
-    rng = np.random.default_rng(secrets.randbits(64))
-    return rng.integers(0, 2, size, dtype=np.int32) - rng.integers(0, 2, size, dtype=np.int32)
-
-
-def _dithered(samples) -> np.ndarray:
-    """Float samples as 16-bit steps with TPDF dither (what A and B are played from)."""
-    x = np.asarray(samples, dtype=np.float64) * 32767.0
-    return np.round(x + _tpdf_lsb(x.size)).astype(np.int64)
-
-
-def _write_pcm16(path: Path, steps) -> Path:
-    """16-bit steps (clipped to the range) as a new WAV; never overwrites."""
-    with open(path, "xb") as f:
-        sf.write(f, np.clip(steps, -32768, 32767).astype(np.int16), SAMPLE_RATE, format="WAV", subtype="PCM_16")
-    return path

@@ -20,6 +20,7 @@ from webui import i18n
 from webui.common import path_of
 from webui.jobs.common import stem_of
 from webui.queues import ABX_GROUP, MODEL_GROUP
+from webui.tabs import share
 from webui.tabs.abx import AbxHandlers, b_choices
 from webui.views import compare_view
 from webui.views.player_assets import STATIC, player_css, player_js
@@ -150,6 +151,7 @@ class AbxPage:
     last: gr.State
     clip: gr.Markdown
     running: list  # answer A, answer B, test again (fewer codebooks, against a reference codec)
+    shared: share.SharePanel | None = None  # *Share with listeners*
 
 
 def build(handlers: AbxPageHandlers) -> AbxPage:
@@ -264,7 +266,8 @@ def build(handlers: AbxPageHandlers) -> AbxPage:
     token.submit(
         handlers.results, inputs=[token], outputs=[results, csv_file, raw], api_name="abx_results", **ABX_GROUP
     )
-    return AbxPage(handlers, trials, level, started, last, clip, running)
+    shared = share.build(share.ShareHandlers(handlers.engine, handlers.workspace), last)  # *Share with listeners*
+    return AbxPage(handlers, trials, level, started, last, clip, running, shared)
 
 
 def wire_from_result(page: AbxPage, button: gr.Button, audio, what: gr.Radio, tabs: gr.Tabs) -> None:

@@ -122,6 +122,7 @@ class RoundTripPage:
     blind_what: gr.Radio  # whole clip, looped region or a worst moment
     blind_run: gr.Button
     audio_in: gr.Audio  # the input: the Live tab hands a stopped session's recording to it
+    report_files: gr.File | None = None  # the report's zip and page (a shared test's results go in)
 
 
 def blind_choices(timeline_data, request: gr.Request | None = None):
@@ -254,7 +255,7 @@ def build(handlers: RoundTripHandlers, example_paths: tuple[Path, ...]) -> Round
             comparison=parts.comparison,
         ),
     )
-    return RoundTripPage(original, blind_what, blind_run, audio_in)
+    return RoundTripPage(original, blind_what, blind_run, audio_in, report_files)
 
 
 def _url_row(handlers: RoundTripHandlers, audio_in: gr.Audio, policy: url_input.UrlPolicy) -> None:

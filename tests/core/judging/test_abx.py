@@ -49,7 +49,7 @@ def _take(store, token, first, answers):
 
 def test_answers_survive_a_restart(tmp_path):
     store = abx_store.AbxStore(tmp_path)
-    token, first = store.start("c" * 64, "16 codebooks", trials=4, seed=3)
+    token, first = store.start("c" * 64, "reconstruction", trials=4, seed=3)
     trial = _take(store, token, first, [lambda t: t.x_is, lambda t: "B" if t.x_is == "A" else "A"])
     assert trial.index == 2
     del store  # the server goes away; a new one opens the same folder
@@ -64,8 +64,8 @@ def test_answers_survive_a_restart(tmp_path):
 
 def test_one_session_cannot_read_or_answer_another(tmp_path):
     store = abx_store.AbxStore(tmp_path)
-    mine, first = store.start("a" * 64, "16 codebooks", trials=3, seed=1)
-    theirs, _ = store.start("b" * 64, "16 codebooks", trials=3, seed=1)
+    mine, first = store.start("a" * 64, "reconstruction", trials=3, seed=1)
+    theirs, _ = store.start("b" * 64, "reconstruction", trials=3, seed=1)
     store.answer(mine, 0, first.x_is)
     assert store.rows(theirs) == []
     assert store.results(theirs).trials == 0
@@ -80,7 +80,7 @@ def test_one_session_cannot_read_or_answer_another(tmp_path):
 def test_answers_are_checked_and_timed(tmp_path):
     clock = iter([100.0, 103.5, 110.0]).__next__  # start, then each recorded answer
     store = abx_store.AbxStore(tmp_path, clock=clock)
-    token, _first = store.start("d" * 64, "16 codebooks", trials=2, seed=0)
+    token, _first = store.start("d" * 64, "reconstruction", trials=2, seed=0)
     with pytest.raises(abx.AbxError, match="A or B"):
         store.answer(token, 0, "C")
     with pytest.raises(abx.AbxError, match="not the current one"):
@@ -95,9 +95,9 @@ def test_answers_are_checked_and_timed(tmp_path):
 def test_csv_export_has_one_row_per_trial_and_never_overwrites(tmp_path):
     store = abx_store.AbxStore(tmp_path / "data")
     samples = np.linspace(-1, 1, 100, dtype=np.float32)
-    token, trial = store.start(abx_store.clip_checksum(samples), "16 codebooks", trials=2, seed=5)
+    token, trial = store.start(abx_store.clip_checksum(samples), "reconstruction", trials=2, seed=5)
     _take(store, token, trial, [lambda t: "A"] * 2)
-    other, trial = store.start("e" * 64, "8 codebooks", trials=1, seed=5)
+    other, trial = store.start("e" * 64, "k8", trials=1, seed=5)
     store.answer(other, 0, "B")
     mine = store.export_csv(tmp_path / "mine.csv", token)
     rows = list(csv.DictReader(mine.open()))
@@ -113,7 +113,7 @@ def test_operator_exports_every_session_from_the_command_line(tmp_path, capsys):
 
     store = abx_store.AbxStore(tmp_path / "data")
     for seed in (1, 2):
-        token, trial = store.start("f" * 64, "16 codebooks", trials=2, seed=seed)
+        token, trial = store.start("f" * 64, "reconstruction", trials=2, seed=seed)
         _take(store, token, trial, [lambda t: "A"] * 2)
     out = tmp_path / "all.csv"
     argv = ["abx-export", "-o", str(out), "--data-dir", str(tmp_path / "data")]

@@ -21,11 +21,11 @@ def _answer_all(store: abx_store.AbxStore, token: str, first: abx_store.Trial) -
 
 def test_a_database_deleted_while_serving_is_recreated(tmp_path):
     store = abx_store.AbxStore(tmp_path)
-    token, first = store.start("a" * 64, "16", trials=2, seed=1)
+    token, first = store.start("a" * 64, "reconstruction", trials=2, seed=1)
     store.answer(token, 0, "A")
     for name in (abx_store.DB_NAME, abx_store.DB_NAME + "-wal", abx_store.DB_NAME + "-shm"):
         (tmp_path / name).unlink(missing_ok=True)
-    fresh, trial = store.start("b" * 64, "16", trials=2, seed=2)
+    fresh, trial = store.start("b" * 64, "reconstruction", trials=2, seed=2)
     _answer_all(store, fresh, trial)  # was: "no such table: sessions" until a restart
     assert store.results(fresh).trials == 2
     with pytest.raises(abx.AbxError, match="unknown here"):  # the deleted session is gone, said in words
@@ -34,14 +34,14 @@ def test_a_database_deleted_while_serving_is_recreated(tmp_path):
 
 def test_a_damaged_database_is_moved_aside_and_the_fault_is_reported(tmp_path):
     store = abx_store.AbxStore(tmp_path)
-    token, trial = store.start("a" * 64, "16", trials=1, seed=1)
+    token, trial = store.start("a" * 64, "reconstruction", trials=1, seed=1)
     _answer_all(store, token, trial)
     assert abx_store.store_problem(tmp_path) is None
     for name in (abx_store.DB_NAME + "-wal", abx_store.DB_NAME + "-shm"):
         (tmp_path / name).unlink(missing_ok=True)
     (tmp_path / abx_store.DB_NAME).write_bytes(b"this is not SQLite " * 500)
     assert "damaged" in abx_store.store_problem(tmp_path)  # /ready and the doctor see it
-    fresh, trial = store.start("b" * 64, "16", trials=1, seed=2)
+    fresh, trial = store.start("b" * 64, "reconstruction", trials=1, seed=2)
     _answer_all(store, fresh, trial)  # the first call repairs it
     assert store.results(fresh).trials == 1
     assert abx_store.store_problem(tmp_path) is None
@@ -51,13 +51,15 @@ def test_a_damaged_database_is_moved_aside_and_the_fault_is_reported(tmp_path):
 
 def test_a_locked_database_is_refused_quickly_and_start_never_waits_for_it(tmp_path):
     store = abx_store.AbxStore(tmp_path, busy_timeout_s=0.3)
-    token, trial = store.start("a" * 64, "16", trials=3, seed=1)
+    token, trial = store.start("a" * 64, "reconstruction", trials=3, seed=1)
     store.answer(token, 0, "A")
     holder = sqlite3.connect(tmp_path / abx_store.DB_NAME)
     holder.execute("BEGIN EXCLUSIVE")
     try:
         started = time.monotonic()
-        other, _ = store.start("b" * 64, "16", trials=3, seed=2)  # no file touched: the model queue never waits
+        other, _ = store.start(
+            "b" * 64, "reconstruction", trials=3, seed=2
+        )  # no file touched: the model queue never waits
         assert time.monotonic() - started < 0.1
         started = time.monotonic()
         with pytest.raises(abx.AbxError, match="busy"):
@@ -73,14 +75,14 @@ def test_a_locked_database_is_refused_quickly_and_start_never_waits_for_it(tmp_p
 def test_sessions_expire(tmp_path):
     now = [1000.0]
     store = abx_store.AbxStore(tmp_path, clock=lambda: now[0], session_ttl_s=60.0)
-    token, _trial = store.start("a" * 64, "16", trials=3, seed=1)
+    token, _trial = store.start("a" * 64, "reconstruction", trials=3, seed=1)
     store.answer(token, 0, "A")
     now[0] += 61
     with pytest.raises(abx.AbxError, match="expired"):
         store.answer(token, 1, "A")
-    idle, _ = store.start("b" * 64, "16", trials=3, seed=2)
+    idle, _ = store.start("b" * 64, "reconstruction", trials=3, seed=2)
     now[0] += 61
-    store.start("c" * 64, "16", trials=3, seed=3)  # forgets the unanswered ones past the limit
+    store.start("c" * 64, "reconstruction", trials=3, seed=3)  # forgets the unanswered ones past the limit
     with pytest.raises(abx.AbxError, match="unknown here"):
         store.current(idle)
 

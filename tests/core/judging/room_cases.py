@@ -1,0 +1,58 @@
+"""The shared-test store's behaviour, run on SQLite (test_room_store.py) and on a real PostgreSQL
+server (tests/core/judging/test_room_postgres.py): one body of checks for both databases."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from core.judging import mushra, room_results
+from core.judging.room_store import RoomError, RoomStore
+
+CHOSEN = ["reconstruction", "opus6"]
+PLAN = mushra.plan(CHOSEN, [(0.0, 2.0)])
+AUDIO = {(0, c): np.arange(48_000, dtype=np.int16) % 200 for c in PLAN.conditions}
+GOOD = {"original": 97, "lp3.5": 12, "lp7": 35, "reconstruction": 70, "opus6": 45}
+
+
+def mushra_flow(store: RoomStore) -> None:
+    link, owner = store.create("mushra", "sha", PLAN.to_dict(), AUDIO)
+    assert len(link) >= 32  # 192 bits, url-safe
+    keys = [store.join(link, name)[0] for name in ("ann", "bob", "cy")]
+    store.rate(link, keys[0], 0, GOOD)
+    store.rate(link, keys[1], 0, dict(GOOD, reconstruction=74))
+    store.rate(link, keys[2], 0, dict(GOOD, original=40))  # fails screening
+    with pytest.raises(RoomError, match="already sent") as replay:
+        store.rate(link, keys[0], 0, dict(GOOD, reconstruction=0))  # nobody changes a screen once sent
+    assert replay.value.reason == "replay"
+    got = store.responses(link, owner)
+    assert [x["nickname"] for x in got["listeners"]] == ["ann", "bob", "cy"]
+    pooled = room_results.pool_mushra(PLAN.conditions, got["ratings"])
+    assert (pooled.listeners, pooled.kept) == (3, 2)
+    assert next(r for r in pooled.conditions if r.condition == "reconstruction").ci.mean == 72
+    assert np.array_equal(store.audio(link, 0, "opus6"), AUDIO[(0, "opus6")])
+    with pytest.raises(RoomError, match="owner") as other:
+        store.responses(link, keys[0])  # a listener's key is not the owner's
+    assert other.value.reason == "forbidden"
+    store.close(link, owner)
+    with pytest.raises(RoomError, match="closed"):
+        store.join(link, "late")
+    with pytest.raises(RoomError, match="closed"):
+        store.rate(link, keys[0], 0, GOOD)
+    assert len(store.responses(link, owner)["ratings"]) == 15  # closing keeps every answer
+
+
+def abx_flow(store: RoomStore) -> None:
+    link, owner = store.create("abx", "sha", {"a_source": "original", "b_source": "k2", "trials": 4}, {})
+    keys = [store.join(link)[0] for _ in range(2)]
+    for key in keys:
+        info, who = store.listener(link, key)
+        plan = store.abx_plan(info, who)
+        for trial, x in enumerate(plan):
+            assert store.answer_abx(link, key, trial, x) == trial + 1
+        with pytest.raises(RoomError, match="every trial"):
+            store.answer_abx(link, key, 0, "A")
+    got = store.responses(link, owner)
+    pooled = room_results.pool_abx(got["answers"])
+    assert (pooled.correct, pooled.trials) == (8, 8)
+    assert pooled.p_value == pytest.approx(1 / 256)

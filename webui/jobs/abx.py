@@ -1,0 +1,139 @@
+"""The blind test's audio work, without Gradio: the region cut from the clip, B made from it, A and
+B written as dithered 16-bit WAVs, and X written anew for every trial.
+
+Issue 19: A and B are 16-bit WAVs with their own dither, and X is written for each trial from A's
+or B's samples with a fresh dither (one least significant bit, -96 dBFS: inaudible), so X's bytes
+(and hash) never equal A's or B's; a script can still tell them apart by decoding and comparing
+samples, a listener cannot. Every file lives in a folder found from the session's token alone (no
+path ever comes from the client). Errors about the input carry a catalogue key
+(:class:`BlindInputError`) that the tab words in the reader's language.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import secrets
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import soundfile as sf
+
+from core import anchors as anchor_lib
+from core.codec import SAMPLE_RATE
+from core.errors import CodecError
+from core.judging import abx
+from core.judging.sources import COMPARE_ID
+from core.model import second
+
+MIN_REGION_S = 1.0  # s; shorter regions are too short to judge
+FOLDER_PREFIX = "abx-"  # a session's folder: this, then a hash of its token
+
+
+class BlindInputError(CodecError):
+    """A blind-test input that cannot be used: ``key`` is the catalogue key of its message."""
+
+    def __init__(self, key: str, **fields):
+        self.key, self.fields = key, fields
+        super().__init__(key)
+
+
+@dataclass(frozen=True)
+class MadeB:
+    samples: np.ndarray  # float32 mono, aligned with the region
+    source_id: str  # what is stored: "reconstruction", "k2", "opus6", "compare"
+    detail: str  # the second checkpoint's model path ("" for the others)
+
+
+def region(samples, start_s, end_s, max_region_s: float) -> np.ndarray:
+    """The selected part of the clip (end 0 or empty: to the end), at least MIN_REGION_S and at most
+    ``max_region_s`` long (Settings.abx_max_region_s: a blind test compares short excerpts)."""
+    start, end = _seconds(start_s), _seconds(end_s)
+    start = max(start, 0.0)
+    duration = samples.size / SAMPLE_RATE
+    end = duration if end <= 0 else min(end, duration)
+    if end - start < MIN_REGION_S:
+        raise BlindInputError("abx.region_too_short", min=MIN_REGION_S, duration=duration)
+    if end - start > max_region_s:
+        raise BlindInputError("abx.region_too_long", max=max_region_s, length=end - start)
+    return samples[int(start * SAMPLE_RATE) : int(end * SAMPLE_RATE)]
+
+
+def _seconds(value) -> float:
+    try:
+        seconds = float(value or 0.0)
+    except (TypeError, ValueError):
+        seconds = math.nan
+    if not math.isfinite(seconds):
+        raise BlindInputError("abx.bad_region", value=value)
+    return seconds
+
+
+def make_b(engine, what_b: tuple[str, object], samples: np.ndarray, audio) -> MadeB:
+    """B's samples and source id: ("level", k) the codec with its first k codebooks, ("anchor",
+    an Anchor) a reference codec, ("compare", None) the second checkpoint's reconstruction."""
+    kind, value = what_b
+    if kind == "anchor":
+        assert isinstance(value, anchor_lib.Anchor)
+        made = anchor_lib.make_anchors(samples, [value])
+        if not made.made:
+            raise CodecError(made.problems[0].message)
+        return MadeB(made.made[0].samples, value.id, "")
+    if kind == "compare":
+        other = second.ready_second(engine)
+        if other is None:
+            raise BlindInputError("compare.abx_no_second")
+        return MadeB(other.roundtrip(audio).decoded.samples, COMPARE_ID, str(other.settings.model))
+    codebooks = int(value)  # type: ignore[call-overload]
+    return MadeB(engine.roundtrip(audio, codebooks=codebooks).decoded.samples, abx.level_id(codebooks), "")
+
+
+def session_folder(root: Path, folder_prefix: str, token: str) -> Path:
+    """The session's media folder under ``root``, found from the token alone."""
+    return root / f"{folder_prefix}{FOLDER_PREFIX}{hashlib.sha256(token.encode()).hexdigest()[:32]}"
+
+
+def write_pair(folder: Path, a_samples, b_samples) -> tuple[Path, Path]:
+    """A and B as 16-bit WAVs, each with a dither of its own, in a new ``folder``."""
+    folder.mkdir(parents=True)
+    return write_pcm16(folder / "a.wav", dithered(a_samples)), write_pcm16(folder / "b.wav", dithered(b_samples))
+
+
+def write_x(folder: Path, token: str, index: int, x_is: str) -> Path | None:
+    """X of trial ``index``: A's or B's 16-bit samples with a fresh dither, under a name only the
+    token gives (written once: a repeated call finds it). None when A's or B's file is gone."""
+    target = folder / f"x-{hashlib.sha256(f'{token}:{index}'.encode()).hexdigest()[:24]}.wav"
+    if target.is_file():
+        return target
+    source = folder / ("a.wav" if x_is == "A" else "b.wav")
+    if not source.is_file():
+        return None
+    forget_x(folder)
+    steps, _rate = sf.read(source, dtype="int16")
+    return write_pcm16(target, steps.astype(np.int32) + tpdf_lsb(steps.size))
+
+
+def forget_x(folder: Path) -> None:
+    """Remove the trials' X files (after the last answer, or before the next X)."""
+    for old in folder.glob("x-*.wav"):
+        old.unlink(missing_ok=True)
+
+
+def tpdf_lsb(size: int) -> np.ndarray:
+    """Triangular dither of one 16-bit step: -1, 0 or +1 with chances 1/4, 1/2, 1/4 (fresh each call)."""
+    rng = np.random.default_rng(secrets.randbits(64))
+    return rng.integers(0, 2, size, dtype=np.int32) - rng.integers(0, 2, size, dtype=np.int32)
+
+
+def dithered(samples) -> np.ndarray:
+    """Float samples as 16-bit steps with TPDF dither (what A and B are played from)."""
+    x = np.asarray(samples, dtype=np.float64) * 32767.0
+    return np.round(x + tpdf_lsb(x.size)).astype(np.int64)
+
+
+def write_pcm16(path: Path, steps) -> Path:
+    """16-bit steps (clipped to the range) as a new WAV; never overwrites."""
+    with open(path, "xb") as f:
+        sf.write(f, np.clip(steps, -32768, 32767).astype(np.int16), SAMPLE_RATE, format="WAV", subtype="PCM_16")
+    return path

@@ -1,0 +1,120 @@
+"""A shared listening test's audio work, without Gradio: every condition of the region made (the
+original, anchors, the codec at a level, the second checkpoint), stored as 16-bit samples with the
+test, and served to a listener under names that say nothing.
+
+What a listener's browser learns is a **slot handle** per sound: 32 hex characters of an HMAC of
+the test's secret seed, the listener, the screen and the slot (the position in that listener's own
+order). The URL is the handle, every sound of a screen has the same byte length (the conditions are
+sample-aligned), and each file carries a dither of its own (one least significant bit, TPDF, seeded
+by the handle so byte ranges of one file agree), so neither names, URLs, sizes, order nor hashes
+tell a condition. Only the server maps a handle back to its condition.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import html
+import io
+import json
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import soundfile as sf
+
+from core import anchors as anchor_lib
+from core.codec import NUM_CODEBOOKS, SAMPLE_RATE
+from core.errors import CodecError
+from core.judging import abx, mushra
+from core.judging.sources import COMPARE_ID
+from core.model import second
+from webui.jobs.abx import BlindInputError
+
+HANDLE_CHARS = 32
+REFERENCE_SLOT = -1  # the open reference's slot on a MUSHRA screen
+
+
+def make_conditions(engine, samples: np.ndarray, source_ids, audio) -> dict[str, np.ndarray]:
+    """Each of ``source_ids`` made from ``samples`` (one region, float32 mono): original, anchors,
+    ``reconstruction``, ``k<n>`` and ``compare``; CodecError naming any that cannot be made."""
+    made: dict[str, np.ndarray] = {}
+    anchors = [anchor_lib.BY_ID[s] for s in source_ids if s in anchor_lib.BY_ID]
+    if anchors:
+        done = anchor_lib.make_anchors(samples, anchors)
+        if done.problems:
+            raise CodecError(done.problems[0].message)
+        made.update({a.anchor.id: a.samples for a in done.made})
+    for sid in source_ids:
+        if sid in made:
+            continue
+        if sid == abx.A_ORIGINAL:
+            made[sid] = samples
+        elif sid == abx.A_CODEC:
+            made[sid] = engine.roundtrip(audio).decoded.samples
+        elif sid == COMPARE_ID:
+            other = second.ready_second(engine)
+            if other is None:
+                raise BlindInputError("compare.abx_no_second")
+            made[sid] = other.roundtrip(audio).decoded.samples
+        elif abx.source_kind(sid) == "level":
+            made[sid] = engine.roundtrip(audio, codebooks=int(sid[1:])).decoded.samples
+        else:
+            raise BlindInputError("share.unknown_source", id=sid, max=NUM_CODEBOOKS)
+    n = samples.size
+    return {sid: _fit(x, n) for sid, x in made.items()}
+
+
+def _fit(x: np.ndarray, n: int) -> np.ndarray:
+    """Exactly ``n`` samples (decoders may give a few more or fewer): equal lengths, equal file sizes."""
+    x = np.asarray(x, dtype=np.float32)[:n]
+    return np.pad(x, (0, n - x.size)) if x.size < n else x
+
+
+def to_steps(samples) -> np.ndarray:
+    """Float samples as 16-bit steps, rounded (the dither is added per listener when served)."""
+    return np.clip(np.round(np.asarray(samples, dtype=np.float64) * 32767.0), -32768, 32767).astype(np.int16)
+
+
+def handle(seed: int, listener: str, screen: int, slot: int) -> str:
+    """The opaque name of one sound on one listener's screen."""
+    message = f"{listener}:{screen}:{slot}".encode()
+    return hmac.new(str(seed).encode(), message, hashlib.sha256).hexdigest()[:HANDLE_CHARS]
+
+
+def mushra_slots(seed: int, listener: str, screen: int, conditions) -> dict[str, str]:
+    """handle -> condition id for one listener's screen, in that listener's order (the reference
+    under its own handle, slot REFERENCE_SLOT)."""
+    ordered = mushra.order(conditions, seed, listener, screen)
+    slots = {handle(seed, listener, screen, i): c for i, c in enumerate(ordered)}
+    slots[handle(seed, listener, screen, REFERENCE_SLOT)] = "reference"
+    return slots
+
+
+def listener_wav(steps: np.ndarray, handle_text: str) -> bytes:
+    """A 16-bit WAV of ``steps`` with a TPDF dither of one step seeded by the handle."""
+    rng = np.random.default_rng(int(handle_text[:16], 16))
+    noise = rng.integers(0, 2, steps.size, dtype=np.int32) - rng.integers(0, 2, steps.size, dtype=np.int32)
+    out = np.clip(steps.astype(np.int32) + noise, -32768, 32767).astype(np.int16)
+    buffer = io.BytesIO()
+    sf.write(buffer, out, SAMPLE_RATE, format="WAV", subtype="PCM_16")
+    return buffer.getvalue()
+
+
+def add_to_report(files: list[Path], section_html: str, pooled: dict, csv_path, title: str, css: str) -> None:
+    """Append the shared test's results to a round trip's report: ``listening-test.json`` (pooled,
+    by id) and ``listening-test.csv`` (every rating) into the zip, and a section into the page."""
+    for path in files:
+        if path.suffix == ".zip" and path.is_file():
+            with zipfile.ZipFile(path, "a") as z:
+                names = set(z.namelist())
+                if "listening-test.json" not in names:
+                    z.writestr("listening-test.json", json.dumps(pooled, indent=2, default=str))
+                    if csv_path:
+                        z.write(csv_path, "listening-test.csv")
+        elif path.suffix == ".html" and path.is_file():
+            page = path.read_text(encoding="utf-8")
+            if 'id="listening-test"' not in page:
+                section = f'<section id="listening-test"><style>{css}</style><h2>{html.escape(title)}</h2>{section_html}</section>'
+                page = page.replace("</body>", section + "</body>") if "</body>" in page else page + section
+                path.write_text(page, encoding="utf-8")

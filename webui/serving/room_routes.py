@@ -1,0 +1,292 @@
+"""``/listen/<link>``: the page a listener opens from a shared test's link, and its JSON and audio.
+
+The page holds only that test (no upload, no lab, no other results). A listener joins with at most
+a nickname; the server answers with a listener key in an HttpOnly cookie scoped to the test's path,
+so answers cannot be sent for another listener. Every sound is named by an opaque handle
+(``webui.jobs.room``): the page, its URLs and the response headers say nothing of which condition
+a sound is (same length, own dither, ``Cache-Control: no-store``, no ETag or Last-Modified, no file
+name).
+
+Routes (``<link>`` is the test's secret link):
+
+- ``GET /listen/<link>``: the page; ``GET .../state``: what to show now (JSON);
+- ``POST .../join`` ``{"nickname": "..."}``; ``POST .../rate`` ``{"screen": 0, "ratings": {handle: 0..100}}``;
+  ``POST .../abx`` ``{"trial": 0, "answer": "A"}``;
+- ``GET|HEAD .../audio/<handle>``: a 16-bit WAV, byte ranges answered.
+
+Errors are JSON ``{"error": sentence}`` with 400 (bad input), 403 (not joined / not yours), 404
+(unknown link or sound), 409 (already answered), 410 (closed or expired), 429 (too many answers).
+Answers are limited per listener (:data:`ANSWERS_PER_MIN` a minute), joins per address and test.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import deque
+
+from fastapi import FastAPI, Request
+from fastapi.responses import HTMLResponse, JSONResponse, Response
+from fastapi.routing import APIRoute
+
+from core.errors import CodecError
+from core.judging import mushra
+from core.judging.room_store import RoomError, RoomStore
+from webui import i18n
+from webui.jobs import room as room_jobs
+from webui.serving.guard import signed_in
+from webui.serving.throttle import client_key
+from webui.views import listen_page
+
+logger = logging.getLogger(__name__)
+
+PREFIX = "/listen/"
+COOKIE = "cw_listener"
+ANSWERS_PER_MIN = 30  # answer requests (rate, abx) per listener per minute (a quick ABX listener sends ~10)
+PER_ADDRESS_PER_MIN = 600  # any answer from one address, whatever listener it claims to be
+JOINS_PER_MIN = 120  # joins per address per test per minute (a room's phones may share one address)
+NO_STORE = {"Cache-Control": "no-store", "X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer"}
+_STATUS = {"unknown": 404, "closed": 410, "expired": 410, "replay": 409, "forbidden": 403, "bad": 400}
+
+
+class _Refused(i18n.TranslatedError):
+    """A listener request refused here: its HTTP status and a catalogue key."""
+
+    def __init__(self, status: int, key: str, **fields):
+        self.status = status
+        super().__init__(key, **fields)
+
+
+class _Rate:
+    """At most ``per_min`` calls per client in any minute (in this process)."""
+
+    def __init__(self, per_min: int):
+        self.per_min, self._lock = per_min, threading.Lock()
+        self._seen: dict[str, deque[float]] = {}
+
+    def allow(self, key: str) -> bool:
+        if key.startswith("full:"):
+            return False
+        now = time.monotonic()
+        with self._lock:
+            q = self._seen.setdefault(key, deque())
+            while q and now - q[0] > 60:
+                q.popleft()
+            if len(q) >= self.per_min:
+                return False
+            q.append(now)
+            if len(self._seen) > 10_000:
+                self._seen.pop(next(iter(self._seen)))
+            return True
+
+
+def room_routes(store: RoomStore, answers_per_min: int = ANSWERS_PER_MIN) -> list[APIRoute]:
+    """The listener routes, to hand to Gradio's FastAPI app beside /health."""
+    app = FastAPI()
+    rate, joins, per_address = _Rate(answers_per_min), _Rate(JOINS_PER_MIN), _Rate(PER_ADDRESS_PER_MIN)
+
+    def answerer(request: Request, link: str) -> str:
+        """Whom an answer's limit counts: the listener (their cookie), else the address; a full address
+        counts as a listener over its limit."""
+        address = client_key(request.scope, frozenset())
+        if not per_address.allow(address):
+            return "full:" + address
+        return (key_of(request) or address) + ":" + link
+
+    def lang_of(request: Request) -> str:
+        return i18n.language_of(request)  # type: ignore[arg-type]  # reads .headers, as gr.Request has
+
+    def refuse(request: Request, status: int, key: str, detail: str = "") -> JSONResponse:
+        words = i18n.text(key, lang_of(request))
+        return JSONResponse({"error": words + (f" ({detail})" if detail else "")}, status_code=status, headers=NO_STORE)
+
+    def failed(request: Request, e: Exception) -> JSONResponse:
+        if isinstance(e, _Refused):
+            return JSONResponse({"error": e.in_language(lang_of(request))}, status_code=e.status, headers=NO_STORE)
+        if isinstance(e, RoomError):
+            return refuse(request, _STATUS.get(e.reason, 400), f"listen.error.{e.reason}", str(e))
+        if isinstance(e, mushra.MushraError):
+            return refuse(request, 400, "listen.error.bad", str(e))
+        logger.exception("shared test request failed")
+        return refuse(request, 500, "listen.error.server")
+
+    def key_of(request: Request) -> str:
+        return request.cookies.get(COOKIE, "")
+
+    async def page(link: str, request: Request):
+        if not signed_in(request.scope):
+            return refuse(request, 401, "listen.error.sign_in")
+        try:
+            info = store.open_test(link)
+        except (RoomError, CodecError, _Refused) as e:
+            return failed(request, e)
+        return HTMLResponse(listen_page.page(info.kind, lang_of(request)), headers=NO_STORE)
+
+    async def state(link: str, request: Request):
+        if not signed_in(request.scope):
+            return refuse(request, 401, "listen.error.sign_in")
+        try:
+            return JSONResponse(_state(store, link, key_of(request)), headers=NO_STORE)
+        except (RoomError, CodecError, _Refused) as e:
+            return failed(request, e)
+
+    async def join(link: str, request: Request):
+        if not signed_in(request.scope):
+            return refuse(request, 401, "listen.error.sign_in")
+        if not joins.allow(client_key(request.scope, frozenset()) + ":" + link):
+            return refuse(request, 429, "listen.error.rate")
+        try:
+            body = await _body(request)
+            if key_of(request):  # already joined: the same listener goes on
+                try:
+                    store.listener(link, key_of(request))
+                    return JSONResponse(_state(store, link, key_of(request)), headers=NO_STORE)
+                except RoomError:
+                    pass
+            key, _who = store.join(link, body.get("nickname", ""))
+            out = JSONResponse(_state(store, link, key), headers=NO_STORE)
+            out.set_cookie(COOKIE, key, httponly=True, samesite="strict", path=PREFIX + link, max_age=90 * 86400)
+            return out
+        except (RoomError, CodecError, _Refused) as e:
+            return failed(request, e)
+
+    async def rate_screen(link: str, request: Request):
+        if not rate.allow(answerer(request, link)):
+            return refuse(request, 429, "listen.error.rate")
+        try:
+            body = await _body(request)
+            key = key_of(request)
+            info, who = store.listener(link, key)
+            screen = body.get("screen")
+            if not isinstance(screen, int) or isinstance(screen, bool):
+                raise _Refused(400, "listen.bad_screen", value=repr(screen))
+            slots = room_jobs.mushra_slots(info.seed, who.listener, screen, info.plan["conditions"])
+            given = body.get("ratings")
+            if not isinstance(given, dict):
+                raise _Refused(400, "listen.bad_ratings")
+            unknown = [h for h in given if slots.get(h) in (None, "reference")]
+            if unknown:
+                raise _Refused(400, "listen.not_on_screen", n=len(unknown))
+            store.rate(link, key, screen, {slots[h]: v for h, v in given.items()})
+            return JSONResponse(_state(store, link, key), headers=NO_STORE)
+        except (RoomError, CodecError, _Refused) as e:
+            return failed(request, e)
+
+    async def answer_abx(link: str, request: Request):
+        if not rate.allow(answerer(request, link)):
+            return refuse(request, 429, "listen.error.rate")
+        try:
+            body = await _body(request)
+            trial = body.get("trial")
+            if not isinstance(trial, int) or isinstance(trial, bool):
+                raise _Refused(400, "listen.bad_trial", value=repr(trial))
+            store.answer_abx(link, key_of(request), trial, body.get("answer", ""))
+            return JSONResponse(_state(store, link, key_of(request)), headers=NO_STORE)
+        except (RoomError, CodecError, _Refused) as e:
+            return failed(request, e)
+
+    async def audio(link: str, handle: str, request: Request):
+        if not signed_in(request.scope):
+            return refuse(request, 401, "listen.error.sign_in")
+        try:
+            data = _sound(store, link, key_of(request), handle)
+        except (RoomError, CodecError, _Refused) as e:
+            return failed(request, e)
+        return _ranged(request, data)
+
+    base = PREFIX + "{link}"
+    app.add_api_route(base, page, methods=["GET"], include_in_schema=False)
+    app.add_api_route(base + "/state", state, methods=["GET"], include_in_schema=False)
+    app.add_api_route(base + "/join", join, methods=["POST"], include_in_schema=False)
+    app.add_api_route(base + "/rate", rate_screen, methods=["POST"], include_in_schema=False)
+    app.add_api_route(base + "/abx", answer_abx, methods=["POST"], include_in_schema=False)
+    app.add_api_route(base + "/audio/{handle}", audio, methods=["GET", "HEAD"], include_in_schema=False)
+    return [r for r in app.routes if isinstance(r, APIRoute)]
+
+
+async def _body(request: Request) -> dict:
+    try:
+        body = await request.json()
+    except ValueError:
+        raise _Refused(400, "listen.bad_json") from None
+    if not isinstance(body, dict):
+        raise _Refused(400, "listen.bad_json")
+    return body
+
+
+def _state(store: RoomStore, link: str, key: str) -> dict:
+    """What the page shows now: the test's state, and the listener's current screen or trial (only
+    handles, never condition ids)."""
+    info = store.open_test(link)
+    out: dict = {"kind": info.kind, "state": info.state(time.time()), "joined": False}
+    if not key:
+        return out
+    try:
+        _info, who = store.listener(link, key)
+    except RoomError:
+        return out
+    out |= {"joined": True, "listener": who.number, "nickname": who.nickname}
+    if info.kind == "mushra":
+        plan = mushra.Plan.from_dict(info.plan)
+        done = store.rated_items(link, key)
+        screen = next((i for i in range(len(plan.items)) if i not in done), None)
+        out |= {"screens": len(plan.items), "screen": screen}
+        if screen is not None:
+            slots = room_jobs.mushra_slots(info.seed, who.listener, screen, plan.conditions)
+            out["reference"] = next(h for h, c in slots.items() if c == "reference")
+            out["sounds"] = [h for h, c in slots.items() if c != "reference"]  # the listener's own order
+        return out
+    plan_x = store.abx_plan(info, who)
+    trial = store.abx_done(link, key)
+    out |= {"trials": len(plan_x), "trial": trial if trial < len(plan_x) else None}
+    if trial < len(plan_x):
+        out["sounds"] = [room_jobs.handle(info.seed, who.listener, trial, slot) for slot in range(3)]  # A, B, X
+    return out
+
+
+def _sound(store: RoomStore, link: str, key: str, handle: str) -> bytes:
+    """The WAV behind a handle of this listener's current screen or trial."""
+    if not (len(handle) == room_jobs.HANDLE_CHARS and all(c in "0123456789abcdef" for c in handle)):
+        raise _Refused(404, "listen.no_sound")
+    info, who = store.listener(link, key)
+    if info.kind == "mushra":
+        plan = mushra.Plan.from_dict(info.plan)
+        for screen in range(len(plan.items)):
+            slots = room_jobs.mushra_slots(info.seed, who.listener, screen, plan.conditions)
+            if handle in slots:
+                source = "original" if slots[handle] == "reference" else slots[handle]
+                return room_jobs.listener_wav(store.audio(link, screen, source), handle)
+        raise _Refused(404, "listen.no_sound")
+    trial = store.abx_done(link, key)
+    plan_x = store.abx_plan(info, who)
+    if trial >= len(plan_x):
+        raise _Refused(409, "listen.all_answered")
+    names = [room_jobs.handle(info.seed, who.listener, trial, slot) for slot in range(3)]
+    if handle not in names:
+        raise _Refused(404, "listen.no_sound")
+    which = "AB"[names.index(handle)] if names.index(handle) < 2 else plan_x[trial]
+    source = info.plan["a_source"] if which == "A" else info.plan["b_source"]
+    return room_jobs.listener_wav(store.audio(link, 0, source), handle)
+
+
+def _ranged(request: Request, data: bytes) -> Response:
+    """``data`` whole or the byte range asked for (the player reads WAVs in blocks)."""
+    headers = {**NO_STORE, "Accept-Ranges": "bytes", "Content-Type": "audio/wav"}
+    size = len(data)
+    spec = request.headers.get("range", "")
+    if request.method == "HEAD":
+        return Response(b"", headers={**headers, "Content-Length": str(size)})
+    if spec.startswith("bytes="):
+        first, _, last = spec[6:].partition("-")
+        try:
+            start = int(first) if first else max(0, size - int(last))
+            end = min(int(last), size - 1) if first and last else size - 1
+        except ValueError:
+            start, end = size, size
+        if not 0 <= start <= end < size:
+            return Response(b"", status_code=416, headers={**headers, "Content-Range": f"bytes */{size}"})
+        return Response(
+            data[start : end + 1], status_code=206, headers={**headers, "Content-Range": f"bytes {start}-{end}/{size}"}
+        )
+    return Response(data, headers=headers)

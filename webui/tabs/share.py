@@ -1,0 +1,303 @@
+"""*Share with listeners*: the owner's side of a shared listening test, in the Blind test tab.
+
+From the clip and region the blind test holds (started from a round trip's result or an upload),
+the owner makes a MUSHRA test (hidden reference, both low-pass anchors, up to 6 chosen conditions)
+or a blind ABX test, with an expiry (default 7 days, ``--share-ttl-s``). The page shows the link
+and a QR code for phones in the room; responses arrive live (a timer reads the store every few
+seconds); *Close the test* stops new answers. The pooled result (``core.judging.room_results``)
+is shown as the sentence, a bar chart with intervals and the listener rows, with the screening
+rule and a toggle to include the excluded; the CSV has one row per rating, by id.
+
+The owner key lives only in this page (a ``gr.State``); the store keeps its hash.
+"""
+
+from __future__ import annotations
+
+import csv
+import html
+import logging
+import secrets
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import gradio as gr
+
+from core.audio.files import audio_from_array, load_audio
+from core.codec import SAMPLE_RATE
+from core.judging import abx, abx_store, mushra, room_results
+from core.judging.room_store import RoomStore, store_for
+from core.judging.sources import short_label
+from webui import i18n
+from webui.common import TabHandlers, user_errors
+from webui.jobs import abx as abx_jobs
+from webui.jobs import room as room_jobs
+from webui.queues import MODEL_GROUP
+from webui.tabs.abx import job_words, source_words
+from webui.views import room_view
+
+logger = logging.getLogger(__name__)
+
+CHOICES = ("reconstruction", "k8", "k4", "k2", "opus6", "opus12", "amr", "mp3", "compare")  # what may be rated
+DEFAULT_CHOSEN = ("reconstruction", "opus6")
+EXPIRY_CHOICES_S = (3600.0, 86400.0, 7 * 86400.0, 30 * 86400.0)
+REFRESH_S = 2.0  # how often the owner's page reads the responses
+CSV_FIELDS = (
+    "test_kind",
+    "listener",
+    "nickname",
+    "item",
+    "condition",
+    "rating",
+    "trial",
+    "x_is",
+    "answer",
+    "correct",
+    "at",
+    "excluded",
+)
+
+
+@dataclass
+class ShareHandlers(TabHandlers):
+    store: RoomStore = field(init=False)
+
+    def __post_init__(self):
+        self.store = store_for(self.engine.settings)
+
+    def share(self, last, kind, chosen, trials, expiry_s, request: gr.Request, progress=gr.Progress()):
+        """Make the test from the blind test's clip and region; show its link and QR code."""
+        lang = i18n.language_of(request)
+        if not last:
+            raise gr.Error(i18n.text("share.no_clip", lang), print_exception=False)
+        with user_errors("share.action", lang), job_words():
+            progress(0.1, desc=i18n.text("share.making", lang))
+            samples = abx_jobs.region(
+                load_audio(last["audio"], self.limits).samples,
+                last.get("start_s") or 0.0,
+                last.get("end_s") or 0.0,
+                self.engine.settings.abx_max_region_s,
+            )
+            audio = audio_from_array(samples, SAMPLE_RATE, limits=self.limits)
+            ttl = float(expiry_s or self.engine.settings.share_ttl_s)
+            if kind == "abx":
+                b = str((chosen or [abx.A_CODEC])[0])
+                made = room_jobs.make_conditions(self.engine, samples, [abx.A_ORIGINAL, b], audio)
+                count = int(trials or abx.DEFAULT_TRIALS)
+                abx.plan_trials(count, 0)  # the range check, before anything is stored
+                plan = {"a_source": abx.A_ORIGINAL, "b_source": b, "trials": count}
+            else:
+                mplan = mushra.plan(chosen, [(0.0, samples.size / SAMPLE_RATE)], known=set(CHOICES))
+                made = room_jobs.make_conditions(self.engine, samples, mplan.conditions, audio)
+                plan = mplan.to_dict()
+            steps = {(0, sid): room_jobs.to_steps(x) for sid, x in made.items()}
+            link, owner = self.store.create(
+                "abx" if kind == "abx" else "mushra", abx_store.clip_checksum(samples), plan, steps, ttl
+            )
+        url = _base_url(request) + "/listen/" + link
+        logger.info("shared %s test made: %d conditions, expires in %.0f h", kind, len(made), ttl / 3600)
+        owned = {"link": link, "owner": owner, "kind": kind, "url": url}
+        return owned, link_html(url, lang), self.responses(owned, False, request)
+
+    def responses(self, owned, include_excluded, request: gr.Request) -> str:
+        """The pooled result so far (the timer calls this every REFRESH_S)."""
+        return self._pooled(owned, include_excluded, request)[0]
+
+    def csv(self, owned, include_excluded, request: gr.Request) -> str | None:
+        """Every rating or answer so far as a CSV, one row each, by id."""
+        lang = i18n.language_of(request)
+        if not owned:
+            raise gr.Error(i18n.text("share.nothing_shared", lang), print_exception=False)
+        return self._csv(*self._pooled(owned, include_excluded, request)[1])
+
+    def _pooled(self, owned, include_excluded, request: gr.Request):
+        lang = i18n.language_of(request)
+        if not owned:
+            return "", None
+        with user_errors("share.action", lang):
+            got = self.store.responses(owned["link"], owned["owner"])
+        info = got["info"]
+        nicknames = {x["listener"]: x["nickname"] for x in got["listeners"]}
+        state = i18n.text(f"share.state_{info.state(time.time())}", lang)
+        head = i18n.text("share.joined", lang, n=len(got["listeners"]), state=state)
+        name_of = lambda sid: source_words(sid, lang)  # noqa: E731
+        if info.kind == "mushra":
+            pooled = room_results.pool_mushra(info.plan["conditions"], got["ratings"], bool(include_excluded))
+            body = room_view.mushra_html(pooled, nicknames, lang, name_of)
+            excluded = {s.listener for s in pooled.screened if s.excluded}
+        else:
+            body = room_view.abx_html(room_results.pool_abx(got["answers"]), nicknames, lang)
+            excluded = set()
+        return f"<p>{html.escape(head)}</p>{body}", (got, nicknames, excluded)
+
+    def _csv(self, got: dict, nicknames: dict, excluded: set) -> str | None:
+        if not (got["ratings"] or got["answers"]):
+            return None
+        folder = self.workspace.new_dir("share")
+        path = Path(folder) / f"listening-test-{secrets.token_hex(4)}.csv"
+        kind = got["info"].kind
+        with open(path, "x", newline="", encoding="utf-8") as f:
+            writer = csv.DictWriter(f, fieldnames=CSV_FIELDS, extrasaction="ignore")
+            writer.writeheader()
+            for row in got["ratings"] + got["answers"]:
+                who = row["listener"]
+                writer.writerow(
+                    {"test_kind": kind, "nickname": nicknames.get(who, ""), "excluded": int(who in excluded), **row}
+                )
+        return str(path)
+
+    def add_to_report(self, files, owned, request: gr.Request) -> None:
+        """Put the shared test's results (pooled JSON, CSV of every rating, the result's section)
+        into the round trip's report zip and page, when a test was shared from this page."""
+        if not owned or not files:
+            return
+        lang = i18n.language_of(request)
+        shown, (got, nicknames, excluded) = self._pooled(owned, False, request)
+        csv_path = self._csv(got, nicknames, excluded)
+        pooled = self._pooled_dict(got)
+        paths = [Path(str(f.get("path") if isinstance(f, dict) else getattr(f, "path", f))) for f in files]
+        room_jobs.add_to_report(paths, shown, pooled, csv_path, i18n.text("share.report_title", lang), room_view.CSS)
+
+    @staticmethod
+    def _pooled_dict(got: dict) -> dict:
+        info = got["info"]
+        if info.kind == "mushra":
+            pooled = room_results.pool_mushra(info.plan["conditions"], got["ratings"]).to_dict()
+        else:
+            pooled = room_results.pool_abx(got["answers"]).to_dict()
+        return {"kind": info.kind, "plan": info.plan, "listeners": got["listeners"], "pooled": pooled}
+
+    def close(self, owned, include_excluded, request: gr.Request):
+        lang = i18n.language_of(request)
+        if not owned:
+            raise gr.Error(i18n.text("share.nothing_shared", lang), print_exception=False)
+        with user_errors("share.action", lang):
+            self.store.close(owned["link"], owned["owner"])
+        return self.responses(owned, include_excluded, request)
+
+
+def _base_url(request: gr.Request) -> str:
+    """Where this page was opened (the link must work from the room's phones the same way)."""
+    headers = getattr(request, "headers", None) or {}
+    host = headers.get("x-forwarded-host") or headers.get("host") or "localhost"
+    scheme = headers.get("x-forwarded-proto") or "http"
+    return f"{scheme}://{host}"
+
+
+def link_html(url: str, lang: str) -> str:
+    """The link, and its QR code (segno, an inline SVG) for phones in the room."""
+    import segno
+
+    qr = segno.make(url, error="m").svg_inline(scale=4, border=2)
+    words = html.escape(i18n.text("share.link", lang))
+    return (
+        f'<div class="cw-share-link"><p>{words}<br><a id="share-url" href="{html.escape(url)}" target="_blank" '
+        f'rel="noopener">{html.escape(url)}</a></p><div class="cw-share-qr" role="img" '
+        f'aria-label="{html.escape(i18n.text("share.qr", lang))}">{qr}</div></div>'
+    )
+
+
+def choice_label(source_id: str) -> str:
+    """A condition's checkbox label, the same in every language (Gradio does not translate choices):
+    the source catalogue's short label, the codec's marked as such."""
+    short = short_label(source_id)
+    return f"codec · {short}" if source_id == abx.A_CODEC or source_id.startswith("k") else short
+
+
+def expiry_label(seconds: float) -> str:
+    """ "1 h", "7 d": the same in every language."""
+    return f"{seconds / 3600:g} h" if seconds < 86400 else f"{seconds / 86400:g} d"
+
+
+@dataclass
+class SharePanel:
+    """What app.py wires to other tabs: the owned test (for the round trip's report)."""
+
+    handlers: ShareHandlers
+    owned: gr.State
+
+
+def build(handlers: ShareHandlers, last: gr.State) -> SharePanel:
+    """The *Share with listeners* panel (call inside the Blind test tab); ``last`` is the blind
+    test's clip and region."""
+    with gr.Accordion(i18n.label("share.title"), open=False, elem_id="share-panel"):
+        gr.Markdown(i18n.label("share.intro"))
+        with gr.Row():
+            kind = gr.Radio(
+                [("MUSHRA", "mushra"), ("ABX", "abx")],  # i18n-exempt: the tests' names, the same in every language
+                value="mushra",
+                label=i18n.label("share.kind"),
+                info=i18n.label("share.kind_info"),
+                elem_id="share-kind",
+            )
+            chosen = gr.CheckboxGroup(
+                [(choice_label(c), c) for c in CHOICES],
+                value=list(DEFAULT_CHOSEN),
+                label=i18n.label("share.chosen"),
+                info=i18n.label("share.chosen_info"),
+                elem_id="share-chosen",
+            )
+        with gr.Row():
+            trials = gr.Number(
+                abx.DEFAULT_TRIALS, precision=0, label=i18n.label("share.trials"), elem_id="share-trials"
+            )
+            expiry = gr.Dropdown(
+                [(expiry_label(s), s) for s in EXPIRY_CHOICES_S],
+                value=handlers.engine.settings.share_ttl_s,
+                allow_custom_value=True,
+                label=i18n.label("share.expiry"),
+                elem_id="share-expiry",
+            )
+        button = gr.Button(i18n.label("share.button"), variant="primary", elem_id="share-button")
+        link = gr.HTML(elem_id="share-link")
+        include = gr.Checkbox(False, label=i18n.label("share.include_excluded"), elem_id="share-include")
+        results = gr.HTML(elem_id="share-results", css_template=room_view.CSS)
+        with gr.Row():
+            close = gr.Button(i18n.label("share.close"), variant="stop", elem_id="share-close")
+            export = gr.Button(i18n.label("share.csv_button"), elem_id="share-csv-button")
+        csv_file = gr.File(label=i18n.label("share.csv"), interactive=False, elem_id="share-csv")
+        owned = gr.State(None)
+        timer = gr.Timer(REFRESH_S, active=True)
+    button.click(
+        handlers.share,
+        inputs=[last, kind, chosen, trials, expiry],
+        outputs=[owned, link, results],
+        api_name="share_start",
+        api_visibility="private",
+        **MODEL_GROUP,
+    )
+    timer.tick(
+        handlers.responses,
+        inputs=[owned, include],
+        outputs=[results],
+        api_name="share_responses",
+        api_visibility="private",
+        queue=False,
+        show_progress="hidden",
+    )
+    include.change(
+        handlers.responses, inputs=[owned, include], outputs=[results], api_visibility="private", queue=False
+    )
+    export.click(
+        handlers.csv, inputs=[owned, include], outputs=[csv_file], api_name="share_csv", api_visibility="private"
+    )
+    close.click(
+        handlers.close,
+        inputs=[owned, include],
+        outputs=[results],
+        api_name="share_close",
+        api_visibility="private",
+        queue=False,
+    )
+    return SharePanel(handlers, owned)
+
+
+def wire_report(panel: SharePanel, report_files: gr.File) -> None:
+    """The round trip's report: once its zip and page are written, the shared test's results go in
+    (``add_to_report``)."""
+    report_files.change(
+        panel.handlers.add_to_report,
+        inputs=[report_files, panel.owned],
+        api_visibility="private",
+        queue=False,
+    )
