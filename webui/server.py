@@ -28,6 +28,7 @@ from webui.serving.guard import Guard
 from webui.serving.health import add_health_routes
 from webui.serving.limits import ClientLimits, LimitSettings
 from webui.serving.live_socket import live_routes
+from webui.serving.report_route import report_routes
 from webui.serving.workspace import Workspace
 
 logger = logging.getLogger(__name__)
@@ -69,6 +70,7 @@ def launch(demo: gr.Blocks, engine, ui: UiOptions, server: ServerOptions, starte
         app_kwargs={
             "routes": [
                 *health_routes(engine, started_at, ui.temp_root),
+                *report_routes(ui.temp_root),  # the report page opens in the browser
                 *live_routes(engine, Workspace(ui.temp_root, ui.max_age_s, ui.max_temp_bytes)),  # the Live tab's audio
             ],
             "middleware": [

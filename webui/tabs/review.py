@@ -27,6 +27,7 @@ from webui.jobs import codec as jobs_codec
 from webui.jobs import results
 from webui.jobs.common import stem_of
 from webui.queues import METRICS_GROUP, REPORT_GROUP
+from webui.serving.report_route import report_url
 from webui.tabs import compare
 from webui.views import compare_view, report_page, verdict_card
 
@@ -181,15 +182,19 @@ class ReviewHandlers(TabHandlers):
             )
         return [str(zip_path), str(html_path)]
 
-    @staticmethod
-    def report_links(files, request: gr.Request | None = None) -> str:
+    def report_links(self, files, request: gr.Request | None = None) -> str:
         """The report's two files as links under the button (there is no box before there are files)."""
         lang = i18n.language_of(request)
         links = []
         for item in files or []:
             path = str(path_of(item))
             name = html.escape(Path(path).name)
-            links.append(f'<a href="gradio_api/file={html.escape(path)}" download="{name}">{name}</a>')
+            page = report_url(self.workspace.root, path) if path.endswith(".html") else None
+            if page:  # the page opens in a new tab (our route serves it inline; Gradio's sends HTML as a download)
+                words = html.escape(i18n.text("reportpage.open", lang))
+                links.append(f'<a href="{html.escape(page)}" target="_blank" rel="noopener">{words}</a>')
+            else:
+                links.append(f'<a href="gradio_api/file={html.escape(path)}" download="{name}">{name}</a>')
         if not links:
             return ""
         return (
