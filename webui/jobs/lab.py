@@ -145,6 +145,49 @@ def _extra_sources(
     return out, residuals
 
 
+def first_manifest(original_path: Path, reconstruction_path: Path, limits: AudioLimits, extra=None) -> dict:
+    """The player's first look, as soon as the reconstruction exists: original, reconstruction and
+    the sources made beside them, unmatched in loudness (gain 0), no residual, no timeline. It costs
+    reading the files and their waveforms (≈0.1 s a source for 10 minutes; :func:`base_manifest`,
+    which follows, took minutes on the 2-core CPU for 10 minutes), so a long clip plays at once."""
+    original, reconstruction = _load(original_path, limits), _load(reconstruction_path, limits)
+    n = min(original.size, reconstruction.size)
+
+    def quick(id_, key, label, path, samples, kind, bitrate_bps=None):
+        return asdict(
+            Source(id_, key, label, str(path), 0.0, None, kind, bitrate_bps, timeline.waveform_envelope(samples))
+        )
+
+    sources = [
+        quick("original", "a", "original", original_path, original, "original"),
+        quick("reconstruction", "b", "reconstruction", reconstruction_path, reconstruction, "codec", CODEC_BPS),
+    ]
+    for item in extra or []:
+        samples = _load(Path(item["wav"]), limits)
+        sources.append(
+            quick(
+                item["id"],
+                item.get("key") or "",
+                item.get("label") or item["id"],
+                Path(item["wav"]),
+                samples,
+                item.get("kind") or "",
+                item.get("bitrate_bps"),
+            )
+        )
+    return {
+        "duration_s": n / SAMPLE_RATE,
+        "sample_rate": SAMPLE_RATE,
+        "sources": sources,
+        "timeline": None,
+        "envelope": timeline.waveform_envelope(original[:n]),
+        "reference_lufs": None,
+        "residuals": {},
+        "residual_of": "reconstruction",
+        "first_look": True,  # the loudness gains, the residual and the timeline follow (base_manifest)
+    }
+
+
 def base_manifest(
     original_path: Path,
     reconstruction_path: Path,

@@ -71,6 +71,18 @@ class LabHandlers(TabHandlers):
         logger.info("timeline of %s: %.3f s", original.name, out.seconds)
         return manifest, json.dumps(manifest), out.timeline
 
+    def first_look(self, original_path, reconstruction_path, details=None, request: gr.Request | None = None):
+        """The player as soon as the reconstruction exists (original, reconstruction, the sources made
+        beside them): a 10-minute clip plays long before its timeline and verdict (issue 29)."""
+        lang = i18n.language_of(request)
+        original = need_file(original_path, "what.original", lang)
+        reconstruction = need_file(reconstruction_path, "what.reconstruction", lang)
+        with user_errors("action.lab_timeline", lang):
+            extra = compare.checked_sources(details, self.workspace.root)
+            manifest = lab_jobs.first_manifest(original, reconstruction, self.limits, extra)
+        manifest = _with_ui_text(manifest, lang)
+        return manifest, json.dumps(manifest)
+
     def ladder(
         self,
         audio_path,
@@ -134,7 +146,12 @@ def _with_ui_text(manifest: dict, lang: str) -> dict:
     """The manifest with the player's words in ``lang``: its buttons and each source's label."""
     ui = {key: i18n.text(f"lab.player.{key}", lang) for key in JS_TEXT_KEYS}
     lufs = manifest.get("reference_lufs")
-    ui["note"] = i18n.text("lab.player.note", lang, lufs="?" if lufs is None else f"{lufs:.1f}")
+    if manifest.get("first_look"):
+        ui["note"] = i18n.text("running.first_look", lang)
+    elif lufs is None:  # too short or silent: "? LUFS" said nothing (issue 29)
+        ui["note"] = i18n.text("running.no_loudness", lang)
+    else:
+        ui["note"] = i18n.text("lab.player.note", lang, lufs=f"{lufs:.1f}")
     ui["residual_of"] = i18n.text("compare.player.residual_of", lang, source="{source}")  # the player fills it in
     sources = []
     for source in manifest["sources"]:
@@ -245,7 +262,16 @@ def wire(lab: LabHandlers, parts: LabParts, roundtrip_done, original, reconstruc
     assert parts.usage is not None and parts.usage_file is not None and parts.codebook is not None
     assert parts.ladder_figures is not None and parts.ladder_table is not None and parts.ladder_json is not None
     assert parts.compare_section is not None
-    timeline_done = roundtrip_done.success(
+    first_look = roundtrip_done.success(
+        lab.first_look,
+        inputs=[original, reconstruction, details],
+        outputs=[parts.state, parts.player],
+        api_name="lab_first_look",
+        api_visibility="private",
+        queue=False,  # no queue: it reads files and draws waveforms; the timeline, in the lab's queue, follows it
+        show_progress="hidden",
+    )
+    timeline_done = first_look.success(
         lab.timeline,
         inputs=[original, reconstruction, details],
         outputs=[parts.state, parts.player, parts.timeline_json],
