@@ -18,7 +18,7 @@ import logging
 import math
 import sys
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -26,6 +26,7 @@ import soxr
 import torch
 from matplotlib.figure import Figure
 
+from core.analysis import catalog
 from core.codec import SAMPLE_RATE, ceil_div
 
 logger = logging.getLogger(__name__)
@@ -36,10 +37,7 @@ N_MELS = 80  # mel bands
 POWER_FLOOR = 1e-10  # floor of the mel power before the log: -100 dB
 TOP_DB = 80.0  # dB below the loudest cell that spectrograms and the log-mel distance show
 DIFF_RANGE_DB = 20.0  # the difference panel spans -20..+20 dB
-PESQ_WB_RATE = 16_000  # Hz, PESQ wideband (ITU-T P.862.2)
-PESQ_NB_RATE = 16_000  # Hz, PESQ narrowband (ITU-T P.862) on the same 16 kHz audio as WB
-STOI_RATE = 16_000  # Hz handed to pystoi, which resamples to 10 kHz itself
-METRIC_WINDOW_S = 8.0  # s of audio PESQ and STOI look at (speed: ~15 ms per second of audio)
+METRIC_WINDOW_S = catalog.METRIC_WINDOW_S  # s of audio PESQ and STOI look at (speed: ~15 ms per second of audio)
 MIN_PESQ_S = 0.25  # s, PESQ refuses shorter signals
 MIN_STOI_S = 0.4  # s, STOI needs 30 frames of 25.6 ms at a 12.8 ms hop (after dropping silence)
 SILENCE_RMS = 1e-4  # RMS below this (-80 dBFS) counts as silence
@@ -54,7 +52,7 @@ MEL_DISTANCE_NOTE = f"over {TOP_DB:.0f} dB below the loudest part of the origina
 
 @dataclass(frozen=True)
 class Metric:
-    name: str  # short name for a table, e.g. "PESQ-WB"
+    name: str  # its id in the metric catalogue (core.analysis.catalog), e.g. PESQ-WB
     value: float | None  # the score; None when it could not be computed
     meaning: str  # one line saying what it measures and its range
     better: str  # "higher" or "lower"
@@ -121,103 +119,133 @@ def _mono(x) -> np.ndarray:
 def compare(
     reference, degraded, sample_rate: int = SAMPLE_RATE, max_seconds: float | None = METRIC_WINDOW_S
 ) -> list[Metric]:
-    """Metrics of ``degraded`` against ``reference``, trimmed to the shorter of the two.
-    PESQ and STOI look at the first ``max_seconds`` (None: everything)."""
+    """The metrics of ``catalog.COMPARED`` of ``degraded`` against ``reference``, trimmed to the
+    shorter of the two. Those that read the first seconds look at ``max_seconds`` (None: everything)."""
     ref, deg = _mono(reference), _mono(degraded)
     if ref.size != deg.size:
         logger.debug("comparing %d against %d samples: trimming to the shorter", ref.size, deg.size)
     n = min(ref.size, deg.size)
     ref, deg = ref[:n], deg[:n]
     window = n if max_seconds is None else min(n, int(max_seconds * sample_rate))
-    scope = _scope_note(window, n, sample_rate)
-    at = {
-        rate: (_resample(ref[:window], sample_rate, rate), _resample(deg[:window], sample_rate, rate))
-        for rate in {PESQ_WB_RATE, PESQ_NB_RATE, STOI_RATE}
-    }
-    silent = _rms(ref[:window]) < SILENCE_RMS
-    return [
-        _guarded(_pesq_metric, "PESQ-WB", *at[PESQ_WB_RATE], PESQ_WB_RATE, "wb", silent, scope),
-        _guarded(_pesq_metric, "PESQ-NB", *at[PESQ_NB_RATE], PESQ_NB_RATE, "nb", silent, scope),
-        _guarded(_stoi_metric, "STOI", *at[STOI_RATE], STOI_RATE, silent, scope),
-        _guarded(_si_sdr_metric, "SI-SDR", ref, deg),
-        _guarded(_mel_distance_metric, "Log-mel distance", ref, deg, sample_rate),
-    ]
+    clip = _Clip(ref, deg, sample_rate, window, _rms(ref[:window]) < SILENCE_RMS, _scope_note(window, n, sample_rate))
+    return [_guarded(_compute(row), row, clip) for row in catalog.COMPARED]
+
+
+@dataclass
+class _Clip:
+    """The two signals a metric reads, with their first-seconds window resampled once per rate."""
+
+    ref: np.ndarray
+    deg: np.ndarray
+    sample_rate: int
+    window: int  # samples of the first-seconds window
+    silent: bool  # the original's window is silence
+    scope: str  # the note of a metric that read only the window
+    mels: tuple[np.ndarray, np.ndarray] | None = None  # both log-mel spectrograms, when a caller has them
+    _at: dict = field(default_factory=dict)  # (rate, samples) -> both signals resampled
+
+    def signals(self, row: catalog.MetricRow) -> tuple[np.ndarray, np.ndarray, int]:
+        """(reference, degraded, rate) as ``row`` reads them."""
+        if row.window == catalog.WHOLE and row.rate is None:
+            return self.ref, self.deg, self.sample_rate
+        rate = row.rate or self.sample_rate
+        end = self.window if row.window == catalog.FIRST else self.ref.size
+        if (rate, end) not in self._at:
+            self._at[rate, end] = (
+                _resample(self.ref[:end], self.sample_rate, rate),
+                _resample(self.deg[:end], self.sample_rate, rate),
+            )
+        return (*self._at[rate, end], rate)
 
 
 def quick_compare(reference, degraded, mels: tuple[np.ndarray, np.ndarray] | None = None) -> list[Metric]:
-    """The fast metrics only (SI-SDR, log-mel distance; no PESQ or STOI), for many versions of one
-    clip. ``mels``: both log-mel spectrograms when the caller has them already."""
+    """The fast metrics only (``catalog`` rows with ``quick``: SI-SDR, log-mel distance; no PESQ or
+    STOI), for many versions of one clip. ``mels``: both log-mel spectrograms when the caller has them."""
     ref, deg = _mono(reference), _mono(degraded)
     n = min(ref.size, deg.size)
-    a, b = mels if mels is not None else (log_mel(ref[:n]), log_mel(deg[:n]))
-    frames = min(a.shape[1], b.shape[1])
-    distance = _metric("Log-mel distance", mel_difference_db(a[:, :frames], b[:, :frames]).mean(), MEL_DISTANCE_NOTE)
-    return [_guarded(_si_sdr_metric, "SI-SDR", ref[:n], deg[:n]), distance]
+    clip = _Clip(ref[:n], deg[:n], SAMPLE_RATE, n, False, "", mels)
+    return [_guarded(_compute(row), row, clip) for row in catalog.COMPARED if row.quick]
 
 
-_MEANINGS = {  # name -> (meaning, better, unit)
-    "PESQ-WB": ("perceived quality, wideband (ITU-T P.862.2): 1.0 bad .. 4.64 transparent", "higher", ""),
-    "PESQ-NB": ("perceived quality, telephone band (ITU-T P.862): 1.0 bad .. 4.5 transparent", "higher", ""),
-    "STOI": ("short-time objective intelligibility: 0 .. 1 (identical)", "higher", ""),
-    "SI-SDR": ("scale-invariant signal-to-distortion ratio: waveform fidelity", "higher", "dB"),
-    "Log-mel distance": ("mean absolute difference of the log-mel spectrograms", "lower", "dB"),
-}
+def _metric(row: catalog.MetricRow, value: float | None, note: str = "") -> Metric:
+    return Metric(row.id, None if value is None else float(value), row.meaning, row.better, note, row.unit)
 
 
-def _metric(name: str, value: float | None, note: str = "") -> Metric:
-    meaning, better, unit = _MEANINGS[name]
-    return Metric(name, None if value is None else float(value), meaning, better, note, unit)
-
-
-def _guarded(compute, name: str, *args) -> Metric:
+def _guarded(compute, row: catalog.MetricRow, clip: _Clip) -> Metric:
     """Run one metric; any failure becomes value None with the error as the note."""
     try:
-        return compute(name, *args)
+        return compute(row, clip)
     except Exception as e:  # pesq and pystoi raise assorted errors on odd input
-        logger.warning("%s could not be computed: %s", name, e)
-        return _metric(name, None, f"could not be computed: {type(e).__name__}: {e}")
+        logger.warning("%s could not be computed: %s", row.id, e)
+        return _metric(row, None, f"could not be computed: {type(e).__name__}: {e}")
 
 
-def _pesq_metric(name, ref, deg, rate, mode, silent, scope) -> Metric:
+def _pesq_wb_metric(row: catalog.MetricRow, clip: _Clip) -> Metric:
+    """PESQ, wideband (ITU-T P.862.2)."""
+    return _pesq_metric(row, clip, "wb")
+
+
+def _pesq_nb_metric(row: catalog.MetricRow, clip: _Clip) -> Metric:
+    """PESQ, narrowband (ITU-T P.862)."""
+    return _pesq_metric(row, clip, "nb")
+
+
+def _pesq_metric(row: catalog.MetricRow, clip: _Clip, mode: str) -> Metric:
     from pesq import NoUtterancesError, pesq
 
+    ref, deg, rate = clip.signals(row)
     if ref.size < MIN_PESQ_S * rate:
-        return _metric(name, None, f"PESQ needs at least {MIN_PESQ_S} s of audio")
-    if silent:
-        return _metric(name, None, "the original is silent; PESQ needs speech")
+        return _metric(row, None, f"PESQ needs at least {MIN_PESQ_S} s of audio")
+    if clip.silent:
+        return _metric(row, None, "the original is silent; PESQ needs speech")
     try:
-        return _metric(name, pesq(rate, ref, deg, mode), scope)
+        return _metric(row, pesq(rate, ref, deg, mode), clip.scope)
     except NoUtterancesError as e:
         raise ValueError("PESQ found no speech in the original") from e
 
 
-def _stoi_metric(name, ref, deg, rate, silent, scope) -> Metric:
-    from pystoi import stoi
+def _stoi_metric(row: catalog.MetricRow, clip: _Clip) -> Metric:
+    """Short-time objective intelligibility (pystoi)."""
+    from pystoi import stoi as pystoi
 
+    ref, deg, rate = clip.signals(row)
     if ref.size < MIN_STOI_S * rate:
-        return _metric(name, None, f"STOI needs at least {MIN_STOI_S} s of speech")
-    if silent:
-        return _metric(name, None, "the original is silent; STOI needs speech")
-    value = stoi(ref, deg, rate)
+        return _metric(row, None, f"STOI needs at least {MIN_STOI_S} s of speech")
+    if clip.silent:
+        return _metric(row, None, "the original is silent; STOI needs speech")
+    value = pystoi(ref, deg, rate)
     if value == 1e-5:  # pystoi's answer when under 30 frames remain once silence is removed
-        return _metric(name, None, f"STOI needs at least {MIN_STOI_S} s of speech")
-    return _metric(name, value, scope)
+        return _metric(row, None, f"STOI needs at least {MIN_STOI_S} s of speech")
+    return _metric(row, value, clip.scope)
 
 
-def _si_sdr_metric(name, ref, deg) -> Metric:
+def _si_sdr_metric(row: catalog.MetricRow, clip: _Clip) -> Metric:
+    """Scale-invariant signal-to-distortion ratio (dB) over the whole clip."""
+    ref, deg, _ = clip.signals(row)
     ref, deg = ref.astype(np.float64), deg.astype(np.float64)
     ref, deg = ref - ref.mean(), deg - deg.mean()
     energy = ref @ ref
     if energy < SILENCE_RMS**2 * ref.size:
-        return _metric(name, None, "the original is silent; SI-SDR needs a signal")
+        return _metric(row, None, "the original is silent; SI-SDR needs a signal")
     target = (deg @ ref) / energy * ref
     error = deg - target
-    return _metric(name, 10.0 * np.log10((target @ target + SI_SDR_EPS) / (error @ error + SI_SDR_EPS)))
+    return _metric(row, 10.0 * np.log10((target @ target + SI_SDR_EPS) / (error @ error + SI_SDR_EPS)))
 
 
-def _mel_distance_metric(name, ref, deg, sample_rate) -> Metric:
-    a, b = log_mel(ref, sample_rate), log_mel(deg, sample_rate)
-    return _metric(name, mel_difference_db(a, b).mean(), MEL_DISTANCE_NOTE)
+def _mel_distance_metric(row: catalog.MetricRow, clip: _Clip) -> Metric:
+    """Mean absolute difference of the log-mel spectrograms (dB) over the whole clip."""
+    if clip.mels is None:
+        ref, deg, rate = clip.signals(row)
+        a, b = log_mel(ref, rate), log_mel(deg, rate)
+    else:  # quick_compare's caller had them: both trimmed to the shorter
+        frames = min(clip.mels[0].shape[1], clip.mels[1].shape[1])
+        a, b = clip.mels[0][:, :frames], clip.mels[1][:, :frames]
+    return _metric(row, mel_difference_db(a, b).mean(), MEL_DISTANCE_NOTE)
+
+
+def _compute(row: catalog.MetricRow):
+    """The function of this module that computes ``row`` (its ``compute`` names it)."""
+    return globals()[row.compute]
 
 
 def mel_difference_db(a: np.ndarray, b: np.ndarray) -> np.ndarray:

@@ -45,6 +45,8 @@ class Anchor:
     delay_samples: int = 0  # look-ahead at ``rate`` that decoding leaves in (taken off after)
     cutoff_hz: float | None = None  # low-pass anchors: the band edge
     aliases: tuple[str, ...] = field(default=(), compare=False)  # other names --anchors accepts
+    short: str = ""  # "LP 3.5 kHz": the checkbox's words, the same in every language ("": the label)
+    familiarity: int = 0  # 1: the reference codec people know best (the blind test's next B); 0: not ranked
 
     @property
     def min_seconds(self) -> float:
@@ -53,8 +55,26 @@ class Anchor:
 
 
 ANCHORS: tuple[Anchor, ...] = (  # in the order the player and the tables show them: lowest quality first
-    Anchor("lp3.5", "Low-pass 3.5 kHz", "f", "lowpass", cutoff_hz=3500.0, aliases=("lp35", "lp3500", "mushra-low")),
-    Anchor("lp7", "Low-pass 7 kHz", "g", "lowpass", cutoff_hz=7000.0, aliases=("lp7000", "mushra-mid")),
+    Anchor(
+        "lp3.5",
+        "Low-pass 3.5 kHz",
+        "f",
+        "lowpass",
+        cutoff_hz=3500.0,
+        aliases=("lp35", "lp3500", "mushra-low"),
+        short="LP 3.5 kHz",
+        familiarity=6,
+    ),
+    Anchor(
+        "lp7",
+        "Low-pass 7 kHz",
+        "g",
+        "lowpass",
+        cutoff_hz=7000.0,
+        aliases=("lp7000", "mushra-mid"),
+        short="LP 7 kHz",
+        familiarity=5,
+    ),
     Anchor(
         "amr",
         "Phone call (AMR-NB 12.2 kbit/s)",
@@ -66,6 +86,8 @@ ANCHORS: tuple[Anchor, ...] = (  # in the order the player and the tables show t
         NARROWBAND_RATE,
         delay_samples=40,  # 5 ms at 8 kHz, measured against the input (tests/core/anchors)
         aliases=("amrnb", "amr-nb", "phone"),
+        short="☎ AMR-NB 12.2 kbit/s",
+        familiarity=2,
     ),
     Anchor(
         "opus6",
@@ -76,6 +98,7 @@ ANCHORS: tuple[Anchor, ...] = (  # in the order the player and the tables show t
         ("libopus",),
         "ogg",
         options=(("application", "voip"), ("vbr", "off")),
+        familiarity=1,
     ),
     Anchor(
         "opus12",
@@ -86,8 +109,9 @@ ANCHORS: tuple[Anchor, ...] = (  # in the order the player and the tables show t
         ("libopus",),
         "ogg",
         options=(("application", "voip"), ("vbr", "off")),
+        familiarity=4,
     ),
-    Anchor("mp3", "MP3 32 kbit/s", "m", "codec", 32_000.0, ("libmp3lame",), "mp3", aliases=("mp3-32",)),
+    Anchor("mp3", "MP3 32 kbit/s", "m", "codec", 32_000.0, ("libmp3lame",), "mp3", aliases=("mp3-32",), familiarity=3),
 )
 # bench/results/anchors_bench.md: these together add well under 1 s to a 30 s round trip on 2 cores
 DEFAULT_ANCHORS = "lp3.5,amr,opus6"

@@ -31,6 +31,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from core.analysis import catalog
 from core.analysis import metrics as analysis
 from core.anchors import parse_anchors
 from core.audio.files import load_audio, write_wav
@@ -44,7 +45,7 @@ from core.settings import AudioLimits
 
 logger = logging.getLogger(__name__)
 
-METRICS = ("PESQ-WB", "PESQ-NB", "STOI", "SI-SDR", "Log-mel distance")  # analysis.compare's names
+METRICS = catalog.ids(catalog.COMPARED)  # analysis.compare's ids, in its order
 COLUMNS = (
     "file",
     "duration_s",
@@ -61,7 +62,10 @@ COLUMNS = (
     "reconstruction",
     "error",
 )
-PLOTTED = ("PESQ-WB", "STOI", "SI-SDR", "mos_drop")  # distributions drawn in the report
+PLOTTED = (*catalog.ids(m for m in catalog.COMPARED if m.plotted), "mos_drop")  # distributions drawn in the report
+LISTED = catalog.ids(
+    m for m in catalog.COMPARED if m.votes
+)  # the metrics named beside each file in the listening queue
 WORST_FILES = 5  # files in the report's listening queue
 _LEVEL_RANK = {"red": 0, "amber": 1, "unknown": 2, "green": 3}
 
@@ -226,7 +230,7 @@ def worst_rows(rows: list[dict], n: int) -> list[dict]:
     done = [r for r in rows if not r["error"]]
 
     def key(r):
-        return (_LEVEL_RANK.get(r["verdict"], 2), -(r["mos_drop"] or 0.0), r["PESQ-WB"] or 5.0)
+        return (_LEVEL_RANK.get(r["verdict"], 2), -(r["mos_drop"] or 0.0), r[catalog.PESQ_WB] or 5.0)
 
     return sorted(done, key=key)[:n]
 
@@ -303,8 +307,9 @@ def write_html(
         )
         body.append(
             f"<h3>{i}. {html.escape(row['file'])}: {html.escape(verdict.WORDS.get(row['verdict'], '?'))}</h3>"
-            f"<p class='small'>PESQ-WB {report.cell(row['PESQ-WB'])}, STOI {report.cell(row['STOI'])}, "
-            f"MOS {report.cell(row['mos_original'])} → {report.cell(row['mos_reconstruction'])}</p>"
+            "<p class='small'>"
+            + "".join(f"{html.escape(m)} {report.cell(row[m])}, " for m in LISTED)
+            + f"MOS {report.cell(row['mos_original'])} → {report.cell(row['mos_reconstruction'])}</p>"
             "<div class='players'>"
             f"<figure><figcaption>original</figcaption><audio controls preload='none' "
             f"src='{html.escape(os.path.relpath(original, out_dir))}'></audio></figure>"

@@ -1,10 +1,11 @@
 """Where the codec stands among the other sources of this clip, in words.
 
 "Closer to the original than Opus 6 kbit/s" is said only when every metric measured on this clip
-for both (PESQ-WB, STOI, log-mel distance, DistillMOS; at least ``MIN_METRICS`` of them) agrees;
-"further from the original than ..." when every one says the other way; otherwise the placing is
-mixed and names the metrics on each side. SI-SDR is left out: it scores waveform match, which a
-neural codec does not aim for, so it would put any waveform codec ahead. This is a separate field
+for both (the metric catalogue's rows marked ``places``: PESQ-WB, STOI, log-mel distance, DistillMOS;
+at least ``MIN_METRICS`` of them) agrees; "further from the original than ..." when every one says
+the other way; otherwise the placing is mixed and names the metrics on each side. SI-SDR is left
+out: it scores waveform match, which a neural codec does not aim for, so it would put any waveform
+codec ahead. This is a separate field
 beside the verdict (``core.judging.verdict``), not part of its light.
 """
 
@@ -12,10 +13,11 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
+from core.analysis import catalog
 from core.judging import source_table
 from core.judging.sources import CODEC_ID
 
-COMPARED = ("PESQ-WB", "STOI", "Log-mel distance", source_table.MOS)  # what a placing rests on
+COMPARED = catalog.ids(m for m in catalog.METRICS if m.places)  # what a placing rests on
 MIN_METRICS = 2  # fewer metrics measured on both: no placing against that source
 CLOSER, FURTHER, MIXED = "closer", "further", "mixed"  # Placement.relation
 
@@ -59,7 +61,7 @@ def place(table: source_table.SourceTable, subject: str = CODEC_ID, random_weigh
             a, b = mine.get(metric), column.values.get(metric)
             if a is None or b is None or a == b:
                 continue
-            ahead = a > b if source_table.HIGHER_IS_BETTER[metric] else a < b
+            ahead = a > b if catalog.BY_ID[metric].higher_is_better else a < b
             (better if ahead else worse).append(metric)
         if len(better) + len(worse) < MIN_METRICS:
             continue

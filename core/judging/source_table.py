@@ -1,8 +1,9 @@
 """One table of every source of a clip: a column per source, a row per metric.
 
-Rows: PESQ-WB, STOI, SI-SDR and the log-mel distance against the original (``core.analysis.metrics``,
-PESQ and STOI on its first ``METRIC_WINDOW_S`` seconds), DistillMOS of the source alone (the same
-window: ≈60 MB of RAM per second of audio otherwise) and the bitrate. The original's own column holds
+Rows: the metric catalogue's rows marked ``source_table`` (``core.analysis.catalog``): PESQ-WB, STOI,
+SI-SDR and the log-mel distance against the original (``core.analysis.metrics``, PESQ and STOI on
+its first ``METRIC_WINDOW_S`` seconds), DistillMOS of the source alone (the same window: ≈60 MB of
+RAM per second of audio otherwise), then the bitrate. The original's own column holds
 its DistillMOS, the yardstick for the others'. Every number is measured on this clip; a metric that
 cannot be computed is None with the reason in ``notes``.
 """
@@ -16,18 +17,20 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from core.analysis import catalog
 from core.analysis import metrics as analysis
 from core.codec import SAMPLE_RATE
 from core.judging.sources import Source
 
 logger = logging.getLogger(__name__)
 
-METRICS = ("PESQ-WB", "STOI", "SI-SDR", "Log-mel distance")  # against the original (analysis.compare's names)
-MOS = "DistillMOS"  # of the source alone, 1..5
+_ROWS = tuple(m for m in catalog.METRICS if m.source_table)
+METRICS = catalog.ids(m for m in _ROWS if m.reads == catalog.PAIR)  # against the original (analysis.compare's ids)
+MOS = catalog.MOS  # of the source alone, 1..5
 BITRATE = "Bitrate"  # bit/s
-ROWS = (*METRICS, MOS, BITRATE)
-HIGHER_IS_BETTER = {"PESQ-WB": True, "STOI": True, "SI-SDR": True, "Log-mel distance": False, MOS: True}
-UNITS = {"SI-SDR": "dB", "Log-mel distance": "dB", BITRATE: "bit/s"}
+ROWS = (*catalog.ids(_ROWS), BITRATE)
+HIGHER_IS_BETTER = {m.id: m.higher_is_better for m in _ROWS}
+UNITS = {m.id: m.unit for m in _ROWS if m.unit} | {BITRATE: "bit/s"}
 WINDOW_S = analysis.METRIC_WINDOW_S  # DistillMOS looks at the same first seconds as PESQ and STOI
 
 

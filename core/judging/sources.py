@@ -5,6 +5,12 @@ codebooks) and the anchors (``core.anchors``) are all sources: each has an id, a
 label, a player key and a bitrate, and is sample-aligned with the original. The player, the metrics
 table, the blind test, the reports and the CLI all take this one list.
 
+The source catalogue (:func:`entry`) gives every source id, the residual's too, what does not change
+from clip to clip: its kind, a short label the same in every language (checkboxes, dropdowns), the
+locale key of its name and a familiarity rank (which reference codec people know best). An anchor's
+come from its row in ``core.anchors.catalog``; an id nothing knows gets safe defaults (its id as the
+label, unranked), so a new anchor without them never stops the page from building.
+
 :func:`make_sources` runs a clip through the codec (and the second checkpoint when one is loaded,
 under the same lock) and makes the chosen anchors: what ``python -m core roundtrip``, the folder
 evaluation and the web page's round trip share.
@@ -24,8 +30,55 @@ from core.model.results import RoundTripResult
 
 CODEC_BPS = bitrate_bps()  # the codec's bitrate with every codebook (core.codec)
 ORIGINAL, CODEC, CHECKPOINT, LEVEL, ANCHOR = "original", "codec", "checkpoint", "level", "anchor"  # Source.kind
-CODEC_ID, COMPARE_ID = "reconstruction", "compare"  # the ids of the codec's and the second checkpoint's output
+RESIDUAL = "residual"  # the kind (and id) of original − reconstruction in the player
+ORIGINAL_ID, CODEC_ID, COMPARE_ID = (
+    "original",
+    "reconstruction",
+    "compare",
+)  # ids of the original, the codec's, the second checkpoint's
+RESIDUAL_ID = RESIDUAL
 COMPARE_KEY = "c"  # the second checkpoint's key in the player
+UNRANKED = 0  # SourceEntry.familiarity of a source nobody ranked
+
+
+@dataclass(frozen=True)
+class SourceEntry:
+    id: str  # "original", "reconstruction", "residual", "compare", "k4", "opus6", ...
+    kind: str  # ORIGINAL, CODEC, RESIDUAL, CHECKPOINT, LEVEL or ANCHOR
+    short: str  # short label, the same in every language: "Opus 6 kbit/s", "② 2.2 kbit/s", "k = 4"
+    key: str  # the locale key of its name ("compare.source.opus6"; levels: "lab.source.level" with k, bitrate)
+    familiarity: int = UNRANKED  # 1: the best known reference codec; UNRANKED: not ranked
+
+
+def entry(source_id: str) -> SourceEntry:
+    """The catalogue's row of ``source_id``; an unknown id gets safe defaults (an anchor kind,
+    its id as its short label, unranked)."""
+    fixed = {
+        ORIGINAL_ID: SourceEntry(ORIGINAL_ID, ORIGINAL, "original", "compare.source.original"),
+        CODEC_ID: SourceEntry(CODEC_ID, CODEC, f"{CODEC_BPS / 1000:g} kbit/s", "compare.source.reconstruction"),
+        RESIDUAL_ID: SourceEntry(RESIDUAL_ID, RESIDUAL, "residual", "lab.source.residual"),
+        COMPARE_ID: SourceEntry(COMPARE_ID, CHECKPOINT, f"② {CODEC_BPS / 1000:g} kbit/s", "compare.source.compare"),
+    }
+    if source_id in fixed:
+        return fixed[source_id]
+    if source_id[:1] == "k" and source_id[1:].isdigit() and 1 <= int(source_id[1:]) <= NUM_CODEBOOKS:
+        return SourceEntry(source_id, LEVEL, f"k = {int(source_id[1:])}", "lab.source.level")
+    a = anchor_lib.BY_ID.get(source_id)
+    if a is None:
+        return SourceEntry(source_id, ANCHOR, source_id, f"compare.source.{source_id}")
+    return SourceEntry(a.id, ANCHOR, a.short or a.label or a.id, f"compare.source.{a.id}", a.familiarity)
+
+
+def short_label(source_id: str) -> str:
+    """The source's short label (the same in every language)."""
+    return entry(source_id).short
+
+
+def familiar_first(source_ids) -> list[str]:
+    """``source_ids`` with the ranked ones first, best known first, then the unranked in the given order."""
+    ids = list(source_ids)
+    ranked = sorted((i for i in ids if entry(i).familiarity != UNRANKED), key=lambda i: entry(i).familiarity)
+    return ranked + [i for i in ids if entry(i).familiarity == UNRANKED]
 
 
 @dataclass(frozen=True)
@@ -43,7 +96,7 @@ class Source:
 
 
 def original(samples=None) -> Source:
-    return Source("original", ORIGINAL, "original", "a", None, samples)
+    return Source(ORIGINAL_ID, ORIGINAL, "original", "a", None, samples)
 
 
 def codec(samples=None) -> Source:

@@ -14,12 +14,10 @@ own answer; a longer one the mean over the chosen windows, named in the verdict 
 seconds). Memory is then ``max_windows`` windows' (one batch, about 80 MB each) and time at most
 ``max_windows`` windows per clip, whatever the length.
 
-Thresholds (see docs/verdict.md for the reasoning). The tokenizer's published figures on
-LibriSpeech test-clean are PESQ-WB 3.21, PESQ-NB 3.68, STOI 0.96, UTMOS 4.16: the codec at its
-best. "Close to the original" asks for a clip within about 0.2 PESQ / 0.03 STOI of those means
-and a MOS drop a listener would not notice; "badly degraded" starts where speech is still
-intelligible but clearly damaged (the MOS drop of added noise or a 2 kHz low-pass in DistillMOS's
-own measurements). Each available signal gives a light; the verdict is the worst of them.
+The signals that vote and their bounds are rows of the metric catalogue (``core.analysis.catalog``,
+which gives the reasoning; docs/judging.md the table). Each available signal gives a light; the
+verdict is the worst of them, and it carries every signal's value and light (the page's card
+renders those, and judges nothing itself).
 """
 
 from __future__ import annotations
@@ -30,10 +28,12 @@ import logging
 import math
 import threading
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
+
+from core.analysis import catalog
 
 logger = logging.getLogger(__name__)
 
@@ -42,15 +42,7 @@ MIN_MOS_S = 0.5  # s; shorter clips are padded with silence by the model and say
 WINDOW_SAMPLES = 122_880  # DistillMOS's window at MOS_RATE (7.68 s; distillmos.sqa.SEQ_LEN)
 MAX_HOP_SAMPLES = 16_000  # the model's longest step between windows (1 s; distillmos.sqa.MAX_HOP_LEN)
 
-# (green at or above / red below) per signal; MOS drop is green at or below / red above.
-PESQ_WB_GREEN = 3.0  # published mean 3.21, less the ~0.2 clip-to-clip spread
-PESQ_WB_RED = 2.0  # below this PESQ calls speech "annoying" (P.862 MOS-LQO scale)
-STOI_GREEN = 0.93  # published mean 0.96, less 0.03
-STOI_RED = 0.85  # below this intelligibility itself starts to suffer
-MOS_DROP_GREEN = 0.5  # MOS points; published UTMOS 4.16 is about that of clean LibriSpeech
-MOS_DROP_RED = 1.2  # about half the drop of noise / a 2 kHz low-pass (clean 3.8-4.3 -> 1.8-2.7)
-
-LEVELS = ("green", "amber", "red")  # best to worst
+LEVELS = catalog.LIGHTS  # best to worst
 WORDS = {"green": "close to the original", "amber": "noticeably degraded", "red": "badly degraded"}
 RANDOM_CAVEAT = (
     "This checkpoint has random weights: its output is noise-like, so this verdict says nothing "
@@ -68,6 +60,8 @@ class Verdict:
     caveat: str  # RANDOM_CAVEAT for random checkpoints, else ""
     seconds: float  # time spent on the MOS predictions
     windows: tuple[tuple[float, float], ...] = ()  # (start s, end s) of the DistillMOS windows, both clips
+    values: dict[str, float | None] = field(default_factory=dict)  # signal id -> value (None: not available)
+    lights: dict[str, str] = field(default_factory=dict)  # signal id -> its light, for those with a value
 
     @property
     def line(self) -> str:
@@ -78,10 +72,8 @@ class Verdict:
         return asdict(self) | {"line": self.line, "windows": [list(w) for w in self.windows]}  # as JSON has it
 
 
-THRESHOLDS = {  # name -> (green bound, red bound, higher is better); docs and tests read this
-    "PESQ-WB": (PESQ_WB_GREEN, PESQ_WB_RED, True),
-    "STOI": (STOI_GREEN, STOI_RED, True),
-    "MOS drop": (MOS_DROP_GREEN, MOS_DROP_RED, False),
+THRESHOLDS: dict[str, tuple[float, float, bool]] = {  # signal id -> (green, red, higher is better): the catalogue's
+    m.id: (float(m.green or 0.0), float(m.red or 0.0), m.higher_is_better) for m in catalog.VOTERS
 }
 
 
@@ -93,6 +85,26 @@ def light(name: str, value: float) -> str:
     return "green" if value <= green else "red" if value > red else "amber"
 
 
+def signal_values(
+    metrics: dict[str, float | None], mos_original: float | None = None, mos_reconstruction: float | None = None
+) -> dict[str, float | None]:
+    """{signal id: value or None} for every voting signal, in the catalogue's order: a metric's value
+    from ``metrics`` (by id), the MOS drop from the two predictions. NaN or infinity: None."""
+    values: dict[str, float | None] = {}
+    for m in catalog.VOTERS:
+        if m.reads == catalog.DROP:
+            value = None if mos_original is None or mos_reconstruction is None else mos_original - mos_reconstruction
+        else:
+            value = metrics.get(m.id)
+        values[m.id] = value if value is not None and math.isfinite(value) else None
+    return values
+
+
+def signal_lights(values: dict[str, float | None]) -> dict[str, str]:
+    """The light of each signal that has a value."""
+    return {name: light(name, v) for name, v in values.items() if v is not None}
+
+
 def combine(
     metrics: dict[str, float | None],
     mos_original: float | None,
@@ -101,18 +113,14 @@ def combine(
     seconds: float = 0.0,
     windows: tuple[tuple[float, float], ...] = (),
 ) -> Verdict:
-    """The worst light among PESQ-WB, STOI and the MOS drop (those that could be computed)."""
-    values = {"PESQ-WB": metrics.get("PESQ-WB"), "STOI": metrics.get("STOI"), "MOS drop": None}
-    if mos_original is not None and mos_reconstruction is not None:
-        values["MOS drop"] = mos_original - mos_reconstruction
-    lights, reasons = [], []
-    for name, value in values.items():
-        if value is None:
-            reasons.append(f"{name}: not available")
-            continue
-        lights.append(light(name, value))
-        reasons.append(f"{name} {value:.2f}: {lights[-1]}")
-    level = max(lights, key=LEVELS.index) if lights else "unknown"
+    """The worst light among the voting signals (``catalog.VOTERS``: those that could be computed)."""
+    values = signal_values(metrics, mos_original, mos_reconstruction)
+    lights = signal_lights(values)
+    reasons = [
+        f"{name}: not available" if value is None else f"{name} {value:.2f}: {lights[name]}"
+        for name, value in values.items()
+    ]
+    level = worst(lights)
     words = WORDS.get(level, "cannot judge (no metric could be computed; the clip may be silent or too short)")
     return Verdict(
         level,
@@ -123,7 +131,15 @@ def combine(
         RANDOM_CAVEAT if random_weights else "",
         seconds,
         windows,
+        values,
+        lights,
     )
+
+
+def worst(lights: dict[str, str]) -> str:
+    """The verdict's rule: the worst of the lights, or "unknown" with none."""
+    ranked = [light for light in lights.values() if light in LEVELS]
+    return max(ranked, key=LEVELS.index) if ranked else "unknown"
 
 
 def default_windows() -> int:
@@ -216,7 +232,7 @@ def judge(
     max_windows: int | None = None,
 ) -> Verdict:
     """MOS of both clips (at most ``max_windows`` DistillMOS windows each), then :func:`combine`
-    with the given PESQ/STOI values."""
+    with the given metric values (by id)."""
     started = time.perf_counter()
     mos = predictor(device)
     mos_original, windows = _guarded(mos, original, sample_rate, max_windows)

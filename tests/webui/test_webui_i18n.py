@@ -14,7 +14,7 @@ import gradio as gr
 import pytest
 
 import core.errors
-from core.analysis import metrics as analysis
+from core.analysis import catalog as metric_catalog
 from tests.webui.tab_handlers import Tabs
 from webui import i18n
 from webui.serving import url_input
@@ -128,7 +128,7 @@ def test_keys_built_from_names_exist(engine):
         assert f"status.step.{name}" in english
     for word in fmt.STATUS_ICONS:
         assert f"status.word.{word}" in english
-    for name in analysis._MEANINGS:
+    for name in metric_catalog.ids(metric_catalog.COMPARED):
         assert f"metrics.meaning.{name}" in english
     for cls in vars(core.errors).values():
         if isinstance(cls, type) and issubclass(cls, core.errors.CodecError):

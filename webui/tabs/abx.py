@@ -40,12 +40,11 @@ from core.audio.files import audio_from_array, load_audio
 from core.codec import NUM_CODEBOOKS, SAMPLE_RATE, bitrate_bps
 from core.errors import CodecError
 from core.judging import abx, abx_store
-from core.judging.sources import CODEC_BPS, COMPARE_ID
+from core.judging.sources import CODEC_BPS, COMPARE_ID, short_label
 from core.model import second
 from webui import i18n
 from webui.common import TabHandlers, need_file, user_errors
 from webui.serving.workspace import PREFIX
-from webui.tabs.compare import CHOICE_LABELS
 from webui.views import compare_view
 
 logger = logging.getLogger(__name__)
@@ -287,7 +286,7 @@ def _what_b(level) -> tuple[str, object]:
 def b_choices() -> list[tuple[str, str]]:
     """B beyond the codec's levels: each reference codec, and ② the second checkpoint (neutral
     labels: the dropdown is not translated; its info line says what ② is)."""
-    return [(CHOICE_LABELS[a.id], a.id) for a in anchor_lib.ANCHORS] + [(f"② {CODEC_BPS / 1000:g} kbit/s", COMPARE_ID)]
+    return [(short_label(a.id), a.id) for a in anchor_lib.ANCHORS] + [(short_label(COMPARE_ID), COMPARE_ID)]
 
 
 def _region(samples, start_s, end_s, max_region_s: float):

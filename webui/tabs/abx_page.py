@@ -15,7 +15,7 @@ import gradio as gr
 from core import anchors as anchor_lib
 from core.codec import NUM_CODEBOOKS, bitrate_bps
 from core.judging import abx
-from core.judging.sources import ANCHOR
+from core.judging.sources import ANCHOR, familiar_first
 from webui import i18n
 from webui.common import path_of
 from webui.jobs.common import stem_of
@@ -31,7 +31,6 @@ WORST_REGION_S = 3.0  # s; a blind test of a worst moment hears this much around
 # Buttons come and go by a class (webui/static/page.css), not by visibility: Gradio 6.17 never shows
 # again a component that an event hid while it was hidden (and freezes the page if it is a box).
 GONE = ["cw-gone"]
-FAMILIAR = ("opus6", "amr", "mp3", "opus12", "lp7", "lp3.5")  # reference codecs, the best known first
 REGION_FROM_PLAYER_JS = "\n".join(  # an arrow function for the event's js=: its comment lines go
     line for line in (STATIC / "blind_region.js").read_text(encoding="utf-8").splitlines() if not line.startswith("//")
 ).replace("HALF", str(WORST_REGION_S / 2))
@@ -83,8 +82,8 @@ class AbxPageHandlers(AbxHandlers):
     def other_source(self, level) -> str | None:
         """The reference codec to test against next: the most familiar of the server's anchors that
         B was not (None without anchors)."""
-        made = set(anchor_lib.anchor_ids(self.engine.settings.anchors))
-        return next((a for a in FAMILIAR if a in made and a != str(level)), None)
+        made = anchor_lib.anchor_ids(self.engine.settings.anchors)  # in the table's order
+        return next((a for a in familiar_first(made) if a != str(level)), None)
 
     @staticmethod
     def running():

@@ -28,15 +28,6 @@ from webui.views import compare_view
 logger = logging.getLogger(__name__)
 
 MAX_SOURCES = 48  # sources a client may hand back (every anchor, ladder level and more)
-# what the checkboxes show: codec names and rates, the same in every language (the player's buttons are translated)
-CHOICE_LABELS = {
-    "lp3.5": "LP 3.5 kHz",
-    "lp7": "LP 7 kHz",
-    "amr": "☎ AMR-NB 12.2 kbit/s",
-    "opus6": "Opus 6 kbit/s",
-    "opus12": "Opus 12 kbit/s",
-    "mp3": "MP3 32 kbit/s",
-}
 
 
 def chosen(anchors, with_second, settings) -> list[str]:
@@ -56,8 +47,10 @@ def sources_of(value) -> list[dict]:
     items = value.get("sources", []) if isinstance(value, dict) else value or []
     if not isinstance(items, list):
         return []
-    skip = (source_lib.ORIGINAL, source_lib.CODEC, "residual")
-    return [s for s in items if isinstance(s, dict) and s.get("kind") not in skip and s.get("id") != "residual"]
+    skip = (source_lib.ORIGINAL, source_lib.CODEC, source_lib.RESIDUAL)
+    return [
+        s for s in items if isinstance(s, dict) and s.get("kind") not in skip and s.get("id") != source_lib.RESIDUAL_ID
+    ]
 
 
 def checked_sources(value, root: Path) -> list[dict]:
@@ -136,8 +129,8 @@ class CompareHandlers(TabHandlers):
 
 def inputs(settings) -> tuple[gr.CheckboxGroup, gr.Checkbox]:
     """The round trip's choice of what to make beside the codec (call in its input column)."""
-    anchors = gr.CheckboxGroup(
-        [(CHOICE_LABELS[a.id], a.id) for a in anchor_lib.ANCHORS],
+    anchors = gr.CheckboxGroup(  # short labels, the same in every language (the player's buttons are translated)
+        [(source_lib.short_label(a.id), a.id) for a in anchor_lib.ANCHORS],
         value=anchor_lib.anchor_ids(settings.anchors),
         label=i18n.label("compare.anchors"),
         info=i18n.label("compare.anchors_info"),

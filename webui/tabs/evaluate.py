@@ -10,6 +10,7 @@ from pathlib import Path
 
 import gradio as gr
 
+from core.analysis import catalog
 from core.judging import evaluate
 from webui import i18n
 from webui.common import TabHandlers, path_of, user_errors
@@ -18,6 +19,7 @@ from webui.queues import MODEL_GROUP
 logger = logging.getLogger(__name__)
 
 MAX_EVALUATE_FILES = 50  # uploads per evaluation run in the UI (the CLI has no limit)
+TAB_MOS = ("mos_original", "mos_reconstruction")  # the CSV's DistillMOS columns the tab's table shows
 
 
 @dataclass
@@ -43,7 +45,7 @@ class EvaluateHandlers(TabHandlers):
                 self.engine, pairs, folder / "evaluation", self.limits, progress=lambda f, d: progress(f, desc=d)
             )
             archive = shutil.make_archive(str(folder / "evaluation"), "zip", folder / "evaluation")
-        header = ["file", "verdict", "PESQ-WB", "STOI", "mos_original", "mos_reconstruction", "error"]
+        header = ["file", "verdict", *catalog.ids(m for m in catalog.COMPARED if m.votes), *TAB_MOS, "error"]
         table = [[r[c] if not isinstance(r[c], float) else round(r[c], 2) for c in header] for r in result.rows]
         failed = sum(1 for r in result.rows if r["error"])
         summary = i18n.text("evaluate.summary", lang, n=len(result.rows), failed=failed, seconds=result.seconds)

@@ -35,10 +35,7 @@ def _esc(value) -> str:
 def _verdict_block(v: dict | None, metrics: list[dict], lang: str) -> str:
     if not v:
         return f'<p class="verdict unknown">{_esc(text("report.no_verdict", lang))}</p>'
-    values = verdict_card.signal_values(
-        judging.metric_values(metrics), v.get("mos_original"), v.get("mos_reconstruction")
-    )
-    signal_lights = verdict_card.lights(values)
+    _values, signal_lights = verdict_card.values_and_lights(v, judging.metric_values(metrics))
     level = str(v.get("level")) if v.get("level") in ("green", "amber", "red") else "unknown"
     lead = text(f"verdict.sentence.{level}", lang) if level != "unknown" else ""
     reasons = "".join(f"<li>{_esc(r)}</li>" for r in verdict_card.reasons(signal_lights, lang))

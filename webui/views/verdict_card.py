@@ -3,53 +3,49 @@
 A sentence in words, coloured by CSS (never an emoji a font may lack), one to three plain reasons
 a non-engineer reads ("speech stays as easy to understand as the original"), and the numbers
 behind it one click away (a ``<details>``). Three states: *measuring* (right after the round
-trip), *preliminary* (the metrics are in: a light from PESQ and STOI alone, and an honest
-estimate of when the listener-score model will be done), *final* (``core.judging.verdict``'s
-dict). Pure functions of plain data; every sentence in the page's language.
+trip), *preliminary* (the metrics are in: a light from the metrics alone, and an honest estimate of
+when the listener-score model will be done), *final* (``core.judging.verdict``'s dict). The lights
+are ``core.judging.verdict``'s (its dict's ``lights``, or :func:`core.judging.verdict.combine` of the
+values for a dict without them): the card renders them and judges nothing itself. The signals, their
+order and bounds are rows of ``core.analysis.catalog``. Pure functions of plain data; every sentence
+in the page's language.
 """
 
 from __future__ import annotations
 
 import html
-import math
 
+from core.analysis import catalog
 from core.judging import verdict as judging
 from webui.i18n import text
 from webui.views.formatting import clock
 
-MOS_DROP = next(name for name in judging.THRESHOLDS if name.startswith("MOS"))  # core's name of the MOS signal
-SIGNALS = ("STOI", "PESQ-WB", MOS_DROP)  # the verdict's signals, in the order a listener cares
-_SIGNAL_KEYS = {"STOI": "stoi", "PESQ-WB": "pesq", MOS_DROP: "mos"}
-_LEVELS = ("green", "amber", "red", "unknown")
+SIGNALS = catalog.ids(catalog.CARD)  # the verdict's signals, in the order a listener cares
+_LEVELS = (*judging.LEVELS, "unknown")
 
 
 def _esc(value) -> str:
     return html.escape(str(value))
 
 
-def signal_values(metrics: dict[str, float | None], mos_original=None, mos_reconstruction=None) -> dict:
-    """{signal: value or None} for SIGNALS, from the metrics' values and the two MOS predictions."""
-    drop = None
-    if mos_original is not None and mos_reconstruction is not None:
-        drop = mos_original - mos_reconstruction
-    return {"STOI": metrics.get("STOI"), "PESQ-WB": metrics.get("PESQ-WB"), MOS_DROP: drop}
-
-
-def lights(values: dict) -> dict[str, str]:
-    """The light of each signal that has a value (the thresholds are core.judging.verdict's)."""
-    return {name: judging.light(name, v) for name, v in values.items() if v is not None and math.isfinite(v)}
-
-
-def level_of(signal_lights: dict[str, str]) -> str:
-    """The worst light (the verdict's own rule), or "unknown" with none."""
-    ranked = [light for light in signal_lights.values() if light in judging.LEVELS]
-    return max(ranked, key=judging.LEVELS.index) if ranked else "unknown"
+def values_and_lights(v: dict | None, metrics: dict[str, float | None]) -> tuple[dict, dict[str, str]]:
+    """({signal id: value or None}, {signal id: light}) of the verdict ``v``: its own when it carries
+    them (core.judging.verdict's dict), else core's :func:`~core.judging.verdict.combine` of
+    ``metrics`` and ``v``'s two MOS predictions (a dict from before the verdict carried its lights)."""
+    v = v or {}
+    if isinstance(v.get("values"), dict) and isinstance(v.get("lights"), dict):
+        return v["values"], {k: str(light) for k, light in v["lights"].items() if light in judging.LEVELS}
+    found = judging.combine(metrics, v.get("mos_original"), v.get("mos_reconstruction"), random_weights=False)
+    return found.values, found.lights
 
 
 def reasons(signal_lights: dict[str, str], lang: str, limit: int = 3) -> list[str]:
-    """Plain reasons, worst first, at most ``limit``."""
-    ordered = sorted(signal_lights.items(), key=lambda kv: -judging.LEVELS.index(kv[1]))
-    return [text(f"verdict.reason.{_SIGNAL_KEYS[name]}.{light}", lang) for name, light in ordered[:limit]]
+    """Plain reasons, worst first (ties in the card's order), at most ``limit``."""
+    ordered = sorted(
+        (kv for kv in signal_lights.items() if kv[0] in catalog.BY_ID),
+        key=lambda kv: (-judging.LEVELS.index(kv[1]), SIGNALS.index(kv[0]) if kv[0] in SIGNALS else len(SIGNALS)),
+    )
+    return [text(f"verdict.reason.{catalog.BY_ID[name].key}.{light}", lang) for name, light in ordered[:limit]]
 
 
 def _numbers(values: dict, signal_lights: dict, lang: str, extra: list[str]) -> str:
@@ -57,13 +53,14 @@ def _numbers(values: dict, signal_lights: dict, lang: str, extra: list[str]) -> 
     rows = []
     for name in SIGNALS:
         value = values.get(name)
-        green, red, higher = judging.THRESHOLDS[name]
-        bound = text("verdict.bounds_higher" if higher else "verdict.bounds_lower", lang, green=green, red=red)
+        row = catalog.BY_ID[name]
+        bounds = "verdict.bounds_higher" if row.higher_is_better else "verdict.bounds_lower"
+        bound = text(bounds, lang, green=row.green, red=row.red)
         shown = "–" if value is None else f"{value:.2f}"
         light = signal_lights.get(name)
         word = text(f"verdict.light.{light}", lang) if light else text("verdict.not_available", lang)
         rows.append(
-            f"<tr><th scope='row'>{_esc(text(f'verdict.signal.{_SIGNAL_KEYS[name]}', lang))}</th>"
+            f"<tr><th scope='row'>{_esc(text(f'verdict.signal.{row.key}', lang))}</th>"
             f"<td>{_esc(shown)}</td><td>{_esc(bound)}</td><td class='cw-light-{light or 'none'}'>{_esc(word)}</td></tr>"
         )
     head = "".join(
@@ -101,10 +98,9 @@ def measuring(lang: str, random_weights: bool) -> str:
 
 
 def preliminary(metrics: dict, estimate_s: float | None, judged: str, lang: str, random_weights: bool) -> str:
-    """The metrics are in: a light from PESQ and STOI alone, and when the final verdict will come."""
-    values = signal_values(metrics)
-    signal_lights = lights(values)
-    level = level_of(signal_lights)
+    """The metrics are in: a light from the metrics alone (core's), and when the final verdict will come."""
+    found = judging.combine(metrics, None, None, random_weights=False)
+    values, signal_lights, level = found.values, found.lights, found.level
     title = text("verdict.preliminary", lang, words=text(f"verdict.{level}", lang))
     waiting = (
         text("verdict.waiting_about", lang, seconds=f"{max(1, round(estimate_s))}", judged=judged)
@@ -117,9 +113,8 @@ def preliminary(metrics: dict, estimate_s: float | None, judged: str, lang: str,
 
 def final(v: dict, metrics: dict, judged: str, lang: str) -> str:
     """The verdict: ``v`` is core.judging.verdict's dict, ``metrics`` the values it was given."""
-    values = signal_values(metrics, v.get("mos_original"), v.get("mos_reconstruction"))
-    signal_lights = lights(values)
-    level = str(v["level"]) if v.get("level") in _LEVELS else level_of(signal_lights)
+    values, signal_lights = values_and_lights(v, metrics)
+    level = str(v["level"]) if v.get("level") in _LEVELS else judging.worst(signal_lights)
     body = reasons(signal_lights, lang) if signal_lights else [text("verdict.unknown", lang)]
     lead = text(f"verdict.sentence.{level}", lang) if level != "unknown" else ""
     extra = [text("verdict.judged", lang, judged=judged)]

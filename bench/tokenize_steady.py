@@ -1,0 +1,232 @@
+"""Dataset tokenization at steady state: 1 encode actor against N (one GPU each) on the same files, each
+run long enough for at least 60 s between its first and last result, strict fp32 and TF32, with the
+official ``finetuning/prepare_data.py`` loop on one GPU in the same run; the codes of a sample of output
+rows checked against lone encodes (what ``python -m core encode`` runs). Writes ``tokenize_steady.json``
+and ``tokenize_steady.md`` to --out.
+
+The successor of ``bench/tokenize_bench.py`` for the question "does a second GPU pay" (issue 33): that
+bench's sets were short (7-16 s of steady state). On the GPU machine, in one call:
+
+    python -m bench.tokenize_steady --files 7000 --min-s 6 --max-s 20 --gpus 1,2 --out bench/results
+
+(``--gpus 1,2`` runs the two-actor rows only where the machine has two GPUs.) CPU smoke run:
+``python -m bench.tokenize_steady --tiny --device cpu --files 12 --gpus 0 --out /tmp/ts``.
+Random weights, layer scales 1.0: throughput and agreement only, nothing about quality.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import platform
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import numpy as np
+import soundfile as sf
+import torch
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench.harness import signal  # noqa: E402
+from bench.tokenize_bench import FILE_SR, HOUR_S, _to_16k, per_gpu_hour, pipeline_run  # noqa: E402
+from core.settings import Settings  # noqa: E402
+
+log = logging.getLogger("bench")
+AGREEMENT_SAMPLE = 48  # output rows whose codes are checked against lone encodes, per run
+
+
+def make_files(folder: Path, count: int, seed: int, device: str, min_s: float, max_s: float) -> Path:
+    """``count`` 16 kHz speech-like WAVs and a fine-tuning JSONL, the signal built on ``device`` and the
+    resampling and writing spread over the machine's cores (soxr and libsndfile release the GIL)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    lengths = np.random.default_rng(seed).uniform(min_s, max_s, count)
+
+    def write(i: int, x: np.ndarray) -> str:
+        path = folder / f"utt{i:05d}.wav"
+        sf.write(path, _to_16k(x), FILE_SR, subtype="PCM_16")
+        return json.dumps({"audio": str(path), "text": f"utterance {i}", "language": "English"})
+
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
+        futures = [pool.submit(write, i, signal(float(s), seed + i, device)) for i, s in enumerate(lengths)]
+        lines = [f.result() for f in futures]
+    manifest = folder / "train.jsonl"
+    manifest.write_text("\n".join(lines) + "\n")
+    return manifest
+
+
+def official_loop(checkpoint: str, manifest: Path, device: str) -> dict:
+    from bench.tokenize_bench import official_loop as loop
+
+    result = loop(checkpoint, manifest, device)
+    result.pop("tok")
+    return result
+
+
+def agreement(out: Path, checkpoint: str, device: str) -> dict:
+    """Codes of the first rows of the first shard against ``Engine.encode_array`` of the same files with the
+    engine's defaults (strict fp32): what ``python -m core encode`` gives."""
+    import pyarrow.parquet as pq
+
+    from core.audio.files import load_audio
+    from core.model.engine import Engine
+
+    shard = sorted((out / "shards").glob("*.parquet"))[0]
+    rows = pq.read_table(shard, columns=["audio", "audio_codes"]).slice(0, AGREEMENT_SAMPLE).to_pylist()
+    engine = Engine(Settings(model=checkpoint, device=device))
+    assert engine.load(), engine.error
+    equal = total = clips_equal = 0
+    for row in rows:
+        ours = np.asarray(row["audio_codes"], dtype=np.int64)
+        lone = engine.encode_array(load_audio(row["audio"]).samples).codes.astype(np.int64)
+        same = int((ours == lone).sum()) if ours.shape == lone.shape else 0
+        equal, total, clips_equal = equal + same, total + lone.size, clips_equal + int(same == lone.size)
+    del engine
+    return {"clips": len(rows), "codes_equal_share": equal / max(total, 1), "clips_equal": clips_equal}
+
+
+def machine() -> dict:
+    gpus = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
+    smi = ""
+    if gpus:
+        smi = subprocess.run(
+            ["nvidia-smi", "--query-gpu=name,memory.total,driver_version", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
+    import ray
+
+    return {
+        "gpus": gpus,
+        "nvidia_smi": smi,
+        "cpus": os.cpu_count(),
+        "torch": torch.__version__,
+        "ray": ray.__version__,
+        "python": platform.python_version(),
+    }
+
+
+def markdown(result: dict) -> str:
+    m, o = result["machine"], result.get("official")
+    gpus = f"{len(m['gpus'])} x {m['gpus'][0]}" if m["gpus"] else "no GPU"
+    lines = [
+        "# Dataset tokenization at steady state: 1 vs N GPUs (issue 33)",
+        "",
+        (
+            f"{gpus}, {m['cpus']} CPU cores; torch {m['torch']}, "
+            f"ray {m['ray']}, Python {m['python']}. {result['files']} 16 kHz speech-like files of "
+            f"{result['min_s']:g}-{result['max_s']:g} s, {result['audio_s'] / HOUR_S:.2f} audio hours. {result['checkpoint']} "
+            "checkpoint, random weights, transformer layer scales 1.0: throughput and agreement only, nothing about "
+            f"quality. Written {result['date']}."
+        ),
+        "",
+        "| path | GPUs | wall s | first result s | steady s | audio h per GPU-hour, whole run | audio h per GPU-hour, steady | GPU utilisation, steady | codes equal to lone encodes |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    if o:
+        lines.append(
+            f"| official prepare_data loop (batch 32, model loaded and warm, PyTorch's default TF32 convs) | 1 | "
+            f"{o['wall_s']:.1f} | - | - | {per_gpu_hour(result['audio_s'], o['wall_s'], 1):.0f} | - | - | - |"
+        )
+    for p in result.get("pipeline", []):
+        mode = "strict fp32" if p["strict_fp32"] else "TF32"
+        use = ", ".join(f"{u:.0f}%" for u in p["gpu_utilisation"]) if p.get("gpu_utilisation") else "-"
+        agree = p.get("agreement")
+        agree_text = f"{100 * agree['codes_equal_share']:.4f}% ({agree['clips']} clips)" if agree else "-"
+        lines.append(
+            f"| ours, `python -m core tokenize` ({mode}), {p['actors']} actor(s) | {p['gpus']} | {p['wall_s']:.1f} | "
+            f"{p['first_result_s']:.1f} | {p['steady_s']:.1f} | {per_gpu_hour(p['audio_s'], p['wall_s'], p['gpus']):.0f} | "
+            f"{per_gpu_hour(p['audio_s'], p['steady_s'], p['gpus']):.0f} | {use} | {agree_text} |"
+        )
+    for mode, ratio in (result.get("speedup") or {}).items():
+        lines += ["", f"Speed-up of 2 GPUs over 1 ({mode}, steady audio h per hour of wall time): **{ratio:.2f}x**."]
+    if not result.get("speedup"):
+        lines += ["", "One GPU only on this machine: the two-GPU rows need the `nvidia-h200-x2` kind (not lent)."]
+    return "\n".join(lines) + "\n"
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--checkpoint", default="/tmp/full-ls1", help="full-size checkpoint (built here when missing)")
+    p.add_argument("--tiny", action="store_true", help="tiny checkpoint (CPU smoke run)")
+    p.add_argument("--device", default="cuda:0")
+    p.add_argument("--files", type=int, default=7000)
+    p.add_argument("--min-s", type=float, default=6.0)
+    p.add_argument("--max-s", type=float, default=20.0)
+    p.add_argument("--gpus", default="1,2", help="encode actors (one GPU each) per run; 0 = one CPU actor")
+    p.add_argument("--modes", default="strict,tf32")
+    p.add_argument("--object-store-mb", type=int, default=8192)
+    p.add_argument("--no-official", action="store_true", help="skip the official loop")
+    p.add_argument("--work", type=Path, default=Path("/tmp/tokenize-steady"))
+    p.add_argument("--out", type=Path, required=True)
+    return p.parse_args(argv)
+
+
+def main(argv=None) -> dict:
+    args = parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
+    checkpoint = Path(args.checkpoint)
+    if not (checkpoint / "config.json").exists():
+        from core.model.checkpoints import build_model, build_tiny_checkpoint, full_config, save_checkpoint
+
+        if args.tiny:
+            build_tiny_checkpoint(checkpoint)
+        else:
+            save_checkpoint(build_model(full_config(), seed=0, layer_scale=1.0), checkpoint, kind="full")
+    manifest = args.work / "data" / "train.jsonl"
+    start = time.perf_counter()
+    if not manifest.exists():
+        make_files(args.work / "data", args.files, 0, args.device, args.min_s, args.max_s)
+    audio_s = sum(sf.info(json.loads(line)["audio"]).duration for line in manifest.read_text().splitlines())
+    log.info("%d files, %.2f h, made in %.0f s", args.files, audio_s / HOUR_S, time.perf_counter() - start)
+    result: dict = {
+        "files": args.files,
+        "audio_s": audio_s,
+        "min_s": args.min_s,
+        "max_s": args.max_s,
+        "date": time.strftime("%Y-%m-%d"),
+        "checkpoint": "Tiny" if args.tiny else "Full-size",
+        "machine": machine(),
+        "pipeline": [],
+    }
+
+    def save() -> None:  # after every part: a run cut short by its time limit keeps what it measured
+        args.out.mkdir(parents=True, exist_ok=True)
+        (args.out / "tokenize_steady.json").write_text(json.dumps(result, indent=2) + "\n")
+        (args.out / "tokenize_steady.md").write_text(markdown(result))
+
+    if not args.no_official:
+        result["official"] = official_loop(str(checkpoint), manifest, args.device)
+        log.info("official %s", result["official"])
+        save()
+    have = torch.cuda.device_count()
+    for n in [int(x) for x in args.gpus.split(",")]:
+        if n > max(have, 1 if n == 0 else 0):
+            log.info("skipping %d GPU(s): this machine has %d", n, have)
+            continue
+        device = "cpu" if n == 0 else "cuda:0"
+        for strict in [m == "strict" for m in args.modes.split(",")]:
+            settings = Settings(model=str(checkpoint), device=device, strict_fp32_encode=strict)
+            out = args.work / f"out-{n}-{'strict' if strict else 'tf32'}"
+            row = pipeline_run(manifest, out, settings, max(n, 1), args.object_store_mb)
+            row["agreement"] = agreement(out, str(checkpoint), device)
+            result["pipeline"].append(row)
+            log.info("pipeline %s", row)
+            save()
+    one = {p["strict_fp32"]: p for p in result["pipeline"] if p["gpus"] == 1}
+    two = {p["strict_fp32"]: p for p in result["pipeline"] if p["gpus"] == 2}
+    result["speedup"] = {
+        ("strict fp32" if k else "TF32"): one[k]["steady_s"] / two[k]["steady_s"] for k in one if k in two
+    } or None
+    save()
+    return result
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,196 @@
+"""The metrics the workbench measures: one table, one row per metric.
+
+Each row says what the metric is called wherever it is stored or sent (its ``id``: the metrics
+table, CSV columns, JSON; never translated), where its words live in the locales, what it means,
+which way is better, its unit, what computes it and on which part of the clip, where it is shown,
+and, when it votes in the verdict, its bounds. Every list of metrics in ``core`` and ``webui`` (the
+metrics table, the source table, the evaluation CSV and report, the placing sentence, the verdict
+and its card, the Evaluate tab) is read from here. Nothing here imports numpy, pesq or pystoi.
+
+How to add a metric: docs/judging.md ("Adding a metric").
+
+Verdict bounds (docs/judging.md has the reasoning). The tokenizer's published figures on LibriSpeech
+test-clean are PESQ-WB 3.21, PESQ-NB 3.68, STOI 0.96, UTMOS 4.16: the codec at its best. "Close to
+the original" asks for a clip within about 0.2 PESQ / 0.03 STOI of those means and a MOS drop a
+listener would not notice; "badly degraded" starts where speech is still intelligible but clearly
+damaged (the MOS drop of added noise or a 2 kHz low-pass in DistillMOS's own measurements).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+METRIC_WINDOW_S = 8.0  # s of audio PESQ, STOI and DistillMOS look at (speed: ~15 ms per second of audio)
+
+PAIR, SINGLE, DROP = "pair", "single", "drop"  # MetricRow.reads
+FIRST, WHOLE, MOS_WINDOWS = "first", "whole", "mos windows"  # MetricRow.window
+HIGHER, LOWER = "higher", "lower"  # MetricRow.better
+
+# (green at or above / red below) per signal; the MOS drop is green at or below / red above.
+PESQ_WB_GREEN = 3.0  # published mean 3.21, less the ~0.2 clip-to-clip spread
+PESQ_WB_RED = 2.0  # below this PESQ calls speech "annoying" (P.862 MOS-LQO scale)
+STOI_GREEN = 0.93  # published mean 0.96, less 0.03
+STOI_RED = 0.85  # below this intelligibility itself starts to suffer
+MOS_DROP_GREEN = 0.5  # MOS points; published UTMOS 4.16 is about that of clean LibriSpeech
+MOS_DROP_RED = 1.2  # about half the drop of noise / a 2 kHz low-pass (clean 3.8-4.3 -> 1.8-2.7)
+
+
+@dataclass(frozen=True)
+class MetricRow:
+    id: str  # "PESQ-WB": its name in tables, CSV columns and JSON (stored and sent; never translated)
+    key: str  # "pesq": the stem of its own locale keys (verdict.signal.<key>, verdict.reason.<key>.<light>)
+    meaning: str  # one line of English saying what it measures and its range (the page: metrics.meaning.<id>)
+    better: str  # HIGHER or LOWER
+    unit: str  # "dB", "" (dimensionless)
+    compute: str  # what computes it: a function of core.analysis.metrics (reads PAIR), else a dotted path
+    reads: (
+        str  # PAIR: the clip against the original; SINGLE: the clip alone; DROP: the original's score less the clip's
+    )
+    window: str  # FIRST: the first METRIC_WINDOW_S seconds; WHOLE: the whole clip; MOS_WINDOWS: DistillMOS's windows
+    rate: int | None = None  # Hz the computation gets the audio at (None: the clip's own)
+    green: float | None = None  # verdict bound: green at or better than this (None: it does not vote)
+    red: float | None = None  # verdict bound: red worse than this
+    card_rank: int = 0  # its place on the verdict card (1 first: what a listener cares about first); voters only
+    source_table: bool = False  # a row of the table of every source (core.judging.source_table)
+    places: bool = False  # the placing sentence rests on it (core.judging.placing)
+    plotted: bool = False  # its distribution is drawn in the evaluation report
+    quick: bool = False  # among the fast metrics (``quick_compare``: many versions of one clip)
+
+    @property
+    def votes(self) -> bool:
+        """It gives the verdict a light."""
+        return self.green is not None and self.red is not None
+
+    @property
+    def higher_is_better(self) -> bool:
+        return self.better == HIGHER
+
+    def locale_keys(self) -> tuple[str, ...]:
+        """The keys every language must have for this metric."""
+        keys: tuple[str, ...] = (f"metrics.meaning.{self.id}",) if self.reads == PAIR else ()
+        if self.votes:
+            keys += (f"verdict.signal.{self.key}", *(f"verdict.reason.{self.key}.{light}" for light in LIGHTS))
+        return keys
+
+
+LIGHTS = ("green", "amber", "red")  # best to worst
+
+METRICS: tuple[MetricRow, ...] = (  # in the order the metrics table, the CSV and the reports show them
+    MetricRow(
+        "PESQ-WB",
+        "pesq",
+        "perceived quality, wideband (ITU-T P.862.2): 1.0 bad .. 4.64 transparent",
+        HIGHER,
+        "",
+        "_pesq_wb_metric",
+        PAIR,
+        FIRST,
+        rate=16_000,
+        green=PESQ_WB_GREEN,
+        red=PESQ_WB_RED,
+        card_rank=2,
+        source_table=True,
+        places=True,
+        plotted=True,
+    ),
+    MetricRow(
+        "PESQ-NB",
+        "pesq_nb",
+        "perceived quality, telephone band (ITU-T P.862): 1.0 bad .. 4.5 transparent",
+        HIGHER,
+        "",
+        "_pesq_nb_metric",
+        PAIR,
+        FIRST,
+        rate=16_000,  # narrowband PESQ on the same 16 kHz audio as wideband
+    ),
+    MetricRow(
+        "STOI",
+        "stoi",
+        "short-time objective intelligibility: 0 .. 1 (identical)",
+        HIGHER,
+        "",
+        "_stoi_metric",
+        PAIR,
+        FIRST,
+        rate=16_000,  # pystoi resamples to 10 kHz itself
+        green=STOI_GREEN,
+        red=STOI_RED,
+        card_rank=1,
+        source_table=True,
+        places=True,
+        plotted=True,
+    ),
+    MetricRow(
+        "SI-SDR",
+        "si_sdr",
+        "scale-invariant signal-to-distortion ratio: waveform fidelity",
+        HIGHER,
+        "dB",
+        "_si_sdr_metric",
+        PAIR,
+        WHOLE,
+        source_table=True,
+        plotted=True,  # left out of the placing: it scores waveform match, which a neural codec does not aim for
+        quick=True,
+    ),
+    MetricRow(
+        "Log-mel distance",
+        "mel",
+        "mean absolute difference of the log-mel spectrograms",
+        LOWER,
+        "dB",
+        "_mel_distance_metric",
+        PAIR,
+        WHOLE,
+        source_table=True,
+        places=True,
+        quick=True,
+    ),
+    MetricRow(
+        "DistillMOS",
+        "distillmos",
+        "predicted listener score (DistillMOS) of the clip alone: 1 bad .. 5 excellent",
+        HIGHER,
+        "",
+        "core.judging.verdict.MosPredictor.predict",
+        SINGLE,
+        FIRST,
+        rate=16_000,
+        source_table=True,
+        places=True,
+    ),
+    MetricRow(
+        "MOS drop",
+        "mos",
+        "DistillMOS of the original less that of the reconstruction, in MOS points",
+        LOWER,
+        "",
+        "core.judging.verdict.judge",
+        DROP,
+        MOS_WINDOWS,
+        rate=16_000,
+        green=MOS_DROP_GREEN,
+        red=MOS_DROP_RED,
+        card_rank=3,
+    ),
+)
+BY_ID = {m.id: m for m in METRICS}
+COMPARED = tuple(m for m in METRICS if m.reads == PAIR)  # what ``core.analysis.metrics.compare`` returns, in order
+VOTERS = tuple(m for m in METRICS if m.votes)  # the verdict's signals, in the table's order
+CARD = tuple(sorted(VOTERS, key=lambda m: m.card_rank))  # the verdict's signals in the order the card shows them
+PESQ_WB, STOI = BY_ID["PESQ-WB"].id, BY_ID["STOI"].id  # the two a reader of the codec's paper quotes first
+MOS, MOS_DROP = BY_ID["DistillMOS"].id, BY_ID["MOS drop"].id
+
+
+def metric(metric_id: str) -> MetricRow:
+    """The row of ``metric_id``; KeyError naming the known ids for anything else."""
+    try:
+        return BY_ID[metric_id]
+    except KeyError:
+        raise KeyError(f"unknown metric {metric_id!r}; known: {', '.join(BY_ID)}") from None
+
+
+def ids(rows) -> tuple[str, ...]:
+    """The ids of ``rows``."""
+    return tuple(m.id for m in rows)
