@@ -355,6 +355,7 @@ def build_roundtrip_report(
     sources: list[dict] | None = None,
     comparison: dict | None = None,
     source_words: dict | None = None,
+    figure_words: dict | None = None,
 ) -> tuple[Path, Path]:
     """Draw the pictures from the files (read within ``limits``, a core.settings.AudioLimits), then
     write the zip and the HTML (see write_roundtrip_report; ``render`` makes the page)."""
@@ -366,11 +367,15 @@ def build_roundtrip_report(
     original = load_audio(original_wav, limits).samples
     reconstruction = load_audio(reconstruction_wav, limits).samples
     codes = tokens.load_tokens(token_file, max_duration_s=limits.max_duration_s).codes
+    words = figure_words or {}  # the figures' words in the reader's language (English: core's own)
     pngs = {
         "spectrograms": analysis.figure_to_png(
-            analysis.spectrogram_figure(original, reconstruction), folder / f"{stem}_spectrograms.png"
+            analysis.spectrogram_figure(original, reconstruction, words=words.get("spectrogram")),
+            folder / f"{stem}_spectrograms.png",
         ),
-        "token_usage": analysis.figure_to_png(token_usage.usage_figure(codes), folder / f"{stem}_token_usage.png"),
+        "token_usage": analysis.figure_to_png(
+            token_usage.usage_figure(codes, words=words.get("usage")), folder / f"{stem}_token_usage.png"
+        ),
     }
     return write_roundtrip_report(
         folder,

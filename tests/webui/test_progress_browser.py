@@ -11,9 +11,12 @@ import time
 import pytest
 import soundfile as sf
 
+from core.anchors import DEFAULT_ANCHORS, parse_anchors
+from core.judging.sources import ANCHOR
 from tests.conftest import speechlike
 from tests.webui.test_demo_flow_browser import _open, chromium  # noqa: F401 - the module's browser
 from tests.webui.test_webui_browser import TIMEOUT_MS
+from webui.views import compare_view
 
 pytestmark = pytest.mark.browser
 
@@ -58,12 +61,18 @@ def _check_progress(seen: list[tuple[float, dict]]) -> None:
     assert any("%" in s.get("text", "") for _t, s in seen)
 
 
-def test_progress_shows_at_once_on_the_desktop(chromium, server, long_clip):  # noqa: F811
+def test_progress_shows_at_once_on_the_desktop_and_the_card_places_the_codec(chromium, server, long_clip):  # noqa: F811
     page = _open(chromium, server[0], viewport={"width": 1440, "height": 900})
     seen = _press_and_watch(page, long_clip, tap=False)
     _check_progress(seen)
     page.locator("#roundtrip-verdict .cw-card").wait_for(timeout=TIMEOUT_MS)
     page.wait_for_function("!document.querySelector('#roundtrip-run').disabled", timeout=TIMEOUT_MS)
+    # the card says where the codec stands among the anchors (issue 29: it compared with the original only)
+    placing = page.locator("#roundtrip-verdict [data-state=final] .cw-card-placing")
+    placing.wait_for(timeout=TIMEOUT_MS)
+    assert placing.is_visible()
+    names = [compare_view.source_label({"id": a.id, "kind": ANCHOR}, "en") for a in parse_anchors(DEFAULT_ANCHORS)]
+    assert any(name in placing.inner_text() for name in names), (placing.inner_text(), names)
     page.context.close()
 
 

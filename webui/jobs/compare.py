@@ -80,6 +80,14 @@ def extra_sources(
     return ExtraSources(out, [p.to_dict() for p in made.problems], agreement, token_path, timing)
 
 
+def add_anchors(original_wav: Path, chosen: list[str], folder: Path, limits: AudioLimits) -> ExtraSources:
+    """The ``chosen`` anchors of a round trip's original (its 24 kHz mono WAV), made now and written
+    into ``folder``: the result on screen gains them without encoding the clip again."""
+    samples = load_audio(original_wav, limits).samples
+    stem = Path(original_wav).stem.removesuffix("_24k_mono")
+    return extra_sources(None, samples, np.zeros((0, 16), dtype=np.int64), chosen, folder, stem)
+
+
 def _audio(samples: np.ndarray):
     from core.audio.files import audio_from_array
     from core.codec import SAMPLE_RATE

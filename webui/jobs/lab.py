@@ -348,7 +348,9 @@ def _is_level(source: dict) -> bool:
     return source.get("kind") == "level" or (not source.get("kind") and source["id"].startswith("k"))
 
 
-def usage_of(token_path: Path, codebook, folder: Path, max_duration_s: float | None = None) -> tuple[list[dict], Path]:
+def usage_of(
+    token_path: Path, codebook, folder: Path, max_duration_s: float | None = None, words: dict | None = None
+) -> tuple[list[dict], Path]:
     """Token usage of a token file (refused from its header when longer than ``max_duration_s``):
     per-codebook rows and the figure for ``codebook``."""
     codebook = token_usage.check_codebook(codebook)
@@ -356,6 +358,6 @@ def usage_of(token_path: Path, codebook, folder: Path, max_duration_s: float | N
     rows = [asdict(r) for r in token_usage.usage(token_file.codes)]
     stem = stem_of(token_path).removesuffix("_tokens")
     png = analysis.figure_to_png(
-        token_usage.usage_figure(token_file.codes, codebook), folder / f"{stem}_usage_cb{codebook}.png"
+        token_usage.usage_figure(token_file.codes, codebook, words), folder / f"{stem}_usage_cb{codebook}.png"
     )
     return rows, png

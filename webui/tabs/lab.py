@@ -23,7 +23,7 @@ from webui.common import TabHandlers, need_file, user_errors
 from webui.jobs import lab as lab_jobs
 from webui.queues import LAB_GROUP, MODEL_GROUP
 from webui.tabs import compare
-from webui.views import compare_view, ladder_view
+from webui.views import compare_view, figure_words, ladder_view
 from webui.views.player_assets import player_css, player_js
 
 logger = logging.getLogger(__name__)
@@ -121,7 +121,11 @@ class LabHandlers(TabHandlers):
             raise gr.Error(i18n.text("lab.error.no_tokens", lang), print_exception=False)
         with user_errors("action.lab_usage", lang):
             rows, png = lab_jobs.usage_of(
-                token_path, codebook, self.workspace.new_dir("usage"), self.limits.max_duration_s
+                token_path,
+                codebook,
+                self.workspace.new_dir("usage"),
+                self.limits.max_duration_s,
+                figure_words.of(lang)["usage"],
             )
         return _usage_markdown(rows, lang), str(png), {"codebooks": rows}
 
@@ -255,10 +259,20 @@ def build_details(parts: LabParts) -> None:
         parts.usage = [usage_table, usage_png, gr.JSON(visible=False)]
 
 
-def wire(lab: LabHandlers, parts: LabParts, roundtrip_done, original, reconstruction, downloads, details):
+def wire(
+    lab: LabHandlers,
+    parts: LabParts,
+    roundtrip_done,
+    original,
+    reconstruction,
+    downloads,
+    details,
+    sources_changed=None,
+):
     """The lab's events, chained after ``roundtrip_done`` (the /roundtrip event); ``details``: the
-    round trip's JSON, whose ``compare`` part lists the other sources. Returns the /timeline event
-    (the blind test's choices follow it)."""
+    round trip's JSON, whose ``compare`` part lists the other sources. ``sources_changed``: an event
+    after which those sources changed (an anchor ticked on a result): the timeline and the table
+    again. Returns the /timeline event (the blind test's choices follow it)."""
     assert parts.usage is not None and parts.usage_file is not None and parts.codebook is not None
     assert parts.ladder_figures is not None and parts.ladder_table is not None and parts.ladder_json is not None
     assert parts.compare_section is not None
@@ -278,6 +292,18 @@ def wire(lab: LabHandlers, parts: LabParts, roundtrip_done, original, reconstruc
         api_name="timeline",
         **LAB_GROUP,
     )
+    again = []
+    if sources_changed is not None:
+        again.append(
+            sources_changed.success(
+                lab.timeline,
+                inputs=[original, reconstruction, details],
+                outputs=[parts.state, parts.player, parts.timeline_json],
+                api_name="timeline_again",
+                api_visibility="private",
+                **LAB_GROUP,
+            )
+        )
     roundtrip_done.success(
         lab.token_usage, inputs=[downloads, parts.codebook], outputs=parts.usage, api_name="token_usage", **LAB_GROUP
     )
@@ -313,5 +339,6 @@ def wire(lab: LabHandlers, parts: LabParts, roundtrip_done, original, reconstruc
             reconstruction,
             parts.player,
             details,
+            again,
         )
     return timeline_done

@@ -20,12 +20,12 @@ from webui.i18n import label
 from webui.jobs import codec as jobs
 from webui.jobs import results
 from webui.jobs.progress import ProgressBoard
-from webui.queues import FETCH_GROUP, METRICS_GROUP, MODEL_GROUP
+from webui.queues import FETCH_GROUP, LAB_GROUP, METRICS_GROUP, MODEL_GROUP
 from webui.serving import url_input
 from webui.tabs import compare, lab, review
 from webui.tabs.inputs import audio_input, examples
+from webui.views import figure_words, progress_view
 from webui.views import formatting as fmt
-from webui.views import progress_view
 
 logger = logging.getLogger(__name__)
 
@@ -80,6 +80,7 @@ class RoundTripHandlers(TabHandlers):
                     self.limits,
                     self.board.reporter(job, i18n.progress_in(lang, progress)),
                     compare.chosen(anchors, with_second, self.engine.settings),
+                    figure_words.of(lang),
                 )
             audio_s = out.facts.get("duration_s")
         finally:
@@ -295,7 +296,16 @@ def build(handlers: RoundTripHandlers, example_paths: tuple[Path, ...]) -> Round
         show_progress="hidden",  # the verdict card says that the metrics are being measured
         **METRICS_GROUP,
     )
-    timeline_done = lab.wire(lab_handlers, parts, done, original, reconstruction, downloads, details)
+    anchors_added = anchors.input(  # ticked on a result: added to it, no new encode (issue 29)
+        compare.CompareHandlers(handlers.engine, handlers.workspace).add_anchors,
+        inputs=[original, reconstruction, anchors, details],
+        outputs=[details],
+        api_name="add_anchors",
+        api_visibility="private",
+        show_progress="hidden",
+        **LAB_GROUP,
+    )
+    timeline_done = lab.wire(lab_handlers, parts, done, original, reconstruction, downloads, details, anchors_added)
     timeline_done.success(
         blind_choices, inputs=[parts.timeline_json], outputs=[blind_what], queue=False, api_visibility="private"
     )

@@ -82,6 +82,19 @@ def placing_text(placing: dict, lang: str, labels: dict[str, str]) -> str:
     return i18n.text("compare.placing.lead", lang, parts=_join(parts, lang))
 
 
+def card_placing(comparison: dict | None, lang: str) -> str:
+    """The placing as one plain sentence for the verdict card ("" when nothing was placed):
+    "On this clip it is closer to the original than Opus 6 kbit/s, further … than a phone call"."""
+    if not isinstance(comparison, dict):
+        return ""
+    placing = comparison.get("placing") or {}
+    if not placing.get("placements"):
+        return ""
+    measured = comparison.get("table") or {}
+    labels = {c["source"]["id"]: source_label(c["source"], lang) for c in measured.get("columns") or []}
+    return placing_text(placing, lang, labels).replace("**", "")
+
+
 def _join(items: list[str], lang: str) -> str:
     if len(items) == 1:
         return items[0]
