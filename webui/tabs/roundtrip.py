@@ -191,7 +191,7 @@ def build(handlers: RoundTripHandlers, example_paths: tuple[Path, ...]) -> Round
             progress_box = gr.HTML(visible=False, elem_id="roundtrip-progress", padding=False)
             gr.Markdown(label("roundtrip.hint"), elem_classes="cw-hint")
     ticks = gr.Timer(0.5, active=False)
-    examples(audio_in, example_paths, "roundtrip_example")
+    examples(audio_in, example_paths, "roundtrip_example", then_focus="roundtrip-run")
     with gr.Accordion(label("compare.anchors"), open=False, elem_id="roundtrip-compare"):
         anchors, with_second = compare.inputs(handlers.engine.settings)
     if handlers.url_policy is not None:
