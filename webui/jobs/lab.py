@@ -30,7 +30,7 @@ from core.settings import AudioLimits
 from webui.jobs.common import Progress, quiet, stem_of
 
 RESIDUAL_GAIN_DB = 0.0  # the residual plays at its own level: what was lost, as loud as it was lost
-LADDER_KEYS = "123456789"  # keyboard keys of the first nine ladder levels in the player
+LADDER_KEYS = "123456789"  # keyboard keys of the ladder levels k = 1..9 in the player (the key is k; issue 29)
 
 
 @dataclass(frozen=True)
@@ -293,13 +293,13 @@ def run_ladder(
     rows: list[dict] = []
     original_png = analysis.mel_png(ref_mel, folder / f"{stem}_original.png", top - analysis.TOP_DB, top)
     pictures = [(str(original_png), "original")]  # the page names it in the reader's language
-    for index, rung in enumerate(rungs):
+    for rung in rungs:
         wav = write_wav(folder / f"{stem}_k{rung.codebooks:02d}.wav", rung.samples)
         level = _analyse(rung.samples)
         mel = level.mel
         metrics = {m.name: m.value for m in analysis.quick_compare(original, rung.samples, (ref_mel, mel))}
         png = analysis.mel_png(mel, folder / f"{stem}_k{rung.codebooks:02d}.png", top - analysis.TOP_DB, top)
-        key = LADDER_KEYS[index] if index < len(LADDER_KEYS) else ""
+        key = str(rung.codebooks) if str(rung.codebooks) in LADDER_KEYS else ""  # [3] is k = 3, not the third level
         label = f"k{rung.codebooks}"  # the page shows it in the reader's language
         source = _source(
             f"k{rung.codebooks}",

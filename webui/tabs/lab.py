@@ -315,12 +315,13 @@ def wire(
         api_visibility="private",
         **LAB_GROUP,
     )
-    parts.codebook.release(
+    parts.codebook.change(  # a drag's release and the arrow keys alike (issue 29: .release missed the keys)
         lab.token_usage_of_either,
         inputs=[parts.usage_file, downloads, parts.codebook],
         outputs=parts.usage,
         api_name="token_usage_codebook",
         api_visibility="private",
+        trigger_mode="always_last",  # a drag over many codebooks draws the last one, not each on the way
         **LAB_GROUP,
     )
     ladder_done = parts.run_ladder.click(
