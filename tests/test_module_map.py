@@ -10,7 +10,9 @@ face (a docstring); the map names the package folder instead (``audio/``).
 from __future__ import annotations
 
 import ast
+import io
 import re
+import tokenize
 from pathlib import Path
 
 import pytest
@@ -71,6 +73,43 @@ def test_paths_named_in_the_docs_exist():
     assert not gone, "paths in the docs that are not in the tree:\n" + "\n".join(sorted(set(gone)))
 
 
+def _docstrings_and_comments(path: Path):
+    """(line, text) of every docstring and comment of a Python file."""
+    source = path.read_text(encoding="utf-8")
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+            doc = ast.get_docstring(node, clean=False)
+            if doc:
+                yield (node.body[0].lineno, doc)
+    for token in tokenize.generate_tokens(io.StringIO(source).readline):
+        if token.type == tokenize.COMMENT:
+            yield (token.start[0], token.string)
+
+
+def _named_path_exists(text: str, match: re.Match) -> bool:
+    """A path is there when it is; a pattern (``webui/static/player_*.js``, ``results/x.{json,md}``)
+    when some file matches its start."""
+    path = match.group(1).rstrip(".")
+    after = text[match.end() : match.end() + 2]
+    pattern = after[:1] in ("*", "{", "<") or after == ".{"
+    return (ROOT / path).exists() or bool(pattern and list((ROOT / path).parent.glob((ROOT / path).name + "*")))
+
+
+def test_paths_named_in_docstrings_and_comments_exist():
+    """A docstring that says which test pins a number must name a test file that is there: every
+    repository path a docstring or a comment of the code, the tests or the benchmarks names."""
+    gone = []
+    for folder in ("core", "webui", "bench", "tests", "deploy", "scripts"):
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            for line, text in _docstrings_and_comments(path):
+                gone += [
+                    f"{path.relative_to(ROOT)}:{line}: {m.group(1).rstrip('.')}"
+                    for m in _PATH.finditer(text)
+                    if not _named_path_exists(text, m)
+                ]
+    assert not gone, "paths named in docstrings and comments that are not in the tree:\n" + "\n".join(gone)
+
+
 def _module_file(parts: list[str]) -> Path | None:
     path = ROOT.joinpath(*parts)
     for candidate in (path.with_suffix(".py"), path / "__init__.py"):
@@ -117,3 +156,11 @@ def test_the_package_docstring_names_only_what_exists():
         assert depth >= 2, f"core/__init__.py names {dotted}, which is not a module"
         rest = parts[depth:]
         assert not rest or rest[0] in _defined(_module_file(parts[:depth])), f"{dotted} is not defined"
+
+
+def test_the_readme_is_a_first_page():
+    """At most 150 lines, and the three commands for a machine without a GPU or weights are in it."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert len(text.splitlines()) <= 150
+    for command in ("-m core build-checkpoint --tiny checkpoints/tiny", "-m webui --model checkpoints/tiny"):
+        assert command in text, command

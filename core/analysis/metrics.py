@@ -4,11 +4,10 @@ Figures are built on ``matplotlib.figure.Figure`` without pyplot, so they can be
 several threads at once and never open a window. Every function takes mono float audio
 (numpy array or anything ``np.asarray`` accepts).
 
-Metrics (see ``compare``) are computed independently: one that cannot be computed for the
-given audio (silence, too short, ...) comes back with ``value=None`` and a note saying why.
-PESQ and STOI are slow on long clips (about 15 ms per second of audio together on one core),
-so they are computed on the first ``METRIC_WINDOW_S`` seconds and their note says so;
-SI-SDR and the log-mel distance always use the whole clip.
+Metrics (``compare``: the rows of ``core.analysis.catalog``, which says what each reads) are
+computed independently: one that cannot be computed (silence, too short, ...) comes back with
+``value=None`` and a note saying why. PESQ and STOI (≈15 ms per second of audio on one core) read
+the first ``METRIC_WINDOW_S`` seconds, and their note says so; SI-SDR and the log-mel distance the whole clip.
 """
 
 from __future__ import annotations
@@ -110,7 +109,7 @@ def log_mel(x, sample_rate: int = SAMPLE_RATE, n_fft: int = N_FFT, hop: int = HO
 @functools.lru_cache(maxsize=8)
 def _mel_filterbank(sample_rate: int, n_fft: int, n_mels: int) -> np.ndarray:
     """Triangular HTK-mel filters from 0 Hz to Nyquist, shape (n_mels, n_fft // 2 + 1), unnormalised:
-    torchaudio's ``melscale_fbanks`` (tests/core/test_analysis.py pins its numbers)."""
+    torchaudio's ``melscale_fbanks`` (tests/core/analysis/test_metrics.py pins its numbers)."""
     return _fbanks(n_fft // 2 + 1, sample_rate, n_mels)
 
 
@@ -153,12 +152,12 @@ def compare(
     ref, deg = ref[:n], deg[:n]
     window = n if max_seconds is None else min(n, int(max_seconds * sample_rate))
     clip = _Clip(ref, deg, sample_rate, window, _rms(ref[:window]) < SILENCE_RMS, _scope_note(window, n, sample_rate))
-    return [_guarded(_compute(row), row, clip) for row in catalog.COMPARED]
+    return [_guarded(globals()[row.compute], row, clip) for row in catalog.COMPARED]
 
 
 @dataclass
 class _Clip:
-    """The two signals a metric reads, with their first-seconds window resampled once per rate."""
+    """The two signals a metric reads (``compute(row, clip)``), each window resampled once per rate."""
 
     ref: np.ndarray
     deg: np.ndarray
@@ -171,15 +170,12 @@ class _Clip:
 
     def signals(self, row: catalog.MetricRow) -> tuple[np.ndarray, np.ndarray, int]:
         """(reference, degraded, rate) as ``row`` reads them."""
-        if row.window == catalog.WHOLE and row.rate is None:
+        if row.window == catalog.WHOLE and row.rate is None:  # as they are: no copies of a long clip
             return self.ref, self.deg, self.sample_rate
         rate = row.rate or self.sample_rate
         end = self.window if row.window == catalog.FIRST else self.ref.size
         if (rate, end) not in self._at:
-            self._at[rate, end] = (
-                _resample(self.ref[:end], self.sample_rate, rate),
-                _resample(self.deg[:end], self.sample_rate, rate),
-            )
+            self._at[rate, end] = tuple(_resample(x[:end], self.sample_rate, rate) for x in (self.ref, self.deg))
         return (*self._at[rate, end], rate)
 
 
@@ -189,7 +185,7 @@ def quick_compare(reference, degraded, mels: tuple[np.ndarray, np.ndarray] | Non
     ref, deg = _mono(reference), _mono(degraded)
     n = min(ref.size, deg.size)
     clip = _Clip(ref[:n], deg[:n], SAMPLE_RATE, n, False, "", mels)
-    return [_guarded(_compute(row), row, clip) for row in catalog.COMPARED if row.quick]
+    return [_guarded(globals()[row.compute], row, clip) for row in catalog.COMPARED if row.quick]
 
 
 def _metric(row: catalog.MetricRow, value: float | None, note: str = "") -> Metric:
@@ -205,17 +201,8 @@ def _guarded(compute, row: catalog.MetricRow, clip: _Clip) -> Metric:
         return _metric(row, None, f"could not be computed: {type(e).__name__}: {e}")
 
 
-def _pesq_wb_metric(row: catalog.MetricRow, clip: _Clip) -> Metric:
-    """PESQ, wideband (ITU-T P.862.2)."""
-    return _pesq_metric(row, clip, "wb")
-
-
-def _pesq_nb_metric(row: catalog.MetricRow, clip: _Clip) -> Metric:
-    """PESQ, narrowband (ITU-T P.862)."""
-    return _pesq_metric(row, clip, "nb")
-
-
 def _pesq_metric(row: catalog.MetricRow, clip: _Clip, mode: str) -> Metric:
+    """PESQ, wideband (``mode`` "wb", ITU-T P.862.2) or narrowband ("nb", P.862)."""
     from pesq import NoUtterancesError, pesq
 
     ref, deg, rate = clip.signals(row)
@@ -229,8 +216,11 @@ def _pesq_metric(row: catalog.MetricRow, clip: _Clip, mode: str) -> Metric:
         raise ValueError("PESQ found no speech in the original") from e
 
 
+_pesq_wb_metric = functools.partial(_pesq_metric, mode="wb")
+_pesq_nb_metric = functools.partial(_pesq_metric, mode="nb")
+
+
 def _stoi_metric(row: catalog.MetricRow, clip: _Clip) -> Metric:
-    """Short-time objective intelligibility (pystoi)."""
     from pystoi import stoi as pystoi
 
     ref, deg, rate = clip.signals(row)
@@ -245,7 +235,6 @@ def _stoi_metric(row: catalog.MetricRow, clip: _Clip) -> Metric:
 
 
 def _si_sdr_metric(row: catalog.MetricRow, clip: _Clip) -> Metric:
-    """Scale-invariant signal-to-distortion ratio (dB) over the whole clip."""
     ref, deg, _ = clip.signals(row)
     ref, deg = ref.astype(np.float64), deg.astype(np.float64)
     ref, deg = ref - ref.mean(), deg - deg.mean()
@@ -259,18 +248,10 @@ def _si_sdr_metric(row: catalog.MetricRow, clip: _Clip) -> Metric:
 
 def _mel_distance_metric(row: catalog.MetricRow, clip: _Clip) -> Metric:
     """Mean absolute difference of the log-mel spectrograms (dB) over the whole clip."""
-    if clip.mels is None:
-        ref, deg, rate = clip.signals(row)
-        a, b = log_mel(ref, rate), log_mel(deg, rate)
-    else:  # quick_compare's caller had them: both trimmed to the shorter
-        frames = min(clip.mels[0].shape[1], clip.mels[1].shape[1])
-        a, b = clip.mels[0][:, :frames], clip.mels[1][:, :frames]
-    return _metric(row, mel_difference_db(a, b).mean(), MEL_DISTANCE_NOTE)
-
-
-def _compute(row: catalog.MetricRow):
-    """The function of this module that computes ``row`` (its ``compute`` names it)."""
-    return globals()[row.compute]
+    ref, deg, rate = clip.signals(row)
+    a, b = clip.mels or (log_mel(ref, rate), log_mel(deg, rate))
+    frames = min(a.shape[1], b.shape[1])  # a caller's spectrograms may differ by a frame
+    return _metric(row, mel_difference_db(a[:, :frames], b[:, :frames]).mean(), MEL_DISTANCE_NOTE)
 
 
 def mel_difference_db(a: np.ndarray, b: np.ndarray) -> np.ndarray:

@@ -2,7 +2,7 @@
 
 Pure functions over a small record of the model's dimensions (:class:`ModelDims`, read once
 when the model loads), the settings and the free memory the engine measured: nothing here
-touches a device, so the planner is tested without a model (tests/core/test_planner.py).
+touches a device, so the planner is tested without a model (tests/core/model/test_planner.py).
 
 The memory model is derived from the official path's measured peaks and checked against ours on
 an H200: it overestimates by 20-30% (docs/performance.md, tests/gpu). Activations scale with a

@@ -169,7 +169,7 @@ def _encoder_transformer_span(transformer, hidden: torch.Tensor, kv: KVStore, po
     """Mimi's transformer layers on steps [position, position + len) with all earlier steps in ``kv``.
 
     Mirrors ``MimiTransformerLayer.forward`` (pre-norm attention and MLP with layer scales);
-    ``tests/core/test_encoding.py`` checks it against the whole-clip encode.
+    ``tests/core/nn/test_encoding.py`` checks it against the whole-clip encode.
     """
     from transformers.models.mimi.modeling_mimi import apply_rotary_pos_emb
 

@@ -1,4 +1,4 @@
-"""core/codec: the facts agree with each other, and one rule decides which codes and lengths are valid."""
+"""core/codec.py: the facts agree with each other, and one rule decides which codes and lengths are valid."""
 
 from __future__ import annotations
 

@@ -62,3 +62,12 @@ def test_the_first_look_comes_with_an_estimate_from_the_last_verdict(engine, tmp
     card = reviewer.preliminary(str(path), metrics)
     assert "data-state='preliminary'" in card and "data-level='red'" in card  # PESQ-WB 1.2 is red
     assert "the whole clip (0:04.0)" in card and "in about 4 s" in card  # 2 clips x 4 s x 0.5
+
+
+def test_the_card_renders_the_verdicts_lights_and_judges_nothing_itself():
+    # core's lights say red for STOI although its value would be green: the card shows core's light
+    v = AMBER | {"level": "red", "values": {"STOI": 0.95, "PESQ-WB": 2.6, "MOS drop": 0.7}, "lights": {"STOI": "red"}}
+    card = verdict_card.final(v, METRICS, verdict_card.judged_words(v, 600.0, "en"), "en")
+    reasons = re.findall(r"<li>([^<]+)</li>", card)
+    assert reasons == ["Speech is clearly harder to understand than the original."]
+    assert "data-level='red'" in card

@@ -14,7 +14,11 @@ import gradio as gr
 import pytest
 
 import core.errors
+from core import anchors as anchor_lib
 from core.analysis import catalog as metric_catalog
+from core.codec import NUM_CODEBOOKS
+from core.judging import sources as source_catalog
+from core.judging.sources import CODEC_ID, COMPARE_ID, ORIGINAL_ID, RESIDUAL_ID
 from tests.webui.tab_handlers import Tabs
 from webui import i18n
 from webui.serving import url_input
@@ -116,6 +120,23 @@ def test_every_key_the_code_names_exists():
             if key not in english:
                 missing.append(f"{path.name}:{line}: {key}")
     assert not missing, missing
+
+
+def test_every_metric_and_source_has_its_words_in_every_language():
+    """A row of the metric catalogue or the source catalogue is named on the page by its keys: each
+    language has every one (core.analysis.catalog.MetricRow.locale_keys, core.judging.sources.entry)."""
+    source_ids = [ORIGINAL_ID, CODEC_ID, RESIDUAL_ID, COMPARE_ID, *(f"k{k}" for k in range(1, NUM_CODEBOOKS + 1))]
+    source_ids += [a.id for a in anchor_lib.ANCHORS]
+    needed = {key: f"metric {m.id}" for m in metric_catalog.METRICS for key in m.locale_keys()}
+    needed |= {source_catalog.entry(sid).key: f"source {sid}" for sid in source_ids}
+    assert len(needed) > len(metric_catalog.METRICS) + len(anchor_lib.ANCHORS)  # the test reads the catalogues
+    missing = [
+        f"{lang}: {key} ({owner})"
+        for lang, words in i18n.catalogues().items()
+        for key, owner in needed.items()
+        if key not in words
+    ]
+    assert not missing, "keys a catalogue row needs that a language lacks:\n" + "\n".join(missing)
 
 
 def test_keys_built_from_names_exist(engine):

@@ -68,7 +68,7 @@ def test_folder_codes_equal_cli_encodes_and_bad_files_are_listed(local_ray, tiny
     assert "MiB" in errors["big.wav"] and "4" in errors["long.wav"] and "audio file" in errors["broken.wav"]
     found = _codes_by_audio(out)
     assert sorted(found) == ["a.wav", "more/d0.oga", "more/d1.aif", "more/d2.caf", "sub/b.flac", "sub/c.wav"]
-    differing = 0  # frames: one near-tie flip allowed (batched vs lone fp32 rounding; tests/core/test_batching.py)
+    differing = 0  # frames: one near-tie flip allowed (batched vs lone fp32 rounding; tests/core/nn/test_batching.py)
     for key, codes in found.items():
         encoded = tmp_path / "single" / key.replace("/", "_")
         flags = ["--model", str(tiny_checkpoint), "--device", "cpu", "--max-duration", "4", "--max-file-mb", "0.12"]

@@ -72,7 +72,7 @@ def test_silence_and_tiny_clips_give_no_mos(mos):
 
 
 def test_thresholds_are_pinned():
-    # docs/verdict.md justifies these against the published LibriSpeech figures; change both together
+    # docs/judging.md justifies these against the published LibriSpeech figures; change both together
     assert verdict.THRESHOLDS == {
         "PESQ-WB": (3.0, 2.0, True),
         "STOI": (0.93, 0.85, True),
@@ -176,3 +176,10 @@ def test_the_verdict_of_a_long_clip_is_bounded_in_memory_and_says_which_windows(
         watcher.join()
     assert (peak[0] - base) / (1 << 20) < 700, f"+{(peak[0] - base) / (1 << 20):.0f} MiB"
     assert v.to_dict()["windows"] == [[0.0, 7.68], [56.32, 64.0]] and v.mos_original == v.mos_reconstruction
+
+
+def test_a_signal_that_is_not_a_number_is_not_available():
+    v = verdict.combine({"PESQ-WB": float("nan"), "STOI": 0.97}, 4.0, float("inf"), random_weights=False)
+    assert v.values == {"PESQ-WB": None, "STOI": 0.97, "MOS drop": None}
+    assert v.lights == {"STOI": "green"} and v.level == "green"
+    assert "PESQ-WB: not available" in v.reasons

@@ -1,4 +1,4 @@
-"""core/planner: chunk plans, halving and memory estimates as pure functions, without a model.
+"""core/model/planner.py: chunk plans, halving and memory estimates as pure functions, without a model.
 
 The dimensions are those of the published checkpoint (docs/performance.md): 8 encoder layers of
 8 key/value heads of 64, 512 hidden, 64 SEANet filters, 96 decoder channels in the last block.

@@ -1,4 +1,4 @@
-"""core/conv_layout: channels-last convolutions give the modules' results, keep the layout, track weights."""
+"""core/nn/conv_layout.py: channels-last convolutions give the modules' results, keep the layout, track weights."""
 
 from __future__ import annotations
 

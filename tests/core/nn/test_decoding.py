@@ -1,4 +1,4 @@
-"""core/decoding: the streamed decode against the whole-utterance decode and the official chunked one,
+"""core/nn/decoding.py: the streamed decode against the whole-utterance decode and the official chunked one,
 with the convolutions channels-first (the model's own modules) and channels-last (``core.nn.conv_layout``)."""
 
 from __future__ import annotations

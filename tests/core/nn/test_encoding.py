@@ -1,4 +1,4 @@
-"""core/encoding: the chunked encode against the official whole-clip encode, on the tiny checkpoint.
+"""core/nn/encoding.py: the chunked encode against the official whole-clip encode, on the tiny checkpoint.
 
 The tiny checkpoint's transformer layer scales are 1.0, so context changes codes: encoding each
 chunk on its own agrees with the whole clip on only ~85% of codes here. Chunk sizes are small so

@@ -1,4 +1,4 @@
-"""core/kernels: SnakeBeta off the GPU is the module's own arithmetic, bit for bit, in every layout."""
+"""core/nn/kernels.py: SnakeBeta off the GPU is the module's own arithmetic, bit for bit, in every layout."""
 
 from __future__ import annotations
 

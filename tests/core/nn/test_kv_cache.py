@@ -1,4 +1,4 @@
-"""core/kv_cache: attention over keys split in pieces, merged exactly."""
+"""core/nn/kv_cache.py: attention over keys split in pieces, merged exactly."""
 
 from __future__ import annotations
 
