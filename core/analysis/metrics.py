@@ -26,6 +26,7 @@ import torch
 from matplotlib.figure import Figure
 
 from core.analysis import catalog
+from core.analysis.figure_text import FIGURE_WORDS
 from core.codec import SAMPLE_RATE, ceil_div
 
 logger = logging.getLogger(__name__)
@@ -45,31 +46,6 @@ FIG_WIDTH_IN = 10.0  # inches; at FIG_DPI gives a 1000-pixel-wide PNG
 FIG_DPI = 100  # dots per inch of saved figures
 PNG_COMPRESS_LEVEL = 1  # zlib level: 1 halves the save time of level 6 for ~30% more bytes
 MAX_IMAGE_COLUMNS = 1200  # spectrogram columns drawn; longer clips are max-pooled down to this
-
-FIGURE_WORDS = {  # the figures' titles and axes in English; the web page passes its reader's (webui.views.figure_words)
-    "original": "Original",
-    "reconstruction": "Reconstruction",
-    "difference": "Difference (reconstruction - original)",
-    "time": "time (s)",
-    "frequency": "frequency (kHz)",
-    "spectrogram": "Log-mel spectrogram",
-}
-CJK_FONTS = ("WenQuanYi Micro Hei", "Noto Sans CJK SC", "Noto Sans SC")  # fallbacks for Chinese figure text
-
-
-def use_cjk_fallback() -> None:
-    """Let figure text fall back to a CJK font where the default has no glyph (matplotlib >= 3.6 falls
-    back per glyph): Chinese titles draw as characters, not boxes. A font that is not installed is skipped."""
-    import matplotlib
-    from matplotlib import font_manager
-
-    have = {f.name for f in font_manager.fontManager.ttflist}
-    extra = [name for name in CJK_FONTS if name in have and name not in matplotlib.rcParams["font.sans-serif"]]
-    if extra:
-        matplotlib.rcParams["font.sans-serif"] = [*matplotlib.rcParams["font.sans-serif"], *extra]
-        families = list(matplotlib.rcParams["font.family"])
-        matplotlib.rcParams["font.family"] = [*families, *(f for f in extra if f not in families)]
-
 
 MEL_DISTANCE_NOTE = f"over {TOP_DB:.0f} dB below the loudest part of the original"  # the log-mel distance's scope
 

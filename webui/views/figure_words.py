@@ -5,7 +5,7 @@ these on. Chinese glyphs draw with a CJK fallback font where one is installed (`
 
 from __future__ import annotations
 
-from core.analysis.metrics import FIGURE_WORDS, use_cjk_fallback
+from core.analysis.figure_text import FIGURE_WORDS, use_cjk_fallback
 from core.analysis.token_usage import USAGE_WORDS
 from webui.i18n import DEFAULT_LANGUAGE, text
 
