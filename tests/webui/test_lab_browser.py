@@ -40,7 +40,9 @@ def page(server):
         page.locator("#roundtrip-input [data-testid=download-link]").wait_for(state="attached", timeout=TIMEOUT_MS)
         page.locator("#roundtrip-run").click()
         # original, reconstruction, residual, and the server's default anchors (tests/webui/test_compare_browser.py)
-        page.wait_for_function(f"window.cwPlayer && {STATE}.sources.length >= 3", timeout=TIMEOUT_MS)
+        page.wait_for_function(
+            f"window.cwPlayer && {STATE}.sources.includes('residual')", timeout=TIMEOUT_MS
+        )  # the timeline's manifest
         yield page
         browser.close()
 

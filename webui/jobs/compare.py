@@ -64,7 +64,8 @@ def extra_sources(
         trip = other.roundtrip(_audio(samples))
         compare_s = trip.encoded.seconds + trip.decoded.seconds
         wav = write_wav(folder / f"{stem}_{sources.COMPARE_ID}.wav", trip.decoded.samples)
-        out.append(sources.checkpoint().facts() | {WAV: str(wav)})
+        folder_name = Path(str(other.settings.model)).name  # which second checkpoint: its folder's name (issue 29)
+        out.append(sources.checkpoint().facts() | {WAV: str(wav), "label": folder_name or sources.COMPARE_ID})
         token_file = tokens.make_token_file(trip.encoded.codes, trip.encoded.original_samples, other.settings.model)
         token_path = tokens.save_tokens(token_file, folder / f"{stem}_{sources.COMPARE_ID}_tokens.npz")
         agreement = sources.agreement_rows(token_usage.agreement(first_codes, trip.encoded.codes))

@@ -290,6 +290,7 @@ def wire(
         inputs=[original, reconstruction, details],
         outputs=[parts.state, parts.player, parts.timeline_json],
         api_name="timeline",
+        show_progress="hidden",  # the player plays meanwhile (its first look): an overlay would block it
         **LAB_GROUP,
     )
     again = []
@@ -301,6 +302,7 @@ def wire(
                 outputs=[parts.state, parts.player, parts.timeline_json],
                 api_name="timeline_again",
                 api_visibility="private",
+                show_progress="hidden",
                 **LAB_GROUP,
             )
         )

@@ -13,9 +13,10 @@ from typing import Any, NamedTuple
 
 import gradio as gr
 
+from core.audio.files import load_audio
 from core.units import MIB
 from webui import i18n
-from webui.common import TabHandlers, need_file, user_errors
+from webui.common import TabHandlers, need_file, path_of, user_errors
 from webui.i18n import label
 from webui.jobs import codec as jobs
 from webui.jobs import results
@@ -114,6 +115,18 @@ class RoundTripHandlers(TabHandlers):
             results.remember("metrics", original, reconstruction, measured, results.scope(self.engine))
         return fmt.metrics_markdown(out.metrics, out.seconds, lang), measured
 
+    def check_upload(self, audio_path, request: gr.Request | None = None):
+        """A file just given: read it now (within the limits) and say at once what is wrong with it,
+        instead of after *Encode → Decode* (issue 29). The file stays in the input either way."""
+        if not audio_path:
+            return
+        lang = i18n.language_of(request)
+        try:
+            with user_errors("action.roundtrip", lang, self.workspace.root):
+                load_audio(Path(path_of(audio_path)), self.limits)
+        except gr.Error as e:
+            gr.Warning(str(e.message), title=i18n.text("running.error_title", lang))
+
     @staticmethod
     def clear_metrics(request: gr.Request | None = None):
         """The click: blank the previous clip's metrics, show the progress box at once, disable the
@@ -192,6 +205,14 @@ def build(handlers: RoundTripHandlers, example_paths: tuple[Path, ...]) -> Round
             gr.Markdown(label("roundtrip.hint"), elem_classes="cw-hint")
     ticks = gr.Timer(0.5, active=False)
     examples(audio_in, example_paths, "roundtrip_example", then_focus="roundtrip-run")
+    audio_in.upload(
+        handlers.check_upload,
+        inputs=[audio_in],
+        api_name="roundtrip_check_upload",
+        api_visibility="private",
+        show_progress="hidden",
+        **LAB_GROUP,  # CPU: a read, never behind the model
+    )
     with gr.Accordion(label("compare.anchors"), open=False, elem_id="roundtrip-compare"):
         anchors, with_second = compare.inputs(handlers.engine.settings)
     if handlers.url_policy is not None:

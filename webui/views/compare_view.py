@@ -22,7 +22,11 @@ def source_label(source: dict, lang: str) -> str:
         return i18n.text(f"compare.source.{sid}", lang)
     if kind in (CODEC, CHECKPOINT):
         key = "compare.source.reconstruction" if kind == CODEC else "compare.source.compare"
-        return i18n.text(key, lang, bitrate=f"{rate / 1000:g}")
+        said = i18n.text(key, lang, bitrate=f"{rate / 1000:g}")
+        folder = str(source.get("label") or "")
+        if kind == CHECKPOINT and folder and not folder.startswith("second checkpoint") and folder != sid:
+            said += f" · {folder}"  # its folder's name: which checkpoint this is
+        return said
     if kind == ORIGINAL:
         return i18n.text("compare.source.original", lang)
     return str(source.get("label") or sid)
