@@ -126,7 +126,9 @@ def final(v: dict, metrics: dict, judged: str, lang: str, placing: str = "") -> 
     ``placing``: where the codec stands among the clip's other sources, in words ("" until known)."""
     values, signal_lights = values_and_lights(v, metrics)
     level = str(v["level"]) if v.get("level") in _LEVELS else judging.worst(signal_lights)
-    body = reasons(signal_lights, lang) if signal_lights else [text("verdict.unknown", lang)]
+    body = reasons(signal_lights, lang) if signal_lights else []  # the title already says it cannot judge (issue 29)
+    if not body and level != "unknown":
+        body = [text("verdict.unknown", lang)]
     lead = text(f"verdict.sentence.{level}", lang) if level != "unknown" else ""
     extra = [text("verdict.judged", lang, judged=judged)]
     if v.get("mos_original") is not None and v.get("mos_reconstruction") is not None:
