@@ -120,6 +120,10 @@ def main(argv=None) -> int:
     parser.add_argument(
         "--long-minutes", type=float, default=10.0, help="one run of the defaults on a long clip (0: none)"
     )
+    parser.add_argument(
+        "--defaults", default=DEFAULT_ANCHORS, help="the default set to measure (a candidate: lp3.5,amr,opus6,mp3)"
+    )
+    parser.add_argument("--name", default="anchors_bench", help="result file stem under --out")
     args = parser.parse_args(argv)
     samples = looped(CLIP_S)
     folder = Path(tempfile.mkdtemp(prefix="anchors-bench-"))
@@ -127,7 +131,7 @@ def main(argv=None) -> int:
     reconstruction_wav = folder / "reconstruction.wav"
     sf.write(original_wav, samples, SAMPLE_RATE, subtype="FLOAT")
     sf.write(reconstruction_wav, samples * np.float32(0.9), SAMPLE_RATE, subtype="FLOAT")  # the page's timing only
-    defaults = [a.id for a in parse_anchors(DEFAULT_ANCHORS)]
+    defaults = [a.id for a in parse_anchors(args.defaults)]
     everything = [a.id for a in ANCHORS]
     make_anchors(samples[: 2 * SAMPLE_RATE], ANCHORS)  # warm: imports, filter design, encoder lookup
     page_extra(samples[: 2 * SAMPLE_RATE], defaults, folder, original_wav, reconstruction_wav)  # and the page's
@@ -172,7 +176,7 @@ def main(argv=None) -> int:
         long = looped(args.long_minutes * 60)
         load = os.getloadavg()
         wall, cpu = time.perf_counter(), time.process_time()
-        made = make_anchors(long, parse_anchors(DEFAULT_ANCHORS))
+        made = make_anchors(long, parse_anchors(args.defaults))
         result["long_clip"] = {
             "minutes": args.long_minutes,
             "loadavg": load,
@@ -184,8 +188,8 @@ def main(argv=None) -> int:
         result["official_roundtrip_s"] = official_roundtrip_s(args.model, samples)
         result["official_model"] = str(args.model)
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "anchors_bench.json").write_text(json.dumps(result, indent=2) + "\n")
-    (args.out / "anchors_bench.md").write_text(markdown(result))
+    (args.out / f"{args.name}.json").write_text(json.dumps(result, indent=2) + "\n")
+    (args.out / f"{args.name}.md").write_text(markdown(result))
     print(markdown(result))
     return 0
 

@@ -98,7 +98,7 @@ def specs(cls) -> list[Spec]:
     return out
 
 
-def add_arguments(parser: argparse.ArgumentParser, cls) -> None:
+def add_arguments(parser: argparse.ArgumentParser | argparse._ArgumentGroup, cls) -> None:
     """One flag per field of ``cls`` (default None: the variable or the field's default applies)."""
     for spec in specs(cls):
         text = f"{spec.help} [env {spec.env}]"

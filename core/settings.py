@@ -253,9 +253,14 @@ class ServiceOptions:
         return Path(self.temp_dir) if self.temp_dir else default_temp_root()
 
 
+ENGINE_GROUP = "engine"  # the title of the engine's flags in every --help (after the command's own)
+ENGINE_GROUP_HELP = "model and engine settings, the same for every command (a flag wins over its CODEC_* variable)"
+
+
 def add_settings_arguments(parser: argparse.ArgumentParser) -> None:
-    """Add the engine's flags to an argument parser (defaults come from the environment)."""
-    options.add_arguments(parser, Settings)
+    """Add the engine's flags to an argument parser (defaults come from the environment), as their own
+    group: ``--help`` shows the command's options first and these after (issue 29)."""
+    options.add_arguments(parser.add_argument_group(ENGINE_GROUP, ENGINE_GROUP_HELP), Settings)
 
 
 def settings_from_args(args: argparse.Namespace | None = None, env: Mapping[str, str] | None = None) -> Settings:

@@ -42,7 +42,11 @@ class StartupError(Exception):
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="codec-workbench", description="Codec Workbench web UI")
     add_settings_arguments(parser)
-    options.add_arguments(parser, WebOptions)
+    service = parser.add_argument_group(
+        "service",
+        "where the web service listens and writes, its limits per client",  # i18n-exempt: CLI help
+    )
+    options.add_arguments(service, WebOptions)
     return parser
 
 

@@ -9,6 +9,7 @@ Tabs follow one pattern: ``webui/tabs/<tab>.py`` builds the tab and holds its ha
 from __future__ import annotations
 
 import logging
+import re
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -58,18 +59,31 @@ def user_errors(action: str, lang: str = i18n.DEFAULT_LANGUAGE, temp_root: Path 
         raise
     except i18n.TranslatedError as e:
         logger.warning("%s refused: %s", i18n.text(action), e)
-        raise gr.Error(e.in_language(lang), print_exception=False) from e
+        raise gr.Error(e.in_language(lang), title=_title(lang), print_exception=False) from e
     except CodecError as e:
         logger.warning("%s refused: %s", i18n.text(action), e)
-        raise gr.Error(codec_error_text(e, lang), print_exception=False) from e
+        raise gr.Error(_plain(codec_error_text(e, lang)), title=_title(lang), print_exception=False) from e
     except Exception as e:
         if temp_root is not None and storage.is_disk_full(e, temp_root):
             logger.error("%s failed: the disk under %s is full (%r)", i18n.text(action), temp_root, e)
             message = i18n.text("hardening.disk_full", lang, action=i18n.text(action, lang))
-            raise gr.Error(message, print_exception=False) from e
+            raise gr.Error(message, title=_title(lang), print_exception=False) from e
         logger.exception("unexpected error while %s", i18n.text(action))
         message = i18n.text("error.generic", lang, action=i18n.text(action, lang), kind=type(e).__name__)
-        raise gr.Error(message, print_exception=False) from e
+        raise gr.Error(message, title=_title(lang), print_exception=False) from e
+
+
+_TICKED = re.compile(r"`([^`]+)`")
+
+
+def _plain(message: str) -> str:
+    """A toast shows text, not Markdown: `python -m core ...` in core's sentences becomes “python -m core ...”."""
+    return _TICKED.sub(r"“\1”", message)
+
+
+def _title(lang: str) -> str:
+    """The error toast's title in ``lang`` (Gradio's own is the English "Error")."""
+    return i18n.text("running.error_title", lang)
 
 
 def need_file(value, what: str, lang: str) -> Path:
@@ -78,12 +92,12 @@ def need_file(value, what: str, lang: str) -> Path:
         value = value.get("path")
     if not value:
         key = "error.no_token_file" if what == "what.token_file" else "error.no_audio"
-        raise gr.Error(i18n.text(key, lang, what=i18n.text(what, lang)))
+        raise gr.Error(i18n.text(key, lang, what=i18n.text(what, lang)), title=_title(lang))
     path = Path(value)
     if path.is_dir():  # an upload named "." or "/" ends up as its folder
-        raise gr.Error(i18n.text("hardening.no_file_name", lang, what=i18n.text(what, lang)))
+        raise gr.Error(i18n.text("hardening.no_file_name", lang, what=i18n.text(what, lang)), title=_title(lang))
     if not path.is_file():
-        raise gr.Error(i18n.text("error.file_gone", lang, what=i18n.text(what, lang)))
+        raise gr.Error(i18n.text("error.file_gone", lang, what=i18n.text(what, lang)), title=_title(lang))
     return path
 
 

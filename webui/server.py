@@ -31,6 +31,7 @@ from webui.serving.limits import ClientLimits, LimitSettings
 from webui.serving.live_socket import live_routes
 from webui.serving.origins import Origin, OriginPolicy
 from webui.serving.room_routes import room_routes
+from webui.serving.report_route import report_routes
 from webui.serving.workspace import Workspace
 
 logger = logging.getLogger(__name__)
@@ -78,6 +79,7 @@ def launch(demo: gr.Blocks, engine, ui: UiOptions, server: ServerOptions, starte
         app_kwargs={
             "routes": [
                 *health_routes(engine, started_at, ui.temp_root),
+                *report_routes(ui.temp_root),  # the report page opens in the browser
                 *live_routes(  # the Live tab's audio
                     engine, Workspace(ui.temp_root, ui.max_age_s, ui.max_temp_bytes), server.origins(), limits
                 ),

@@ -26,6 +26,7 @@ import torch
 from matplotlib.figure import Figure
 
 from core.analysis import catalog
+from core.analysis.figure_text import FIGURE_WORDS
 from core.codec import SAMPLE_RATE, ceil_div
 
 logger = logging.getLogger(__name__)
@@ -257,9 +258,10 @@ def _rms(x: np.ndarray) -> float:
 # --------------------------------------------------------------------------- figures
 
 
-def spectrogram_figure(reference, reconstruction, sample_rate: int = SAMPLE_RATE) -> Figure:
+def spectrogram_figure(reference, reconstruction, sample_rate: int = SAMPLE_RATE, words: dict | None = None) -> Figure:
     """Original, reconstruction and their difference as log-mel spectrograms over the same
-    time axis (trimmed to the shorter clip). The first two share one colour scale."""
+    time axis (trimmed to the shorter clip). The first two share one colour scale. ``words``:
+    FIGURE_WORDS in the reader's language."""
     ref, rec = _mono(reference), _mono(reconstruction)
     n = min(ref.size, rec.size)
     a, b = log_mel(ref[:n], sample_rate), log_mel(rec[:n], sample_rate)
@@ -267,12 +269,13 @@ def spectrogram_figure(reference, reconstruction, sample_rate: int = SAMPLE_RATE
     vmin = vmax - TOP_DB
     duration = n / sample_rate
     fig, axes, caxes = _panels(3, panel_height_in=2.2)
+    w = FIGURE_WORDS | (words or {})
     panels = [
-        (a, "Original", "magma", vmin, vmax, "dB"),
-        (b, "Reconstruction", "magma", vmin, vmax, "dB"),
+        (a, w["original"], "magma", vmin, vmax, "dB"),
+        (b, w["reconstruction"], "magma", vmin, vmax, "dB"),
         (
             np.maximum(b, vmin) - np.maximum(a, vmin),
-            "Difference (reconstruction - original)",
+            w["difference"],
             "RdBu_r",
             -DIFF_RANGE_DB,
             DIFF_RANGE_DB,
@@ -280,23 +283,40 @@ def spectrogram_figure(reference, reconstruction, sample_rate: int = SAMPLE_RATE
         ),
     ]
     for ax, cax, (mel, title, cmap, low, high, label) in zip(axes, caxes, panels, strict=True):
-        _draw_mel(fig, ax, cax, mel, sample_rate, duration, title, cmap, low, high, label)
-    axes[-1].set_xlabel("time (s)")
+        _draw_mel(fig, ax, cax, mel, sample_rate, duration, title, cmap, low, high, label, w["frequency"])
+    axes[-1].set_xlabel(w["time"])
     return fig
 
 
-def single_spectrogram_figure(x, sample_rate: int = SAMPLE_RATE, title: str = "Log-mel spectrogram") -> Figure:
-    """One log-mel spectrogram, TOP_DB deep."""
+def single_spectrogram_figure(
+    x, sample_rate: int = SAMPLE_RATE, title: str | None = None, words: dict | None = None
+) -> Figure:
+    """One log-mel spectrogram, TOP_DB deep (``words``: FIGURE_WORDS in another language)."""
+    w = FIGURE_WORDS | (words or {})
+    title = title or w["spectrogram"]
     audio = _mono(x)
     mel = log_mel(audio, sample_rate)
     fig, (ax,), (cax,) = _panels(1, panel_height_in=2.4)
     top = float(mel.max())
-    _draw_mel(fig, ax, cax, mel, sample_rate, audio.size / sample_rate, title, "magma", top - TOP_DB, top, "dB")
-    ax.set_xlabel("time (s)")
+    _draw_mel(
+        fig,
+        ax,
+        cax,
+        mel,
+        sample_rate,
+        audio.size / sample_rate,
+        title,
+        "magma",
+        top - TOP_DB,
+        top,
+        "dB",
+        w["frequency"],
+    )
+    ax.set_xlabel(w["time"])
     return fig
 
 
-def _draw_mel(fig, ax, cax, mel, sample_rate, duration, title, cmap, vmin, vmax, label) -> None:
+def _draw_mel(fig, ax, cax, mel, sample_rate, duration, title, cmap, vmin, vmax, label, frequency: str) -> None:
     frames = mel.shape[1]
     image = _pool_columns(mel, MAX_IMAGE_COLUMNS)
     extent = (0.0, frames * HOP / sample_rate, 0.0, mel.shape[0])
@@ -313,7 +333,7 @@ def _draw_mel(fig, ax, cax, mel, sample_rate, duration, title, cmap, vmin, vmax,
     )
     ax.set_xlim(0.0, duration)
     ax.set_title(title)
-    ax.set_ylabel("frequency (kHz)")
+    ax.set_ylabel(frequency)
     ticks, labels = _khz_ticks(sample_rate, mel.shape[0])
     ax.set_yticks(ticks, labels)
     fig.colorbar(im, cax=cax, label=label)

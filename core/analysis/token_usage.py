@@ -61,8 +61,20 @@ def check_codebook(codebook) -> int:
     return value
 
 
-def usage_figure(codes, codebook: int = 1) -> Figure:
-    """Entropy of every codebook (bars, of 11 bits) above the histogram of ``codebook``."""
+USAGE_WORDS = {  # the figure's titles and axes in English; the web page passes its reader's
+    "codebook_axis": "codebook (1 semantic, 2-16 acoustic); numbers: codes used of 2048",
+    "entropy": "entropy (bits)",
+    "title": "Token usage over {frames} frames",
+    "code_id": "code id",
+    "frames": "frames",
+    "codebook_title": "Codebook {codebook}: {used} of {size} codes used, {bits} bits, perplexity {perplexity}",
+}
+
+
+def usage_figure(codes, codebook: int = 1, words: dict | None = None) -> Figure:
+    """Entropy of every codebook (bars, of 11 bits) above the histogram of ``codebook`` (``words``:
+    USAGE_WORDS in the reader's language)."""
+    w = USAGE_WORDS | (words or {})
     codebook = check_codebook(codebook)
     rows = usage(codes)
     counts = histograms(codes)[codebook - 1]
@@ -76,17 +88,22 @@ def usage_figure(codes, codebook: int = 1) -> Figure:
         top.annotate(str(r.used), (r.codebook, r.entropy_bits), ha="center", va="bottom", fontsize=7)
     top.set_xticks(books)
     top.set_ylim(0, MAX_ENTROPY_BITS + 1.2)
-    top.set_xlabel("codebook (1 semantic, 2-16 acoustic); numbers: codes used of 2048")
-    top.set_ylabel("entropy (bits)")
-    top.set_title(f"Token usage over {np.asarray(codes).shape[0]} frames")
+    top.set_xlabel(w["codebook_axis"])
+    top.set_ylabel(w["entropy"])
+    top.set_title(w["title"].format(frames=np.asarray(codes).shape[0]))
     bottom.bar(np.arange(CODEBOOK_SIZE), counts, width=1.0, color="#d9822b")
     bottom.set_xlim(-0.5, CODEBOOK_SIZE - 0.5)
-    bottom.set_xlabel("code id")
-    bottom.set_ylabel("frames")
+    bottom.set_xlabel(w["code_id"])
+    bottom.set_ylabel(w["frames"])
     row = rows[codebook - 1]
     bottom.set_title(
-        f"Codebook {codebook}: {row.used} of {CODEBOOK_SIZE} codes used, "
-        f"{row.entropy_bits:.2f} bits, perplexity {row.perplexity:g}"
+        w["codebook_title"].format(
+            codebook=codebook,
+            used=row.used,
+            size=CODEBOOK_SIZE,
+            bits=f"{row.entropy_bits:.2f}",
+            perplexity=f"{row.perplexity:g}",
+        )
     )
     fig.subplots_adjust(left=0.07, right=0.98, top=0.93, bottom=0.1)
     return fig

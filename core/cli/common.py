@@ -2,17 +2,27 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 from core.errors import CodecError
 
 
 def engine_from_args(args):
+    """The engine of the flags, loaded; a CodecError (printed once, as ``error: ...``) when it cannot be."""
     from core.model.engine import Engine
     from core.settings import settings_from_args
 
     engine = Engine(settings_from_args(args))
-    if not engine.load():
+    engine_log = logging.getLogger("core.model.engine")
+    before = engine_log.level
+    if not getattr(args, "verbose", False):  # the engine logs its load failure; the CLI prints it once (issue 29)
+        engine_log.setLevel(logging.CRITICAL)
+    try:
+        loaded = engine.load()
+    finally:
+        engine_log.setLevel(before)
+    if not loaded:
         raise CodecError(engine.error)
     if engine.settings.compare_model:  # asked for by name: a second model that cannot be loaded stops the command
         from core.model.second import load_second

@@ -36,7 +36,13 @@ def options_from_args(args, env=os.environ):
     from core.settings import ServiceOptions
 
     service = options.build(ServiceOptions, args, env)
-    return DoctorOptions(host=service.host, port=service.port, temp_dir=service.temp_root)
+    port = service.port
+    if getattr(args, "port", None) is None and not env.get("CODEC_PORT"):  # the port the service is set up with
+        from core.doctor.gather import configured_port
+        from core.doctor.run import REPO
+
+        port = configured_port(REPO) or port
+    return DoctorOptions(host=service.host, port=port, temp_dir=service.temp_root)
 
 
 def cmd_doctor(args) -> int:

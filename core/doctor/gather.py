@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -204,6 +205,20 @@ def supervisor(conf: Path, program: str) -> tuple[str | None, str | None]:
     if out is not None and ("refused connection" in out or "no such file" in out.lower()):
         return None, out.strip().splitlines()[-1]
     return out, error
+
+
+def configured_port(repo: Path) -> int | None:
+    """The port the app is configured to serve on under supervisord: ``CODEC_PORT`` in
+    supervisord.local.conf (read last, so it wins) or supervisord.conf; None when neither sets one."""
+    for name in ("supervisord.local.conf", "supervisord.conf"):
+        try:
+            text = (Path(repo) / name).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        found = re.findall(r"CODEC_PORT\s*=\s*\"?(\d+)", text)
+        if found:
+            return int(found[-1])
+    return None
 
 
 def log_tail(path: Path) -> str:

@@ -14,6 +14,9 @@ PROGRAM = "webui"  # [program:webui] in supervisord.conf
 _PIN = re.compile(r"^\s*([A-Za-z0-9_.\-\[\]]+)\s*==\s*([^\s;#]+)")
 _EXITED = re.compile(r"(?P<when>^\S+ \S+) .*?exited: " + PROGRAM + r"\b(?P<why>.*)$")
 _GAVE_UP = re.compile(r"gave up: " + PROGRAM + r"\b")
+_SPAWNED = re.compile(r"(?P<when>^\S+ \S+) .*?spawned: '" + PROGRAM + r"'")
+_STARTED = re.compile(r"supervisord started with pid")
+_STAMP = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d")  # a log line's time, as supervisord and our logs write it
 
 
 BF16_WORTH_IT = 1.3  # bf16 decode is advised only when measured at least this much faster than fp32
@@ -177,10 +180,15 @@ def parse_supervisor_status(text: str) -> tuple[str | None, str]:
     return None, ""
 
 
-def last_exit(supervisord_log: str, program_log: str) -> str | None:
-    """The last exit supervisord logged for our program, with the last error line of the
-    program's own log (usually the exception that ended it)."""
+def last_exit(supervisord_log: str, program_log: str, current_only: bool = False) -> str | None:
+    """The last exit supervisord logged for our program, with the last error line of the program's
+    own log from that run (between its spawn and its exit: an older run's error is not this exit's
+    cause, issue 29). ``current_only``: only exits since supervisord last started (a RUNNING
+    program's earlier exits under this supervisord, not those of a run days ago)."""
     lines = supervisord_log.splitlines()
+    if current_only:
+        starts = [i for i, line in enumerate(lines) if _STARTED.search(line)]
+        lines = lines[starts[-1] :] if starts else lines
     exits = [(i, m) for i, m in enumerate(_EXITED.match(line) for line in lines) if m]
     if not exits:
         return None
@@ -188,10 +196,14 @@ def last_exit(supervisord_log: str, program_log: str) -> str | None:
     reason = f"{PROGRAM} exited{last.group('why')} at {last.group('when')}"
     if any(_GAVE_UP.search(line) for line in lines[at:]):
         reason += ", then supervisord gave up (FATAL: too many quick restarts)"
+    spawned = [m.group("when") for m in (_SPAWNED.match(line) for line in lines[:at]) if m]
+    since, until = (spawned[-1][:19] if spawned else ""), last.group("when")[:19]
     errors = [
         line.strip()
         for line in program_log.splitlines()
-        if re.search(r"\b(Error|Exception|ERROR|CRITICAL)\b", line) and "Traceback" not in line
+        if re.search(r"\b(Error|Exception|ERROR|CRITICAL)\b", line)
+        and "Traceback" not in line
+        and (not _STAMP.match(line) or since <= line[:19] <= until)
     ]
     return reason + (f"; last error in its log: {errors[-1]}" if errors else "")
 
@@ -204,8 +216,8 @@ def check_supervisor(
     reason = last_exit(supervisord_log, program_log)
     if status_text is None:
         evidence = f"supervisord is not running here ({status_error or 'no answer'})"
-        if reason:
-            evidence += f"; its log says the last exit was {reason}"
+        if reason:  # history, not the present (issue 29: an old SIGKILL was quoted as if current)
+            evidence += f"; when it last ran, its log recorded: {reason}"
         return finding(
             name,
             title,
@@ -215,6 +227,8 @@ def check_supervisor(
             last_exit=reason,
         )
     state, rest = parse_supervisor_status(status_text)
+    if state == "RUNNING":  # a running program's earlier exits count only under this supervisord
+        reason = last_exit(supervisord_log, program_log, current_only=True)
     data = {"state": state, "last_exit": reason}
     if state == "RUNNING":
         return finding(

@@ -25,6 +25,7 @@ import csv
 import html
 import logging
 import os
+import shutil
 import statistics
 import time
 from collections.abc import Callable, Iterable
@@ -220,7 +221,7 @@ def evaluate_files(
             bar.set_postfix_str(name[-40:])
             if progress:
                 progress(i / max(len(files), 1), f"{i + 1}/{len(files)}: {name}")
-            stem = _unique(safe_name(name, "audio"), taken)
+            stem = _unique(safe_name(str(Path(name).with_suffix("")), "audio"), taken)  # clip7.wav -> clip7, not clip7.wav.wav
             row = evaluate_one(engine, path, name, out_dir, limits, anchors, stem, per_file if with_table else None)
             rows.append(row)
             writer.writerow(row)
@@ -331,6 +332,9 @@ def write_html(
         original = write_wav(
             out_dir / "listen" / f"{i:02d}_{stem}_original.wav", load_audio(source_of[id(row)], limits).samples
         )
+        heard = out_dir / "listen" / f"{i:02d}_{stem}_reconstruction.wav"  # both of the pair in listen/ (issue 29)
+        shutil.copyfile(out_dir / rec, heard)
+        rec = os.path.relpath(heard, out_dir)
         body.append(
             f"<h3>{i}. {html.escape(row['file'])}: {html.escape(verdict.WORDS.get(row['verdict'], '?'))}</h3>"
             "<p class='small'>"

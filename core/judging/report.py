@@ -30,7 +30,18 @@ table {border-collapse: collapse;} td, th {border: 1px solid #ccc; padding: 4px 
 .caveat {margin-top: 8px; padding: 8px; background: #fdecea; color: #611a15; border-radius: 6px;}
 .players {display: flex; gap: 24px; flex-wrap: wrap;} figure {margin: 0;} img {max-width: 100%;}
 .small {font-size: 0.85em; color: #555;}
+.card {border: 1px solid #d0d4da; border-left: 8px solid #888; border-radius: 10px; padding: 10px 14px; background: #f3f4f6;}
+.card.green {border-left-color: #1a7f37; background: #e9f7ee;} .card.amber {border-left-color: #8a5a00; background: #fff5db;}
+.card.red {border-left-color: #b42318; background: #fdecea;}
+.card-head {display: flex; align-items: center; gap: 10px;} .card-head h2 {margin: 0; font-size: 1.3em;}
+.dot {width: 1.1em; height: 1.1em; border-radius: 50%; flex: none; background: #888;}
+.green .dot {background: #1a7f37;} .amber .dot {background: #8a5a00;} .red .dot {background: #b42318;}
+.lead {margin: 4px 0 0 0; font-weight: 600;} .card ul {margin: 6px 0 4px 0; padding-left: 1.3em;}
+.placing {margin: 6px 0 0 0;}
+footer {margin-top: 28px; border-top: 1px solid #ddd; padding-top: 8px;}
 """
+SOURCES_MARK = "<!-- cw:sources -->"  # where a renderer wants the other sources and the table (else before the footer)
+BITRATE_ROW = "Bitrate"  # core.judging.source_table.BITRATE: bit/s in the data, kbit/s on the page
 
 
 def data_url(path: str | Path) -> str:
@@ -66,6 +77,11 @@ def image_tag(path: str | Path, alt: str) -> str:
     return f'<figure><img alt="{html.escape(alt)}" src="{data_url(path)}"></figure>'
 
 
+def footer(words: str) -> str:
+    """The page's last element: nothing comes after it."""
+    return f'<footer class="small">{html.escape(words)}</footer>'
+
+
 def page(title: str, body: str, lang: str = "en") -> str:
     """A whole HTML document with the report style; ``body`` is trusted HTML."""
     return (
@@ -89,15 +105,59 @@ def cell(value) -> str:
     return str(value)
 
 
-def verdict_block(verdict: dict | None) -> str:
+def verdict_block(verdict: dict | None, placing: str = "") -> str:
+    """The verdict as the page's card shows it: the coloured box, its dot and title, the reasons,
+    where the codec stands among the other sources (``placing``), the random-weights caveat."""
     if not verdict:
-        return '<p class="verdict unknown">No verdict was computed.</p>'
-    caveat = f'<div class="caveat">{html.escape(verdict["caveat"])}</div>' if verdict.get("caveat") else ""
-    reasons = "; ".join(verdict.get("reasons", []))
+        return '<div class="card unknown"><div class="card-head"><h2>No verdict was computed.</h2></div></div>'
+    level = str(verdict.get("level")) if verdict.get("level") in ("green", "amber", "red") else "unknown"
+    reasons = "".join(f"<li>{html.escape(r)}</li>" for r in verdict.get("reasons", []))
+    return card(level, verdict["words"].capitalize(), "", reasons, placing, verdict.get("caveat") or "")
+
+
+def card(level: str, title: str, lead: str, reasons_html: str, placing: str, caveat: str) -> str:
+    """The card's HTML (``reasons_html``: trusted ``<li>`` items; the other texts are escaped)."""
+    lead_html = f'<p class="lead">{html.escape(lead)}</p>' if lead else ""
+    placing_html = f'<p class="placing">{html.escape(placing)}</p>' if placing else ""
+    caveat_html = f'<div class="caveat">{html.escape(caveat)}</div>' if caveat else ""
     return (
-        f'<p class="verdict {html.escape(verdict["level"])}">{html.escape(verdict["words"].capitalize())}</p>'
-        f'<p class="small">{html.escape(reasons)}</p>{caveat}'
+        f'<div class="card {html.escape(level)}"><div class="card-head"><span class="dot"></span>'
+        f"<h2>{html.escape(title)}</h2></div>{lead_html}<ul>{reasons_html}</ul>{placing_html}{caveat_html}</div>"
     )
+
+
+ENV_WORDS = {  # the environment's rows and words on the English page (the web page passes its reader's)
+    "model": "model",
+    "random_weights": "random weights",
+    "device": "device",
+    "dtype": "dtype",
+    "versions": "versions",
+    "timings_s": "timings",
+    "yes": "yes",
+    "no": "no",
+}
+
+
+def environment_rows(env: dict, words: dict | None = None) -> list[list]:
+    """The environment as rows a person reads: "yes"/"no", versions as "torch 2.11.0 · …", timings as
+    "encode 0.06 s · decode 0.09 s · …" (``words``: ENV_WORDS's keys, and ``timing.<key>`` names)."""
+    words = ENV_WORDS | (words or {})
+    rows = []
+    for key, value in env.items():
+        if isinstance(value, bool):
+            shown = words["yes"] if value else words["no"]
+        elif key == "versions" and isinstance(value, dict):
+            shown = " · ".join(f"{name} {version}" for name, version in value.items() if version)
+        elif key == "timings_s" and isinstance(value, dict):
+            shown = " · ".join(
+                f"{words.get('timing.' + name, name.removesuffix('_s'))} {seconds:.2f} s"
+                for name, seconds in value.items()
+                if name.endswith("_s") and isinstance(seconds, int | float) and not isinstance(seconds, bool)
+            )
+        else:
+            shown = value
+        rows.append([words.get(key, key), shown])
+    return rows
 
 
 def environment(engine_info: dict, timings: dict) -> dict:
@@ -137,7 +197,6 @@ def roundtrip_html(
         ["DistillMOS, original", (verdict or {}).get("mos_original")],
         ["DistillMOS, reconstruction", (verdict or {}).get("mos_reconstruction")],
     ]
-    env_rows = [[k, json.dumps(v) if isinstance(v, dict) else v] for k, v in env.items()]
     body = [
         f"<h1>{html.escape(title)}</h1>",
         verdict_block(verdict),
@@ -149,11 +208,12 @@ def roundtrip_html(
             metric_rows + [[name, value, "", "higher", "1..5, predicted"] for name, value in mos],
             ["metric", "value", "unit", "better", "note"],
         ),
+        SOURCES_MARK,
         "<h2>Pictures</h2>",
         *(image_tag(path, caption) for caption, path in pngs.items()),
         "<h2>Environment</h2>",
-        table(env_rows, ["what", "value"]),
-        '<p class="small">Made by Codec Workbench. This page needs no network: audio and pictures are inside it.</p>',
+        table(environment_rows(env), ["what", "value"]),
+        footer("Made by Codec Workbench. This page needs no network: audio and pictures are inside it."),
     ]
     return page(title, "\n".join(body))
 
@@ -182,7 +242,7 @@ def sources_block(sources: list[dict] | None, comparison: dict | None, words: di
         names, labels = words.get("rows") or {}, words.get("labels") or {}  # the reader's words, when given
         header = [words["metric"], *(labels.get(c["source"]["id"]) or _source_caption(c["source"]) for c in columns)]
         body.append(f"<h2>{html.escape(words['table'])}</h2>")
-        body.append(table([[names.get(row, row), *(c["values"].get(row) for c in columns)] for row in rows], header))
+        body.append(table([[names.get(row, _row_name(row)), *_row_values(row, columns)] for row in rows], header))
         sentence = words.get("placing") or (comparison.get("placing") or {}).get("sentence")
         if sentence:
             body.append(f"<p>{html.escape(sentence)}</p>")
@@ -190,10 +250,33 @@ def sources_block(sources: list[dict] | None, comparison: dict | None, words: di
     return "\n".join(body)
 
 
+def _row_name(row: str) -> str:
+    return "Bitrate (kbit/s)" if row == BITRATE_ROW else row
+
+
+def _row_values(row: str, columns: list[dict]) -> list:
+    """One row's values; the bitrate (bit/s in the data) in kbit/s, as its label says."""
+    values = [c["values"].get(row) for c in columns]
+    if row == BITRATE_ROW:
+        return [None if v is None else round(v / 1000, 1) for v in values]
+    return values
+
+
 def _source_caption(source: dict) -> str:
     rate = source.get("bitrate_bps")
     label = str(source.get("label") or source["id"])
     return label if not rate or "bit/s" in label else f"{label} ({rate / 1000:.1f} kbit/s)"
+
+
+def place_sources(text: str, block: str) -> str:
+    """The sources' block where the page marked it, else before its footer (never after it)."""
+    if SOURCES_MARK in text:
+        return text.replace(SOURCES_MARK, block, 1)
+    if block:
+        at = text.rfind("<footer")
+        at = at if at >= 0 else text.rfind("</body>")
+        return text[:at] + block + "\n" + text[at:]
+    return text
 
 
 PICTURE_CAPTIONS = {  # picture id -> caption of the English page (another renderer words them itself)
@@ -240,10 +323,7 @@ def write_roundtrip_report(
     folder = Path(folder)
     html_path = folder / f"{stem}_report.html"
     text = render(stem, original_wav, reconstruction_wav, pngs, metrics, verdict, env)
-    block = sources_block(sources, comparison, source_words)
-    if block:
-        head, end, tail = text.rpartition("</body>")
-        text = head + block + "\n" + end + tail
+    text = place_sources(text, sources_block(sources, comparison, source_words))
     with open(html_path, "x", encoding="utf-8") as f:
         f.write(text)
     zip_path = folder / f"{stem}_report.zip"
@@ -275,6 +355,7 @@ def build_roundtrip_report(
     sources: list[dict] | None = None,
     comparison: dict | None = None,
     source_words: dict | None = None,
+    figure_words: dict | None = None,
 ) -> tuple[Path, Path]:
     """Draw the pictures from the files (read within ``limits``, a core.settings.AudioLimits), then
     write the zip and the HTML (see write_roundtrip_report; ``render`` makes the page)."""
@@ -286,11 +367,15 @@ def build_roundtrip_report(
     original = load_audio(original_wav, limits).samples
     reconstruction = load_audio(reconstruction_wav, limits).samples
     codes = tokens.load_tokens(token_file, max_duration_s=limits.max_duration_s).codes
+    words = figure_words or {}  # the figures' words in the reader's language (English: core's own)
     pngs = {
         "spectrograms": analysis.figure_to_png(
-            analysis.spectrogram_figure(original, reconstruction), folder / f"{stem}_spectrograms.png"
+            analysis.spectrogram_figure(original, reconstruction, words=words.get("spectrogram")),
+            folder / f"{stem}_spectrograms.png",
         ),
-        "token_usage": analysis.figure_to_png(token_usage.usage_figure(codes), folder / f"{stem}_token_usage.png"),
+        "token_usage": analysis.figure_to_png(
+            token_usage.usage_figure(codes, words=words.get("usage")), folder / f"{stem}_token_usage.png"
+        ),
     }
     return write_roundtrip_report(
         folder,

@@ -65,16 +65,25 @@ class SourceTable:
     def text(self) -> str:
         """The table as aligned plain text (the CLI prints it)."""
         header = ["", *(c.source["label"] for c in self.columns)]
-        lines = [header] + [[row, *(_cell(c.values.get(row)) for c in self.columns)] for row in ROWS]
+        lines = [header] + [[_row_name(row), *(_cell(c.values.get(row), row) for c in self.columns)] for row in ROWS]
         widths = [max(len(str(line[i])) for line in lines) for i in range(len(header))]
         return "\n".join(
             "  ".join(str(v).rjust(w) for v, w in zip(line, widths, strict=True)).rstrip() for line in lines
         )
 
 
-def _cell(value) -> str:
+def _row_name(row: str) -> str:
+    """A row with its unit (issue 29: "Bitrate 2200" had none); the bitrate in kbit/s, as people say it."""
+    if row == BITRATE:
+        return f"{row} (kbit/s)"
+    return f"{row} ({UNITS[row]})" if row in UNITS else row
+
+
+def _cell(value, row: str = "") -> str:
     if value is None:
         return "—"
+    if row == BITRATE:
+        return f"{value / 1000:.1f}"
     return f"{value:.0f}" if abs(value) >= 100 else f"{value:.2f}"
 
 

@@ -38,7 +38,7 @@ def page(server, engine, second_checkpoint):
         page.locator("#roundtrip-input [data-testid=download-link]").wait_for(state="attached", timeout=TIMEOUT_MS)
         page.locator("#roundtrip-run").click()
         page.wait_for_function(
-            f"window.cwPlayer && ['opus6', 'amr', 'compare'].every((s) => {STATE}.sources.includes(s))",
+            f"window.cwPlayer && ['opus6', 'amr', 'compare', 'residual'].every((s) => {STATE}.sources.includes(s))",
             timeout=TIMEOUT_MS,
         )
         yield page

@@ -67,7 +67,9 @@ def _round_trip(page, clip: Path = CLIP) -> None:
     page.locator("#roundtrip-input [data-testid=download-link]").wait_for(state="attached", timeout=TIMEOUT_MS)
     page.locator("#roundtrip-run").click()
     page.locator("#roundtrip-verdict [data-state=final]").wait_for(timeout=TIMEOUT_MS)
-    page.wait_for_function(f"window.cwPlayer && {LAB}.sources.length >= 3", timeout=TIMEOUT_MS)
+    page.wait_for_function(
+        f"window.cwPlayer && {LAB}.sources.includes('residual')", timeout=TIMEOUT_MS
+    )  # the full manifest
 
 
 def _tops(page, selectors) -> list[float]:

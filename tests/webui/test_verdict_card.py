@@ -51,6 +51,7 @@ def test_the_card_in_chinese_has_no_english_sentence():
 def test_a_clip_no_measure_could_judge():
     card = verdict_card.final({"level": "unknown"}, {}, verdict_card.judged_words(None, 0.2, "en"), "en")
     assert "data-level='unknown'" in card and "Cannot judge" in card
+    assert card.count("Cannot judge") == 1  # said once, in the title (issue 29: twice on a silent clip)
 
 
 def test_the_first_look_comes_with_an_estimate_from_the_last_verdict(engine, tmp_path, speech):

@@ -112,5 +112,5 @@ def test_system_stats_and_clear_vram(page):
 
     page.get_by_role("tab", name="System").click()
     expect(page.locator("#system-stats")).to_contain_text("Process RAM", timeout=TIMEOUT_MS)
-    page.locator("#clear-vram").click()
-    expect(page.locator("#clear-vram-result")).to_contain_text("No GPU in use", timeout=TIMEOUT_MS)
+    # the test engine runs on the CPU: nothing to clear, so no button offers it (issue 29); /clear_vram still answers
+    expect(page.locator("#clear-vram")).to_be_hidden()

@@ -108,7 +108,10 @@ def test_metrics_compare_any_two_clips_and_identical_ones_score_perfectly(tabs, 
 
 
 def test_metrics_are_cleared_while_a_new_round_trip_runs(tabs):
-    assert tabs.roundtrip.clear_metrics() == ("", None)
+    metrics, details, box, button, timer = tabs.roundtrip.clear_metrics()
+    assert (metrics, details) == ("", None)
+    assert "cw-progress" in box.value and box.visible  # the progress box shows at once (issue 29)
+    assert button.interactive is False and timer.active is True
 
 
 @pytest.mark.parametrize(

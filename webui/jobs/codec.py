@@ -139,7 +139,13 @@ def _trip_steps(progress: Progress, low: float, high: float) -> Callable[[float]
 
 
 def roundtrip(
-    engine, source: Path, folder: Path, limits: AudioLimits, progress: Progress = quiet, compare_with=()
+    engine,
+    source: Path,
+    folder: Path,
+    limits: AudioLimits,
+    progress: Progress = quiet,
+    compare_with=(),
+    figure_words: dict | None = None,
 ) -> RoundTripOutput:
     """Read, then ``Engine.roundtrip``; write both WAVs, the token file and the spectrogram comparison,
     and the sources in ``compare_with`` (anchor ids, ``compare`` for the second checkpoint:
@@ -160,7 +166,8 @@ def roundtrip(
     original = write_wav(folder / f"{stem}_24k_mono.wav", audio.samples)
     reconstruction = write_wav(folder / f"{stem}_reconstruction.wav", decoded.samples)
     token_path = tokens.save_tokens(token_file, folder / f"{stem}_tokens.npz")
-    figure = analysis.spectrogram_figure(audio.samples, decoded.samples)
+    words = (figure_words or {}).get("spectrogram")
+    figure = analysis.spectrogram_figure(audio.samples, decoded.samples, words=words)
     png = analysis.figure_to_png(figure, folder / f"{stem}_spectrogram.png")
     return RoundTripOutput(
         original,
@@ -192,14 +199,23 @@ def measure(
     return MetricsOutput(metrics, time.perf_counter() - start)
 
 
-def encode(engine, source: Path, folder: Path, limits: AudioLimits, progress: Progress = quiet) -> EncodeOutput:
+def encode(
+    engine,
+    source: Path,
+    folder: Path,
+    limits: AudioLimits,
+    progress: Progress = quiet,
+    figure_words: dict | None = None,
+) -> EncodeOutput:
+    """Audio -> token file, with the token usage figure (``figure_words``: webui.views.figure_words)."""
     start = time.perf_counter()
     audio, estimate, encoded = _read_and_encode(engine, "encode", source, limits, progress, 0.3, 0.8)
     progress(0.8, "job.plotting_codes")
     stem = stem_of(source)
     token_file = _token_file(engine, encoded.codes, encoded.original_samples)
     path = tokens.save_tokens(token_file, folder / f"{stem}_tokens.npz")
-    heatmap = analysis.figure_to_png(token_usage.usage_figure(encoded.codes), folder / f"{stem}_usage.png")
+    usage = token_usage.usage_figure(encoded.codes, words=(figure_words or {}).get("usage"))
+    heatmap = analysis.figure_to_png(usage, folder / f"{stem}_usage.png")
     return EncodeOutput(
         path,
         heatmap,
@@ -209,7 +225,10 @@ def encode(engine, source: Path, folder: Path, limits: AudioLimits, progress: Pr
     )
 
 
-def decode(engine, source: Path, folder: Path, progress: Progress = quiet) -> DecodeOutput:
+def decode(
+    engine, source: Path, folder: Path, progress: Progress = quiet, figure_words: dict | None = None
+) -> DecodeOutput:
+    """Token file -> audio, with its spectrogram (``figure_words``: webui.views.figure_words)."""
     start = time.perf_counter()
     progress(0.05, "job.reading_tokens")
     token_file = tokens.load_tokens(source, max_duration_s=engine.settings.max_duration_s)
@@ -223,8 +242,9 @@ def decode(engine, source: Path, folder: Path, progress: Progress = quiet) -> De
     progress(0.8, "job.plotting")
     stem = stem_of(source).removesuffix("_tokens")
     wav = write_wav(folder / f"{stem}_decoded.wav", decoded.samples)
-    title = "Decoded audio: log-mel spectrogram"  # i18n-exempt: drawn into the PNG (no CJK font assumed)
-    figure = analysis.single_spectrogram_figure(decoded.samples, title=title)
+    words = figure_words or {}
+    title = words.get("decoded") or "Decoded audio: log-mel spectrogram"  # i18n-exempt: the CLI's, in English
+    figure = analysis.single_spectrogram_figure(decoded.samples, title=title, words=words.get("spectrogram"))
     png = analysis.figure_to_png(figure, folder / f"{stem}_spectrogram.png")
     meta = {
         "model_source": token_file.model_source,

@@ -78,7 +78,8 @@ def extra_sources(
         trip = other.roundtrip(_audio(samples))
         compare_s = trip.encoded.seconds + trip.decoded.seconds
         wav = write_wav(folder / f"{stem}_{sources.COMPARE_ID}.wav", trip.decoded.samples)
-        out.append(sources.checkpoint().facts() | {WAV: str(wav)})
+        folder_name = Path(str(other.settings.model)).name  # which second checkpoint: its folder's name (issue 29)
+        out.append(sources.checkpoint().facts() | {WAV: str(wav), "label": folder_name or sources.COMPARE_ID})
         token_file = tokens.make_token_file(trip.encoded.codes, trip.encoded.original_samples, other.settings.model)
         token_path = tokens.save_tokens(token_file, folder / f"{stem}_{sources.COMPARE_ID}_tokens.npz")
         agreement = sources.agreement_rows(token_usage.agreement(first_codes, trip.encoded.codes))
@@ -92,6 +93,14 @@ def extra_sources(
         out.append(sources.anchor(anchor).facts() | {WAV: str(wav)})
     timing = {"compare_s": compare_s, "anchors_s": time.perf_counter() - started}
     return ExtraSources(out, missing + [p.to_dict() for p in made.problems], agreement, token_path, timing)
+
+
+def add_anchors(original_wav: Path, chosen: list[str], folder: Path, limits: AudioLimits) -> ExtraSources:
+    """The ``chosen`` anchors of a round trip's original (its 24 kHz mono WAV), made now and written
+    into ``folder``: the result on screen gains them without encoding the clip again."""
+    samples = load_audio(original_wav, limits).samples
+    stem = Path(original_wav).stem.removesuffix("_24k_mono")
+    return extra_sources(None, samples, np.zeros((0, 16), dtype=np.int64), chosen, folder, stem)
 
 
 def _audio(samples: np.ndarray):

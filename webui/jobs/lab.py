@@ -30,7 +30,7 @@ from core.settings import AudioLimits
 from webui.jobs.common import Progress, quiet, stem_of
 
 RESIDUAL_GAIN_DB = 0.0  # the residual plays at its own level: what was lost, as loud as it was lost
-LADDER_KEYS = "123456789"  # keyboard keys of the first nine ladder levels in the player
+LADDER_KEYS = "123456789"  # keyboard keys of the ladder levels k = 1..9 in the player (the key is k; issue 29)
 
 
 @dataclass(frozen=True)
@@ -145,6 +145,49 @@ def _extra_sources(
     return out, residuals
 
 
+def first_manifest(original_path: Path, reconstruction_path: Path, limits: AudioLimits, extra=None) -> dict:
+    """The player's first look, as soon as the reconstruction exists: original, reconstruction and
+    the sources made beside them, unmatched in loudness (gain 0), no residual, no timeline. It costs
+    reading the files and their waveforms (≈0.1 s a source for 10 minutes; :func:`base_manifest`,
+    which follows, took minutes on the 2-core CPU for 10 minutes), so a long clip plays at once."""
+    original, reconstruction = _load(original_path, limits), _load(reconstruction_path, limits)
+    n = min(original.size, reconstruction.size)
+
+    def quick(id_, key, label, path, samples, kind, bitrate_bps=None):
+        return asdict(
+            Source(id_, key, label, str(path), 0.0, None, kind, bitrate_bps, timeline.waveform_envelope(samples))
+        )
+
+    sources = [
+        quick("original", "a", "original", original_path, original, "original"),
+        quick("reconstruction", "b", "reconstruction", reconstruction_path, reconstruction, "codec", CODEC_BPS),
+    ]
+    for item in extra or []:
+        samples = _load(Path(item["wav"]), limits)
+        sources.append(
+            quick(
+                item["id"],
+                item.get("key") or "",
+                item.get("label") or item["id"],
+                Path(item["wav"]),
+                samples,
+                item.get("kind") or "",
+                item.get("bitrate_bps"),
+            )
+        )
+    return {
+        "duration_s": n / SAMPLE_RATE,
+        "sample_rate": SAMPLE_RATE,
+        "sources": sources,
+        "timeline": None,
+        "envelope": timeline.waveform_envelope(original[:n]),
+        "reference_lufs": None,
+        "residuals": {},
+        "residual_of": "reconstruction",
+        "first_look": True,  # the loudness gains, the residual and the timeline follow (base_manifest)
+    }
+
+
 def base_manifest(
     original_path: Path,
     reconstruction_path: Path,
@@ -250,13 +293,13 @@ def run_ladder(
     rows: list[dict] = []
     original_png = analysis.mel_png(ref_mel, folder / f"{stem}_original.png", top - analysis.TOP_DB, top)
     pictures = [(str(original_png), "original")]  # the page names it in the reader's language
-    for index, rung in enumerate(rungs):
+    for rung in rungs:
         wav = write_wav(folder / f"{stem}_k{rung.codebooks:02d}.wav", rung.samples)
         level = _analyse(rung.samples)
         mel = level.mel
         metrics = {m.name: m.value for m in analysis.quick_compare(original, rung.samples, (ref_mel, mel))}
         png = analysis.mel_png(mel, folder / f"{stem}_k{rung.codebooks:02d}.png", top - analysis.TOP_DB, top)
-        key = LADDER_KEYS[index] if index < len(LADDER_KEYS) else ""
+        key = str(rung.codebooks) if str(rung.codebooks) in LADDER_KEYS else ""  # [3] is k = 3, not the third level
         label = f"k{rung.codebooks}"  # the page shows it in the reader's language
         source = _source(
             f"k{rung.codebooks}",
@@ -305,7 +348,9 @@ def _is_level(source: dict) -> bool:
     return source.get("kind") == "level" or (not source.get("kind") and source["id"].startswith("k"))
 
 
-def usage_of(token_path: Path, codebook, folder: Path, max_duration_s: float | None = None) -> tuple[list[dict], Path]:
+def usage_of(
+    token_path: Path, codebook, folder: Path, max_duration_s: float | None = None, words: dict | None = None
+) -> tuple[list[dict], Path]:
     """Token usage of a token file (refused from its header when longer than ``max_duration_s``):
     per-codebook rows and the figure for ``codebook``."""
     codebook = token_usage.check_codebook(codebook)
@@ -313,6 +358,6 @@ def usage_of(token_path: Path, codebook, folder: Path, max_duration_s: float | N
     rows = [asdict(r) for r in token_usage.usage(token_file.codes)]
     stem = stem_of(token_path).removesuffix("_tokens")
     png = analysis.figure_to_png(
-        token_usage.usage_figure(token_file.codes, codebook), folder / f"{stem}_usage_cb{codebook}.png"
+        token_usage.usage_figure(token_file.codes, codebook, words), folder / f"{stem}_usage_cb{codebook}.png"
     )
     return rows, png

@@ -278,12 +278,14 @@ function cwAudio(P) {
     if (!(manifest.residuals || {})[P.residualOf]) P.residualOf = manifest.residual_of || "reconstruction";
     const residual = (manifest.residuals || {})[P.residualOf];
     if (files.residual && residual && files.residual.path !== residual) files.residual = newFile(residual);
+    const wasPlaying = P.playing; // a fuller manifest of the same result (its first look, then the timeline) keeps playing
     if (P.playing) P.pause();
     P.manifest = manifest; P.files = files; P.pos = keep; P.lastBlock = null;
     if (!files[P.current]) P.current = manifest.sources.length ? manifest.sources[0].id : null;
     if (P.loop.b > P.duration()) P.loop = {on: false, a: 0, b: 0};
     if (P.ctx) prefetch(P.pos);
     redraw(true);
+    if (wasPlaying && keep > 0 && files[P.current]) P.play();
   };
 
   P.lengthOf = async (id) => { const h = await header(P.files[id]); return h.frames / h.rate; };

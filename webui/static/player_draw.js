@@ -143,13 +143,7 @@ function cwDraw(P) {
     seams(g, canvas, c, h);
     g.font = "bold 11px sans-serif"; g.fillStyle = c.text;
     tl.worst.forEach((m, i) => { const px = x(m.time_s); g.fillText(String(i + 1), px - 3, 11); g.fillRect(px - 0.5, 13, 1, 6); });
-    const ui = M.ui || {}; // the legend, top right, on the ground colour so that the curves never hide it
-    g.font = "11px sans-serif";
-    const width = Math.max(g.measureText(ui.legend_mel || "").width, g.measureText(ui.legend_snr || "").width);
-    const left = canvas.width - width - 10;
-    g.fillStyle = c.ground; g.globalAlpha = 0.85; g.fillRect(left - 4, 2, width + 12, 30); g.globalAlpha = 1;
-    g.fillStyle = c.mel; g.fillText(ui.legend_mel || "", left, 14);
-    g.fillStyle = c.snr; g.fillText(ui.legend_snr || "", left, 28);
+    // the legend is the HTML line under the canvas (player_view.js): drawn here it covered the curves on a phone
   }
 
   function seams(g, canvas, c, h) {

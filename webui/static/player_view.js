@@ -26,7 +26,7 @@ function cwView(P) {
       <span class="cw-time" aria-live="off"></span><span class="cw-zoom"></span></div>
       <div class="cw-sources" role="group"></div>
       <canvas class="cw-wave" role="img" height="106"></canvas>
-      ${P.options.timeline ? '<canvas class="cw-tl" role="img" height="110"></canvas>' : ""}
+      ${P.options.timeline ? '<canvas class="cw-tl" role="img" height="110"></canvas><div class="cw-legend"></div>' : ""}
       <div class="cw-worst"></div><div class="cw-note"></div>`;
     root.querySelector(".cw-play").onclick = () => (P.playing ? P.pause() : P.play());
     root.querySelector(".cw-loop input").onchange = (e) => { P.loop.on = e.target.checked; P.draw(); };
@@ -71,6 +71,7 @@ function cwView(P) {
       const b = button("cw-moment", `${i + 1}. ${cwClock(m.time_s)} · ${m.mel_distance_db.toFixed(1)} dB mel${snr}`, () => {
         P.loop = {on: true, a: Math.max(0, m.time_s - CW_MOMENT_S), b: Math.min(P.duration(), m.time_s + CW_MOMENT_S)};
         P.seek(P.loop.a); P.render();
+        if (!P.playing) P.play(); // a worst moment is there to be heard (issue 29: it only set the loop)
       });
       b.dataset.time = m.time_s;
       box.appendChild(b);
@@ -101,6 +102,17 @@ function cwView(P) {
     sources.innerHTML = "";
     for (const s of M.sources) sources.appendChild(sourceButton(s));
     worstMoments(root.querySelector(".cw-worst"));
+    const legend = root.querySelector(".cw-legend"); // under the timeline, never over its curves (issue 29, the phone)
+    if (legend) {
+      legend.innerHTML = "";
+      legend.hidden = !M.timeline;
+      for (const [cls, text] of [["cw-legend-mel", words.legend_mel], ["cw-legend-snr", words.legend_snr]]) {
+        const item = document.createElement("span");
+        item.className = cls;
+        item.textContent = text || "";
+        legend.appendChild(item);
+      }
+    }
     root.querySelector(".cw-note").textContent = words.note || "";
     P.background = null;
     P.draw();

@@ -116,6 +116,32 @@ class CompareHandlers(TabHandlers):
             details,
         )
 
+    def add_anchors(self, original_path, reconstruction_path, anchors, details, request: gr.Request | None = None):
+        """An anchor ticked (or unticked) once a result is on screen: the missing ones made from the
+        round trip's original and added to its sources, the unticked ones dropped; nothing is
+        encoded again (issue 29: ticking did nothing until a full re-run). The player's timeline and
+        the table follow. Before a result, or with nothing to change, nothing happens."""
+        lang = i18n.language_of(request)
+        if not details or not original_path or not reconstruction_path:
+            return gr.skip()
+        original = need_file(original_path, "what.original", lang)
+        reconstruction = need_file(reconstruction_path, "what.reconstruction", lang)
+        with user_errors("action.compare_table", lang):
+            have = checked_sources(details, self.workspace.root)
+            wanted = anchor_lib.anchor_ids(anchors or [])
+            kept = [s for s in have if s["kind"] != source_lib.ANCHOR or s["id"] in wanted]
+            missing = [a for a in wanted if a not in {s["id"] for s in have}]
+            if not missing and len(kept) == len(have):
+                return gr.skip()
+            extra = compare_jobs.add_anchors(original, missing, self.workspace.new_dir("anchors"), self.limits)
+        compare = dict((details or {}).get("compare") or {})
+        compare["sources"] = kept + extra.sources
+        compare["problems"] = [p for p in compare.get("problems") or [] if p.get("id") not in missing] + extra.problems
+        updated = dict(details) | {"compare": compare}
+        scope = results.scope(self.engine)
+        results.remember("roundtrip", original, reconstruction, updated, scope)  # the report takes these
+        return updated
+
     def problems(self, details, request: gr.Request | None = None):
         """The anchors that could not be made, and the two checkpoints' codes (from the round trip's details)."""
         lang = i18n.language_of(request)
@@ -140,7 +166,9 @@ def inputs(settings) -> tuple[gr.CheckboxGroup, gr.Checkbox]:
     return anchors, second
 
 
-def build(handlers: CompareHandlers, timeline_done, ladder_done, original, reconstruction, player, details) -> gr.JSON:
+def build(
+    handlers: CompareHandlers, timeline_done, ladder_done, original, reconstruction, player, details, more=()
+) -> gr.JSON:
     """The table under the player, refreshed after the timeline and after each ladder (call in the lab);
     returns the JSON component holding the table (the report takes it)."""
     problems = gr.Markdown(elem_id="lab-compare-problems")
@@ -157,7 +185,9 @@ def build(handlers: CompareHandlers, timeline_done, ladder_done, original, recon
         queue=False,
         show_progress="hidden",
     )
-    for done, name in ((timeline_done, "compare_table"), (ladder_done, "compare_table_after_ladder")):
+    after = [(timeline_done, "compare_table"), (ladder_done, "compare_table_after_ladder")]
+    after += [(event, f"compare_table_again_{n}") for n, event in enumerate(more)]  # sources added on a result
+    for done, name in after:
         done.success(
             handlers.table,
             inputs=[original, reconstruction, player],

@@ -12,6 +12,7 @@ from webui.common import TabHandlers, need_file, user_errors
 from webui.i18n import label
 from webui.jobs import codec as jobs
 from webui.queues import MODEL_GROUP
+from webui.views import figure_words
 from webui.views import formatting as fmt
 
 logger = logging.getLogger(__name__)
@@ -25,7 +26,13 @@ class DecodeHandlers(TabHandlers):
         lang = i18n.language_of(request)
         source = need_file(token_path, "what.token_file", lang)
         with user_errors("action.decode", lang, self.workspace.root):
-            out = jobs.decode(self.engine, source, self.workspace.new_dir("decode"), i18n.progress_in(lang, progress))
+            out = jobs.decode(
+                self.engine,
+                source,
+                self.workspace.new_dir("decode"),
+                i18n.progress_in(lang, progress),
+                figure_words.of(lang),
+            )
         details = {"token_file": out.meta, "tokens": out.summary, "timing": out.timing}
         return str(out.wav), fmt.token_file_markdown(out.meta, out.summary, lang), str(out.spectrogram_png), details
 

@@ -14,6 +14,7 @@ from webui.i18n import label
 from webui.jobs import codec as jobs
 from webui.queues import MODEL_GROUP
 from webui.tabs.inputs import audio_input, examples
+from webui.views import figure_words
 from webui.views import formatting as fmt
 
 logger = logging.getLogger(__name__)
@@ -28,7 +29,12 @@ class EncodeHandlers(TabHandlers):
         source = need_file(audio_path, "what.audio", lang)
         with user_errors("action.encode", lang, self.workspace.root):
             out = jobs.encode(
-                self.engine, source, self.workspace.new_dir("encode"), self.limits, i18n.progress_in(lang, progress)
+                self.engine,
+                source,
+                self.workspace.new_dir("encode"),
+                self.limits,
+                i18n.progress_in(lang, progress),
+                figure_words.of(lang),
             )
         details = {"input": out.facts, "tokens": out.summary, "timing": out.timing}
         text = fmt.facts_markdown(out.facts, lang) + "\n\n" + fmt.tokens_markdown(out.summary, lang)

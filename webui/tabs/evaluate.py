@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import logging
+import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,6 +16,8 @@ from core.judging import evaluate
 from webui import i18n
 from webui.common import TabHandlers, path_of, user_errors
 from webui.queues import MODEL_GROUP
+from webui.views import words
+from webui.views.formatting import metric_name
 
 logger = logging.getLogger(__name__)
 
@@ -46,14 +49,35 @@ class EvaluateHandlers(TabHandlers):
             )
             archive = shutil.make_archive(str(folder / "evaluation"), "zip", folder / "evaluation")
         header = ["file", "verdict", *catalog.ids(m for m in catalog.COMPARED if m.votes), *TAB_MOS, "error"]
-        table = [[r[c] if not isinstance(r[c], float) else round(r[c], 2) for c in header] for r in result.rows]
+        table = [[_cell(c, r[c], lang) for c in header] for r in result.rows]
         failed = sum(1 for r in result.rows if r["error"])
         summary = i18n.text("evaluate.summary", lang, n=len(result.rows), failed=failed, seconds=result.seconds)
         return (
             summary,
-            gr.Dataframe(value=table, headers=header),
+            gr.Dataframe(value=table, headers=[_heading(c, lang) for c in header]),
             [str(result.csv_path), str(result.html_path), archive],
         )
+
+
+_ERRNO = re.compile(r"\[Errno -?\d+\]\s*")  # a library's error number says nothing to a person (issue 29)
+
+
+def _heading(column: str, lang: str) -> str:
+    """A column of the tab's table in ``lang`` (the CSV keeps its ids: mos_original, PESQ-WB, ...)."""
+    if column in ("file", "verdict", "error"):
+        return i18n.text(f"evaltab.{column}", lang)
+    if column in TAB_MOS:
+        return i18n.text(f"report.{column}", lang)
+    return metric_name(column, lang)
+
+
+def _cell(column: str, value, lang: str):
+    """A cell in words: the verdict as the card says it, an error without errno, in ``lang`` where known."""
+    if column == "verdict" and value in ("green", "amber", "red"):
+        return i18n.text(f"verdict.{value}", lang)
+    if column == "error" and value:
+        return words.sentence(_ERRNO.sub("", str(value)), lang)
+    return round(value, 2) if isinstance(value, float) else value
 
 
 def build(handlers: EvaluateHandlers) -> None:
@@ -69,7 +93,7 @@ def build(handlers: EvaluateHandlers) -> None:
         )
         run = gr.Button(i18n.label("evaluate.run"), variant="primary", elem_id="evaluate-run", scale=1)
     summary = gr.Markdown(elem_id="evaluate-summary")
-    table = gr.Dataframe(interactive=False, elem_id="evaluate-table")
+    table = gr.Dataframe(interactive=False, wrap=True, elem_id="evaluate-table")  # an error is read whole
     outputs = gr.File(
         label=i18n.label("evaluate.outputs"), file_count="multiple", interactive=False, elem_id="evaluate-outputs"
     )

@@ -23,7 +23,7 @@ from webui.common import TabHandlers, need_file, user_errors
 from webui.jobs import lab as lab_jobs
 from webui.queues import LAB_GROUP, MODEL_GROUP
 from webui.tabs import compare
-from webui.views import compare_view, ladder_view
+from webui.views import compare_view, figure_words, ladder_view
 from webui.views.player_assets import player_css, player_js
 
 logger = logging.getLogger(__name__)
@@ -71,6 +71,18 @@ class LabHandlers(TabHandlers):
         logger.info("timeline of %s: %.3f s", original.name, out.seconds)
         return manifest, json.dumps(manifest), out.timeline
 
+    def first_look(self, original_path, reconstruction_path, details=None, request: gr.Request | None = None):
+        """The player as soon as the reconstruction exists (original, reconstruction, the sources made
+        beside them): a 10-minute clip plays long before its timeline and verdict (issue 29)."""
+        lang = i18n.language_of(request)
+        original = need_file(original_path, "what.original", lang)
+        reconstruction = need_file(reconstruction_path, "what.reconstruction", lang)
+        with user_errors("action.lab_timeline", lang):
+            extra = compare.checked_sources(details, self.workspace.root)
+            manifest = lab_jobs.first_manifest(original, reconstruction, self.limits, extra)
+        manifest = _with_ui_text(manifest, lang)
+        return manifest, json.dumps(manifest)
+
     def ladder(
         self,
         audio_path,
@@ -109,7 +121,11 @@ class LabHandlers(TabHandlers):
             raise gr.Error(i18n.text("lab.error.no_tokens", lang), print_exception=False)
         with user_errors("action.lab_usage", lang):
             rows, png = lab_jobs.usage_of(
-                token_path, codebook, self.workspace.new_dir("usage"), self.limits.max_duration_s
+                token_path,
+                codebook,
+                self.workspace.new_dir("usage"),
+                self.limits.max_duration_s,
+                figure_words.of(lang)["usage"],
             )
         return _usage_markdown(rows, lang), str(png), {"codebooks": rows}
 
@@ -134,7 +150,12 @@ def _with_ui_text(manifest: dict, lang: str) -> dict:
     """The manifest with the player's words in ``lang``: its buttons and each source's label."""
     ui = {key: i18n.text(f"lab.player.{key}", lang) for key in JS_TEXT_KEYS}
     lufs = manifest.get("reference_lufs")
-    ui["note"] = i18n.text("lab.player.note", lang, lufs="?" if lufs is None else f"{lufs:.1f}")
+    if manifest.get("first_look"):
+        ui["note"] = i18n.text("running.first_look", lang)
+    elif lufs is None:  # too short or silent: "? LUFS" said nothing (issue 29)
+        ui["note"] = i18n.text("running.no_loudness", lang)
+    else:
+        ui["note"] = i18n.text("lab.player.note", lang, lufs=f"{lufs:.1f}")
     ui["residual_of"] = i18n.text("compare.player.residual_of", lang, source="{source}")  # the player fills it in
     sources = []
     for source in manifest["sources"]:
@@ -238,20 +259,53 @@ def build_details(parts: LabParts) -> None:
         parts.usage = [usage_table, usage_png, gr.JSON(visible=False)]
 
 
-def wire(lab: LabHandlers, parts: LabParts, roundtrip_done, original, reconstruction, downloads, details):
+def wire(
+    lab: LabHandlers,
+    parts: LabParts,
+    roundtrip_done,
+    original,
+    reconstruction,
+    downloads,
+    details,
+    sources_changed=None,
+):
     """The lab's events, chained after ``roundtrip_done`` (the /roundtrip event); ``details``: the
-    round trip's JSON, whose ``compare`` part lists the other sources. Returns the /timeline event
-    (the blind test's choices follow it)."""
+    round trip's JSON, whose ``compare`` part lists the other sources. ``sources_changed``: an event
+    after which those sources changed (an anchor ticked on a result): the timeline and the table
+    again. Returns the /timeline event (the blind test's choices follow it)."""
     assert parts.usage is not None and parts.usage_file is not None and parts.codebook is not None
     assert parts.ladder_figures is not None and parts.ladder_table is not None and parts.ladder_json is not None
     assert parts.compare_section is not None
-    timeline_done = roundtrip_done.success(
+    first_look = roundtrip_done.success(
+        lab.first_look,
+        inputs=[original, reconstruction, details],
+        outputs=[parts.state, parts.player],
+        api_name="lab_first_look",
+        api_visibility="private",
+        queue=False,  # no queue: it reads files and draws waveforms; the timeline, in the lab's queue, follows it
+        show_progress="hidden",
+    )
+    timeline_done = first_look.success(
         lab.timeline,
         inputs=[original, reconstruction, details],
         outputs=[parts.state, parts.player, parts.timeline_json],
         api_name="timeline",
+        show_progress="hidden",  # the player plays meanwhile (its first look): an overlay would block it
         **LAB_GROUP,
     )
+    again = []
+    if sources_changed is not None:
+        again.append(
+            sources_changed.success(
+                lab.timeline,
+                inputs=[original, reconstruction, details],
+                outputs=[parts.state, parts.player, parts.timeline_json],
+                api_name="timeline_again",
+                api_visibility="private",
+                show_progress="hidden",
+                **LAB_GROUP,
+            )
+        )
     roundtrip_done.success(
         lab.token_usage, inputs=[downloads, parts.codebook], outputs=parts.usage, api_name="token_usage", **LAB_GROUP
     )
@@ -263,12 +317,13 @@ def wire(lab: LabHandlers, parts: LabParts, roundtrip_done, original, reconstruc
         api_visibility="private",
         **LAB_GROUP,
     )
-    parts.codebook.release(
+    parts.codebook.change(  # a drag's release and the arrow keys alike (issue 29: .release missed the keys)
         lab.token_usage_of_either,
         inputs=[parts.usage_file, downloads, parts.codebook],
         outputs=parts.usage,
         api_name="token_usage_codebook",
         api_visibility="private",
+        trigger_mode="always_last",  # a drag over many codebooks draws the last one, not each on the way
         **LAB_GROUP,
     )
     ladder_done = parts.run_ladder.click(
@@ -287,5 +342,6 @@ def wire(lab: LabHandlers, parts: LabParts, roundtrip_done, original, reconstruc
             reconstruction,
             parts.player,
             details,
+            again,
         )
     return timeline_done

@@ -68,7 +68,7 @@ class LiveHandlers(TabHandlers):
             "lang": lang,
             "limit": self.engine.live.limit,
             "max_s": self.engine.live.max_seconds(),
-            "device": self.engine.info()["device_label"],
+            "device": fmt.device_label(self.engine.info(), lang),  # in the page's language (issue 29)
             "texts": {key: i18n.text(f"live.widget.{key}", lang) for key in WIDGET_TEXTS},
         }
 

@@ -27,8 +27,9 @@ from webui.jobs import codec as jobs_codec
 from webui.jobs import results
 from webui.jobs.common import stem_of
 from webui.queues import METRICS_GROUP, REPORT_GROUP
+from webui.serving.report_route import report_url
 from webui.tabs import compare
-from webui.views import compare_view, report_page, verdict_card
+from webui.views import compare_view, figure_words, report_page, verdict_card
 
 logger = logging.getLogger(__name__)
 
@@ -99,8 +100,27 @@ class ReviewHandlers(TabHandlers):
         heard_s = _heard_s([tuple(w) for w in v.get("windows") or [(0.0, duration_s)]], duration_s)
         if heard_s > 0 and v.get("seconds"):
             self.pace[0] = v["seconds"] / (2 * heard_s)
-        card = verdict_card.final(v, values, verdict_card.judged_words(v, duration_s, lang), lang)
+        comparison = results.recall("comparison", original, reconstruction, results.scope(self.engine))
+        placing = compare_view.card_placing(comparison, lang)
+        card = verdict_card.final(v, values, verdict_card.judged_words(v, duration_s, lang), lang, placing)
         return card, v
+
+    def placing_card(self, original_path, reconstruction_path, request: gr.Request | None = None):
+        """The table of every source is in: the final card again, now saying where the codec stands
+        among the clip's other sources (nothing changes before the verdict and the table are both in)."""
+        lang = i18n.language_of(request)
+        original, reconstruction = path_of(original_path), path_of(reconstruction_path)
+        if not original or not reconstruction or not Path(original).is_file() or not Path(reconstruction).is_file():
+            return gr.skip()
+        scope = results.scope(self.engine)
+        v = results.recall("verdict", original, reconstruction, scope)
+        comparison = results.recall("comparison", original, reconstruction, scope)
+        placing = compare_view.card_placing(comparison, lang)
+        if not v or not placing:
+            return gr.skip()
+        values = verdict.metric_values(self._metrics(original, reconstruction)["metrics"])
+        duration_s = _duration_s(original)
+        return verdict_card.final(v, values, verdict_card.judged_words(v, duration_s, lang), lang, placing)
 
     @staticmethod
     def report_ready(request: gr.Request | None = None):
@@ -178,18 +198,23 @@ class ReviewHandlers(TabHandlers):
                 [s | {"label": compare_view.source_label(s, lang), "path": s["wav"]} for s in others],
                 comparison if isinstance(comparison, dict) else None,
                 compare_view.report_words(comparison, lang),
+                figure_words.of(lang),
             )
         return [str(zip_path), str(html_path)]
 
-    @staticmethod
-    def report_links(files, request: gr.Request | None = None) -> str:
+    def report_links(self, files, request: gr.Request | None = None) -> str:
         """The report's two files as links under the button (there is no box before there are files)."""
         lang = i18n.language_of(request)
         links = []
         for item in files or []:
             path = str(path_of(item))
             name = html.escape(Path(path).name)
-            links.append(f'<a href="gradio_api/file={html.escape(path)}" download="{name}">{name}</a>')
+            page = report_url(self.workspace.root, path) if path.endswith(".html") else None
+            if page:  # the page opens in a new tab (our route serves it inline; Gradio's sends HTML as a download)
+                words = html.escape(i18n.text("reportpage.open", lang))
+                links.append(f'<a href="{html.escape(page)}" target="_blank" rel="noopener">{words}</a>')
+            else:
+                links.append(f'<a href="gradio_api/file={html.escape(path)}" download="{name}">{name}</a>')
         if not links:
             return ""
         return (
@@ -258,6 +283,16 @@ def wire(handlers: ReviewHandlers, roundtrip_done, after_metrics, parts: dict) -
         show_progress="hidden",  # the card itself says what runs and for how long
         **METRICS_GROUP,
     ).then(handlers.report_ready, outputs=[button], api_name="report_ready", api_visibility="private", queue=False)
+    if parts.get("comparison") is not None:  # the table of every source is in: the card says where the codec stands
+        parts["comparison"].change(
+            handlers.placing_card,
+            inputs=[parts["original"], parts["reconstruction"]],
+            outputs=[card],
+            api_name="verdict_placing",
+            api_visibility="private",
+            queue=False,
+            show_progress="hidden",
+        )
     inputs = [
         parts["original"],
         parts["reconstruction"],

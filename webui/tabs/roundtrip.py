@@ -7,25 +7,31 @@ result shows before there is one."""
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
 import gradio as gr
 
+from core.audio.files import load_audio
 from core.units import MIB
 from webui import i18n
-from webui.common import TabHandlers, need_file, user_errors
+from webui.common import TabHandlers, need_file, path_of, user_errors
 from webui.i18n import label
 from webui.jobs import codec as jobs
 from webui.jobs import results
-from webui.queues import FETCH_GROUP, METRICS_GROUP, MODEL_GROUP
+from webui.jobs.progress import ProgressBoard
+from webui.queues import FETCH_GROUP, LAB_GROUP, METRICS_GROUP, MODEL_GROUP
 from webui.serving import url_input
 from webui.tabs import compare, lab, review
 from webui.tabs.inputs import audio_input, examples
+from webui.views import figure_words, progress_view
 from webui.views import formatting as fmt
 
 logger = logging.getLogger(__name__)
+
+# on a phone, the page scrolls to the verdict card when the result lands
+TO_RESULT_JS = (Path(__file__).resolve().parent.parent / "static" / "to_result.js").read_text(encoding="utf-8")
 
 
 class RoundTripView(NamedTuple):
@@ -47,6 +53,7 @@ class RoundTripHandlers(TabHandlers):
     """The round trip's events; ``url_policy`` None: audio from a URL is off."""
 
     url_policy: url_input.UrlPolicy | None = None
+    board: ProgressBoard = field(default_factory=ProgressBoard)  # what each session's round trip has done
 
     def roundtrip(
         self,
@@ -61,15 +68,25 @@ class RoundTripHandlers(TabHandlers):
         second checkpoint when one is loaded (``with_second``), listed in ``details["compare"]``."""
         lang = i18n.language_of(request)
         source = need_file(audio_path, "what.audio", lang)
-        with user_errors("action.roundtrip", lang, self.workspace.root):
-            out = jobs.roundtrip(
-                self.engine,
-                source,
-                self.workspace.new_dir("roundtrip"),
-                self.limits,
-                i18n.progress_in(lang, progress),
-                compare.chosen(anchors, with_second, self.engine.settings),
-            )
+        job = _session(request)
+        if job is not None:
+            self.board.start(job)
+        audio_s = None
+        try:
+            with user_errors("action.roundtrip", lang, self.workspace.root):
+                out = jobs.roundtrip(
+                    self.engine,
+                    source,
+                    self.workspace.new_dir("roundtrip"),
+                    self.limits,
+                    self.board.reporter(job, i18n.progress_in(lang, progress)),
+                    compare.chosen(anchors, with_second, self.engine.settings),
+                    figure_words.of(lang),
+                )
+            audio_s = out.facts.get("duration_s")
+        finally:
+            if job is not None:
+                self.board.finish(job, audio_s)
         logger.info(
             "round trip of %s: model %.2f s, ours %.3f s", source.name, out.timing["model_s"], out.timing["ui_s"]
         )
@@ -98,10 +115,40 @@ class RoundTripHandlers(TabHandlers):
             results.remember("metrics", original, reconstruction, measured, results.scope(self.engine))
         return fmt.metrics_markdown(out.metrics, out.seconds, lang), measured
 
+    def check_upload(self, audio_path, request: gr.Request | None = None):
+        """A file just given: read it now (within the limits) and say at once what is wrong with it,
+        instead of after *Encode → Decode* (issue 29). The file stays in the input either way."""
+        if not audio_path:
+            return
+        lang = i18n.language_of(request)
+        try:
+            with user_errors("action.roundtrip", lang, self.workspace.root):
+                load_audio(Path(path_of(audio_path)), self.limits)
+        except gr.Error as e:
+            gr.Warning(str(e.message), title=i18n.text("running.error_title", lang))
+
     @staticmethod
-    def clear_metrics():
-        """Blank the previous clip's metrics while a new round trip runs."""
-        return "", None
+    def clear_metrics(request: gr.Request | None = None):
+        """The click: blank the previous clip's metrics, show the progress box at once, disable the
+        button, start the box's timer (all before the job is even queued)."""
+        lang = i18n.language_of(request)
+        busy = gr.Button(interactive=False)
+        return "", None, gr.HTML(progress_view.starting(lang), visible=True), busy, gr.Timer(active=True)
+
+    def progress_now(self, request: gr.Request | None = None):
+        """The timer's tick while this session's round trip runs: the box as it is now."""
+        snap = self.board.snapshot(_session(request) or "")
+        if snap is None or snap.done:
+            return gr.skip()
+        return progress_view.running(snap, i18n.language_of(request))
+
+    def progress_end(self, request: gr.Request | None = None):
+        """The round trip ended (well or not): the button back, the timer off, the box says how it went."""
+        lang = i18n.language_of(request)
+        snap = self.board.snapshot(_session(request) or "")
+        ok = snap is not None and snap.done and snap.fraction >= 1.0
+        box = progress_view.done(snap.elapsed_s, snap.audio_s, lang) if ok and snap else ""
+        return gr.HTML(box, visible=bool(box)), gr.Button(interactive=True), gr.Timer(active=False)
 
     def fetch_url(self, url: str, request: gr.Request | None = None, progress=gr.Progress()):
         """Download audio from a URL into a request folder (only when enabled)."""
@@ -123,6 +170,11 @@ class RoundTripPage:
     blind_run: gr.Button
     audio_in: gr.Audio  # the input: the Live tab hands a stopped session's recording to it
     report_files: gr.File | None = None  # the report's zip and page (a shared test's results go in)
+
+
+def _session(request: gr.Request | None) -> str | None:
+    """The browser session a request comes from (the progress box's key); None outside a page."""
+    return getattr(request, "session_hash", None) or None
 
 
 def blind_choices(timeline_data, request: gr.Request | None = None):
@@ -150,13 +202,22 @@ def build(handlers: RoundTripHandlers, example_paths: tuple[Path, ...]) -> Round
             audio_in = audio_input("roundtrip-input")
         with gr.Column(scale=1, min_width=200, elem_classes="cw-run-column"):
             run = gr.Button(label("roundtrip.run"), variant="primary", size="lg", elem_id="roundtrip-run")
+            progress_box = gr.HTML(visible=False, elem_id="roundtrip-progress", padding=False)
             gr.Markdown(label("roundtrip.hint"), elem_classes="cw-hint")
-    examples(audio_in, example_paths, "roundtrip_example")
+    ticks = gr.Timer(0.5, active=False)
+    examples(audio_in, example_paths, "roundtrip_example", then_focus="roundtrip-run")
+    audio_in.upload(
+        handlers.check_upload,
+        inputs=[audio_in],
+        api_name="roundtrip_check_upload",
+        api_visibility="private",
+        show_progress="hidden",
+        **LAB_GROUP,  # CPU: a read, never behind the model
+    )
     with gr.Accordion(label("compare.anchors"), open=False, elem_id="roundtrip-compare"):
         anchors, with_second = compare.inputs(handlers.engine.settings)
     if handlers.url_policy is not None:
         _url_row(handlers, audio_in, handlers.url_policy)
-    timing = gr.Markdown(elem_id="roundtrip-timing", elem_classes="cw-hint")
     # the codec's input and output: inputs of the lab, the metrics, the verdict and the blind test;
     # the one player is the lab's (loudness-matched, same position), so these are not shown
     original = gr.Audio(type="filepath", interactive=False, visible=False, elem_id="roundtrip-original")
@@ -176,6 +237,9 @@ def build(handlers: RoundTripHandlers, example_paths: tuple[Path, ...]) -> Round
                 label("roundtrip.blind.run"), variant="secondary", elem_id="roundtrip-blind-run", scale=0, min_width=200
             )
         with gr.Accordion(label("roundtrip.details"), open=False, elem_id="roundtrip-details"):
+            # the engineering line (model time, ours, the memory estimate) is a detail: the first
+            # lines of a result are the verdict's (issue 29); the progress box said how long it took
+            timing = gr.Markdown(elem_id="roundtrip-timing", elem_classes="cw-hint")
             downloads = gr.File(
                 label=label("roundtrip.downloads"),
                 file_count="multiple",
@@ -197,14 +261,23 @@ def build(handlers: RoundTripHandlers, example_paths: tuple[Path, ...]) -> Round
             with gr.Accordion(label("common.raw_json"), open=False):
                 details = gr.JSON(label=label("roundtrip.json"))
                 metrics_details = gr.JSON(label=label("roundtrip.metrics_json"))
-    done = run.click(
+    clicked = run.click(
         handlers.clear_metrics,
-        outputs=[metrics, metrics_details],
+        outputs=[metrics, metrics_details, progress_box, run, ticks],
         api_name="roundtrip_clear",
         api_visibility="private",
         queue=False,
         show_progress="hidden",
-    ).then(
+    )
+    ticks.tick(
+        handlers.progress_now,
+        outputs=[progress_box],
+        api_name="roundtrip_progress",
+        api_visibility="private",
+        queue=False,
+        show_progress="hidden",
+    )
+    done = clicked.then(
         handlers.roundtrip,
         inputs=[audio_in, anchors, with_second],
         outputs=list(
@@ -220,9 +293,20 @@ def build(handlers: RoundTripHandlers, example_paths: tuple[Path, ...]) -> Round
             )
         ),
         api_name="roundtrip",
+        show_progress="hidden",  # the progress box above says what runs (Gradio's overlay sat on an empty line)
         **MODEL_GROUP,
     )
-    done.success(show_result, outputs=[result], queue=False, api_visibility="private")
+    done.then(
+        handlers.progress_end,
+        outputs=[progress_box, run, ticks],
+        api_name="roundtrip_progress_end",
+        api_visibility="private",
+        queue=False,
+        show_progress="hidden",
+    )
+    done.success(show_result, outputs=[result], queue=False, api_visibility="private").then(
+        None, js=TO_RESULT_JS, api_name="roundtrip_to_result", api_visibility="private", queue=False
+    )
     done.success(
         lambda request: blind_choices(None, request), outputs=[blind_what], queue=False, api_visibility="private"
     )
@@ -234,7 +318,16 @@ def build(handlers: RoundTripHandlers, example_paths: tuple[Path, ...]) -> Round
         show_progress="hidden",  # the verdict card says that the metrics are being measured
         **METRICS_GROUP,
     )
-    timeline_done = lab.wire(lab_handlers, parts, done, original, reconstruction, downloads, details)
+    anchors_added = anchors.input(  # ticked on a result: added to it, no new encode (issue 29)
+        compare.CompareHandlers(handlers.engine, handlers.workspace).add_anchors,
+        inputs=[original, reconstruction, anchors, details],
+        outputs=[details],
+        api_name="add_anchors",
+        api_visibility="private",
+        show_progress="hidden",
+        **LAB_GROUP,
+    )
+    timeline_done = lab.wire(lab_handlers, parts, done, original, reconstruction, downloads, details, anchors_added)
     timeline_done.success(
         blind_choices, inputs=[parts.timeline_json], outputs=[blind_what], queue=False, api_visibility="private"
     )

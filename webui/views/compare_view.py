@@ -23,7 +23,11 @@ def source_label(source: dict, lang: str) -> str:
         return i18n.text(f"compare.source.{sid}", lang)
     if kind in (CODEC, CHECKPOINT):
         key = "compare.source.reconstruction" if kind == CODEC else "compare.source.compare"
-        return i18n.text(key, lang, bitrate=f"{rate / 1000:g}")
+        said = i18n.text(key, lang, bitrate=f"{rate / 1000:g}")
+        folder = str(source.get("label") or "")
+        if kind == CHECKPOINT and folder and not folder.startswith("second checkpoint") and folder != sid:
+            said += f" · {folder}"  # its folder's name: which checkpoint this is
+        return said
     if kind == ORIGINAL:
         return i18n.text("compare.source.original", lang)
     return str(source.get("label") or sid)
@@ -81,6 +85,19 @@ def placing_text(placing: dict, lang: str, labels: dict[str, str]) -> str:
                 )
             )
     return i18n.text("compare.placing.lead", lang, parts=_join(parts, lang))
+
+
+def card_placing(comparison: dict | None, lang: str) -> str:
+    """The placing as one plain sentence for the verdict card ("" when nothing was placed):
+    "On this clip it is closer to the original than Opus 6 kbit/s, further … than a phone call"."""
+    if not isinstance(comparison, dict):
+        return ""
+    placing = comparison.get("placing") or {}
+    if not placing.get("placements"):
+        return ""
+    measured = comparison.get("table") or {}
+    labels = {c["source"]["id"]: source_label(c["source"], lang) for c in measured.get("columns") or []}
+    return placing_text(placing, lang, labels).replace("**", "")
 
 
 def _join(items: list[str], lang: str) -> str:

@@ -106,6 +106,11 @@ def _step_html(step: dict, lang: str) -> str:
     )
 
 
+def device_label(info: dict, lang: str) -> str:
+    """The engine's device in ``lang`` ("CPU（未使用 GPU）"); a GPU by its name."""
+    return _device_label(info, lang)
+
+
 def _device_label(info: dict, lang: str) -> str:
     if info.get("device") == "cpu":
         return text("status.device_cpu", lang)

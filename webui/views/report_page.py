@@ -6,7 +6,6 @@ verdict with the card's words (``webui.views.verdict_card``)."""
 from __future__ import annotations
 
 import html
-import json
 from pathlib import Path
 
 from core.judging import report
@@ -16,6 +15,17 @@ from webui.views import verdict_card, words
 from webui.views.formatting import metric_name
 
 ENVIRONMENT_ROWS = ("model", "random_weights", "device", "dtype", "versions", "timings_s")  # environment() keys
+TIMING_KEYS = (  # the round trip's timings (webui.jobs.codec, webui.tabs.review) by name
+    "encode_s",
+    "decode_s",
+    "model_s",
+    "total_s",
+    "ui_s",
+    "compare_s",
+    "anchors_s",
+    "metrics_s",
+    "verdict_s",
+)
 
 
 def _esc(value) -> str:
@@ -26,14 +36,18 @@ def _verdict_block(v: dict | None, metrics: list[dict], lang: str) -> str:
     if not v:
         return f'<p class="verdict unknown">{_esc(text("report.no_verdict", lang))}</p>'
     _values, signal_lights = verdict_card.values_and_lights(v, judging.metric_values(metrics))
-    level = v.get("level") if v.get("level") in ("green", "amber", "red") else "unknown"
+    level = str(v.get("level")) if v.get("level") in ("green", "amber", "red") else "unknown"
     lead = text(f"verdict.sentence.{level}", lang) if level != "unknown" else ""
     reasons = "".join(f"<li>{_esc(r)}</li>" for r in verdict_card.reasons(signal_lights, lang))
-    caveat = f'<div class="caveat">{_esc(text("verdict.random_caveat", lang))}</div>' if v.get("caveat") else ""
-    return (
-        f'<p class="verdict {level}">{_esc(text(f"verdict.{level}", lang))}</p>'
-        f"<p>{_esc(lead)}</p><ul>{reasons}</ul>{caveat}"
-    )
+    caveat = text("verdict.random_caveat", lang) if v.get("caveat") else ""
+    return report.card(level, text(f"verdict.{level}", lang), lead, reasons, "", caveat)
+
+
+def _environment_words(lang: str) -> dict:
+    """core.judging.report.environment_rows's words in ``lang``."""
+    out = {key: text(f"report.env.{key}", lang) for key in ENVIRONMENT_ROWS}
+    out |= {"yes": text("reportpage.yes", lang), "no": text("reportpage.no", lang)}
+    return out | {f"timing.{key}": text(f"reportpage.timing.{key}", lang) for key in TIMING_KEYS}
 
 
 def _metric_rows(metrics: list[dict], v: dict | None, lang: str) -> list[list]:
@@ -63,10 +77,7 @@ def renderer(lang: str):
     ) -> str:
         title = text("report.title", lang, stem=stem)
         columns = [text(f"report.col.{c}", lang) for c in ("metric", "value", "unit", "better", "note")]
-        env_rows = [
-            [text(f"report.env.{key}", lang) if key in ENVIRONMENT_ROWS else key, _json(value)]
-            for key, value in env.items()
-        ]
+        env_rows = report.environment_rows(env, _environment_words(lang))
         body = [
             f"<h1>{_esc(title)}</h1>",
             _verdict_block(verdict, metrics, lang),
@@ -75,16 +86,13 @@ def renderer(lang: str):
             report.audio_tag(reconstruction_wav, text("report.reconstruction", lang), "reconstruction"),
             f"</div><h2>{_esc(text('report.metrics', lang))}</h2>",
             report.table(_metric_rows(metrics, verdict, lang), columns),
+            report.SOURCES_MARK,  # the other sources and the table of every source (core.judging.report)
             f"<h2>{_esc(text('report.pictures', lang))}</h2>",
             *(report.image_tag(path, text(f"report.picture.{key}", lang)) for key, path in pngs.items()),
             f"<h2>{_esc(text('report.environment', lang))}</h2>",
             report.table(env_rows, [text("report.col.what", lang), text("report.col.value", lang)]),
-            f'<p class="small">{_esc(text("report.made_by", lang))}</p>',
+            report.footer(text("report.made_by", lang)),
         ]
         return report.page(title, "\n".join(body), lang)
 
     return render
-
-
-def _json(value):
-    return json.dumps(value, ensure_ascii=False) if isinstance(value, dict) else value

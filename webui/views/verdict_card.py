@@ -76,10 +76,20 @@ def _numbers(values: dict, signal_lights: dict, lang: str, extra: list[str]) -> 
 
 
 def _card(
-    level: str, title: str, body: list[str], numbers: str, lang: str, state: str, caveat: bool, lead: str = ""
+    level: str,
+    title: str,
+    body: list[str],
+    numbers: str,
+    lang: str,
+    state: str,
+    caveat: bool,
+    lead: str = "",
+    placing: str = "",
 ) -> str:
     items = "".join(f"<li>{_esc(line)}</li>" for line in body)
     lead_html = f"<p class='cw-card-lead'>{_esc(lead)}</p>" if lead else ""
+    if placing:  # where the codec stands among the other sources of this clip (webui.views.compare_view)
+        lead_html += f"<p class='cw-card-placing'>{_esc(placing)}</p>"
     reasons_html = f"<ul class='cw-reasons'>{items}</ul>" if items else ""
     warn = f"<p class='cw-card-caveat' role='note'>{_esc(text('verdict.random_caveat', lang))}</p>" if caveat else ""
     bar = "<div class='cw-card-bar' aria-hidden='true'><span></span></div>" if state != "final" else ""
@@ -111,11 +121,14 @@ def preliminary(metrics: dict, estimate_s: float | None, judged: str, lang: str,
     return _card(level, title, body, _numbers(values, signal_lights, lang, []), lang, "preliminary", random_weights)
 
 
-def final(v: dict, metrics: dict, judged: str, lang: str) -> str:
-    """The verdict: ``v`` is core.judging.verdict's dict, ``metrics`` the values it was given."""
+def final(v: dict, metrics: dict, judged: str, lang: str, placing: str = "") -> str:
+    """The verdict: ``v`` is core.judging.verdict's dict, ``metrics`` the values it was given;
+    ``placing``: where the codec stands among the clip's other sources, in words ("" until known)."""
     values, signal_lights = values_and_lights(v, metrics)
     level = str(v["level"]) if v.get("level") in _LEVELS else judging.worst(signal_lights)
-    body = reasons(signal_lights, lang) if signal_lights else [text("verdict.unknown", lang)]
+    body = reasons(signal_lights, lang) if signal_lights else []  # the title already says it cannot judge (issue 29)
+    if not body and level != "unknown":
+        body = [text("verdict.unknown", lang)]
     lead = text(f"verdict.sentence.{level}", lang) if level != "unknown" else ""
     extra = [text("verdict.judged", lang, judged=judged)]
     if v.get("mos_original") is not None and v.get("mos_reconstruction") is not None:
@@ -123,7 +136,8 @@ def final(v: dict, metrics: dict, judged: str, lang: str) -> str:
     if v.get("seconds") is not None:
         extra.append(text("verdict.took", lang, seconds=f"{v['seconds']:.1f}"))
     numbers = _numbers(values, signal_lights, lang, extra)
-    return _card(level, text(f"verdict.{level}", lang), body, numbers, lang, "final", bool(v.get("caveat")), lead)
+    caveat = bool(v.get("caveat"))
+    return _card(level, text(f"verdict.{level}", lang), body, numbers, lang, "final", caveat, lead, placing)
 
 
 def judged_words(v: dict | None, duration_s: float, lang: str) -> str:

@@ -90,6 +90,12 @@ PATTERNS: tuple[tuple[re.Pattern, str], ...] = tuple(
         (r"'(?P<name>.+)' has no audio track\. Accepted formats: (?P<formats>.+)\.", "words.no_track"),
         (
             # i18n-exempt: core's English, matched (the catalogue says it)
+            r"'(?P<name>.+)' is (?P<ms>\d+) ms long; the codec needs at least (?P<need>\d+) ms \(one frame\)\. "
+            r"Give a longer clip\.",
+            "running.too_short_clip",
+        ),
+        (
+            # i18n-exempt: core's English, matched (the catalogue says it)
             rf"'(?P<name>.+)' is cut off: its header promises (?P<promised>{_NUMBER}) s of audio but the file holds "
             rf"only (?P<held>{_NUMBER}) s\. It was probably not copied or uploaded completely; get the complete "
             r"file or re-export it\.",

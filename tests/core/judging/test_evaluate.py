@@ -38,7 +38,10 @@ def test_folder_with_good_and_bad_files_gives_one_row_each_and_exits_0(tiny_chec
     assert "evaluation of 5 files" in page and "2 evaluated, 3 could not be" in page
     assert "random weights" in page and "data:image/png;base64," in page
     assert page.count("<audio") == 4  # both good files in the listening queue, original + reconstruction
-    assert len(list((out / "reconstructions").glob("*.wav"))) == 2
+    made = sorted(p.name for p in (out / "reconstructions").glob("*.wav"))
+    assert len(made) == 2 and not any(name.endswith(".wav.wav") for name in made), made  # issue 29: clip7.wav.wav
+    heard = sorted(p.name for p in (out / "listen").glob("*.wav"))  # the pair of each queued file, not originals only
+    assert sum("_reconstruction" in n for n in heard) == 2 and sum("_original" in n for n in heard) == 2, heard
     again = cli("evaluate", folder, "-o", out, "--model", tiny_checkpoint)
     assert again.returncode == 1 and "already exists" in again.stderr  # earlier results are never overwritten
 

@@ -1,0 +1,86 @@
+"""The progress box's numbers (webui.jobs.progress) on a clock the test moves: no time left before
+anything is known, the decode's own pace once it has moved, the last job's pace for the next one."""
+
+from __future__ import annotations
+
+from webui.jobs.progress import ProgressBoard
+from webui.views import progress_view
+
+
+class Clock:
+    def __init__(self):
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_time_left_comes_from_the_decode_pace_then_from_the_last_job():
+    clock = Clock()
+    board = ProgressBoard(clock)
+    board.start("s")
+    board.note("s", 0.05, "job.reading")
+    board.note(
+        "s",
+        0.15,
+        "job.estimate.roundtrip",
+        seconds="64.0",
+        need="0.07",
+        available="16",
+        where_key="words.ram",
+        fits_key="words.fits",
+    )
+    board.note("s", 0.26, "job.encoding_part", percent="100%")
+    clock.now += 2.0
+    assert board.snapshot("s").left_s is None  # the encode's share of the bar is no clock
+    board.note("s", 0.46, "job.decoding_part", percent="33%")
+    left = board.snapshot("s").left_s
+    assert left is not None and abs(left - (1 - 0.46) * 2.0 / 0.20) < 1e-6
+    clock.now += 4.0
+    board.finish("s", audio_s=64.0)
+    assert board.snapshot("s").done and board.snapshot("s").elapsed_s == 6.0
+    assert abs(board.pace_s_per_audio_s - 6.0 / 64.0) < 1e-9
+    board.start("t")  # the next job, same length: the last pace until its own decode moves
+    board.note(
+        "t",
+        0.15,
+        "job.estimate.roundtrip",
+        seconds="64.0",
+        need="0.07",
+        available="16",
+        where_key="words.ram",
+        fits_key="words.fits",
+    )
+    clock.now += 1.0
+    assert abs(board.snapshot("t").left_s - 5.0) < 1e-6
+
+
+def test_the_box_says_stage_share_time_and_estimate_in_both_languages():
+    clock = Clock()
+    board = ProgressBoard(clock)
+    board.start("s")
+    board.note(
+        "s",
+        0.15,
+        "job.estimate.roundtrip",
+        seconds="64.0",
+        need="0.07",
+        available="16",
+        where_key="words.ram",
+        fits_key="words.fits",
+    )
+    board.note("s", 0.30, "job.decoding_part", percent="10%")
+    clock.now += 65
+    snap = board.snapshot("s")
+    en, zh = progress_view.running(snap, "en"), progress_view.running(snap, "zh-CN")
+    assert "Decoding" in en and "30%" in en and "1:05 so far" in en and "64.0 s" in en
+    assert "正在解码" in zh and "已用 1:05" in zh and "Decoding" not in zh
+    assert "(10%)" not in en  # the stage's own share beside the job's read as a contradiction
+
+
+def test_an_unknown_session_and_a_bounded_board():
+    board = ProgressBoard()
+    assert board.snapshot("nobody") is None
+    for n in range(300):
+        board.start(str(n))
+    assert board.snapshot("0") is None and board.snapshot("299") is not None

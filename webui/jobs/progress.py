@@ -1,0 +1,144 @@
+"""What a running job has done so far, for the page's progress box (issue 29: a box the person sees,
+not Gradio's overlay on an empty Markdown of height 0): its stage, its fraction, how long it has run
+and an honest time left. Gradio-free; the page polls it (``webui.tabs.roundtrip``'s timer).
+
+The time left comes from the job's own pace once its decode has reported a step (fraction per
+second since the encode's last step: the decode is most of a round trip, and the encode's share of
+the bar is a guess from FLOPs, not a time), before that from this server's last job of the same kind (seconds per
+second of audio); with neither it is not given. It is never Gradio's queue average, which knows
+nothing of the clip's length.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from webui.jobs.common import Progress
+
+MAX_JOBS = 256  # jobs remembered at once (one per browser session); the oldest go first
+ENCODE_KEYS = ("job.encoding", "job.encoding_part")  # the stages of a job's encode (webui.jobs.codec)
+DECODE_KEYS = ("job.decoding", "job.decoding_part")
+MIN_RATE_STEP = 0.03  # fraction the decode must have moved before its own pace is believed
+MIN_RATE_S = 0.5  # ... and seconds
+
+
+@dataclass
+class Snapshot:
+    """One job's progress as the page shows it."""
+
+    key: str  # the stage: a catalogue key (``job.*``)
+    fields: dict  # the stage key's fields
+    fraction: float  # 0..1 of the whole job
+    elapsed_s: float
+    left_s: float | None  # None: not known yet
+    estimate: dict | None  # the engine's memory estimate's fields (webui.jobs.codec._preflight), once made
+    done: bool = False
+    audio_s: float | None = None  # the clip's length, once read
+
+
+@dataclass
+class _Job:
+    start: float
+    key: str = "job.starting"
+    fields: dict = field(default_factory=dict)
+    fraction: float = 0.0
+    audio_s: float | None = None
+    estimate: dict | None = None
+    model_at: tuple[float, float] | None = None  # (time, fraction) of the encode's last step
+    decoding: bool = False  # a decode step has been reported since
+    done: bool = False
+    end: float | None = None
+
+
+class ProgressBoard:
+    """The running jobs by key (a browser session), and the pace of the last finished one."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic):
+        self._clock = clock
+        self._jobs: OrderedDict[str, _Job] = OrderedDict()
+        self._lock = threading.Lock()
+        self.pace_s_per_audio_s: float | None = None  # wall seconds per audio second, last finished job
+
+    def start(self, job: str) -> None:
+        with self._lock:
+            self._jobs.pop(job, None)
+            self._jobs[job] = _Job(self._clock())
+            while len(self._jobs) > MAX_JOBS:
+                self._jobs.popitem(last=False)
+
+    def reporter(self, job: str | None, say: Progress) -> Progress:
+        """``say`` (the job's progress callback) that also records each step on this board."""
+        if job is None:
+            return say
+
+        def report(fraction: float, key: str, **fields) -> None:
+            self.note(job, fraction, key, **fields)
+            say(fraction, key, **fields)
+
+        return report
+
+    def note(self, job: str, fraction: float, key: str, **fields) -> None:
+        with self._lock:
+            entry = self._jobs.get(job)
+            if entry is None or entry.done:
+                return
+            now = self._clock()
+            if key.startswith("job.estimate."):  # the engine's estimate: the audio's length and the memory
+                entry.estimate = dict(fields) | {"operation": key.removeprefix("job.estimate.")}
+                entry.audio_s = _float(fields.get("seconds"))
+            else:
+                entry.key, entry.fields = key, dict(fields)
+            entry.fraction = max(entry.fraction, float(fraction))
+            if key in ENCODE_KEYS:  # the decode's pace is measured from the encode's last step on
+                entry.model_at = (now, entry.fraction)
+            elif key in DECODE_KEYS and entry.model_at is not None:
+                entry.decoding = True
+
+    def finish(self, job: str, audio_s: float | None = None) -> None:
+        """The job ended; a successful one (``audio_s`` given) sets the pace the next estimate starts from."""
+        with self._lock:
+            entry = self._jobs.get(job)
+            if entry is None:
+                return
+            entry.done, entry.end = True, self._clock()
+            entry.fraction = 1.0 if audio_s else entry.fraction
+            if audio_s and audio_s > 0:
+                self.pace_s_per_audio_s = (self._clock() - entry.start) / audio_s
+
+    def snapshot(self, job: str) -> Snapshot | None:
+        with self._lock:
+            entry = self._jobs.get(job)
+            if entry is None:
+                return None
+            now = self._clock()
+            return Snapshot(
+                entry.key,
+                dict(entry.fields),
+                entry.fraction,
+                (entry.end or now) - entry.start,
+                None if entry.done else self._left_s(entry, now),
+                entry.estimate,
+                entry.done,
+                entry.audio_s,
+            )
+
+    def _left_s(self, entry: _Job, now: float) -> float | None:
+        if entry.model_at is not None and entry.decoding:
+            t0, f0 = entry.model_at
+            moved, took = entry.fraction - f0, now - t0
+            if moved >= MIN_RATE_STEP and took >= MIN_RATE_S:
+                return max(0.0, (1.0 - entry.fraction) * took / moved)
+        if self.pace_s_per_audio_s is not None and entry.audio_s:
+            return max(0.0, self.pace_s_per_audio_s * entry.audio_s - (now - entry.start))
+        return None
+
+
+def _float(value) -> float | None:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
