@@ -16,7 +16,19 @@ import gradio as gr
 from webui.i18n import label
 from webui.options import UiOptions
 from webui.serving.workspace import Workspace
-from webui.tabs import abx_page, decode, encode, evaluate, live, parity, roundtrip, second_model, share, status_bar, system
+from webui.tabs import (
+    abx_page,
+    decode,
+    encode,
+    evaluate,
+    live,
+    parity,
+    roundtrip,
+    second_model,
+    share,
+    status_bar,
+    system,
+)
 
 logger = logging.getLogger(__name__)
 

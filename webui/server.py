@@ -30,8 +30,8 @@ from webui.serving.health import add_health_routes
 from webui.serving.limits import ClientLimits, LimitSettings
 from webui.serving.live_socket import live_routes
 from webui.serving.origins import Origin, OriginPolicy
-from webui.serving.room_routes import room_routes
 from webui.serving.report_route import report_routes
+from webui.serving.room_routes import room_routes
 from webui.serving.workspace import Workspace
 
 logger = logging.getLogger(__name__)

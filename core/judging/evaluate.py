@@ -221,7 +221,9 @@ def evaluate_files(
             bar.set_postfix_str(name[-40:])
             if progress:
                 progress(i / max(len(files), 1), f"{i + 1}/{len(files)}: {name}")
-            stem = _unique(safe_name(str(Path(name).with_suffix("")), "audio"), taken)  # clip7.wav -> clip7, not clip7.wav.wav
+            stem = _unique(
+                safe_name(str(Path(name).with_suffix("")), "audio"), taken
+            )  # clip7.wav -> clip7, not clip7.wav.wav
             row = evaluate_one(engine, path, name, out_dir, limits, anchors, stem, per_file if with_table else None)
             rows.append(row)
             writer.writerow(row)
