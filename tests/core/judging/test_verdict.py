@@ -181,6 +181,6 @@ def test_the_verdict_of_a_long_clip_is_bounded_in_memory_and_says_which_windows(
 
 def test_a_signal_that_is_not_a_number_is_not_available():
     v = verdict.combine({"PESQ-WB": float("nan"), "STOI": 0.97}, 4.0, float("inf"), random_weights=False)
-    assert v.values == {"PESQ-WB": None, "STOI": 0.97, "MOS drop": None}
+    assert v.values == {"PESQ-WB": None, "STOI": 0.97, "MOS drop": None, "SIM-GE2E": None}
     assert v.lights == {"STOI": "green"} and v.level == "green"
     assert "PESQ-WB: not available" in v.reasons
