@@ -55,10 +55,10 @@ def main() -> int:
     made = make_anchors(original, parse_anchors("opus12"))
     stand_in = made.made[0].samples[:n].astype(np.float32)
     residual = original[: stand_in.size] - stand_in
-    rows = []
+    rows: list[dict] = []
     for name, x in (("original", original), ("reconstruction (Opus 12 stand-in)", stand_in), ("residual", residual)):
         wav = x.size * 4 + 44
-        row = {"source": name, "float_wav_bytes": wav}
+        row: dict = {"source": name, "float_wav_bytes": wav}
         for bits in (24, 16):
             size, exact = _flac_bytes(x, bits)
             row[f"flac{bits}_bytes"], row[f"flac{bits}_exact"] = size, exact
