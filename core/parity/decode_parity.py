@@ -1,5 +1,6 @@
 """Decode parity: the WAV another implementation made from some codes against this workbench's
-reference decode of the same codes (``Engine.decode``: seam-exact, equal to a whole-utterance decode).
+reference decode of the same codes (``Engine.decode``: seam-exact, equal to a whole-utterance decode; on a
+GPU in strict fp32, TF32 off).
 
 Measured on the samples both have once aligned (``core.parity.alignment``): the offset, the length
 difference, correlation, SNR, the largest difference in 16-bit steps (LSB), an error curve over time
@@ -22,6 +23,7 @@ from core.codec import SAMPLE_RATE
 from core.parity import alignment as align
 from core.parity import seams, verdict
 from core.parity.inputs import Codes, TheirAudio, load_codes, load_their_wav
+from core.parity.precision import tf32
 
 logger = logging.getLogger(__name__)
 
@@ -185,7 +187,8 @@ def check_decode(engine, codes_path, wav_path, progress=None) -> DecodeParity:
     codes = load_codes(Path(codes_path), limits.max_duration_s)
     their = load_their_wav(Path(wav_path), limits, codes)
     started = time.perf_counter()
-    ours = engine.decode(codes.codes, progress=progress).samples  # untrimmed: frames × 1920
+    with tf32(False):  # on a GPU the reference is strict fp32 (PyTorch's default lets convolutions use TF32)
+        ours = engine.decode(codes.codes, progress=progress).samples  # untrimmed: frames × 1920
     reference_s = time.perf_counter() - started
     result = compare(np.asarray(ours, dtype=np.float32), their, codes)
     result.seconds["reference_s"] = round(reference_s, 3)

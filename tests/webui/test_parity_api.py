@@ -12,6 +12,8 @@ from gradio_client.exceptions import AppError
 from core.codec import SAMPLE_RATE
 from tests.conftest import speechlike
 
+pytestmark = pytest.mark.slow  # a live server, the sweep included
+
 
 @pytest.fixture(scope="module")
 def files(engine, tmp_path_factory):

@@ -18,6 +18,8 @@ from core.nn import decoding
 from core.parity import decode_parity, report
 from core.settings import Settings
 
+pytestmark = pytest.mark.slow  # a 26 s clip (the 24 s seam) decoded several times: ≈1-2 min on 2 cores
+
 
 @pytest.fixture(scope="module")
 def clip(engine, speech):
