@@ -43,7 +43,7 @@ def test_a_live_session_is_not_stopped_by_another_clients_long_round_trip_and_th
     started = time.perf_counter()
     alone = e.roundtrip(clip)
     alone_s = time.perf_counter() - started
-    bound_s = alone_s / 3  # several chunks, a third of the whole job: only sharing keeps a frame's wait below it
+    bound_s = alone_s / 2  # many chunks, half the whole job: only sharing keeps a frame's wait below it
 
     beside: dict = {}
     job = threading.Thread(target=lambda: beside.update(result=e.roundtrip(clip)))
@@ -73,14 +73,14 @@ def test_a_live_session_is_not_stopped_by_another_clients_long_round_trip_and_th
 def test_a_client_that_sends_late_is_told_it_was_the_client(tiny_engine, speech):
     with tiny_engine.live.open(SAMPLE_RATE) as session:
         session.push(speech(0.4))
-        time.sleep(0.6)  # the page stalls: no audio for 0.6 s
-        session.push(speech(0.08))
+        time.sleep(0.6 + 3 * session.pushes_s)  # the page stalls, far longer than the server's work took
+        session.push(speech(0.01))  # completes no frame: no model work
         late = session.lateness(0.3)
-        assert late is not None and late.who == "client"
+        assert late is not None and late.who == "client", late
         assert "Your audio arrives slower than real time" in late.message
         with pytest.raises(LiveSessionError, match="slower than real time"):
             session.check_pace(0.3)
-        assert session.lateness(5.0) is None
+        assert session.lateness(late.behind_s + 1.0) is None
 
 
 def test_a_job_that_holds_the_model_is_named_as_the_cause(tiny_engine, speech):
