@@ -7,7 +7,10 @@ left. (A client that trickles bytes into its one session is the live session's l
 from __future__ import annotations
 
 import json
+import struct
+import time
 
+import numpy as np
 import pytest
 from fastapi import FastAPI
 from starlette.testclient import TestClient
@@ -65,3 +68,23 @@ def test_the_cap_is_a_setting_and_opening_sockets_counts_in_the_rate(two_slots, 
     with client.websocket_connect("/live/ws?rate=48000", headers=_as("10.0.0.3")) as c:
         reply = json.loads(c.receive_text())
     assert reply["type"] == "error" and "wait" in reply["message"]
+
+
+def test_a_socket_trickling_bytes_loses_its_slot_as_the_clients_lateness(two_slots, tmp_path, monkeypatch):
+    """Two sockets sending 12 bytes every 2 s held both slots for ever: the session now stops at the
+    lateness bound after its next block, with the sentence that the client was late, and the slot is free."""
+    from webui.jobs import live as live_jobs
+
+    monkeypatch.setattr(live_jobs, "MAX_BEHIND_S", 0.5)  # the 3 s bound, shortened for the test
+    client = _client(two_slots, tmp_path, ClientLimits())
+    block = struct.pack("<d", 0.0) + np.zeros(1, "<f4").tobytes()  # 12 bytes: the clock and one sample
+    with client.websocket_connect("/live/ws?rate=48000&lang=en", headers=_as("10.0.0.9")) as ws:
+        assert json.loads(ws.receive_text())["type"] == "ready"
+        for _ in range(6):  # 1.2 s of wall time for 6 samples of audio
+            ws.send_bytes(block)
+            time.sleep(0.2)
+        reply = json.loads(ws.receive_text())
+    assert reply["type"] == "error" and "slower than real time" in reply["message"], reply
+    assert two_slots.live.in_use == 0
+    with client.websocket_connect("/live/ws?rate=48000", headers=_as("10.0.0.10")) as other:
+        assert json.loads(other.receive_text())["type"] == "ready"  # the slot went to the next client

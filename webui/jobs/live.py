@@ -38,7 +38,7 @@ STEM = "live"  # name stem of a session's files
 RESULT_ID = re.compile(r"^req-live-[A-Za-z0-9_]{1,64}$")  # what a result id (its folder's name) may look like
 MAX_BLOCK_S = 1.0  # longest block a page may send at once (pages send 20 ms)
 MAX_CHANNELS = 8
-MAX_BEHIND_S = 3.0  # audio waiting to be worked on (the server cannot keep up): the session stops
+MAX_BEHIND_S = 3.0  # s behind real time (clock minus audio received) at which a session stops, naming who was late
 RATES = (8_000, 192_000)  # microphone rates accepted, Hz
 HEADER_OUT = struct.Struct("<4d")  # page clock ms, compute ms, lock wait ms, first frame
 HEADER_IN = 8  # bytes of the page's clock before the samples
@@ -83,11 +83,18 @@ class LiveRun:
             raise LiveEnd(cause=e, keep=session.input.seconds + block.shape[0] / self.rate > session.max_s) from e
         except CodecError as e:
             raise LiveEnd(cause=e) from e
-        behind = self.clock() - self.started - session.input.seconds - MAX_BEHIND_S
-        if behind > 0 and session.frame_compute_s:
-            compute_ms = 1000 * float(np.median(session.frame_compute_s))
-            logger.warning("live session %.1f s behind real time (%.0f ms per frame); stopping it", behind, compute_ms)
-            raise LiveEnd("live.error.behind", seconds=f"{MAX_BEHIND_S:g}", ms=f"{compute_ms:.0f}")
+        late = session.lateness(MAX_BEHIND_S)  # who made it late: the client, another job, or the server
+        if late is not None:
+            compute_ms = 1000 * float(np.median(session.frame_compute_s)) if session.frame_compute_s else 0.0
+            logger.warning("live session %.1f s behind real time (late: %s); stopping it", late.behind_s, late.who)
+            raise LiveEnd(
+                f"live.error.late_{late.who}",
+                behind=f"{late.behind_s:.1f}",
+                received=f"{session.input.seconds:.1f}",
+                server=f"{late.server_s:.1f}",
+                waited=f"{session.waited_job_s:.1f}",
+                ms=f"{compute_ms:.0f}",
+            )
         if not step.codes.shape[0]:
             return None
         header = HEADER_OUT.pack(clock_ms, step.compute_s * 1000, step.wait_s * 1000, self.frames_sent)
