@@ -3,7 +3,7 @@ input and say, in the dataset card, what a fine-tuner should know before trainin
 
 The sample: with a speaker column in the rows (``speaker``, ``speaker_id``, ``spk``), the speakers in
 turn (the first row of each, then the second, ...) so every speaker is heard; else rows evenly spread
-over the input. Each sampled clip is read as tokenize reads it (core.dataset.fetch, the same limits),
+over the input. Each sampled clip is read as tokenize reads it (core.dataset.decode, the same limits),
 round-tripped by the same checkpoint in this process, and measured: GE2E speaker similarity of the
 reconstruction (core.analysis.speaker), the original's sample rate (resampled to 24 kHz or not),
 clipped samples, leading and trailing silence, its duration and its codes. Nothing here changes what
@@ -83,7 +83,7 @@ def audit(inputs: Inputs, engine, n: int) -> dict:
     """Round-trip and measure ``n`` sampled clips of ``inputs`` with ``engine`` (ready)."""
     from core.analysis import speaker
     from core.analysis.speaker_models import GE2E, encoder
-    from core.dataset.fetch import decode_items
+    from core.dataset.decode import decode_items
 
     chosen = sample(inputs.items, n)
     limits = engine.settings.audio_limits()

@@ -19,6 +19,7 @@ def _request(port: int, language: str) -> gr.Request:
         "method": "POST",
         "scheme": "http",
         "server": ("127.0.0.1", port),
+        "client": ("127.0.0.1", 50000),  # the operator's browser on the server's loopback: paths and versions shown
         "path": "/",
         "query_string": b"",
         "headers": [(b"host", f"127.0.0.1:{port}".encode()), (b"accept-language", language.encode())],

@@ -16,7 +16,8 @@ from webui.serving.throttle import LOOPBACK, client_key
 
 HIDDEN = "(hidden)"  # i18n-exempt: a placeholder inside core's English evidence, beside its own words
 _PATH = re.compile(r"(?<![\w:/])(?:~|/)[^\s'\"(),;]*[/\w]")  # an absolute (or ~) path inside a sentence
-_VERSION = re.compile(r"\b\d+\.\d+\.\d+(?:[+-][\w.]+)?")  # 2.11.0, 4.57.3, 2.11.0+cu128 (12.5 GiB is a figure)
+# 2.11.0, 4.57.3, 2.11.0+cu128 (12.5 GiB is a figure; 127.0.0.1:7860, an address with four parts, is not a version)
+_VERSION = re.compile(r"(?<![\d.])\d+\.\d+\.\d+(?![\d]|\.\d)(?:[+-][\w.]+)?")
 
 
 def is_operator(request, trusted: frozenset[str] = frozenset()) -> bool:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import html
 
 from core.judging import source_table
-from core.judging.sources import ANCHOR, CHECKPOINT, CODEC, CODEC_BPS, LEVEL, ORIGINAL
+from core.judging.sources import ANCHOR, CHECKPOINT, CODEC, CODEC_BPS, LEVEL, ORIGINAL, checkpoint
 from core.units import seconds_short_of
 from webui import i18n
 from webui.views.formatting import metric_name
@@ -25,7 +25,7 @@ def source_label(source: dict, lang: str) -> str:
         key = "compare.source.reconstruction" if kind == CODEC else "compare.source.compare"
         said = i18n.text(key, lang, bitrate=f"{rate / 1000:g}")
         folder = str(source.get("label") or "")
-        if kind == CHECKPOINT and folder and not folder.startswith("second checkpoint") and folder != sid:
+        if kind == CHECKPOINT and folder and folder not in (checkpoint().label, sid):  # not the catalogue's default
             said += f" · {folder}"  # its folder's name: which checkpoint this is
         return said
     if kind == ORIGINAL:

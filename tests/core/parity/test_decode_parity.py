@@ -1,4 +1,4 @@
-"""core/parity/decode_parity: real decodes judged against the engine's reference decode of the same codes
+"""core/parity/decode_parity.py: real decodes judged against the engine's reference decode of the same codes
 (tiny checkpoint, layer scales 1.0: context matters, so a seam shows)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""core/parity/encode_parity: another encoder's codes against the engine's encode of the same audio."""
+"""core/parity/encode_parity.py: another encoder's codes against the engine's encode of the same audio."""
 
 from __future__ import annotations
 

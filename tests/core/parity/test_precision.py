@@ -1,4 +1,4 @@
-"""core/parity/precision: the sweep on the CPU (tiny checkpoint), its chunk checks and its recommendation."""
+"""core/parity/precision.py: the sweep on the CPU (tiny checkpoint), its chunk checks and its recommendation."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""core/parity/inputs: codes in every accepted form and every bad input refused with one clear sentence."""
+"""core/parity/inputs.py: codes in every accepted form and every bad input refused with one clear sentence."""
 
 from __future__ import annotations
 
