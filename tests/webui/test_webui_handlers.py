@@ -60,6 +60,7 @@ def test_roundtrip_returns_players_facts_tokens_metrics_and_downloads(tabs):
         "STOI",
         "SI-SDR",
         "Log-mel distance",
+        "SIM-GE2E",
     ]
     assert details["tokens"]["compression_vs_original"] == pytest.approx(
         16_000 * 2 * 16 / details["tokens"]["bitrate_bps"]

@@ -53,6 +53,10 @@ PATTERNS: tuple[tuple[re.Pattern, str], ...] = tuple(
         (rf"PESQ needs at least (?P<s>{_NUMBER}) s of audio", "words.pesq_short"),
         # i18n-exempt: core's English, matched (the catalogue says it)
         (rf"STOI needs at least (?P<s>{_NUMBER}) s of speech", "words.stoi_short"),
+        (  # i18n-exempt: core.analysis.speaker's English sentence, matched to be said again
+            rf"speaker similarity needs at least (?P<need>{_NUMBER}) s of speech; the original has (?P<s>{_NUMBER}) s",
+            "words.speaker_short",
+        ),
         # i18n-exempt: core's English, matched (the catalogue says it)
         (r"the original is silent; (?P<metric>PESQ|STOI) needs speech", "words.silent_speech"),
         # i18n-exempt: core's English, matched (the catalogue says it)

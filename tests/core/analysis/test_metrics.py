@@ -52,7 +52,9 @@ def test_perceptual_metrics_of_identical_speech(speech):
     assert metrics["PESQ-NB"].value > 4.0
     assert metrics["STOI"].value == pytest.approx(1.0, abs=0.01)
     assert metrics["Log-mel distance"].value == pytest.approx(0.0, abs=1e-4)
-    assert all(m.note == "" for m in metrics.values() if m.name != "Log-mel distance")
+    # the signal metrics have nothing to add; speaker similarity may say the speech-like test signal
+    # holds too little of what its voice detector calls speech (a real recording is tested in test_speaker)
+    assert all(m.note == "" for m in metrics.values() if m.name not in ("Log-mel distance", "SIM-GE2E"))
 
 
 def test_heavy_noise_scores_lower(speech):
