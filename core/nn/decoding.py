@@ -221,18 +221,7 @@ class DecoderStream:
         query = positions[0, :, None]
         key = torch.arange(self.position - past, self.position + length, device=x.device)[None, :]
         mask = ((key <= query) & (key > query - self.window))[None, None]
-        cos_sin = tr.rotary_emb(x, positions)
-        for layer in tr.layers[: tr.config.num_hidden_layers]:
-            x = layer(
-                x,
-                attention_mask=mask,
-                position_ids=positions,
-                past_key_values=self.cache,
-                use_cache=True,
-                cache_position=positions[0],
-                position_embeddings=cos_sin,
-            )
-        return tr.output_proj(tr.norm(x))
+        return run_transformer_layers(tr, x, mask, positions, self.cache)
 
     def step(self, codes: torch.Tensor) -> torch.Tensor:
         """Decode the next frames: codes (B, 16, T) -> audio (B, 1, T * 1920)."""
@@ -269,3 +258,21 @@ class DecoderStream:
             else:
                 hidden = layer(hidden)
         return hidden.clamp(min=-1, max=1)
+
+
+def run_transformer_layers(tr, x, mask, positions, cache):
+    """The decoder transformer's layers over ``x`` (after its input projection) at ``positions`` with
+    ``mask``, keys and values carried in ``cache``; its output projection (the eager and the captured
+    streaming decoders share it)."""
+    cos_sin = tr.rotary_emb(x, positions)
+    for layer in tr.layers[: tr.config.num_hidden_layers]:
+        x = layer(
+            x,
+            attention_mask=mask,
+            position_ids=positions,
+            past_key_values=cache,
+            use_cache=True,
+            cache_position=positions[0],
+            position_embeddings=cos_sin,
+        )
+    return tr.output_proj(tr.norm(x))

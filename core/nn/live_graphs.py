@@ -33,7 +33,7 @@ import logging
 import torch
 
 from core.codec import NUM_CODEBOOKS, SAMPLES_PER_FRAME, SAMPLES_PER_STEP
-from core.nn.decoding import DecoderStream
+from core.nn.decoding import DecoderStream, run_transformer_layers
 from core.nn.fast_decode import zero_state
 
 logger = logging.getLogger(__name__)
@@ -247,18 +247,7 @@ class GraphDecoderStream(DecoderStream):
         positions = self.position_t[None]  # (1, 1)
         # slot j holds the step at position - (window - 1) + j: visible once that step exists
         mask = (self.slots + self.position_t >= self.window - 1)[None, None, None]
-        cos_sin = tr.rotary_emb(x, positions)
-        for layer in tr.layers[: tr.config.num_hidden_layers]:
-            x = layer(
-                x,
-                attention_mask=mask,
-                position_ids=positions,
-                past_key_values=self.cache,
-                use_cache=True,
-                cache_position=positions[0],
-                position_embeddings=cos_sin,
-            )
-        return tr.output_proj(tr.norm(x))
+        return run_transformer_layers(tr, x, mask, positions, self.cache)
 
     def step(self, codes: torch.Tensor) -> torch.Tensor:
         if codes.shape[-1] != 1:
