@@ -323,6 +323,8 @@ def test_dark_theme_axe_and_a_02s_clip_reaching_the_lab(chromium, server, tmp_pa
     page.locator("#roundtrip-input button[aria-label='Clear'], #roundtrip-input button[title='Clear']").first.click()
     _round_trip(page, short)
     page.wait_for_function(f"{LAB}.duration > 0 && {LAB}.duration < 0.3", timeout=TIMEOUT_MS)
+    # the player's first look comes before the timeline: wait for the manifest that carries it
+    page.wait_for_function("window.cwPlayer && window.cwPlayer.manifest && window.cwPlayer.manifest.timeline")
     assert page.evaluate("window.cwPlayer.manifest.timeline.too_short_for_worst")
     assert "too short" in page.locator("#lab-player .cw-worst").inner_text()
     page.locator("#lab-player .cw-play").click()

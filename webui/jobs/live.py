@@ -83,7 +83,11 @@ class LiveRun:
             raise LiveEnd(cause=e, keep=session.input.seconds + block.shape[0] / self.rate > session.max_s) from e
         except CodecError as e:
             raise LiveEnd(cause=e) from e
-        late = session.lateness(MAX_BEHIND_S)  # who made it late: the client, another job, or the server
+        # behind real time since this run began (trickled blocks count: no frame is needed), then who made it
+        # late (the client, another job, or the server)
+        late = None
+        if self.clock() - self.started - session.input.seconds > MAX_BEHIND_S:
+            late = session.lateness(MAX_BEHIND_S)
         if late is not None:
             compute_ms = 1000 * float(np.median(session.frame_compute_s)) if session.frame_compute_s else 0.0
             logger.warning("live session %.1f s behind real time (late: %s); stopping it", late.behind_s, late.who)
