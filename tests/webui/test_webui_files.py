@@ -200,3 +200,41 @@ def test_chromium_runs_no_script_from_an_uploaded_html_file(served, tmp_path):
             assert not any("/gradio_api/info" in u for u in asked), asked
         finally:
             browser.close()
+
+
+def test_a_file_removed_while_its_answer_starts_is_still_sent_whole(tmp_path):
+    """A blind test's X is replaced by the next trial's while the browser still fetches it: the
+    answer already under way sends the bytes it promised (a loaded run got a 500 and a traceback)."""
+    import asyncio
+
+    from webui.serving import files
+    from webui.serving.workspace import PREFIX
+
+    folder = tmp_path / f"{PREFIX}abx"
+    folder.mkdir()
+    target = folder / "x.wav"
+    payload = bytes(range(256)) * 400
+    target.write_bytes(payload)
+    sent: list[dict] = []
+
+    async def send(message):
+        sent.append(message)
+        if message["type"] == "http.response.start":
+            target.unlink(missing_ok=True)  # gone between the headers and the body
+
+    async def receive():
+        await asyncio.sleep(3600)
+
+    for headers in ([], [(b"range", b"bytes=100-")]):
+        target.write_bytes(payload)
+        sent.clear()
+        scope = {"type": "http", "method": "GET", "path": f"/gradio_api/file={target}", "headers": headers}
+        asyncio.run(files.serve(scope, receive, send, tmp_path, ()))
+        start = sent[0]
+        body = b"".join(m.get("body", b"") for m in sent[1:])
+        assert start["status"] == (206 if headers else 200)
+        assert body == (payload[100:] if headers else payload)
+    scope = {"type": "http", "method": "GET", "path": f"/gradio_api/file={target}", "headers": []}
+    sent.clear()
+    asyncio.run(files.serve(scope, receive, send, tmp_path, ()))  # gone before: a 404 that says so
+    assert sent[0]["status"] == 404 and b"gone" in sent[1]["body"]

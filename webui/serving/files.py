@@ -25,8 +25,10 @@ from __future__ import annotations
 import logging
 import os
 import stat
+from contextlib import asynccontextmanager
 from pathlib import Path
 
+import anyio
 from starlette.responses import FileResponse
 
 from webui.serving.workspace import PREFIX
@@ -102,19 +104,48 @@ async def serve(scope, receive, send, temp_root: Path, roots: tuple[Path, ...]) 
     if not allowed(path, temp_root, roots):
         logger.info("refused to serve %s (outside the app's folders)", raw[:300])
         return await _refuse(send, 403, "File not allowed.")
+    gone = "This file is gone (result files are kept for a limited time)."
     try:
-        info = path.stat()
+        if not stat.S_ISREG(path.stat().st_mode):  # before opening: a FIFO's open would block
+            return await _refuse(send, 403, "File not allowed.")
+        # Opened before anything is sent: a file removed after this (a blind test's next X, an
+        # expired result) is still sent whole.
+        held = await anyio.to_thread.run_sync(open, path, "rb")
     except OSError:
-        return await _refuse(send, 404, "This file is gone (result files are kept for a limited time).")
-    if not stat.S_ISREG(info.st_mode):
-        return await _refuse(send, 403, "File not allowed.")
-    kind, disposition = media_type(path)
-    response = FileResponse(
-        path,
-        headers=SECURITY_HEADERS,
-        media_type=kind,
-        filename=path.name,
-        stat_result=info,
-        content_disposition_type=disposition,
-    )
-    await response(scope, receive, send)
+        return await _refuse(send, 404, gone)
+    try:
+        info = os.fstat(held.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            return await _refuse(send, 403, "File not allowed.")
+        kind, disposition = media_type(path)
+        response = _HeldFileResponse(
+            held,
+            path,
+            headers=SECURITY_HEADERS,
+            media_type=kind,
+            filename=path.name,
+            stat_result=info,
+            content_disposition_type=disposition,
+        )
+        await response(scope, receive, send)
+    finally:
+        held.close()
+
+
+class _HeldFileResponse(FileResponse):
+    """Starlette's ``FileResponse`` (ranges, HEAD, multipart) reading the file :func:`serve` holds
+    open instead of opening the path again after the headers are out: between the two, a removed
+    file gave a 500 and a traceback halfway through a 206 (seen in a loaded test run)."""
+
+    def __init__(self, held, path: Path, **kwargs) -> None:
+        super().__init__(path, **kwargs)
+        self._held = held
+
+    @asynccontextmanager
+    async def _open_file(self):
+        file = anyio.wrap_file(os.fdopen(os.dup(self._held.fileno()), "rb"))
+        try:
+            yield file
+        finally:
+            with anyio.CancelScope(shield=True):
+                await file.aclose()
