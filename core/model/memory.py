@@ -43,6 +43,15 @@ def device_memory(device: str) -> DeviceMemory:
     return DeviceMemory("cpu", 0.0, 0.0, vm.available / MIB, vm.total / MIB)
 
 
+def free_bytes(device: str) -> float:
+    """Memory new work could take now: free plus our allocator's cache on a GPU, available RAM on the CPU."""
+    if device.startswith("cuda") and torch.cuda.is_available():
+        dev = torch.device(device)
+        free, _total = torch.cuda.mem_get_info(dev)
+        return float(free + torch.cuda.memory_reserved(dev) - torch.cuda.memory_allocated(dev))
+    return float(psutil.virtual_memory().available)
+
+
 def release_cached(device: str) -> None:
     """Collect garbage and hand PyTorch's cached blocks back to the driver."""
     gc.collect()
