@@ -32,7 +32,8 @@ from fastapi.routing import APIRoute
 
 from core.errors import CodecError
 from core.judging import mushra
-from core.judging.room_store import RoomError, RoomStore
+from core.judging.room_schema import RoomError
+from core.judging.room_store import RoomStore
 from webui import i18n
 from webui.jobs import room as room_jobs
 from webui.serving.guard import signed_in

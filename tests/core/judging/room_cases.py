@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from core.judging import mushra, room_results
-from core.judging.room_store import RoomError, RoomStore
+from core.judging.room_schema import RoomError
+from core.judging.room_store import RoomStore
 
 CHOSEN = ["reconstruction", "opus6"]
 PLAN = mushra.plan(CHOSEN, [(0.0, 2.0)])
