@@ -37,14 +37,9 @@ class RoomLimits:
     def __init__(self, db: Database, clock=time.time):
         self.db = db
         self._clock = clock
-        self._ready = False
 
     def _conn(self):
-        if not self._ready:
-            with self.db.connect() as c:
-                c.script(SCHEMA)
-            self._ready = True
-        return self.db.connect()
+        return self.db.with_tables(SCHEMA).connect()
 
     def allow(self, what: str, per_min: int) -> bool:
         """Count one call of ``what`` and say True, if fewer than ``per_min`` were counted in the last

@@ -48,15 +48,10 @@ class RoomStore:
     def __init__(self, db: Database, clock=time.time):
         self.db = db
         self._clock = clock
-        self._ready = False
 
     def _conn(self):
-        """A connection; the first one of this object makes the tables if they are missing."""
-        if not self._ready:
-            with self.db.connect() as c:
-                c.script(SCHEMA)
-            self._ready = True
-        return self.db.connect()
+        """A connection; the first one makes the tables if they are missing."""
+        return self.db.with_tables(SCHEMA).connect()
 
     # ---- the owner -----------------------------------------------------------------------------
     def create(

@@ -1,4 +1,4 @@
-"""Device memory: figures, clearing cached memory, and system stats (psutil)."""
+"""Device memory: figures, what new work could take now, clearing cached memory, and system stats (psutil)."""
 
 from __future__ import annotations
 
