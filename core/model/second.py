@@ -106,10 +106,10 @@ def load_second(primary: Engine, model: str, dtype: str | None = None, decode_dt
 
 def unload_second(primary: Engine) -> None:
     """Drop the second checkpoint, if any (its memory goes back to the device); waits for a load in flight."""
-    with primary._loading, primary._lock:
-        if primary.compare is not None:
-            primary.compare.unload()
-            primary.compare = None
+    with primary._loading:  # locks in the order a load takes them: the loading lock, then the engine lock
+        other, primary.compare = primary.compare, None
+        if other is not None:
+            other.unload()
 
 
 def ready_second(primary: Engine) -> Engine | None:
