@@ -83,7 +83,7 @@ def launch(demo: gr.Blocks, engine, ui: UiOptions, server: ServerOptions, starte
                 *live_routes(  # the Live tab's audio
                     engine, Workspace(ui.temp_root, ui.max_age_s, ui.max_temp_bytes), server.origins(), limits
                 ),
-                *room_routes(store_for(engine.settings)),  # shared listening tests: /listen/<link>
+                *room_routes(store_for(engine.settings), server.trusted_proxies),  # shared tests: /listen/<link>
             ],
             "middleware": [
                 Middleware(

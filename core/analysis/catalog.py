@@ -217,9 +217,11 @@ BY_ID = {m.id: m for m in METRICS}
 COMPARED = tuple(m for m in METRICS if m.reads == PAIR)  # what ``core.analysis.metrics.compare`` returns, in order
 VOTERS = tuple(m for m in METRICS if m.votes)  # the verdict's signals, in the table's order
 CARD = tuple(sorted(VOTERS, key=lambda m: m.card_rank))  # the verdict's signals in the order the card shows them
-PESQ_WB, STOI = BY_ID["PESQ-WB"].id, BY_ID["STOI"].id  # the two a reader of the codec's paper quotes first
-MOS, MOS_DROP = BY_ID["DistillMOS"].id, BY_ID["MOS drop"].id
-PESQ_NB, SIM_GE2E = BY_ID["PESQ-NB"].id, BY_ID["SIM-GE2E"].id
+# the id constants below come from the rows, found by locale key (never by display text)
+_ID_OF_KEY = {m.key: m.id for m in METRICS}
+PESQ_WB, STOI = _ID_OF_KEY["pesq"], _ID_OF_KEY["stoi"]  # the two a reader of the codec's paper quotes first
+MOS, MOS_DROP = _ID_OF_KEY["distillmos"], _ID_OF_KEY["mos"]
+PESQ_NB, SIM_GE2E = _ID_OF_KEY["pesq_nb"], _ID_OF_KEY["sim_ge2e"]
 
 
 def metric(metric_id: str) -> MetricRow:

@@ -39,6 +39,16 @@ class Database:
             )
         self.path = None if self.url else Path(data_dir or ".") / DB_NAME
         self.kind = "postgresql" if self.url else "sqlite"
+        self._made: set[str] = set()  # schemas whose tables this object has made
+
+    def with_tables(self, schema: str) -> Database:
+        """This database, once ``schema``'s tables are there: made if missing, once per object
+        (``CREATE ... IF NOT EXISTS``: another replica making them at the same time is harmless)."""
+        if schema not in self._made:
+            with self.connect() as c:
+                c.script(schema)
+            self._made.add(schema)
+        return self
 
     def describe(self) -> str:
         """Where it is, without a password."""

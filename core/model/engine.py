@@ -2,12 +2,14 @@
 
 States: unloaded -> loading -> ready | failed. One lock serialises every model call, so two
 requests never interleave GPU work. Loading never raises: a failure puts the engine in
-``failed`` with a message that says how to fix it, and the process keeps serving.
+``failed`` with a message that says how to fix it, and the process keeps serving. Loading reads the
+model without the lock (``core.model.loading``) and swaps it in under the lock in O(1), so a second
+checkpoint loading beside the first (``core.model.second``) stops no job or live frame of the first.
 
 Every job gets a chunk plan from ``core.model.planner``: the largest one whose pre-flight memory estimate
 fits (``estimate``), or a refusal before any model work. A chunk that still runs out of memory makes the job retry
-with half-size chunks down to ``min_chunk_s``, then fail with a clear ``OutOfMemory``; the engine
-stays ready. Long clips go through ``core.nn.encoding`` and ``core.nn.decoding`` in chunks (codes equal
+with half-size chunks down to ``min_chunk_s``, then fail with a clear ``OutOfMemory``
+(``core.model.oom_retries``); the engine stays ready. Long clips go through ``core.nn.encoding`` and ``core.nn.decoding`` in chunks (codes equal
 to a whole-clip encode, audio equal to a whole-utterance decode; see docs/performance.md).
 """
 
@@ -16,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import enum
 import logging
+import threading
 import time
 from pathlib import Path
 
@@ -25,15 +28,13 @@ import torch
 from core.codec import NUM_CODEBOOKS, SAMPLE_RATE, SAMPLES_PER_FRAME, Progress, check_codes, check_duration
 from core.errors import AudioInputError, CodecError, EngineNotReady, OutOfMemory
 from core.model import calls as model_calls
-from core.model import memory, planner, readiness
+from core.model import loading, memory, oom_retries, planner, readiness
 from core.model.checkpoints import is_random_checkpoint
 from core.model.live import LiveSessions
 from core.model.planner import ChunkPlan, MemoryEstimate
 from core.model.results import DecodeResult, EncodeResult, RoundTripResult
 from core.model.turns import TurnLock
-from core.model.weights import check_device, load_tokenizer
-from core.nn import fast_decode, kernels, ladder
-from core.nn.dtypes import TORCH_DTYPES
+from core.nn import fast_decode, ladder
 from core.settings import Settings
 from core.units import MIB
 
@@ -65,6 +66,8 @@ class Engine:
         self._dims: planner.ModelDims | None = None  # read once at load, for the memory planner
         self._fast: fast_decode.FastDecoder | None = None  # decodes: precision, compiled graphs, bf16 guard
         self._lock = lock if lock is not None else TurnLock()  # jobs give it to live frames between chunks
+        self._loading = threading.RLock()  # one load (or a second checkpoint's load) of this engine at a time
+        self.loading_bytes = 0.0  # weights a load beside this model is reading now: not free for its jobs
         self.compare: Engine | None = None  # a second checkpoint beside this one, sharing the lock (core.model.second)
         self.live = LiveSessions(self)  # microphone sessions, at most settings.live_sessions (core.model.live)
 
@@ -98,57 +101,42 @@ class Engine:
         return "The model is not loaded yet; load it first (the server does this at start)."
 
     def load(self) -> bool:
-        """Load the weights on the configured device. Returns True when ready; never raises."""
-        with self._lock:
-            self._drop_model()
-            self.state, self.error = EngineState.LOADING, None
-            self.model_path, self.load_seconds = None, None  # nothing from an earlier load survives a failed one
-            start = time.perf_counter()
-            logger.info("loading %s on %s (%s)", self.settings.model, self.device, self.settings.dtype)
+        """Load the weights on the configured device. Returns True when ready; never raises. The
+        model is read without the lock (other engines sharing it keep working) and swapped in under
+        it; loads of one engine wait for each other."""
+        with self._loading:
+            with self._lock:
+                self._drop_model()
+                self.state, self.error = EngineState.LOADING, None
+                self.model_path, self.load_seconds = None, None  # nothing from an earlier load survives a failed one
             try:
-                check_device(self.device, self.settings.dtype)
-                decode_dtype = TORCH_DTYPES[self.settings.decode_dtype or self.settings.dtype]
-                snake = kernels.warm_snake_in_background(self.device, decode_dtype) if self.settings.is_cuda else None
-                tokenizer, path = load_tokenizer(self.settings.model, self.device, TORCH_DTYPES[self.settings.dtype])
-                if snake is not None:
-                    snake.join()  # compiled while the model loaded
-                dims = planner.ModelDims.of(tokenizer.model)
-                self._tokenizer, self.model_path, self._dims = tokenizer, path, dims
-                self._fast = self._fast_decoder()
+                loaded = loading.load_model(self.settings)
             except CodecError as e:
                 return self._fail(str(e))
             except Exception as e:  # anything else still must not kill the server
                 logger.exception("unexpected error while loading")
                 return self._fail(f"{type(e).__name__}: {e}")
-            self.load_seconds = time.perf_counter() - start
-            self.state = EngineState.READY
+            with self._lock:  # the swap: a few references
+                self._tokenizer, self._dims, self._fast = loaded.tokenizer, loaded.dims, loaded.fast
+                self.model_path, self.load_seconds, self.state = loaded.path, loaded.seconds, EngineState.READY
             logger.info("model loaded from %s in %.2f s", self.model_path, self.load_seconds)
             return True
 
-    def _fast_decoder(self) -> fast_decode.FastDecoder:
-        """The decoder jobs run: in ``decode_dtype`` (guarded when bf16), compiled in the background
-        when ``compile_decoder`` is set (decodes stay eager until that is done)."""
-        s = self.settings
-        options = fast_decode.DecodeOptions(s.decode_dtype or s.dtype, s.compile_decoder)
-        fast = fast_decode.FastDecoder(self.model.decoder, options)
-        if s.compile_decoder:
-            fast.warm_in_background([(1, int(s.decode_chunk_frames))])
-        return fast
-
     def unload(self) -> None:
-        with self._lock:
+        with self._loading, self._lock:
             self._drop_model()
             self.state, self.error = EngineState.UNLOADED, None
 
     def warm_up(self) -> readiness.ReadinessReport:
         """Load if needed, then run the readiness check (the round trip warms the kernels)."""
-        with self._lock:
+        with self._loading:
             if self.state != EngineState.READY:
                 self.load()
             return self.check()
 
     def _fail(self, message: str) -> bool:
-        self.state, self.error = EngineState.FAILED, message
+        with self._lock:
+            self.state, self.error = EngineState.FAILED, message
         logger.error("model not loaded: %s", message)
         return False
 
@@ -296,14 +284,11 @@ class Engine:
         dims = self._dims
         if dims is None:
             raise EngineNotReady(self.not_ready_message())
-        import psutil
-
-        host_free = psutil.virtual_memory().available
-        free = host_free
-        if self.settings.is_cuda:
-            dev = torch.device(self.device)
-            free_now, _total = torch.cuda.mem_get_info(dev)
-            free = free_now + torch.cuda.memory_reserved(dev) - torch.cuda.memory_allocated(dev)  # free + our cache
+        host_free = memory.free_bytes("cpu")
+        free = memory.free_bytes(self.device) if self.settings.is_cuda else host_free
+        free = max(0.0, free - self.loading_bytes)  # a second checkpoint loading now will take that much
+        if not self.settings.is_cuda:
+            host_free = free
         return planner.choose(dims, self.settings, operation, lengths, free, host_free)
 
     def estimate(
@@ -340,47 +325,12 @@ class Engine:
 
     def _job(self, operation: str, lengths: list[int], work):
         """Run ``work(plan)`` under the lock with a pre-flight check, timing, peak memory, OOM
-        retries with smaller chunks (down to the floor) and cleanup."""
+        retries with smaller chunks (down to the floor, ``core.model.oom_retries``) and cleanup."""
         with self._lock:
             if self.state != EngineState.READY:
                 raise EngineNotReady(self.not_ready_message())
             plan = self._refuse_if_too_big(operation, lengths)
-            start = time.perf_counter()
-            while True:
-                memory.reset_peak(self.device)
-                failed = None
-                try:
-                    with torch.inference_mode(), model_calls.backend_flags(self.settings, operation):
-                        result = work(plan)
-                    if self.settings.is_cuda:
-                        torch.cuda.synchronize(torch.device(self.device))
-                except Exception as e:
-                    if not memory.is_out_of_memory(e):
-                        raise
-                    failed = f"{type(e).__name__}: {str(e).splitlines()[0][:200]}"
-                if failed is None:
-                    break
-                memory.release_cached(self.device)  # the failed attempt's tensors are gone with its frames
-                smaller = planner.smaller(plan, self.settings)
-                if smaller is None:
-                    seconds = max(lengths) / SAMPLE_RATE
-                    raise OutOfMemory(
-                        f"The {operation} of {seconds:.1f} s ran out of memory on {self.device} even at the smallest "
-                        f"chunks ({plan.encode_chunk_samples / SAMPLE_RATE:.1f} s encode windows, "
-                        f"{plan.decode_chunk_frames} decode frames; floor min_chunk_s={self.settings.min_chunk_s:g}). "
-                        f"Free memory on the device (Clear VRAM, stop other GPU programs) or use a shorter clip. "
-                        f"({failed})"
-                    )
-                logger.warning(
-                    "%s ran out of memory (%s); retrying with %.1f s windows and %d-frame chunks",
-                    operation,
-                    failed,
-                    smaller.encode_chunk_samples / SAMPLE_RATE,
-                    smaller.decode_chunk_frames,
-                )
-                plan = smaller
-            seconds = time.perf_counter() - start
-            peak = memory.peak_mib(self.device)
+            result, seconds, peak = oom_retries.run(self.settings, operation, lengths, plan, work)
             self._auto_cleanup()
             return result, seconds, peak
 

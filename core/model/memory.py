@@ -1,4 +1,4 @@
-"""Device memory: figures, clearing cached memory, and system stats (psutil)."""
+"""Device memory: figures, what new work could take now, clearing cached memory, and system stats (psutil)."""
 
 from __future__ import annotations
 
@@ -41,6 +41,15 @@ def device_memory(device: str) -> DeviceMemory:
         )
     vm = psutil.virtual_memory()
     return DeviceMemory("cpu", 0.0, 0.0, vm.available / MIB, vm.total / MIB)
+
+
+def free_bytes(device: str) -> float:
+    """Memory new work could take now: free plus our allocator's cache on a GPU, available RAM on the CPU."""
+    if device.startswith("cuda") and torch.cuda.is_available():
+        dev = torch.device(device)
+        free, _total = torch.cuda.mem_get_info(dev)
+        return float(free + torch.cuda.memory_reserved(dev) - torch.cuda.memory_allocated(dev))
+    return float(psutil.virtual_memory().available)
 
 
 def release_cached(device: str) -> None:

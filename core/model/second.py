@@ -10,12 +10,18 @@ first engine owns it (``engine.compare``); the Engine does not hold two models. 
   for a job on the other, and :func:`roundtrip_both` holds it across both;
 - whatever holds the first engine (the web app, the CLI) reaches the second through it.
 
+Loading: the second checkpoint is read without the lock (``core.model.engine.Engine.load``): jobs
+and live frames on the first model go on while it loads, and it is swapped in under the lock in
+O(1); then its readiness check runs as a job like any other. One load beside the first model at a
+time: a second ``load_second``, an unload or a reload of the first waits for the one in flight.
+
 Memory: before any weight is read, the second checkpoint's weights at its dtype (from the
 safetensors headers) plus the working memory of a ``REFERENCE_S`` round trip must fit in the
 allowed share (``--max-batch-memory-fraction``) of what is free now; the first model's weights are
 resident, so the measurement counts them. Otherwise it is refused with a message saying what was
 needed and what is free. Once loaded, every job on either model is planned against the memory that
-is left, as before. The working memory is the first model's estimate (a second checkpoint is the same
+is left, as before; while it loads, the first model's jobs are planned without its weights' bytes
+(``Engine.loading_bytes``), so a job started meanwhile cannot take what the load is about to fill. The working memory is the first model's estimate (a second checkpoint is the same
 architecture: fine-tuned, quantised, or the same weights at another precision).
 """
 
@@ -28,7 +34,7 @@ from dataclasses import dataclass
 from core.analysis import token_usage
 from core.codec import NUM_CODEBOOKS
 from core.errors import CodecError, EngineNotReady
-from core.model import planner
+from core.model import memory, planner
 from core.model.engine import Engine, EngineState
 from core.model.results import RoundTripResult
 from core.model.weights import checkpoint_weight_bytes, resolve_source
@@ -50,45 +56,35 @@ def second_settings(primary: Engine, model: str, dtype: str | None = None, decod
 
 def fit_estimate(primary: Engine, settings) -> planner.MemoryEstimate:
     """Whether the second checkpoint of ``settings`` fits beside ``primary`` now (nothing is loaded)."""
+    return _fit(primary, settings)[0]
+
+
+def _fit(primary: Engine, settings) -> tuple[planner.MemoryEstimate, float]:
+    """(the estimate, the bytes the second checkpoint's weights will take)."""
     if not primary.ready:
         raise EngineNotReady("Load the first model before a second checkpoint: " + primary.not_ready_message())
-    path = resolve_source(settings.model)
-    weights = checkpoint_weight_bytes(path, TORCH_DTYPES[settings.dtype])
+    weights = float(checkpoint_weight_bytes(resolve_source(settings.model), TORCH_DTYPES[settings.dtype]))
     first = primary.estimate("roundtrip", REFERENCE_S)
-    work = max(0.0, first.peak_mib * MIB - _weight_bytes(primary))
-    free = _free_bytes(primary)
-    return planner.second_model_estimate(
+    dims = primary._dims
+    work = max(0.0, first.peak_mib * MIB - (float(dims.weight_bytes) if dims is not None else 0.0))
+    free = memory.free_bytes(primary.device)
+    estimate = planner.second_model_estimate(
         weights, work, free, settings.max_batch_memory_fraction, settings.device, REFERENCE_S
     )
-
-
-def _weight_bytes(engine: Engine) -> float:
-    dims = engine._dims
-    return float(dims.weight_bytes) if dims is not None else 0.0
-
-
-def _free_bytes(engine: Engine) -> float:
-    """Device memory a new model could take now: free plus our cache on a GPU, available RAM on the CPU."""
-    import psutil
-    import torch
-
-    if engine.settings.is_cuda:
-        device = torch.device(engine.device)
-        free, _total = torch.cuda.mem_get_info(device)
-        return float(free + torch.cuda.memory_reserved(device) - torch.cuda.memory_allocated(device))
-    return float(psutil.virtual_memory().available)
+    return estimate, weights
 
 
 def load_second(primary: Engine, model: str, dtype: str | None = None, decode_dtype: str | None = None) -> Engine:
     """Load ``model`` as ``primary.compare`` after the memory check, then run the readiness check on
     it. Returns the second engine: ready, or failed with the reason (a refusal included; nothing
-    was loaded then). A second checkpoint loaded before is unloaded first."""
-    with primary._lock:
+    was loaded then). A second checkpoint loaded before is unloaded first. The first model keeps
+    serving jobs and live frames while the weights are read (``primary.compare`` says "loading")."""
+    with primary._loading:
         unload_second(primary)
         settings = second_settings(primary, model, dtype, decode_dtype)
         second = Engine(settings, lock=primary._lock)
         try:
-            estimate = fit_estimate(primary, settings)
+            estimate, weights = _fit(primary, settings)
         except CodecError as e:
             second._fail(str(e))
             primary.compare = second
@@ -99,17 +95,21 @@ def load_second(primary: Engine, model: str, dtype: str | None = None, decode_dt
             primary.compare = second
             return second
         logger.info("second checkpoint %s: %s", model, estimate.message)
-        second.warm_up()  # load + the same three readiness steps as the first model
-        primary.compare = second
+        second.state = EngineState.LOADING
+        primary.compare, primary.loading_bytes = second, weights
+        try:
+            second.warm_up()  # load (off the lock) + the same three readiness steps as the first model
+        finally:
+            primary.loading_bytes = 0.0
         return second
 
 
 def unload_second(primary: Engine) -> None:
-    """Drop the second checkpoint, if any (its memory goes back to the device)."""
-    with primary._lock:
-        if primary.compare is not None:
-            primary.compare.unload()
-            primary.compare = None
+    """Drop the second checkpoint, if any (its memory goes back to the device); waits for a load in flight."""
+    with primary._loading:  # locks in the order a load takes them: the loading lock, then the engine lock
+        other, primary.compare = primary.compare, None
+        if other is not None:
+            other.unload()
 
 
 def ready_second(primary: Engine) -> Engine | None:

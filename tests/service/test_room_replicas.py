@@ -1,7 +1,9 @@
 """Issue 28: a shared listening test on two replicas behind nginx, stored in one SQLite file (the
 replicas' data folder) or on a real PostgreSQL server the test starts (``CODEC_DATABASE_URL``): the
 link lands on either replica (each listener's session cookie pins one), every listener's ratings go
-into the one database, and the pooled result counts them all."""
+into the one database, and the pooled result counts them all. The answer limit is counted in that
+database too: one client's answers spread over both replicas are refused after the limit, not after
+twice it."""
 
 from __future__ import annotations
 
@@ -9,6 +11,8 @@ import json
 import re
 import shutil
 import tempfile
+import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -108,3 +112,20 @@ def test_listeners_on_two_replicas_pool_into_one_result(replicas):
     assert (pooled.listeners, pooled.kept) == (2, 2)
     codec = next(r for r in pooled.conditions if r.condition == "reconstruction")
     assert codec.ci.mean == 70.5 and codec.ci.n == 2
+
+    from webui.serving.room_routes import ANSWERS_PER_MIN
+
+    while time.time() % 60 > 50:  # the burst stays inside one clock minute (the window slides over two)
+        time.sleep(1)
+    answers = [_status(replicas, f"/listen/{link}/rate", list(sessions.values())[n % 2]) for n in range(31)]
+    assert {upstream for _code, upstream in answers} == set(sessions)  # both replicas took a share
+    assert [code for code, _ in answers] == [403] * ANSWERS_PER_MIN + [429] * (31 - ANSWERS_PER_MIN)
+
+
+def _status(replicas, path: str, replica_cookie: str) -> tuple[int, str]:
+    """(HTTP status, which replica answered) of a bad answer with no listener cookie."""
+    try:
+        _body, headers = _call(replicas, path, replica_cookie, body={"screen": "x"})
+        return 200, headers["x-codec-replica"]
+    except urllib.error.HTTPError as e:
+        return e.code, e.headers["X-Codec-Replica"]

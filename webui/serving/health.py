@@ -22,7 +22,7 @@ from pathlib import Path
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
-from core.judging import abx_store
+from core.judging import abx_db
 from core.versions import installed_versions
 from webui.serving import guard, storage
 
@@ -47,12 +47,12 @@ def versions() -> dict[str, str | None]:
 def readiness_verdict(engine, temp_root: Path | None = None) -> tuple[bool, str | None]:
     """(ready, reason): ready only when the engine is loaded, its last check passed, the
     app can write its files under ``temp_root`` (a missing root is recreated first) and the
-    blind test can store answers (``core.judging.abx_store.store_problem``)."""
+    blind test can store answers (``core.judging.abx_db.store_problem``)."""
     if temp_root is not None and (trouble := storage.problem(temp_root)):
         return False, trouble
     data_dir = getattr(getattr(engine, "settings", None), "data_dir", None)
-    if data_dir and (trouble := abx_store.store_problem(data_dir)):
-        return False, f"blind-test database {Path(data_dir) / abx_store.DB_NAME}: {trouble}"
+    if data_dir and (trouble := abx_db.store_problem(data_dir)):
+        return False, f"blind-test database {Path(data_dir) / abx_db.DB_NAME}: {trouble}"
     state = getattr(engine.state, "value", str(engine.state))
     if not engine.ready:
         return False, engine.not_ready_message() if hasattr(engine, "not_ready_message") else f"engine is {state}"

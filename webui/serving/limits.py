@@ -21,7 +21,7 @@ one rule covers every endpoint, present and future (issue 19, finding 8):
   (default 1), and opening one counts as a job start in the rate above (issue 31, finding 2: one
   client held every live slot with two trickling sockets). The socket asks :meth:`ClientLimits.open_live`.
 
-A client is its address (``throttle.client_key``: the peer, or ``X-Real-IP`` from a trusted proxy).
+A client is its address (``throttle.client_key``: the peer, or the client a trusted proxy names).
 """
 
 from __future__ import annotations

@@ -16,15 +16,17 @@ Routes (``<link>`` is the test's secret link):
 
 Errors are JSON ``{"error": sentence}`` with 400 (bad input), 403 (not joined / not yours), 404
 (unknown link or sound), 409 (already answered), 410 (closed or expired), 429 (too many answers).
-Answers are limited per listener (:data:`ANSWERS_PER_MIN` a minute), joins per address and test.
+Answers are limited per listener (:data:`ANSWERS_PER_MIN` a minute) and per address, joins per
+address and test. The limits are counted in the room's database (``core.judging.room_limits``), so
+they hold across the replicas behind nginx; the address is the client's as the trusted proxies
+(``--trusted-proxies``) name it (``throttle.client_key``), so a client behind nginx is not counted as
+nginx, and a client that is no trusted proxy cannot pick its own address with ``X-Forwarded-For``.
 """
 
 from __future__ import annotations
 
 import logging
-import threading
 import time
-from collections import deque
 
 from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse, JSONResponse, Response
@@ -32,7 +34,9 @@ from fastapi.routing import APIRoute
 
 from core.errors import CodecError
 from core.judging import mushra
-from core.judging.room_store import RoomError, RoomStore
+from core.judging.room_limits import RoomLimits
+from core.judging.room_schema import RoomError
+from core.judging.room_store import RoomStore
 from webui import i18n
 from webui.jobs import room as room_jobs
 from webui.serving.guard import signed_in
@@ -58,41 +62,24 @@ class _Refused(i18n.TranslatedError):
         super().__init__(key, **fields)
 
 
-class _Rate:
-    """At most ``per_min`` calls per client in any minute (in this process)."""
-
-    def __init__(self, per_min: int):
-        self.per_min, self._lock = per_min, threading.Lock()
-        self._seen: dict[str, deque[float]] = {}
-
-    def allow(self, key: str) -> bool:
-        if key.startswith("full:"):
-            return False
-        now = time.monotonic()
-        with self._lock:
-            q = self._seen.setdefault(key, deque())
-            while q and now - q[0] > 60:
-                q.popleft()
-            if len(q) >= self.per_min:
-                return False
-            q.append(now)
-            if len(self._seen) > 10_000:
-                self._seen.pop(next(iter(self._seen)))
-            return True
-
-
-def room_routes(store: RoomStore, answers_per_min: int = ANSWERS_PER_MIN) -> list[APIRoute]:
-    """The listener routes, to hand to Gradio's FastAPI app beside /health."""
+def room_routes(
+    store: RoomStore,
+    trusted: frozenset[str] = frozenset(),
+    answers_per_min: int = ANSWERS_PER_MIN,
+    joins_per_min: int = JOINS_PER_MIN,
+    per_address_per_min: int = PER_ADDRESS_PER_MIN,
+) -> list[APIRoute]:
+    """The listener routes, to hand to Gradio's FastAPI app beside /health. ``trusted``: the
+    operator's ``--trusted-proxies``, whose X-Forwarded-For names the client."""
     app = FastAPI()
-    rate, joins, per_address = _Rate(answers_per_min), _Rate(JOINS_PER_MIN), _Rate(PER_ADDRESS_PER_MIN)
+    limits = RoomLimits(store.db)  # counted in the room's database: every replica counts the same calls
 
-    def answerer(request: Request, link: str) -> str:
-        """Whom an answer's limit counts: the listener (their cookie), else the address; a full address
-        counts as a listener over its limit."""
-        address = client_key(request.scope, frozenset())
-        if not per_address.allow(address):
-            return "full:" + address
-        return (key_of(request) or address) + ":" + link
+    def answer_allowed(request: Request, link: str) -> bool:
+        """An answer counts against its address, then its listener (their cookie, else the address) in this test."""
+        address = client_key(request.scope, trusted)
+        if not limits.allow("answers from " + address, per_address_per_min):
+            return False
+        return limits.allow(f"answers of {key_of(request) or address} in {link}", answers_per_min)
 
     def lang_of(request: Request) -> str:
         return i18n.language_of(request)  # type: ignore[arg-type]  # reads .headers, as gr.Request has
@@ -134,9 +121,9 @@ def room_routes(store: RoomStore, answers_per_min: int = ANSWERS_PER_MIN) -> lis
     async def join(link: str, request: Request):
         if not signed_in(request.scope):
             return refuse(request, 401, "listen.error.sign_in")
-        if not joins.allow(client_key(request.scope, frozenset()) + ":" + link):
-            return refuse(request, 429, "listen.error.rate")
         try:
+            if not limits.allow(f"joins from {client_key(request.scope, trusted)} in {link}", joins_per_min):
+                return refuse(request, 429, "listen.error.rate")
             body = await _body(request)
             if key_of(request):  # already joined: the same listener goes on
                 try:
@@ -152,9 +139,9 @@ def room_routes(store: RoomStore, answers_per_min: int = ANSWERS_PER_MIN) -> lis
             return failed(request, e)
 
     async def rate_screen(link: str, request: Request):
-        if not rate.allow(answerer(request, link)):
-            return refuse(request, 429, "listen.error.rate")
         try:
+            if not answer_allowed(request, link):
+                return refuse(request, 429, "listen.error.rate")
             body = await _body(request)
             key = key_of(request)
             info, who = store.listener(link, key)
@@ -174,9 +161,9 @@ def room_routes(store: RoomStore, answers_per_min: int = ANSWERS_PER_MIN) -> lis
             return failed(request, e)
 
     async def answer_abx(link: str, request: Request):
-        if not rate.allow(answerer(request, link)):
-            return refuse(request, 429, "listen.error.rate")
         try:
+            if not answer_allowed(request, link):
+                return refuse(request, 429, "listen.error.rate")
             body = await _body(request)
             trial = body.get("trial")
             if not isinstance(trial, int) or isinstance(trial, bool):

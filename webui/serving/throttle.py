@@ -3,11 +3,13 @@ wait twice as long as the one before (1 s, 2 s, 4 s ... up to ``max_wait_s``). A
 password resets the client. Clients are told how long to wait (HTTP 429, Retry-After).
 
 A client is its address. Behind the nginx of ``deploy/nginx`` every request comes from the proxy's
-address, so one stranger's wrong passwords would lock everyone out; that nginx sets ``X-Real-IP``
-to the address it saw, and ``client_key`` believes that header only from the proxies the operator
-names (``--trusted-proxies`` / ``CODEC_TRUSTED_PROXIES``, empty by default; the replicas' supervisord
-config sets 127.0.0.1): a client talking to the app directly, or through some other local proxy
-that passes the header on, cannot pick its own key."""
+address, so one stranger's wrong passwords would lock everyone out; that nginx appends the address it
+saw to ``X-Forwarded-For`` (and sets ``X-Real-IP`` to it), and ``client_key`` believes those headers
+only from the proxies the operator names (``--trusted-proxies`` / ``CODEC_TRUSTED_PROXIES``, empty by
+default; the replicas' supervisord config sets 127.0.0.1): a client talking to the app directly, or
+through some other local proxy that passes the headers on, cannot pick its own key, and what a client
+writes into X-Forwarded-For itself stands left of what the trusted proxy appended, so it is never
+read. The same key counts the shared tests' limits (``webui.serving.room_routes``)."""
 
 from __future__ import annotations
 
@@ -37,12 +39,26 @@ def trusted_set(text: str) -> frozenset[str]:
 
 
 def client_key(scope, trusted: frozenset[str] = frozenset()) -> str:
-    """The address a request comes from: the peer's, or the one a trusted proxy (``trusted``: the
-    operator's ``--trusted-proxies``; none by default) names in X-Real-IP."""
+    """The address a request comes from: the peer's; from a trusted proxy (``trusted``: the operator's
+    ``--trusted-proxies``; none by default), the first address of X-Forwarded-For, read from the right
+    (each proxy appends the one it saw), that is no trusted proxy, else the one X-Real-IP names."""
     peer = (scope.get("client") or ("?", 0))[0]
     if peer not in trusted:
         return peer
-    named = next((v for k, v in scope.get("headers") or () if k == b"x-real-ip"), b"").decode("latin-1").strip()
+    headers = scope.get("headers") or ()
+    forwarded = b",".join(v for k, v in headers if k == b"x-forwarded-for").decode("latin-1")
+    hops = [hop.strip() for hop in forwarded.split(",") if hop.strip()]
+    client = peer
+    for hop in reversed(hops):
+        try:
+            client = str(ipaddress.ip_address(hop))
+        except ValueError:  # not an address: no trusted proxy wrote it, so nothing left of it is read
+            return client
+        if client not in trusted:
+            return client
+    if hops:  # every hop a trusted proxy: the farthest one is the client
+        return client
+    named = next((v for k, v in headers if k == b"x-real-ip"), b"").decode("latin-1").strip()
     try:
         return str(ipaddress.ip_address(named))
     except ValueError:  # no header (a direct local client) or not an address: the peer itself

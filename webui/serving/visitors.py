@@ -1,7 +1,7 @@
 """Who is the operator, and what a visitor may see of the server.
 
 The operator is a client on the server's own loopback (the browser on the machine it runs on), by the
-address ``throttle.client_key`` gives: a trusted proxy's ``X-Real-IP`` names the client behind
+address ``throttle.client_key`` gives: a trusted proxy's ``X-Forwarded-For`` names the client behind
 nginx, so a visitor through the proxy is not mistaken for loopback. Operator actions (the second
 checkpoint's load and unload) need it. The doctor's report on a server without a login shows a
 visitor neither the server's paths nor its package versions (issue 31, finding 11): they are

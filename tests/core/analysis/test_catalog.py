@@ -71,8 +71,8 @@ def test_the_docs_table_lists_the_catalogue():
             assert (cells[1], cells[2], cells[5]) == (m.better, m.unit, "yes" if m.votes else "no"), line
 
 
-def _string_literals(path: Path) -> set[str]:
-    """The string constants of a module that are not docstrings."""
+def _string_literals(path: Path) -> list[str]:
+    """The string constants of a module that are not docstrings, once per place they stand."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
     docstrings = {
         id(node.body[0].value)
@@ -82,19 +82,24 @@ def _string_literals(path: Path) -> set[str]:
         and isinstance(node.body[0], ast.Expr)
         and isinstance(node.body[0].value, ast.Constant)
     }
-    return {
+    return [
         node.value
         for node in ast.walk(tree)
         if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings
-    }
+    ]
 
 
 def test_a_metric_id_is_a_literal_in_one_module_only():
-    for metric_id in (catalog.PESQ_WB, catalog.STOI):
+    """Each id the catalogue names by a constant is written once: as its row's id. The constants come
+    from the rows (found by locale key), never by looking a row up by its display text again."""
+    constants = (catalog.PESQ_WB, catalog.PESQ_NB, catalog.STOI, catalog.MOS, catalog.MOS_DROP, catalog.SIM_GE2E)
+    assert len(set(constants)) == len(constants) and set(constants) <= set(catalog.BY_ID)
+    for metric_id in constants:
         holders = [
             str(p.relative_to(ROOT))
             for folder in ("core", "webui")
             for p in sorted((ROOT / folder).rglob("*.py"))
-            if metric_id in _string_literals(p)
+            for literal in _string_literals(p)
+            if literal == metric_id
         ]
         assert holders == ["core/analysis/catalog.py"], (metric_id, holders)

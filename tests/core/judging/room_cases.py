@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from core.judging import mushra, room_results
-from core.judging.room_store import RoomError, RoomStore
+from core.judging.room_schema import RoomError
+from core.judging.room_store import RoomStore
 
 CHOSEN = ["reconstruction", "opus6"]
 PLAN = mushra.plan(CHOSEN, [(0.0, 2.0)])
@@ -56,3 +57,33 @@ def abx_flow(store: RoomStore) -> None:
     pooled = room_results.pool_abx(got["answers"])
     assert (pooled.correct, pooled.trials) == (8, 8)
     assert pooled.p_value == pytest.approx(1 / 256)
+
+
+def limits_flow(make_db) -> None:
+    """Two limit counters on one database (two replicas) share every limit: call by call, over the
+    sliding minute, and when both count at once (the last call cannot be taken twice)."""
+    import threading
+
+    from core.judging.room_limits import RoomLimits
+
+    now = [60_050.0]  # 50 s into a minute
+    replicas = [RoomLimits(make_db(), clock=lambda: now[0]) for _ in range(2)]
+    assert [r.allow("answers of ann in t", 4) for r in replicas * 3] == [True] * 4 + [False] * 2
+    assert replicas[1].allow("answers of bob in t", 4)  # another bucket counts apart
+    now[0] = 60_090.0  # the next minute, half through: half of the last minute's 4 still count
+    assert [r.allow("answers of ann in t", 4) for r in replicas * 2] == [True, True, False, False]
+    now[0] = 60_170.0  # two minutes on: what is left of the window holds none of them
+    assert all(replicas[0].allow("answers of ann in t", 4) for _ in range(4))
+
+    allowed: list[bool] = []
+
+    def hammer(limits: RoomLimits) -> None:
+        for _ in range(10):
+            allowed.append(limits.allow("answers of cy in t", 15))
+
+    threads = [threading.Thread(target=hammer, args=(r,)) for r in replicas * 2]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert len(allowed) == 40 and allowed.count(True) == 15

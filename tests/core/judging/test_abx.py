@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy.stats import binomtest
 
-from core.judging import abx, abx_store
+from core.judging import abx, abx_db, abx_store
 
 
 def test_trial_plan_is_random_but_reproducible_from_the_seed():
@@ -74,7 +74,7 @@ def test_one_session_cannot_read_or_answer_another(tmp_path):
         with pytest.raises(abx.AbxError):
             store.rows(guess)
     # the database keeps only hashes: a copy of it does not give away anyone's token
-    assert mine.encode() not in (tmp_path / abx_store.DB_NAME).read_bytes()
+    assert mine.encode() not in (tmp_path / abx_db.DB_NAME).read_bytes()
 
 
 def test_answers_are_checked_and_timed(tmp_path):

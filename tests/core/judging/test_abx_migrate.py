@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from core.judging import abx, abx_migrate, abx_store
+from core.judging import abx, abx_db, abx_migrate, abx_store
 
 FIXTURE = Path(__file__).parent / "fixtures" / "abx_before_ids.sqlite3"
 # what the fixture's eight sessions were started with (fixtures/README.md), as ids: (A, B, detail)
@@ -30,7 +30,7 @@ EXPECTED = [
 
 @pytest.fixture
 def old_db(tmp_path) -> Path:
-    shutil.copy(FIXTURE, tmp_path / abx_store.DB_NAME)
+    shutil.copy(FIXTURE, tmp_path / abx_db.DB_NAME)
     return tmp_path
 
 
@@ -40,7 +40,7 @@ def _old_rows(path: Path) -> list[tuple]:
 
 
 def test_every_answer_of_an_old_database_is_readable_by_id(old_db, tmp_path):
-    before = _old_rows(old_db / abx_store.DB_NAME)
+    before = _old_rows(old_db / abx_db.DB_NAME)
     assert len(before) == 24  # 8 sessions of 3 trials
     out = abx_store.AbxStore(old_db).export_csv(tmp_path / "all.csv")  # opening migrates
     with open(out, encoding="utf-8") as f:
@@ -59,7 +59,7 @@ def test_every_answer_of_an_old_database_is_readable_by_id(old_db, tmp_path):
 
 def test_an_answer_whose_name_maps_to_no_source_is_kept_and_marked(old_db):
     abx_store.AbxStore(old_db).export_csv(old_db / "all.csv")
-    with sqlite3.connect(old_db / abx_store.DB_NAME) as conn:
+    with sqlite3.connect(old_db / abx_db.DB_NAME) as conn:
         marked = conn.execute("SELECT b_source, stored_as FROM trials WHERE stored_as != ''").fetchall()
         unmarked = conn.execute("SELECT COUNT(*) FROM trials WHERE stored_as = '' AND b_source != ''").fetchone()[0]
     assert marked == [("", "B: 16 codebooks")] * 3
@@ -68,11 +68,11 @@ def test_an_answer_whose_name_maps_to_no_source_is_kept_and_marked(old_db):
 
 def test_the_old_file_is_kept_and_a_second_opening_changes_nothing(old_db):
     abx_store.AbxStore(old_db).export_csv(old_db / "one.csv")
-    backup = old_db / (abx_store.DB_NAME + abx_migrate.BACKUP_SUFFIX)
+    backup = old_db / (abx_db.DB_NAME + abx_migrate.BACKUP_SUFFIX)
     assert _old_rows(backup) == _old_rows(FIXTURE)  # the file as it was, beside the new one
     abx_store.AbxStore(old_db).export_csv(old_db / "two.csv")
     assert (old_db / "one.csv").read_bytes() == (old_db / "two.csv").read_bytes()
-    with sqlite3.connect(old_db / abx_store.DB_NAME) as conn:
+    with sqlite3.connect(old_db / abx_db.DB_NAME) as conn:
         assert conn.execute("PRAGMA user_version").fetchone()[0] == abx_migrate.SCHEMA_VERSION
 
 
@@ -89,7 +89,7 @@ def test_new_sessions_work_beside_migrated_ones_and_the_sentence_names_them_by_i
 
 def test_the_schema_before_a_name_migrates_too(tmp_path):
     """The first schema (no a_name column): A was always the original."""
-    conn = sqlite3.connect(tmp_path / abx_store.DB_NAME)
+    conn = sqlite3.connect(tmp_path / abx_db.DB_NAME)
     conn.executescript(
         "CREATE TABLE sessions (session TEXT PRIMARY KEY, created REAL, clip_sha256 TEXT, level TEXT, seed INTEGER,"
         " plan TEXT, presented_at REAL);"

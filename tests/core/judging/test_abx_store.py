@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from core.judging import abx, abx_store
+from core.judging import abx, abx_db, abx_store
 
 
 def _answer_all(store: abx_store.AbxStore, token: str, first: abx_store.Trial) -> None:
@@ -23,7 +23,7 @@ def test_a_database_deleted_while_serving_is_recreated(tmp_path):
     store = abx_store.AbxStore(tmp_path)
     token, first = store.start("a" * 64, "reconstruction", trials=2, seed=1)
     store.answer(token, 0, "A")
-    for name in (abx_store.DB_NAME, abx_store.DB_NAME + "-wal", abx_store.DB_NAME + "-shm"):
+    for name in (abx_db.DB_NAME, abx_db.DB_NAME + "-wal", abx_db.DB_NAME + "-shm"):
         (tmp_path / name).unlink(missing_ok=True)
     fresh, trial = store.start("b" * 64, "reconstruction", trials=2, seed=2)
     _answer_all(store, fresh, trial)  # was: "no such table: sessions" until a restart
@@ -36,16 +36,16 @@ def test_a_damaged_database_is_moved_aside_and_the_fault_is_reported(tmp_path):
     store = abx_store.AbxStore(tmp_path)
     token, trial = store.start("a" * 64, "reconstruction", trials=1, seed=1)
     _answer_all(store, token, trial)
-    assert abx_store.store_problem(tmp_path) is None
-    for name in (abx_store.DB_NAME + "-wal", abx_store.DB_NAME + "-shm"):
+    assert abx_db.store_problem(tmp_path) is None
+    for name in (abx_db.DB_NAME + "-wal", abx_db.DB_NAME + "-shm"):
         (tmp_path / name).unlink(missing_ok=True)
-    (tmp_path / abx_store.DB_NAME).write_bytes(b"this is not SQLite " * 500)
-    assert "damaged" in abx_store.store_problem(tmp_path)  # /ready and the doctor see it
+    (tmp_path / abx_db.DB_NAME).write_bytes(b"this is not SQLite " * 500)
+    assert "damaged" in abx_db.store_problem(tmp_path)  # /ready and the doctor see it
     fresh, trial = store.start("b" * 64, "reconstruction", trials=1, seed=2)
     _answer_all(store, fresh, trial)  # the first call repairs it
     assert store.results(fresh).trials == 1
-    assert abx_store.store_problem(tmp_path) is None
-    kept = list(tmp_path.glob(abx_store.DB_NAME + ".damaged-*"))
+    assert abx_db.store_problem(tmp_path) is None
+    kept = list(tmp_path.glob(abx_db.DB_NAME + ".damaged-*"))
     assert kept and kept[0].read_bytes().startswith(b"this is not SQLite")  # nothing thrown away
 
 
@@ -53,7 +53,7 @@ def test_a_locked_database_is_refused_quickly_and_start_never_waits_for_it(tmp_p
     store = abx_store.AbxStore(tmp_path, busy_timeout_s=0.3)
     token, trial = store.start("a" * 64, "reconstruction", trials=3, seed=1)
     store.answer(token, 0, "A")
-    holder = sqlite3.connect(tmp_path / abx_store.DB_NAME)
+    holder = sqlite3.connect(tmp_path / abx_db.DB_NAME)
     holder.execute("BEGIN EXCLUSIVE")
     try:
         started = time.monotonic()
@@ -65,7 +65,7 @@ def test_a_locked_database_is_refused_quickly_and_start_never_waits_for_it(tmp_p
         with pytest.raises(abx.AbxError, match="busy"):
             store.answer(token, 1, "A")
         assert time.monotonic() - started < 2.0
-        assert "busy" in abx_store.store_problem(tmp_path, timeout_s=0.1)
+        assert "busy" in abx_db.store_problem(tmp_path, timeout_s=0.1)
     finally:
         holder.rollback()
         holder.close()
@@ -99,4 +99,4 @@ def test_anything_that_cannot_be_a_token_is_refused_in_words(tmp_path, token):
 def test_an_unwritable_data_folder_is_a_problem(tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("x")
-    assert "cannot be created" in abx_store.store_problem(blocker / "data")
+    assert "cannot be created" in abx_db.store_problem(blocker / "data")

@@ -10,7 +10,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from room_cases import AUDIO, GOOD, PLAN, abx_flow, mushra_flow
+from room_cases import AUDIO, GOOD, PLAN, abx_flow, limits_flow, mushra_flow
 
 from core.judging import room_db
 from core.judging.room_store import RoomStore
@@ -60,3 +60,7 @@ def test_an_unreachable_server_is_said_in_words():
     store = RoomStore(room_db.Database(url=f"postgresql://nobody@127.0.0.1:{_free_port()}/x"))
     with pytest.raises(room_db.RoomDbError, match="Cannot reach the PostgreSQL server"):
         store.open_test("A" * 32)
+
+
+def test_limits_on_postgresql_are_shared_by_two_replicas(postgres):
+    limits_flow(lambda: room_db.Database(url=postgres.url))

@@ -8,7 +8,8 @@ import pytest
 from room_cases import AUDIO, GOOD, PLAN, abx_flow, mushra_flow
 
 from core.judging import room_db
-from core.judging.room_store import RoomError, RoomStore
+from core.judging.room_schema import RoomError
+from core.judging.room_store import RoomStore
 
 
 @pytest.fixture

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import shutil
 import struct
+import threading
 
 import numpy as np
 import pytest
@@ -54,6 +55,53 @@ def test_the_same_checkpoint_twice_codes_the_same(primary, tiny_checkpoint, spee
     second.load_second(primary, str(tiny_checkpoint))
     both = second.roundtrip_both(primary, audio_from_array(speech(1.0), 24_000))
     assert both.agreement() == [1.0] * NUM_CODEBOOKS
+
+
+def test_the_first_model_serves_jobs_and_live_frames_while_a_second_checkpoint_loads(
+    primary, second_checkpoint, speech, monkeypatch
+):
+    """The second checkpoint's weights are read without the engine lock: a job and a live frame on
+    the first model run to the end while that read is still going. The read is held open by an event
+    (a slow disk, deterministically); everything else is the real load, swap and readiness check."""
+    import torch
+
+    from core.model import weights
+
+    reading, go = threading.Event(), threading.Event()
+    real_read = weights.load_tokenizer
+
+    def slow_read(*args, **kwargs):
+        reading.set()
+        assert go.wait(120), "the test never let the load go on"
+        return real_read(*args, **kwargs)
+
+    monkeypatch.setattr(weights, "load_tokenizer", slow_read)
+    loaded: dict = {}
+    loader = threading.Thread(target=lambda: loaded.update(engine=second.load_second(primary, str(second_checkpoint))))
+    loader.start()
+    try:
+        assert reading.wait(60), "the load never began reading"
+        assert primary.compare is not None and primary.compare.state == EngineState.LOADING
+        assert second.ready_second(primary) is None and second.describe(primary)["state"] == "loading"
+        assert primary.loading_bytes == weights.checkpoint_weight_bytes(second_checkpoint, torch.float32)
+        served: dict = {}
+
+        def first_model_work():
+            served["codes"] = primary.encode_array(speech(1.0)).codes
+            with primary.frame_work("decode") as (_model, _runner, waited):
+                served["frame_waited"] = waited
+
+        worker = threading.Thread(target=first_model_work)
+        worker.start()
+        worker.join(30)
+        assert not worker.is_alive(), "a job on the first model waited for the second checkpoint's load"
+        assert served["codes"].shape[1] == NUM_CODEBOOKS and "frame_waited" in served
+        assert not go.is_set() and primary.compare.state == EngineState.LOADING  # all of it during the load
+    finally:
+        go.set()
+        loader.join(120)
+    assert loaded["engine"].state == EngineState.READY, loaded["engine"].error
+    assert second.ready_second(primary) is loaded["engine"] and primary.loading_bytes == 0.0
 
 
 def _huge_copy(checkpoint, target, floats: int):
