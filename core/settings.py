@@ -55,6 +55,7 @@ _POSITIVE = (
     "share_ttl_s",
 )
 _SHARES = ("cleanup_threshold", "max_batch_memory_fraction")  # in (0, 1]
+MAX_LIVE_PACKET = 8  # 640 ms: beyond it a live session stops feeling live
 DATA_DIR_NAME = "codec-workbench"  # folder under $XDG_DATA_HOME (or ~/.local/share) for stored results
 
 
@@ -151,6 +152,11 @@ class Settings:
     live_graphs: bool = option(
         True, "on a GPU, capture each live session's per-frame encode and decode as CUDA graphs (off: eager steps)"
     )
+    live_packet_frames: int = option(
+        1,
+        "frames a live session encodes and decodes together (1-8; each frame past the first adds 80 ms of "
+        "latency; on a CPU 4 reads the weights once per 320 ms: docs/live.md; a GPU graph steps one frame)",
+    )
     mos_windows: int = option(
         4, "DistillMOS windows of 7.68 s per clip for the verdict (bounds its time and memory at any length)"
     )
@@ -195,6 +201,10 @@ class Settings:
             raise SettingsError("decode_chunk_frames must be at least 1.")
         if self.live_sessions < 0:
             raise SettingsError("live_sessions must be zero (live mode off) or more.")
+        if not 1 <= self.live_packet_frames <= MAX_LIVE_PACKET:
+            raise SettingsError(
+                f"live_packet_frames must be 1 to {MAX_LIVE_PACKET} frames of 80 ms, not {self.live_packet_frames}."
+            )
         if self.mos_windows < 1:
             raise SettingsError("mos_windows must be at least 1.")
         if self.encode_kv_device_mib < 0:

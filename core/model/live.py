@@ -190,10 +190,11 @@ class LiveSession:
         max_samples = int(self.max_s * SAMPLE_RATE) + RESAMPLER_SLACK_SAMPLES
         kv = planner.base_plan(self.engine.settings).kv_device_bytes  # the engine's offload rule
         graphs = self.engine.settings.live_graphs and self.engine.settings.is_cuda
+        packet = self.engine.settings.live_packet_frames  # frames per step (CPU: one pass over the weights per packet)
         with self.engine.model_work("encode") as (model, _runner):  # captured under each operation's flags
-            self.encoder = StreamingEncoder(model, max_samples, kv, graphs)
+            self.encoder = StreamingEncoder(model, max_samples, kv, graphs, packet)
         with self.engine.model_work("decode") as (_model, runner):
-            self.decoder = StreamingDecoder(runner, graphs)
+            self.decoder = StreamingDecoder(runner, graphs, packet)
         self.started = self.last_input = time.monotonic()
         logger.info(
             "live session opened: %d Hz, %d ch, at most %s (%d of %d in use)",
@@ -262,13 +263,13 @@ class LiveSession:
         codes_out, audio_out, compute, wait, offset = [], [], 0.0, 0.0, 0
         entered = time.perf_counter()
         while True:
-            room = (enc.frames_out + 1) * SAMPLES_PER_FRAME - enc.samples_in  # samples to the next frame's end
+            room = enc.next_end - enc.samples_in  # samples to the next packet's end
             piece = samples[offset : offset + room]
             offset += piece.size
             final = last and offset >= samples.size
             if piece.size == 0 and not final:
                 break
-            if not final and enc.samples_in + piece.size < (enc.frames_out + 1) * SAMPLES_PER_FRAME:
+            if not final and enc.samples_in + piece.size < enc.next_end:
                 enc.push(piece)  # completes no frame: buffered, no model work, no lock
                 continue
             began = time.perf_counter()
@@ -294,9 +295,9 @@ class LiveSession:
                     "(Clear VRAM, stop other GPU programs) and start again."
                 ) from e
             frame_s = time.perf_counter() - began - waited  # model work of this frame, lock held
-            if codes.shape[0]:
-                self.frame_compute_s.append(frame_s)
-                self.engine.live.observe(frame_s)
+            if codes.shape[0]:  # a packet's work, shared by its frames (the admission's cost is per frame)
+                self.frame_compute_s.extend([frame_s / codes.shape[0]] * codes.shape[0])
+                self.engine.live.observe(frame_s / codes.shape[0])
             compute, wait = compute + frame_s, wait + waited
             if final:
                 break

@@ -36,6 +36,7 @@ import torch
 from core.audio.blocks import Audio, Collector, Source, finish
 from core.codec import NUM_CODEBOOKS, SAMPLE_RATE, SAMPLES_PER_FRAME, SAMPLES_PER_STEP, ceil_div
 from core.errors import AudioInputError
+from core.nn.encode_step import ChannelsLastSEANet, PreparedQuantizer
 from core.nn.encoding import EncoderState
 from core.nn.live_graphs import DecoderGraph, EncoderGraph
 from core.settings import AudioLimits
@@ -97,11 +98,21 @@ class StreamingEncoder:
     on the device up to ``kv_device_bytes`` and in host memory beyond, as the engine's encode does).
     """
 
-    def __init__(self, model, max_samples: int, kv_device_bytes: int | None = None, graphs: bool = False):
+    def __init__(
+        self,
+        model,
+        max_samples: int,
+        kv_device_bytes: int | None = None,
+        graphs: bool = False,
+        packet_frames: int = 1,
+    ):
         self.model = model
         self.max_samples = int(max_samples)
         self.kv_device_bytes = kv_device_bytes
         self.graphs = graphs  # capture the full-window frame step as a CUDA graph (``core.nn.live_graphs``)
+        # frames encoded together (the eager step; a graph replays one frame at a time): a packet of n
+        # frames is encoded once its last sample is in, so it adds (n - 1) x 80 ms of latency
+        self.packet_frames = max(1, int(packet_frames))
         self.state: EncoderState | None = None
         self.graph: EncoderGraph | None = None
         self.reset()
@@ -113,9 +124,12 @@ class StreamingEncoder:
         self.state = EncoderState(self.model, steps, self.kv_device_bytes)
         self.context = self.state.context
         self.graph = EncoderGraph(self.state) if self.graphs and not self.state.kv.host_steps else None
-        # without a graph, the SEANet streams: each convolution keeps its last inputs (transformers'
-        # padding cache), so a frame costs 1,920 samples of convolutions, not context + 1,920
-        self.padding_cache = None if self.graph is not None else _seanet_padding_cache(self.model.encoder)
+        # without a graph, the SEANet streams channels-last with each convolution's last inputs as its
+        # state (``core.nn.encode_step``), so a frame costs 1,920 samples of convolutions, not context +
+        # 1,920, and the quantizer's codebooks are prepared once
+        self.seanet = None if self.graph is not None else ChannelsLastSEANet(self.model.encoder.encoder)
+        if self.graph is None:
+            self.state.quantize = PreparedQuantizer(self.state.mimi.quantizer, self.state.num_q).encode
         self.buffer = np.zeros(0, np.float32)  # samples from ``buffer_start`` on (pending blocks not yet joined)
         self.buffer_start = 0  # absolute index of buffer[0]
         self.pending: list[np.ndarray] = []  # blocks since the last frame, joined once a frame completes
@@ -123,8 +137,13 @@ class StreamingEncoder:
         self.frames_out = 0  # frames encoded so far
         self.finished = False
 
+    @property
+    def next_end(self) -> int:
+        """The sample count at which the next packet (``packet_frames`` frames) is complete."""
+        return (self.frames_out + self.packet_frames) * SAMPLES_PER_FRAME
+
     def push(self, samples: np.ndarray) -> np.ndarray:
-        """Codes (n, 16) of the frames these samples complete (n may be 0)."""
+        """Codes (n, 16) of the packets these samples complete (n: 0 or a multiple of ``packet_frames``)."""
         if self.finished:
             raise AudioInputError("This encoder stream has finished; reset it to start a new clip.")
         samples = np.asarray(samples, dtype=np.float32).reshape(-1)
@@ -136,46 +155,65 @@ class StreamingEncoder:
         self.pending.append(samples.copy())  # the caller may reuse its array
         self.samples_in += samples.size
         out = []
-        if (self.frames_out + 1) * SAMPLES_PER_FRAME <= self.samples_in:
+        if self.next_end <= self.samples_in:
             self._join()
-        while (self.frames_out + 1) * SAMPLES_PER_FRAME <= self.samples_in:
-            out.append(self._encode_frame((self.frames_out + 1) * SAMPLES_PER_FRAME))
+        while self.next_end <= self.samples_in:
+            out.append(self._encode_packet(self.packet_frames))
         return _codes(out)
 
     def finish(self) -> np.ndarray:
-        """Codes of the last, partial frame (padded as the whole-clip encode pads it), if any."""
+        """Codes of what is left: the whole frames of an unfinished packet, then the last, partial
+        frame (padded as the whole-clip encode pads it), if any."""
         if self.finished:
             return _codes([])
         self.finished = True
         self._join()
+        out = []
+        whole = self.samples_in // SAMPLES_PER_FRAME - self.frames_out
+        if whole > 0:
+            out.append(self._encode_packet(whole))
         if self.samples_in > self.frames_out * SAMPLES_PER_FRAME:
-            return _codes([self._encode_frame(self.samples_in)])
-        return _codes([])
+            out.append(self._encode_frame(self.samples_in))
+        return _codes(out)
 
     def _join(self) -> None:
         if self.pending:
             self.buffer = np.concatenate([self.buffer, *self.pending])
             self.pending = []
 
+    def _encode_packet(self, frames: int) -> np.ndarray:
+        """Encode ``frames`` whole frames from ``frames_out`` on: one pass of the eager step, or one
+        graph replay per frame."""
+        if self.seanet is None:
+            return _codes([self._encode_frame((self.frames_out + 1) * SAMPLES_PER_FRAME) for _ in range(frames)])
+        assert self.state is not None
+        start = self.frames_out * SAMPLES_PER_FRAME
+        end = start + frames * SAMPLES_PER_FRAME
+        x = torch.from_numpy(self.buffer[start - self.buffer_start : end - self.buffer_start])
+        steps = self.seanet(x.to(device=self.state.device, dtype=self.state.dtype)[None, None])
+        codes = self.state.frames(steps, start // SAMPLES_PER_STEP)
+        self._advance(frames)
+        return codes[:frames].cpu().numpy()
+
     def _encode_frame(self, end: int) -> np.ndarray:
-        """Encode the frame that starts at ``frames_out``, from samples up to ``end``."""
+        """Encode the frame that starts at ``frames_out``, from samples up to ``end``, with its left
+        context from the buffer (a graph replay, or a whole window for the padded last frame)."""
         assert self.state is not None
         start = self.frames_out * SAMPLES_PER_FRAME
         low = max(0, start - self.context)
         window = torch.from_numpy(self.buffer[low - self.buffer_start : end - self.buffer_start])
         if self.graph is not None and start >= self.context and end - start == SAMPLES_PER_FRAME:
             codes = self.graph.encode(window, start // SAMPLES_PER_STEP)  # one replay
-        elif self.padding_cache is not None and end - start == SAMPLES_PER_FRAME:
-            frame = window[start - low :].to(device=self.state.device, dtype=self.state.dtype)
-            steps = self.state.mimi.encoder(frame[None, None], padding_cache=self.padding_cache)
-            codes = self.state.frames(steps, start // SAMPLES_PER_STEP)
-        else:  # the first frames (less context than the window) and the padded last one
+        else:  # the first frames under a graph (less context than the window) and the padded last one
             codes = self.state.frames(self.state.conv_steps(window, start - low), start // SAMPLES_PER_STEP)
-        self.frames_out += 1
+        self._advance(1)
+        return codes[:1].cpu().numpy()
+
+    def _advance(self, frames: int) -> None:
+        self.frames_out += frames
         keep_from = max(0, self.frames_out * SAMPLES_PER_FRAME - self.context)  # the next frame's context
         self.buffer = self.buffer[keep_from - self.buffer_start :]
         self.buffer_start = keep_from
-        return codes[:1].cpu().numpy()
 
     def close(self) -> None:
         """Free the keys/values (``reset`` makes new ones)."""
@@ -183,20 +221,6 @@ class StreamingEncoder:
             self.state.close()
             self.state = None
         self.graph = None
-
-
-def _seanet_padding_cache(mimi):
-    """A fresh padding cache for the SEANet's causal convolutions (as ``MimiModel.encode`` builds one
-    with ``use_streaming=True``, without the downsampling layer, whose state ``EncoderState`` keeps)."""
-    from transformers.models.mimi.modeling_mimi import MimiConv1dPaddingCache
-
-    convs = [mimi.encoder.get_submodule(name) for name in mimi.encoder._mimiconv1d_layer_names]
-    return MimiConv1dPaddingCache(
-        num_layers=len(convs),
-        per_layer_padding=[c.padding_total for c in convs],
-        per_layer_padding_mode=[c.pad_mode for c in convs],
-        per_layer_in_channels=[c.in_channels for c in convs],
-    )
 
 
 def _codes(frames: list[np.ndarray]) -> np.ndarray:
@@ -208,9 +232,10 @@ def _codes(frames: list[np.ndarray]) -> np.ndarray:
 class StreamingDecoder:
     """Code frames (n, 16) in, 24 kHz samples (n * 1920) out, through the engine's decoder runner."""
 
-    def __init__(self, runner, graphs: bool = False):
+    def __init__(self, runner, graphs: bool = False, packet_frames: int = 1):
         self.runner = runner  # a ``core.nn.fast_decode.FastDecoder``
         self.stream = None
+        self.packet_frames = max(1, int(packet_frames))  # frames per decoder step (eager; a graph takes one)
         # a CUDA graph of the one-frame step (``core.nn.live_graphs``); a guarded bf16 decoder stays eager
         self.graph: DecoderGraph | None = None
         if graphs and not runner.guarded:
@@ -225,18 +250,20 @@ class StreamingDecoder:
         self.frames_in = 0
 
     def push(self, codes: np.ndarray) -> np.ndarray:
-        """The audio of these frames, float32, one frame at a time (1920 samples each)."""
+        """The audio of these frames, float32 (1920 samples a frame), in steps of ``packet_frames``
+        frames (one frame per graph replay); the bf16 guard checks each step."""
         codes = np.asarray(codes, dtype=np.int64).reshape(-1, NUM_CODEBOOKS)
         device = next(self.runner.decoder.parameters()).device
         out = []
-        for frame in codes:
+        step = 1 if self.graph is not None else self.packet_frames
+        for low in range(0, codes.shape[0], step):
+            frames = codes[low : low + step]
             if self.graph is not None:
-                out.append(self.graph.decode(torch.from_numpy(frame))[0].float().cpu().numpy())
-                self.frames_in += 1
-                continue
-            chunk = torch.from_numpy(frame).to(device).view(1, NUM_CODEBOOKS, 1)
-            out.append(self.runner.step(self.stream, chunk)[0].float().cpu().numpy())
-            self.frames_in += 1
+                out.append(self.graph.decode(torch.from_numpy(frames[0]))[0].float().cpu().numpy())
+            else:
+                chunk = torch.from_numpy(np.ascontiguousarray(frames.T)).to(device)[None]  # (1, 16, frames)
+                out.append(self.runner.step(self.stream, chunk)[0].float().cpu().numpy())
+            self.frames_in += frames.shape[0]
         return np.concatenate(out) if out else np.zeros(0, np.float32)
 
     def close(self) -> None:

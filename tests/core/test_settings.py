@@ -93,6 +93,7 @@ _OTHER = {
     "dtype": "bfloat16",
     "data_dir": "/some/data",
     "decode_dtype": "bfloat16",
+    "live_packet_frames": 4,  # 1 // 2 would be 0, outside 1-8
     "anchors": "mp3,opus12",
 }
 

@@ -48,8 +48,11 @@ def test_blocks_of_any_size_give_the_engines_codes_and_one_audio(tiny_engine, cl
     np.testing.assert_array_equal(result.reconstruction, streamed)  # bit for bit, whatever the blocks
     assert result.reconstruction.shape == audio.shape
     assert np.abs(result.reconstruction - audio).max() < AUDIO_ATOL
-    assert pieces.size == clip.size // SAMPLES_PER_FRAME * SAMPLES_PER_FRAME  # whole frames as they came; the
-    np.testing.assert_array_equal(pieces, result.reconstruction[: pieces.size])  # last, partial one at the stop
+    packet = tiny_engine.settings.live_packet_frames * SAMPLES_PER_FRAME  # whole packets as they came; the last
+    assert pieces.size == clip.size // packet * packet
+    np.testing.assert_array_equal(
+        pieces, result.reconstruction[: pieces.size]
+    )  # frames and the partial one at the stop
     assert tiny_engine.live.in_use == 0
 
 
@@ -67,20 +70,20 @@ def test_blocks_give_the_chunked_engine_path_too(tiny_checkpoint, clip):
 def test_without_the_conv_context_or_the_keys_values_the_codes_differ(tiny_engine, clip, reference, monkeypatch):
     codes = reference[0]
     with monkeypatch.context() as m:
-        m.setattr(streaming, "_seanet_padding_cache", lambda mimi: None)  # frames through the context window
+        m.setattr(streaming, "ChannelsLastSEANet", lambda seanet: None)  # frames through the context window
         m.setattr(streaming.EncoderState, "conv_steps", _no_context(streaming.EncoderState.conv_steps))
         result, _ = stream(tiny_engine, clip, [SAMPLES_PER_FRAME] * 40)
     assert (result.codes == codes).mean() < 0.95
     with monkeypatch.context() as m:  # the streaming SEANet without its convolutions' last inputs
-        from transformers.models.mimi.modeling_mimi import MimiConv1dPaddingCache
+        from core.nn.encode_step import ChannelsLastSEANet
 
-        forget = MimiConv1dPaddingCache.update
+        forget = ChannelsLastSEANet._conv
 
-        def forgetful(self, hidden, layer_idx):
-            self.padding_cache[layer_idx] = None
-            return forget(self, hidden, layer_idx)
+        def forgetful(self, module, x):
+            self.state.pop(id(module), None)
+            return forget(self, module, x)
 
-        m.setattr(MimiConv1dPaddingCache, "update", forgetful)
+        m.setattr(ChannelsLastSEANet, "_conv", forgetful)
         result, _ = stream(tiny_engine, clip, [SAMPLES_PER_FRAME] * 40)
     assert (result.codes == codes).mean() < 0.95
     with monkeypatch.context() as m:

@@ -1,0 +1,177 @@
+"""Live on a CPU: the Table-2 panel (time to first packet, tokenizer time per packet, real-time factor)
+for packets of 1, 2 and 4 frames, with the official offline path timed in the same run.
+
+    python -m bench.live_cpu --checkpoint /tmp/full [--seconds 6] [--packets 1,2,4] [--threads 2]
+
+Full-size **random** checkpoint (no quality claims), every transformer layer scale set to 1.0 (context
+matters), float32. Per packet size: one warm-up session, then one unpaced session of ``--seconds``
+pushed a packet at a time; the model work of each push is timed (``LiveStep.compute_s``) and the CPU
+time of the process beside it (on a shared machine wall time counts the others' work; CPU time of a
+1-thread run does not). Codes are compared with the official ``Qwen3TTSTokenizer.encode`` of the same
+clip, audio with the official decode. Writes ``bench/results/live_cpu<tag>.json`` and ``.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import logging
+import os
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench.harness import agreement, official_decode, official_encode, set_layer_scales, signal  # noqa: E402
+from bench.live_bench import _snr, machine  # noqa: E402
+from core.codec import SAMPLE_RATE, SAMPLES_PER_FRAME  # noqa: E402
+from core.model.engine import Engine  # noqa: E402
+from core.settings import Settings  # noqa: E402
+
+log = logging.getLogger("bench.live_cpu")
+FRAME_MS = 1000 * SAMPLES_PER_FRAME / SAMPLE_RATE
+
+
+def session_run(engine, x: np.ndarray, packet: int) -> dict:
+    """One unpaced session over ``x`` pushed ``packet`` frames at a time."""
+    engine.settings = dataclasses.replace(engine.settings, live_packet_frames=packet)
+    block = packet * SAMPLES_PER_FRAME
+    per_packet, cpu_per_packet = [], []
+    t0 = time.perf_counter()
+    session = engine.live.open(SAMPLE_RATE, paced=False)
+    open_ms = (time.perf_counter() - t0) * 1000
+    with session:
+        for low in range(0, x.size, block):
+            c0 = time.process_time()
+            step = session.push(x[low : low + block])
+            cpu = time.process_time() - c0
+            if step.codes.shape[0]:
+                per_packet.append(step.compute_s * 1000)
+                cpu_per_packet.append(cpu * 1000)
+        result = session.finish()
+    seconds = x.size / SAMPLE_RATE
+    return {
+        "packet_frames": packet,
+        "open_ms": open_ms,
+        "first_packet_ms": per_packet[0],
+        "packet_ms": _spread(per_packet[1:]),
+        "packet_cpu_ms": _spread(cpu_per_packet[1:]),
+        "realtime_factor": sum(per_packet) / 1000 / seconds,
+        "codes": result.codes,
+        "audio": result.reconstruction,
+    }
+
+
+def _spread(values: list[float]) -> dict:
+    v = np.array(values or [0.0])
+    return {"median": float(np.median(v)), "p95": float(np.percentile(v, 95)), "max": float(v.max())}
+
+
+def run(args) -> dict:
+    torch.set_num_threads(args.threads)
+    flags = open("/proc/cpuinfo").read() if os.path.exists("/proc/cpuinfo") else ""
+    out: dict = {"machine": machine("cpu"), "seconds": args.seconds, "threads": args.threads}
+    out["machine"]["avx512_bf16"] = "avx512_bf16" in flags
+    out["machine"]["avx512f"] = "avx512f" in flags
+    engine = Engine(Settings(model=str(args.checkpoint), device="cpu", dtype="float32", decode_dtype=args.decode_dtype))
+    if not engine.load():
+        raise SystemExit(f"engine did not load: {engine.error}")
+    out["layer_scales_set"] = set_layer_scales(engine.model, 1.0)
+    x = signal(args.seconds, 1, "cpu")
+    tok = engine._tokenizer  # the official wrapper around the very same model object
+    with torch.inference_mode():
+        official_decode(tok, official_encode(tok, x[:SAMPLE_RATE]))  # warm-up
+        t0, c0 = time.perf_counter(), time.process_time()
+        codes = official_encode(tok, x)
+        t1, c1 = time.perf_counter(), time.process_time()
+        official_audio = official_decode(tok, codes)
+        t2, c2 = time.perf_counter(), time.process_time()
+    out["official"] = {
+        "encode_s": t1 - t0,
+        "decode_s": t2 - t1,
+        "realtime_factor": (t2 - t0) / args.seconds,
+        "cpu_realtime_factor": (c2 - c0) / args.seconds,
+        "encode_cpu_s": c1 - c0,
+        "decode_cpu_s": c2 - c1,
+    }
+    log.info("official: %s", out["official"])
+    out["packets"] = []
+    for packet in args.packets:
+        session_run(engine, x[: 2 * SAMPLE_RATE], packet)  # warm-up
+        r = session_run(engine, x, packet)
+        r["codes_agree_official"] = agreement(r["codes"], codes[: r["codes"].shape[0]])
+        n = min(r["audio"].size, official_audio.size)
+        r["audio_snr_vs_official_db"] = _snr(r["audio"][:n], official_audio[:n])
+        r["loadavg"] = os.getloadavg()
+        out["packets"].append({k: v for k, v in r.items() if k not in ("codes", "audio")})
+        log.info("packet %d: %s", packet, out["packets"][-1])
+    out["decode_dtype"] = args.decode_dtype or "float32"
+    out["machine"]["loadavg_end"] = os.getloadavg()
+    return out
+
+
+def markdown(result: dict) -> str:
+    m, off = result["machine"], result["official"]
+    lines = [
+        f"# Live on the CPU: {m.get('cpu', 'CPU')} ({m.get('cpus', '?')} CPUs, {result['threads']} threads; "
+        f"avx512_bf16: {'yes' if m['avx512_bf16'] else 'no'}) — the Qwen3-TTS report's Table 2 format",
+        "",
+        f"Full-size **random** checkpoint (no quality claims), layer scales 1.0, float32 encode, "
+        f"{result['decode_dtype']} decode; {result['seconds']:g} s clip; load average "
+        f"{', '.join(f'{v:.1f}' for v in m['loadavg'])} at the start, "
+        f"{', '.join(f'{v:.1f}' for v in m['loadavg_end'])} at the end (a shared machine inflates wall times). "
+        f"Official offline path, same run: encode {off['encode_s']:.2f} s + decode {off['decode_s']:.2f} s = "
+        f"real-time factor {off['realtime_factor']:.3f} (CPU time / audio: {off['cpu_realtime_factor']:.3f}).",
+        "",
+        "Time to first packet = the packet's audio (a packet is encoded once its last sample is in) + its model "
+        "work (encode + decode); session open given beside it. Real-time factor: model work / audio seconds, "
+        "one session (below 1 it keeps up; the target is ≤ 0.6).",
+        "",
+        "| packet | open (ms) | time to first packet (ms) | tokenizer time per packet, median / p95 (ms) "
+        "| CPU time per packet, median (ms) | RTF, 1 session | RTF / official RTF | codes = official "
+        "| audio SNR vs official decode | load (1 min) |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for p in result["packets"]:
+        audio_ms = p["packet_frames"] * FRAME_MS
+        lines.append(
+            f"| {p['packet_frames']} frame(s), {audio_ms:.0f} ms | {p['open_ms']:.0f} | "
+            f"{audio_ms + p['first_packet_ms']:.0f} ({audio_ms:.0f} + {p['first_packet_ms']:.0f}) | "
+            f"{p['packet_ms']['median']:.0f} / {p['packet_ms']['p95']:.0f} | {p['packet_cpu_ms']['median']:.0f} | "
+            f"**{p['realtime_factor']:.3f}** | {p['realtime_factor'] / off['realtime_factor']:.2f} | "
+            f"{p['codes_agree_official']:.2%} | {p['audio_snr_vs_official_db']:.1f} dB | {p['loadavg'][0]:.1f} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--checkpoint", type=Path, required=True)
+    p.add_argument("--seconds", type=float, default=6.0)
+    p.add_argument("--packets", type=lambda s: [int(v) for v in s.split(",")], default=[1, 2, 4])
+    p.add_argument("--threads", type=int, default=min(2, os.cpu_count() or 1))
+    p.add_argument("--decode-dtype", default=None, choices=[None, "float32", "bfloat16"])
+    p.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
+    p.add_argument("--tag", default="", help="suffix of the result files (live_cpu<tag>.md)")
+    return p.parse_args(argv)
+
+
+def main(argv=None) -> dict:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
+    args = parse_args(argv)
+    result = run(args)
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / f"live_cpu{args.tag}.json").write_text(json.dumps(result, indent=2))
+    (args.out / f"live_cpu{args.tag}.md").write_text(markdown(result))
+    print(markdown(result))
+    return result
+
+
+if __name__ == "__main__":
+    main()
