@@ -18,6 +18,7 @@ import gradio as gr
 import soundfile
 
 from core import tokens
+from core.analysis.judges import Judges
 from core.audio.files import load_audio
 from core.codec import SAMPLE_RATE
 from core.judging import report, verdict
@@ -133,7 +134,8 @@ class ReviewHandlers(TabHandlers):
         scope = results.scope(self.engine)
         measured = results.recall("metrics", original, reconstruction, scope)
         if measured is None:
-            out = jobs_codec.measure(original, reconstruction, self.limits)
+            judges = Judges.of(self.engine.settings)
+            out = jobs_codec.measure(original, reconstruction, self.limits, judges=judges)
             measured = {"metrics": out.metrics, "seconds": out.seconds}
             results.remember("metrics", original, reconstruction, measured, scope)
         return measured
