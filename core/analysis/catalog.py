@@ -60,6 +60,7 @@ class MetricRow:
     places: bool = False  # the placing sentence rests on it (core.judging.placing)
     plotted: bool = False  # its distribution is drawn in the evaluation report
     quick: bool = False  # among the fast metrics (``quick_compare``: many versions of one clip)
+    said_alone: bool = False  # the verdict card says its reason on a line of its own, always (same voice?)
     judge: str = ""  # the judging model that computes it, "speaker:ge2e", "asr:whisper" (core.analysis.judges)
 
     @property
@@ -212,6 +213,7 @@ METRICS: tuple[MetricRow, ...] = (  # in the order the metrics table, the CSV an
         red=SIM_GE2E_RED,
         card_rank=4,
         source_table=True,
+        said_alone=True,  # "same voice?" is what users of this codec ask first: never left out for three others
         judge="speaker:ge2e",
     ),
     MetricRow(  # the Qwen3-TTS table's kind of SIM; no verdict bounds (none could be measured without its weights)

@@ -61,13 +61,28 @@ def beside(comparison: dict | None, lang: str) -> dict[str, list[tuple[str, floa
     return out
 
 
-def reasons(signal_lights: dict[str, str], lang: str, limit: int = len(SIGNALS)) -> list[str]:
-    """Plain reasons, worst first (ties in the card's order), at most ``limit``."""
+def reasons(signal_lights: dict[str, str], lang: str, limit: int = 3, alone: bool = True) -> list[str]:
+    """Plain reasons, worst first (ties in the card's order), at most ``limit``; ``alone`` False: without
+    those the card says on a line of their own (:func:`alone_lines`)."""
     ordered = sorted(
-        (kv for kv in signal_lights.items() if kv[0] in catalog.BY_ID),
+        (
+            kv
+            for kv in signal_lights.items()
+            if kv[0] in catalog.BY_ID and (alone or not catalog.BY_ID[kv[0]].said_alone)
+        ),
         key=lambda kv: (-judging.LEVELS.index(kv[1]), SIGNALS.index(kv[0]) if kv[0] in SIGNALS else len(SIGNALS)),
     )
     return [text(f"metrics.reason.{catalog.BY_ID[name].key}.{light}", lang) for name, light in ordered[:limit]]
+
+
+def alone_lines(signal_lights: dict[str, str], lang: str) -> list[tuple[str, str, str]]:
+    """(metric id, light, plain reason) of each signal the card says on a line of its own ("It sounds like
+    the same speaker."), in the card's order; those without a light (no value) are not said."""
+    return [
+        (name, signal_lights[name], text(f"metrics.reason.{catalog.BY_ID[name].key}.{signal_lights[name]}", lang))
+        for name in SIGNALS
+        if catalog.BY_ID[name].said_alone and signal_lights.get(name) in judging.LEVELS
+    ]
 
 
 def _numbers(values: dict, signal_lights: dict, lang: str, extra: list[str], anchors: dict | None = None) -> str:
@@ -121,9 +136,12 @@ def _card(
     caveat: bool,
     lead: str = "",
     placing: str = "",
+    alone: list[tuple[str, str, str]] | None = None,
 ) -> str:
     items = "".join(f"<li>{_esc(line)}</li>" for line in body)
     lead_html = f"<p class='cw-card-lead'>{_esc(lead)}</p>" if lead else ""
+    for name, light, line in alone or []:  # "same voice?" on its own line, coloured by its light
+        lead_html += f"<p class='cw-card-alone cw-light-{light}' data-metric='{_esc(name)}'>{_esc(line)}</p>"
     if placing:  # where the codec stands among the other sources of this clip (webui.views.compare_view)
         lead_html += f"<p class='cw-card-placing'>{_esc(placing)}</p>"
     reasons_html = f"<ul class='cw-reasons'>{items}</ul>" if items else ""
@@ -153,9 +171,11 @@ def preliminary(metrics: dict, estimate_s: float | None, judged: str, lang: str,
         if estimate_s is not None
         else text("verdict.waiting", lang, judged=judged)
     )
-    body = [*reasons(signal_lights, lang), waiting]
+    body = [*reasons(signal_lights, lang, limit=2, alone=False), waiting]
     values = {**{k: metrics.get(k) for k in SHOWN}, **values}
-    return _card(level, title, body, _numbers(values, signal_lights, lang, []), lang, "preliminary", random_weights)
+    numbers = _numbers(values, signal_lights, lang, [])
+    alone = alone_lines(signal_lights, lang)
+    return _card(level, title, body, numbers, lang, "preliminary", random_weights, alone=alone)
 
 
 def final(v: dict, metrics: dict, judged: str, lang: str, placing: str = "", anchors: dict | None = None) -> str:
@@ -165,7 +185,9 @@ def final(v: dict, metrics: dict, judged: str, lang: str, placing: str = "", anc
     values, signal_lights = values_and_lights(v, metrics)
     values = {**{k: metrics.get(k) for k in SHOWN}, **values}  # rows without bounds: the metrics' own
     level = str(v["level"]) if v.get("level") in _LEVELS else judging.worst(signal_lights)
-    body = reasons(signal_lights, lang) if signal_lights else []  # the title already says it cannot judge (issue 29)
+    body = (
+        reasons(signal_lights, lang, alone=False) if signal_lights else []
+    )  # the title already says it cannot judge (issue 29)
     if not body and level != "unknown":
         body = [text("verdict.unknown", lang)]
     lead = text(f"verdict.sentence.{level}", lang) if level != "unknown" else ""
@@ -176,7 +198,8 @@ def final(v: dict, metrics: dict, judged: str, lang: str, placing: str = "", anc
         extra.append(text("verdict.took", lang, seconds=f"{v['seconds']:.1f}"))
     numbers = _numbers(values, signal_lights, lang, extra, anchors)
     caveat = bool(v.get("caveat"))
-    return _card(level, text(f"verdict.{level}", lang), body, numbers, lang, "final", caveat, lead, placing)
+    alone = alone_lines(signal_lights, lang)
+    return _card(level, text(f"verdict.{level}", lang), body, numbers, lang, "final", caveat, lead, placing, alone)
 
 
 def judged_words(v: dict | None, duration_s: float, lang: str) -> str:
