@@ -158,7 +158,7 @@ def main() -> int:
             str(build_random_wavlm(Path(scratch) / "wavlm", full_size=True)) if m == "wavlm" else m
             for m in args.models.split(",")
         ]
-        result = {
+        result: dict = {
             "command": "python bench/voice_cost.py " + " ".join(sys.argv[1:]),
             "cpu": cpu,
             "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
