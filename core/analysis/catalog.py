@@ -255,10 +255,6 @@ METRICS: tuple[MetricRow, ...] = (  # in the order the metrics table, the CSV an
         judge="asr:pocketsphinx",
     ),
 )
-METRICS += (
-    MetricRow("CREST", "crest", "crest-factor change, dB", LOWER, "dB", "core.analysis.crest.crest_metric", PAIR, WHOLE,
-              green=1.0, red=3.0, card_rank=6),
-)
 BY_ID = {m.id: m for m in METRICS}
 COMPARED = tuple(m for m in METRICS if m.reads == PAIR)  # what ``core.analysis.metrics.compare`` returns, in order
 VOTERS = tuple(m for m in METRICS if m.votes)  # the verdict's signals, in the table's order
