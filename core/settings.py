@@ -160,6 +160,19 @@ class Settings:
     mos_windows: int = option(
         4, "DistillMOS windows of 7.68 s per clip for the verdict (bounds its time and memory at any length)"
     )
+    speaker_model: str = option(
+        "ge2e",
+        "speaker model behind speaker similarity: 'ge2e' (resemblyzer, offline; votes in the verdict) or a "
+        "WavLM x-vector checkpoint, local directory or hub id (its own SIM-WavLM column, no verdict bounds)",
+    )
+    asr: str = option(
+        "",
+        "speech recogniser behind dWER: empty (no dWER), 'pocketsphinx' (US English, offline) or a Whisper "
+        "checkpoint, local directory or hub id",
+    )
+    asr_language: str = option(
+        "", "the clips' language for dWER (en, zh, ...); empty: not stated (Whisper detects it, pocketsphinx skips)"
+    )
     ladder_max_audio_s: float = option(
         3600.0, "audio one codebook-ladder request may decode: levels x clip seconds (16 levels of 10 min: 9600)"
     )

@@ -76,6 +76,7 @@ class WhisperAsr:
     """A Whisper checkpoint (a local directory or a hub id)."""
 
     id = "whisper"
+    detects_language = True  # told nothing, it names the language itself
 
     def __init__(self, source: str, device: str = "cpu", max_new_tokens: int = 96):
         self.source = source
@@ -106,7 +107,7 @@ class WhisperAsr:
         with self._lock:
             features = self._processor(np.asarray(speech, np.float32), sampling_rate=ASR_RATE, return_tensors="pt")
             kwargs: dict[str, Any] = {"max_new_tokens": self.max_new_tokens, "task": "transcribe"}
-            if language and len(self.languages or ()) > 1:
+            if language and len(self.languages or ()) > 1:  # else it detects the language
                 kwargs["language"] = language.split("-")[0].lower()
             with torch.inference_mode():
                 ids = self._model.generate(features.input_features.to(self.device), **kwargs)

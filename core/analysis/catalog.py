@@ -43,11 +43,11 @@ SIM_GE2E_RED = 0.75  # below every anchor on every voice (lowest: 0.78); a man v
 @dataclass(frozen=True)
 class MetricRow:
     id: str  # "PESQ-WB": its name in tables, CSV columns and JSON (stored and sent; never translated)
-    key: str  # "pesq": the stem of its own locale keys (verdict.signal.<key>, verdict.reason.<key>.<light>)
+    key: str  # "pesq": the stem of its own locale keys (metrics.signal.<key>, metrics.reason.<key>.<light>)
     meaning: str  # one line of English saying what it measures and its range (the page: metrics.meaning.<id>)
     better: str  # HIGHER or LOWER
     unit: str  # "dB", "" (dimensionless)
-    compute: str  # what computes it: a bare name is a function of core.analysis.metrics, else a dotted path
+    compute: str  # what computes it: a bare name is a function of core.analysis.signal_metrics, else a dotted path
     reads: (
         str  # PAIR: the clip against the original; SINGLE: the clip alone; DROP: the original's score less the clip's
     )
@@ -55,11 +55,13 @@ class MetricRow:
     rate: int | None = None  # Hz the computation gets the audio at (None: the clip's own)
     green: float | None = None  # verdict bound: green at or better than this (None: it does not vote)
     red: float | None = None  # verdict bound: red worse than this
-    card_rank: int = 0  # its place on the verdict card (1 first: what a listener cares about first); voters only
+    card_rank: int = 0  # its place on the verdict card's numbers (1 first: what a listener cares about first)
     source_table: bool = False  # a row of the table of every source (core.judging.source_table)
     places: bool = False  # the placing sentence rests on it (core.judging.placing)
     plotted: bool = False  # its distribution is drawn in the evaluation report
     quick: bool = False  # among the fast metrics (``quick_compare``: many versions of one clip)
+    said_alone: bool = False  # the verdict card says its reason on a line of its own, always (same voice?)
+    judge: str = ""  # the judging model that computes it, "speaker:ge2e", "asr:whisper" (core.analysis.judges)
 
     @property
     def votes(self) -> bool:
@@ -91,12 +93,12 @@ class MetricRow:
         """The keys every language must have for this metric."""
         keys: tuple[str, ...] = (f"metrics.meaning.{self.id}",) if self.reads == PAIR else ()
         if self.votes:
-            keys += (f"verdict.signal.{self.key}", *(f"verdict.reason.{self.key}.{light}" for light in LIGHTS))
+            keys += (f"metrics.signal.{self.key}", *(f"metrics.reason.{self.key}.{light}" for light in LIGHTS))
         return keys
 
 
 LIGHTS = ("green", "amber", "red")  # best to worst
-COMPUTE_HOME = "core.analysis.metrics"  # the module of a bare MetricRow.compute name
+COMPUTE_HOME = "core.analysis.signal_metrics"  # the module of a bare MetricRow.compute name
 
 METRICS: tuple[MetricRow, ...] = (  # in the order the metrics table, the CSV and the reports show them
     MetricRow(
@@ -105,7 +107,7 @@ METRICS: tuple[MetricRow, ...] = (  # in the order the metrics table, the CSV an
         "perceived quality, wideband (ITU-T P.862.2): 1.0 bad .. 4.64 transparent",
         HIGHER,
         "",
-        "_pesq_wb_metric",
+        "pesq_wb",
         PAIR,
         FIRST,
         rate=16_000,
@@ -122,7 +124,7 @@ METRICS: tuple[MetricRow, ...] = (  # in the order the metrics table, the CSV an
         "perceived quality, telephone band (ITU-T P.862): 1.0 bad .. 4.5 transparent",
         HIGHER,
         "",
-        "_pesq_nb_metric",
+        "pesq_nb",
         PAIR,
         FIRST,
         rate=16_000,  # narrowband PESQ on the same 16 kHz audio as wideband
@@ -133,7 +135,7 @@ METRICS: tuple[MetricRow, ...] = (  # in the order the metrics table, the CSV an
         "short-time objective intelligibility: 0 .. 1 (identical)",
         HIGHER,
         "",
-        "_stoi_metric",
+        "stoi",
         PAIR,
         FIRST,
         rate=16_000,  # pystoi resamples to 10 kHz itself
@@ -150,7 +152,7 @@ METRICS: tuple[MetricRow, ...] = (  # in the order the metrics table, the CSV an
         "scale-invariant signal-to-distortion ratio: waveform fidelity",
         HIGHER,
         "dB",
-        "_si_sdr_metric",
+        "si_sdr",
         PAIR,
         WHOLE,
         source_table=True,
@@ -163,7 +165,7 @@ METRICS: tuple[MetricRow, ...] = (  # in the order the metrics table, the CSV an
         "mean absolute difference of the log-mel spectrograms",
         LOWER,
         "dB",
-        "_mel_distance_metric",
+        "mel_distance",
         PAIR,
         WHOLE,
         source_table=True,
@@ -211,17 +213,59 @@ METRICS: tuple[MetricRow, ...] = (  # in the order the metrics table, the CSV an
         red=SIM_GE2E_RED,
         card_rank=4,
         source_table=True,
+        said_alone=True,  # "same voice?" is what users of this codec ask first: never left out for three others
+        judge="speaker:ge2e",
+    ),
+    MetricRow(  # the Qwen3-TTS table's kind of SIM; no verdict bounds (none could be measured without its weights)
+        "SIM-WavLM",
+        "sim_wavlm",
+        "speaker similarity (WavLM x-vector, the paper's kind of model): cosine of speaker embeddings, 1 same",
+        HIGHER,
+        "",
+        "core.analysis.speaker.wavlm_metric",
+        PAIR,
+        SPREAD,
+        rate=16_000,
+        card_rank=5,  # on the card's numbers without a light, where GE2E's row would be
+        source_table=True,
+        judge="speaker:wavlm",
+    ),
+    MetricRow(
+        "dWER-Whisper",
+        "dwer_whisper",
+        "dWER (Whisper): share of words heard differently than in the original, 0 same words",
+        LOWER,
+        "",
+        "core.analysis.dwer.dwer_metric",
+        PAIR,
+        SPREAD,
+        rate=16_000,
+        judge="asr:whisper",
+    ),
+    MetricRow(  # English only; measured not to separate a 3.5 kHz low-pass on synthetic speech (docs/judging.md)
+        "dWER-pocketsphinx",
+        "dwer_pocketsphinx",
+        "dWER (pocketsphinx, US English): share of words heard differently than in the original, 0 same words",
+        LOWER,
+        "",
+        "core.analysis.dwer.dwer_metric",
+        PAIR,
+        SPREAD,
+        rate=16_000,
+        judge="asr:pocketsphinx",
     ),
 )
 BY_ID = {m.id: m for m in METRICS}
 COMPARED = tuple(m for m in METRICS if m.reads == PAIR)  # what ``core.analysis.metrics.compare`` returns, in order
 VOTERS = tuple(m for m in METRICS if m.votes)  # the verdict's signals, in the table's order
-CARD = tuple(sorted(VOTERS, key=lambda m: m.card_rank))  # the verdict's signals in the order the card shows them
+CARD = tuple(sorted((m for m in METRICS if m.card_rank), key=lambda m: m.card_rank))  # the card's numbers, in order
+VOTERS_ON_CARD = tuple(m for m in CARD if m.votes)  # the verdict's signals in the order the card shows them
 # the id constants below come from the rows, found by locale key (never by display text)
 _ID_OF_KEY = {m.key: m.id for m in METRICS}
 PESQ_WB, STOI = _ID_OF_KEY["pesq"], _ID_OF_KEY["stoi"]  # the two a reader of the codec's paper quotes first
 MOS, MOS_DROP = _ID_OF_KEY["distillmos"], _ID_OF_KEY["mos"]
-PESQ_NB, SIM_GE2E = _ID_OF_KEY["pesq_nb"], _ID_OF_KEY["sim_ge2e"]
+PESQ_NB, SIM_GE2E, SIM_WAVLM = _ID_OF_KEY["pesq_nb"], _ID_OF_KEY["sim_ge2e"], _ID_OF_KEY["sim_wavlm"]
+DWER = tuple(m.id for m in METRICS if m.judge.startswith("asr:"))  # one row per ASR: never one column
 
 
 def metric(metric_id: str) -> MetricRow:

@@ -15,10 +15,13 @@ core.analysis.asr and docs/judging.md.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import re
+import threading
 import time
 import unicodedata
+from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -107,10 +110,13 @@ def error_rate(reference: str, hypothesis: str) -> float:
 
 
 def handles(asr: Asr, language: str | None) -> bool:
-    """Whether ``asr`` may be trusted with a clip in ``language`` ("en", "en-US", "zh-CN", ...)."""
+    """Whether ``asr`` may be trusted with a clip in ``language`` ("en", "en-US", "zh-CN", ...; None:
+    not stated, which only an ASR that detects the language itself takes)."""
     if asr.languages is None:
         return True
-    return language is not None and language.split("-")[0].lower() in asr.languages
+    if language is None:
+        return bool(getattr(asr, "detects_language", False))
+    return language.split("-")[0].lower() in asr.languages
 
 
 def dwer(
@@ -135,8 +141,7 @@ def dwer(
     scope = "" if len(spans) == 1 else f"on {len(spans)} windows of {WINDOW_S:g} s spread over the clip, for speed"
 
     def heard(samples) -> str:
-        pieces = cut_windows(np.asarray(samples, dtype=np.float32).reshape(-1), spans, sample_rate)
-        return " ".join(asr.transcribe(p, language) for p in pieces if p.size >= SIM_RATE // 10).strip()
+        return _heard(samples, spans, sample_rate, asr, language)
 
     transcripts = {"original": heard(x)}
     reference = words(transcripts["original"])
@@ -153,3 +158,47 @@ def dwer(
             logger.warning("dWER of %s left out: %s", source_id, e)
             values[source_id], notes[source_id] = None, f"not available: {type(e).__name__}: {e}"
     return DwerScore(asr.label, language, values, transcripts, windows, scope, time.perf_counter() - started, notes)
+
+
+_ORIGINALS: OrderedDict[tuple, str] = OrderedDict()  # (ASR, language, rate, original's digest) -> its transcript
+_ORIGINALS_KEPT = 8  # originals whose transcript is kept (a round trip compares one with every source)
+_ORIGINALS_LOCK = threading.Lock()
+
+
+def dwer_metric(row, clip):
+    """A dWER row of the metric catalogue (dWER-Whisper, dWER-pocketsphinx): the ASR the caller chose
+    (``clip.judges.asr``) on the speaker similarity's windows; the original's transcript is made once
+    per clip and kept for its next source. "not measured for this language" where the ASR does not
+    handle the clip's language (``clip.judges.language``)."""
+    from core.analysis.asr import recogniser
+    from core.analysis.metrics import metric
+
+    asr = recogniser(clip.judges.asr, clip.judges.device).load()
+    language = clip.judges.language or None
+    x, y, rate = clip.ref, clip.deg, clip.sample_rate
+    spans = window_spans(x.size, rate)
+    if not handles(asr, language):
+        return metric(row, None, f"{NOT_MEASURED} ({language or 'not stated'}): {asr.label}")
+    digest = hashlib.blake2b(digest_size=16)
+    for start, end in spans:
+        digest.update(x[start:end].tobytes())
+    key = (asr.label, language, rate, x.size, digest.hexdigest())
+    with _ORIGINALS_LOCK:
+        heard = _ORIGINALS.get(key)
+    if heard is None:
+        heard = _heard(x, spans, rate, asr, language)
+        with _ORIGINALS_LOCK:
+            _ORIGINALS[key] = heard
+            while len(_ORIGINALS) > _ORIGINALS_KEPT:
+                _ORIGINALS.popitem(last=False)
+    reference = words(heard)
+    if len(reference) < MIN_WORDS:
+        return metric(row, None, f"{asr.label} heard {len(reference)} word(s) in the original; dWER needs {MIN_WORDS}")
+    value = edit_distance(reference, words(_heard(y, spans, rate, asr, language))) / len(reference)
+    scope = "" if len(spans) == 1 else f"; on {len(spans)} windows of {WINDOW_S:g} s spread over the clip, for speed"
+    return metric(row, value, f"{asr.label}{scope}")
+
+
+def _heard(samples: np.ndarray, spans, rate: int, asr: Asr, language: str | None) -> str:
+    pieces = cut_windows(np.asarray(samples, dtype=np.float32).reshape(-1), spans, rate)
+    return " ".join(asr.transcribe(p, language) for p in pieces if p.size >= SIM_RATE // 10).strip()

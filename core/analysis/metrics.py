@@ -1,13 +1,15 @@
-"""Spectrograms, quality metrics and figures for comparing an original with its reconstruction.
+"""Spectrograms, the metrics' common ground (``compare``) and figures for comparing an original with
+its reconstruction.
 
 Figures are built on ``matplotlib.figure.Figure`` without pyplot, so they can be made from
 several threads at once and never open a window. Every function takes mono float audio
 (numpy array or anything ``np.asarray`` accepts).
 
-Metrics (``compare``: the rows of ``core.analysis.catalog``, which says what each reads) are
+Metrics (``compare``: the rows of ``core.analysis.catalog``, which says what each reads and which
+function computes it: core.analysis.signal_metrics, core.analysis.speaker, core.analysis.dwer) are
 computed independently: one that cannot be computed (silence, too short, ...) comes back with
-``value=None`` and a note saying why. PESQ and STOI (≈15 ms per second of audio on one core) read
-the first ``METRIC_WINDOW_S`` seconds, and their note says so; SI-SDR and the log-mel distance the whole clip.
+``value=None`` and a note saying why. A caller asks for the rows it shows by id (``metrics=``) and
+names the judging models (``judges=``, core.analysis.judges): a row it does not ask for costs nothing.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import logging
 import math
 import sys
 import warnings
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -27,6 +30,7 @@ from matplotlib.figure import Figure
 
 from core.analysis import catalog
 from core.analysis.figure_text import FIGURE_WORDS
+from core.analysis.judges import DEFAULT_JUDGES, Judges
 from core.codec import SAMPLE_RATE, ceil_div
 
 logger = logging.getLogger(__name__)
@@ -38,16 +42,11 @@ POWER_FLOOR = 1e-10  # floor of the mel power before the log: -100 dB
 TOP_DB = 80.0  # dB below the loudest cell that spectrograms and the log-mel distance show
 DIFF_RANGE_DB = 20.0  # the difference panel spans -20..+20 dB
 METRIC_WINDOW_S = catalog.METRIC_WINDOW_S  # s of audio PESQ and STOI look at (speed: ~15 ms per second of audio)
-MIN_PESQ_S = 0.25  # s, PESQ refuses shorter signals
-MIN_STOI_S = 0.4  # s, STOI needs 30 frames of 25.6 ms at a 12.8 ms hop (after dropping silence)
 SILENCE_RMS = 1e-4  # RMS below this (-80 dBFS) counts as silence
-SI_SDR_EPS = 1e-10  # keeps SI-SDR finite for identical signals
 FIG_WIDTH_IN = 10.0  # inches; at FIG_DPI gives a 1000-pixel-wide PNG
 FIG_DPI = 100  # dots per inch of saved figures
 PNG_COMPRESS_LEVEL = 1  # zlib level: 1 halves the save time of level 6 for ~30% more bytes
 MAX_IMAGE_COLUMNS = 1200  # spectrogram columns drawn; longer clips are max-pooled down to this
-
-MEL_DISTANCE_NOTE = f"over {TOP_DB:.0f} dB below the loudest part of the original"  # the log-mel distance's scope
 
 
 @dataclass(frozen=True)
@@ -117,22 +116,31 @@ def _mono(x, what: str = "the audio") -> np.ndarray:
 
 
 def compare(
-    reference, degraded, sample_rate: int = SAMPLE_RATE, max_seconds: float | None = METRIC_WINDOW_S
+    reference,
+    degraded,
+    sample_rate: int = SAMPLE_RATE,
+    max_seconds: float | None = METRIC_WINDOW_S,
+    metrics: Iterable[str] | None = None,
+    judges: Judges = DEFAULT_JUDGES,
 ) -> list[Metric]:
-    """The metrics of ``catalog.COMPARED`` of ``degraded`` against ``reference``, trimmed to the
-    shorter of the two. Those that read the first seconds look at ``max_seconds`` (None: everything)."""
+    """The metrics of ``degraded`` against ``reference``, trimmed to the shorter of the two: the rows
+    of ``catalog.COMPARED`` that ``judges`` computes (SIM-GE2E or SIM-WavLM, ...), or only those of
+    ``metrics`` (catalogue ids; KeyError for an unknown one). Those that read the first seconds look
+    at ``max_seconds`` (None: everything)."""
+    rows = judges.rows(catalog.COMPARED if metrics is None else [catalog.metric(i) for i in metrics])
     ref, deg = _mono(reference, "the original"), _mono(degraded, "the reconstruction")
     if ref.size != deg.size:
         logger.debug("comparing %d against %d samples: trimming to the shorter", ref.size, deg.size)
     n = min(ref.size, deg.size)
     ref, deg = ref[:n], deg[:n]
     window = n if max_seconds is None else min(n, int(max_seconds * sample_rate))
-    clip = _Clip(ref, deg, sample_rate, window, _rms(ref[:window]) < SILENCE_RMS, _scope_note(window, n, sample_rate))
-    return [_guarded(row.function(), row, clip) for row in catalog.COMPARED]
+    silent, scope = _rms(ref[:window]) < SILENCE_RMS, _scope_note(window, n, sample_rate)
+    clip = Clip(ref, deg, sample_rate, window, silent, scope, judges=judges)
+    return [_guarded(row.function(), row, clip) for row in rows]
 
 
 @dataclass
-class _Clip:
+class Clip:
     """The two signals a metric reads (``compute(row, clip)``), each window resampled once per rate."""
 
     ref: np.ndarray
@@ -142,6 +150,7 @@ class _Clip:
     silent: bool  # the original's window is silence
     scope: str  # the note of a metric that read only the window
     mels: tuple[np.ndarray, np.ndarray] | None = None  # both log-mel spectrograms, when a caller has them
+    judges: Judges = DEFAULT_JUDGES  # the speaker model and the ASR the caller chose
     _at: dict = field(default_factory=dict)  # (rate, samples) -> both signals resampled
 
     def signals(self, row: catalog.MetricRow) -> tuple[np.ndarray, np.ndarray, int]:
@@ -160,76 +169,24 @@ def quick_compare(reference, degraded, mels: tuple[np.ndarray, np.ndarray] | Non
     STOI), for many versions of one clip. ``mels``: both log-mel spectrograms when the caller has them."""
     ref, deg = _mono(reference), _mono(degraded)
     n = min(ref.size, deg.size)
-    clip = _Clip(ref[:n], deg[:n], SAMPLE_RATE, n, False, "", mels)
+    clip = Clip(ref[:n], deg[:n], SAMPLE_RATE, n, False, "", mels)
     return [_guarded(row.function(), row, clip) for row in catalog.COMPARED if row.quick]
 
 
-def _metric(row: catalog.MetricRow, value: float | None, note: str = "") -> Metric:
+def metric(row: catalog.MetricRow, value: float | None, note: str = "") -> Metric:
+    """``row``'s Metric of ``value`` (None: not available, ``note`` says why); NaN or infinity is None."""
     if value is not None and not math.isfinite(float(value)):  # NaN is "not available", never a score
         value, note = None, "not available: the result is not a finite number (the audio may be far over full scale)"
     return Metric(row.id, None if value is None else float(value), row.meaning, row.better, note, row.unit)
 
 
-def _guarded(compute, row: catalog.MetricRow, clip: _Clip) -> Metric:
+def _guarded(compute, row: catalog.MetricRow, clip: Clip) -> Metric:
     """Run one metric; any failure becomes value None with the error as the note."""
     try:
         return compute(row, clip)
     except Exception as e:  # pesq and pystoi raise assorted errors on odd input
         logger.warning("%s could not be computed: %s", row.id, e)
-        return _metric(row, None, f"could not be computed: {type(e).__name__}: {e}")
-
-
-def _pesq_metric(row: catalog.MetricRow, clip: _Clip, mode: str) -> Metric:
-    """PESQ, wideband (``mode`` "wb", ITU-T P.862.2) or narrowband ("nb", P.862)."""
-    from pesq import NoUtterancesError, pesq
-
-    ref, deg, rate = clip.signals(row)
-    if ref.size < MIN_PESQ_S * rate:
-        return _metric(row, None, f"PESQ needs at least {MIN_PESQ_S} s of audio")
-    if clip.silent:
-        return _metric(row, None, "the original is silent; PESQ needs speech")
-    try:
-        return _metric(row, pesq(rate, ref, deg, mode), clip.scope)
-    except NoUtterancesError as e:
-        raise ValueError("PESQ found no speech in the original") from e
-
-
-_pesq_wb_metric = functools.partial(_pesq_metric, mode="wb")
-_pesq_nb_metric = functools.partial(_pesq_metric, mode="nb")
-
-
-def _stoi_metric(row: catalog.MetricRow, clip: _Clip) -> Metric:
-    from pystoi import stoi as pystoi
-
-    ref, deg, rate = clip.signals(row)
-    if ref.size < MIN_STOI_S * rate:
-        return _metric(row, None, f"STOI needs at least {MIN_STOI_S} s of speech")
-    if clip.silent:
-        return _metric(row, None, "the original is silent; STOI needs speech")
-    value = pystoi(ref, deg, rate)
-    if value == 1e-5:  # pystoi's answer when under 30 frames remain once silence is removed
-        return _metric(row, None, f"STOI needs at least {MIN_STOI_S} s of speech")
-    return _metric(row, value, clip.scope)
-
-
-def _si_sdr_metric(row: catalog.MetricRow, clip: _Clip) -> Metric:
-    ref, deg, _ = clip.signals(row)
-    ref, deg = ref.astype(np.float64), deg.astype(np.float64)
-    ref, deg = ref - ref.mean(), deg - deg.mean()
-    energy = ref @ ref
-    if energy < SILENCE_RMS**2 * ref.size:
-        return _metric(row, None, "the original is silent; SI-SDR needs a signal")
-    target = (deg @ ref) / energy * ref
-    error = deg - target
-    return _metric(row, 10.0 * np.log10((target @ target + SI_SDR_EPS) / (error @ error + SI_SDR_EPS)))
-
-
-def _mel_distance_metric(row: catalog.MetricRow, clip: _Clip) -> Metric:
-    """Mean absolute difference of the log-mel spectrograms (dB) over the whole clip."""
-    ref, deg, rate = clip.signals(row)
-    a, b = clip.mels or (log_mel(ref, rate), log_mel(deg, rate))
-    frames = min(a.shape[1], b.shape[1])  # a caller's spectrograms may differ by a frame
-    return _metric(row, mel_difference_db(a[:, :frames], b[:, :frames]).mean(), MEL_DISTANCE_NOTE)
+        return metric(row, None, f"could not be computed: {type(e).__name__}: {e}")
 
 
 def mel_difference_db(a: np.ndarray, b: np.ndarray) -> np.ndarray:

@@ -251,9 +251,17 @@ def pair(original, other, sample_rate: int, encoder: SpeakerEncoder) -> tuple[fl
 
 def ge2e_metric(row, clip):
     """The SIM-GE2E row of the metric catalogue (``compare`` calls it with the row and both whole,
-    aligned signals): :func:`pair` with resemblyzer's GE2E on the CPU, as a ``metrics.Metric``."""
-    from core.analysis.metrics import Metric
+    aligned signals): :func:`pair` with resemblyzer's GE2E, as a ``metrics.Metric``."""
+    from core.analysis.metrics import metric
     from core.analysis.speaker_models import GE2E, encoder
 
-    value, note = pair(clip.ref, clip.deg, clip.sample_rate, encoder(GE2E))
-    return Metric(row.id, value, row.meaning, row.better, note, row.unit)
+    return metric(row, *pair(clip.ref, clip.deg, clip.sample_rate, encoder(GE2E, clip.judges.device)))
+
+
+def wavlm_metric(row, clip):
+    """The SIM-WavLM row: :func:`pair` with the WavLM x-vector checkpoint the caller chose
+    (``clip.judges.speaker``: a directory or a hub id, loaded by the codec's loading path)."""
+    from core.analysis.metrics import metric
+    from core.analysis.speaker_models import encoder
+
+    return metric(row, *pair(clip.ref, clip.deg, clip.sample_rate, encoder(clip.judges.speaker, clip.judges.device)))

@@ -214,9 +214,11 @@ SMALL_WAVLM = {  # a WavLM x-vector model of a few hundred kB: same classes, tin
 }
 
 
-def build_random_wavlm(directory: Path, seed: int = 0) -> Path:
-    """A small ``WavLMForXVector`` with random weights, saved as a hub checkpoint is laid out
-    (config.json, model.safetensors, preprocessor_config.json) plus the random-weights marker."""
+def build_random_wavlm(directory: Path, seed: int = 0, full_size: bool = False) -> Path:
+    """A small ``WavLMForXVector`` with random weights (``full_size``: the sizes of
+    ``microsoft/wavlm-base-plus-sv``, ``WavLMConfig``'s defaults: 12 layers of 768, 94 M parameters,
+    for timing), saved as a hub checkpoint is laid out (config.json, model.safetensors,
+    preprocessor_config.json) plus the random-weights marker."""
     import torch
 
     from core.model.weights import lighten_transformers_import
@@ -227,11 +229,12 @@ def build_random_wavlm(directory: Path, seed: int = 0) -> Path:
     torch.manual_seed(seed)
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
-    model = WavLMForXVector(WavLMConfig(**SMALL_WAVLM)).eval()
+    model = WavLMForXVector(WavLMConfig() if full_size else WavLMConfig(**SMALL_WAVLM)).eval()
     model.save_pretrained(directory, safe_serialization=True)
     Wav2Vec2FeatureExtractor(
         feature_size=1, sampling_rate=16_000, padding_value=0.0, do_normalize=True, return_attention_mask=True
     ).save_pretrained(directory)
-    marker = {"random_weights": True, "kind": "wavlm-xvector-small", "note": "Random weights: says nothing."}
+    kind = "wavlm-xvector-base-size" if full_size else "wavlm-xvector-small"
+    marker = {"random_weights": True, "kind": kind, "note": "Random weights: says nothing."}
     (directory / RANDOM_MARKER).write_text(json.dumps(marker, indent=2))
     return directory

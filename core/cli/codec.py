@@ -6,6 +6,7 @@ import json
 import sys
 from pathlib import Path
 
+from core.analysis.judges import Judges
 from core.cli.common import check_outputs, engine_from_args, out_path
 from core.errors import CodecError
 
@@ -133,7 +134,8 @@ def cmd_roundtrip(args) -> int:
             _save_codes(engine.compare, made.second_trip.encoded, source, args.output_dir, ".compare.npz")
         for problem in made.problems:
             print(f"{source}: {problem.message}", file=sys.stderr)
-        table = source_table.measure(made.original, made.sources, engine.device, mos=not args.no_mos)
+        judges = Judges.of(engine.settings)
+        table = source_table.measure(made.original, made.sources, engine.device, mos=not args.no_mos, judges=judges)
         with open(out_path(args.output_dir, source, ".metrics.csv"), "x", newline="") as f:
             csv.writer(f).writerows(table.csv_rows())
         print(f"{source} -> {tokens}, {wav} and {len(made.sources) - 1} other sources ({made.timing['model_s']:.2f} s)")

@@ -1,45 +1,99 @@
-"""The judging models' check: each one the verdict uses loads and answers on this machine.
+"""The judging models' check: each model the settings choose loads and answers on this machine.
 
-Today that is the speaker encoder behind SIM-GE2E (resemblyzer's GE2E, weights inside its wheel):
-:func:`try_speaker_model` loads it and embeds a second of a synthetic vowel twice (the two must
-agree: a model that answers noise would not); :func:`check_judging_models` judges what it saw.
+The speaker model behind speaker similarity (``--speaker-model``: resemblyzer's GE2E, weights inside
+its wheel, or a WavLM x-vector checkpoint) and, when one is chosen, the ASR behind dWER (``--asr``:
+pocketsphinx or a Whisper checkpoint). :func:`try_judging_models` loads each and makes it answer:
+the speaker model embeds a second of a synthetic vowel twice (the two must agree: a model that
+answers noise would not), the ASR transcribes it (any text, even none, is an answer; an exception
+is not). :func:`check_judging_models` judges what it saw.
 """
 
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
 import numpy as np
 
+from core.analysis.judges import DEFAULT_JUDGES, Judges
 from core.doctor.findings import FAIL, PASS, Finding, finding
 
 FIX = (
     "Install the judging models: .venv/bin/pip install -r requirements-judging.txt && "
     ".venv/bin/pip install --no-deps -r requirements-judging-nodeps.txt"
 )
+FIX_CHOSEN = (
+    "Give --speaker-model / --asr a checkpoint directory that loads (docs/judging.md), or leave them at the defaults"
+)
 
 
-def try_speaker_model() -> tuple[str | None, float | None, str | None]:
-    """(model label, self-similarity of a synthetic vowel, error) after loading GE2E on the CPU."""
+@dataclass(frozen=True)
+class Seen:
+    role: str  # "speaker model" or "ASR"
+    chosen: str  # what the settings name: "ge2e", a directory, "pocketsphinx", ...
+    label: str | None  # the model's label once loaded, with the time it took
+    value: float | None  # the speaker model: self-similarity of one clip; the ASR: None
+    error: str | None  # why it did not load or answer
+
+
+def _vowel(rate: int) -> np.ndarray:
+    t = np.arange(rate * 2) / rate
+    return 0.1 * np.sum([np.sin(2 * np.pi * 140 * k * t) / k for k in range(1, 12)], axis=0).astype(np.float32)
+
+
+def try_speaker_model(judges: Judges = DEFAULT_JUDGES) -> Seen:
+    """Load the chosen speaker model and embed a synthetic vowel twice."""
     try:
         from core.analysis import speaker
-        from core.analysis.speaker_models import GE2E, encoder
+        from core.analysis.speaker_models import encoder
 
         started = time.perf_counter()
-        ge2e = encoder(GE2E).load()
-        t = np.arange(speaker.SIM_RATE * 2) / speaker.SIM_RATE
-        vowel = 0.1 * np.sum([np.sin(2 * np.pi * 140 * k * t) / k for k in range(1, 12)], axis=0).astype(np.float32)
-        value = speaker.cosine(ge2e.embed(vowel), ge2e.embed(vowel.copy()))
-        return f"{ge2e.label} in {time.perf_counter() - started:.2f} s", value, None
+        model = encoder(judges.speaker, judges.device).load()
+        vowel = _vowel(speaker.SIM_RATE)
+        value = speaker.cosine(model.embed(vowel), model.embed(vowel.copy()))
+        return Seen(
+            "speaker model", judges.speaker, f"{model.label} in {time.perf_counter() - started:.2f} s", value, None
+        )
     except Exception as e:  # noqa: BLE001 - any failure to load or run is what this check reports
-        return None, None, f"{type(e).__name__}: {e}"
+        return Seen("speaker model", judges.speaker, None, None, f"{type(e).__name__}: {e}")
 
 
-def check_judging_models(label: str | None, value: float | None, error: str | None) -> Finding:
-    """Pass when the speaker model loaded and gave one clip the same embedding twice."""
-    name, title = "judging_models", "Judging models load (speaker similarity: GE2E)"
-    if error is not None or label is None or value is None:
-        return finding(name, title, FAIL, f"the GE2E speaker encoder did not load or run: {error}", FIX)
-    if not value > 0.999:
-        return finding(name, title, FAIL, f"{label}: one clip embedded twice gave {value:.4f}, not 1", FIX)
-    return finding(name, title, PASS, f"{label}; one clip embedded twice: {value:.4f}", similarity=value)
+def try_asr(judges: Judges) -> Seen | None:
+    """Load the chosen ASR and transcribe a synthetic vowel (None when no ASR is chosen)."""
+    if not judges.asr:
+        return None
+    try:
+        from core.analysis.asr import ASR_RATE, recogniser
+
+        started = time.perf_counter()
+        asr = recogniser(judges.asr, judges.device).load()
+        asr.transcribe(_vowel(ASR_RATE), judges.language or None)
+        return Seen("ASR", judges.asr, f"{asr.label} in {time.perf_counter() - started:.2f} s", None, None)
+    except Exception as e:  # noqa: BLE001 - any failure to load or run is what this check reports
+        return Seen("ASR", judges.asr, None, None, f"{type(e).__name__}: {e}")
+
+
+def try_judging_models(judges: Judges = DEFAULT_JUDGES) -> list[Seen]:
+    """What loading each chosen judging model showed."""
+    return [s for s in (try_speaker_model(judges), try_asr(judges)) if s is not None]
+
+
+def check_judging_models(seen: list[Seen]) -> Finding:
+    """Pass when every chosen model loaded and answered (the speaker model: one clip embedded twice
+    gave the same vector)."""
+    name, title = "judging_models", "Judging models load (speaker similarity, dWER)"
+    for s in seen:
+        fix = FIX if s.chosen in ("ge2e", "pocketsphinx") else FIX_CHOSEN
+        if s.error is not None or s.label is None:
+            return finding(name, title, FAIL, f"the {s.role} {s.chosen!r} did not load or run: {s.error}", fix)
+        if s.role == "speaker model" and not (s.value is not None and s.value > 0.999):
+            shown = "nothing" if s.value is None else f"{s.value:.4f}"
+            return finding(name, title, FAIL, f"{s.label}: one clip embedded twice gave {shown}, not 1", fix)
+    if not seen:
+        return finding(name, title, FAIL, "no judging model was tried", FIX)
+    said = "; ".join(
+        f"{s.role}: {s.label}" + (f", one clip embedded twice: {s.value:.4f}" if s.value is not None else "")
+        for s in seen
+    )
+    speaker = next((s.value for s in seen if s.value is not None), None)
+    return finding(name, title, PASS, said, facts={"similarity": speaker} if speaker is not None else None)

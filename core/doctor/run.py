@@ -10,6 +10,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from core.analysis.judges import Judges
 from core.doctor import gather, gpu, host, judges, needs, tones
 from core.doctor.findings import Finding, Report
 from core.errors import CodecError
@@ -88,7 +89,7 @@ def run_doctor(engine, options: DoctorOptions = DoctorOptions()) -> Report:
             options.data_need_mib,
         ),
         needs.check_blind_test_store(*_blind_test_store(data_dir)),
-        judges.check_judging_models(*judges.try_speaker_model()),
+        judges.check_judging_models(judges.try_judging_models(Judges.of(settings))),
     ]
     report = Report(tuple(findings), time.perf_counter() - start)
     logger.info("doctor: %s", report.counts())

@@ -34,6 +34,7 @@ from pathlib import Path
 
 from core.analysis import catalog
 from core.analysis import metrics as analysis
+from core.analysis.judges import Judges
 from core.anchors import parse_anchors
 from core.audio.files import load_audio, write_wav
 from core.audio.readers import AUDIO_SUFFIXES  # the one list of what the readers open
@@ -150,7 +151,8 @@ def evaluate_one(
         write_wav(out_dir / "reconstructions" / f"{stem}.wav", result.decoded.samples)
         row["reconstruction"] = f"reconstructions/{stem}.wav"
         t = time.perf_counter()
-        values = verdict.metric_values(analysis.compare(audio.samples, result.decoded.samples))
+        judges = Judges.of(engine.settings)
+        values = verdict.metric_values(analysis.compare(audio.samples, result.decoded.samples, judges=judges))
         row.update(values)
         row["metrics_s"] = time.perf_counter() - t
         judged = verdict.judge(
@@ -171,9 +173,9 @@ def evaluate_one(
         if judged.mos_original is not None and judged.mos_reconstruction is not None:
             row["mos_drop"] = judged.mos_original - judged.mos_reconstruction
         if made is not None and (anchors or made.second_trip is not None):
-            row.update(per_source.row_values(made, engine.device, bool(engine.info().get("random_weights"))))
+            row.update(per_source.row_values(made, engine.device, bool(engine.info().get("random_weights")), judges))
         if table is not None and made is not None:  # --table: the README's layout (core.judging.paper_table)
-            table.append(paper_table.measure(audio.samples, made.sources, engine.device, engine.settings.mos_windows))
+            table.append(paper_table.measure(audio.samples, made.sources, engine.settings.mos_windows, judges))
     except Exception as e:  # noqa: BLE001 - one bad file is a row with its error, never the end of the run
         logger.warning("evaluating %s failed: %s: %s", name, type(e).__name__, e)
         text = str(e) if isinstance(e, CodecError) else f"{type(e).__name__}: {e}"
@@ -229,18 +231,19 @@ def evaluate_files(
             writer.writerow(row)
             table.flush()  # each row is on disk as soon as its file is done
     random_weights = bool(engine.info().get("random_weights"))
-    table_md = _write_table(out_dir, per_file, anchors, random_weights, len(rows)) if with_table else None
+    judges = Judges.of(engine.settings)
+    table_md = _write_table(out_dir, per_file, anchors, random_weights, len(rows), judges) if with_table else None
     html_path = write_html(out_dir, rows, files, limits, worst, random_weights, ids if extra else [], table_md)
     return Evaluation(rows, csv_path, html_path, time.perf_counter() - started, table_md)
 
 
-def _write_table(out_dir: Path, per_file: list[dict], anchors, random_weights: bool, files: int) -> str:
+def _write_table(out_dir: Path, per_file: list[dict], anchors, random_weights: bool, files: int, judges) -> str:
     """table.md: the README's tokenizer table for this folder (core.judging.paper_table)."""
     labels: dict[str, tuple[str, float | None]] = {
         sources.CODEC_ID: ("Qwen3-TTS-Tokenizer-12Hz (this checkpoint)", sources.CODEC_BPS)
     }
     labels |= {a.id: (a.label, a.nominal_bps) for a in anchors}
-    text = paper_table.markdown(paper_table.rows(per_file, labels), random_weights, files)
+    text = paper_table.markdown(paper_table.rows(per_file, labels, judges), random_weights, files, judges)
     with open(out_dir / "table.md", "x", encoding="utf-8") as f:
         f.write(text)
     return text

@@ -16,6 +16,7 @@ import statistics
 from dataclasses import dataclass
 
 from core.analysis import catalog
+from core.analysis.judges import DEFAULT_JUDGES, GE2E, POCKETSPHINX, Judges
 from core.codec import CODEBOOK_SIZE, FRAME_RATE, NUM_CODEBOOKS, SAMPLE_RATE
 
 PUBLISHED_SOURCE = (
@@ -46,27 +47,50 @@ COLUMNS = (  # the README's headers; the metric catalogue's ids (core.analysis.c
     Column("PESQ_NB", catalog.PESQ_NB, "ITU-T P.862, 16 kHz"),
     Column(catalog.STOI, catalog.STOI, "pystoi"),
     Column("MOS (DistillMOS)", catalog.MOS, "DistillMOS of the clip, not UTMOS"),
-    Column("SIM (GE2E)", catalog.SIM_GE2E, "GE2E (resemblyzer), not WavLM"),
-    Column("dWER", "dWER", "not measured: no ASR that separates a 3.5 kHz low-pass runs offline here"),
 )
+NO_DWER = Column("dWER", None, "not measured: no ASR chosen (--asr pocketsphinx or a Whisper checkpoint)")
+
+
+def columns(judges: Judges = DEFAULT_JUDGES) -> tuple[Column, ...]:
+    """The table's columns for the judging models ``judges`` names: one speaker column, headed by
+    its model (GE2E or WavLM, never both in one), and a dWER column headed by its ASR."""
+    if judges.speaker_kind == GE2E:
+        speaker = Column("SIM (GE2E)", catalog.SIM_GE2E, "GE2E (resemblyzer), not WavLM")
+    else:
+        speaker = Column("SIM (WavLM)", catalog.SIM_WAVLM, f"WavLM x-vector ({judges.speaker})")
+    if judges.asr_kind == POCKETSPHINX:
+        words = Column("dWER (pocketsphinx)", "dWER-pocketsphinx", "pocketsphinx, US English (docs/judging.md: weak)")
+    elif judges.asr_kind:
+        words = Column("dWER (Whisper)", "dWER-Whisper", f"Whisper ({judges.asr})")
+    else:
+        words = NO_DWER
+    return (*COLUMNS, speaker, words)
+
+
 NOT_SHOWN = "—"
 
 
-def measure(original, sources, device: str = "cpu", max_windows: int | None = None) -> dict[str, dict]:
+def measure(original, sources, max_windows: int | None = None, judges: Judges = DEFAULT_JUDGES) -> dict[str, dict]:
     """{source id: {metric id: value}} for each of ``sources`` (core.judging.sources.Source, aligned
-    with ``original``): the catalogue's comparisons and DistillMOS of the source alone."""
+    with ``original``): the table's comparisons by the judging models ``judges`` names (on its
+    device) and DistillMOS of the source alone."""
     from core.analysis.metrics import compare
     from core.judging.verdict import predictor
 
+    asked = [
+        c.metric for c in columns(judges) if c.metric in catalog.BY_ID and catalog.BY_ID[c.metric].reads == catalog.PAIR
+    ]
     out: dict[str, dict] = {}
     for source in sources:
-        values: dict = {m.name: m.value for m in compare(original, source.samples)}
-        values[catalog.MOS] = predictor(device).predict(source.samples, SAMPLE_RATE, max_windows)
+        values: dict = {m.name: m.value for m in compare(original, source.samples, metrics=asked, judges=judges)}
+        values[catalog.MOS] = predictor(judges.device).predict(source.samples, SAMPLE_RATE, max_windows)
         out[source.id] = values
     return out
 
 
-def rows(per_file: list[dict[str, dict]], labels: dict[str, tuple[str, float | None]]) -> list[list]:
+def rows(
+    per_file: list[dict[str, dict]], labels: dict[str, tuple[str, float | None]], judges: Judges = DEFAULT_JUDGES
+) -> list[list]:
     """The table's rows: per source id (in ``labels``' order: id -> (label, bitrate or None)) its NQ,
     codebook size, FPS and the mean of each column over the files that have it, and the file count."""
     out = []
@@ -76,15 +100,15 @@ def rows(per_file: list[dict[str, dict]], labels: dict[str, tuple[str, float | N
         head: list = [label, NUM_CODEBOOKS if codec else NOT_SHOWN, CODEBOOK_SIZE if codec else NOT_SHOWN]
         head.append(FRAME_RATE if codec else NOT_SHOWN)
         means = []
-        for column in COLUMNS:
+        for column in columns(judges):
             values = [v[column.metric] for v in measured if isinstance(v.get(column.metric), int | float)]
             means.append(statistics.fmean(values) if values else None)
         out.append([*head, *means, len(measured), None if bitrate is None else round(bitrate)])
     return out
 
 
-def header() -> list[str]:
-    return ["source", "NQ", "codebook size", "FPS", *(c.header for c in COLUMNS), "files", "bit/s"]
+def header(judges: Judges = DEFAULT_JUDGES) -> list[str]:
+    return ["source", "NQ", "codebook size", "FPS", *(c.header for c in columns(judges)), "files", "bit/s"]
 
 
 def _cell(value) -> str:
@@ -93,14 +117,14 @@ def _cell(value) -> str:
     return f"{value:.3g}" if isinstance(value, float) else str(value)
 
 
-def markdown(table_rows: list[list], random_weights: bool, files: int) -> str:
+def markdown(table_rows: list[list], random_weights: bool, files: int, judges: Judges = DEFAULT_JUDGES) -> str:
     """The folder's table, the models behind its columns, and the published rows beside it."""
     lines = [f"## This folder: {files} file(s), mean per source", ""]
     if random_weights:
         lines += ["**Random weights: these numbers say nothing about the real codec's quality.**", ""]
-    lines += _md_table(header(), [[_cell(v) for v in row] for row in table_rows])
+    lines += _md_table(header(judges), [[_cell(v) for v in row] for row in table_rows])
     lines += ["", "Models behind the columns:"]
-    lines += [f"- {c.header}: {c.model}" for c in COLUMNS]
+    lines += [f"- {c.header}: {c.model}" for c in columns(judges)]
     lines += ["", f"## Published (reference, not measured here): {PUBLISHED_SOURCE}", ""]
     lines += _md_table(list(PUBLISHED_HEADER), [[_cell(v) for v in row] for row in PUBLISHED])
     return "\n".join(lines) + "\n"

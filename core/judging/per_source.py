@@ -10,6 +10,7 @@ files, and on how many files the codec was closer, further or mixed.
 
 from __future__ import annotations
 
+from core.analysis.judges import DEFAULT_JUDGES, Judges
 from core.judging import averages, placing, source_table
 from core.judging.sources import CODEC_ID, SourceSet
 
@@ -32,9 +33,9 @@ def columns(ids: list[str]) -> list[str]:
     return out
 
 
-def row_values(made: SourceSet, device: str, random_weights: bool) -> dict:
-    """One file's per-source columns, measured on that file."""
-    table = source_table.measure(made.original, made.sources, device)
+def row_values(made: SourceSet, device: str, random_weights: bool, judges: Judges = DEFAULT_JUDGES) -> dict:
+    """One file's per-source columns, measured on that file by the judging models ``judges`` names."""
+    table = source_table.measure(made.original, made.sources, device, judges=judges)
     out: dict = {}
     for column in table.columns[1:]:
         sid = column.source["id"]

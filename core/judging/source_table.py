@@ -19,6 +19,7 @@ import numpy as np
 
 from core.analysis import catalog
 from core.analysis import metrics as analysis
+from core.analysis.judges import DEFAULT_JUDGES, Judges
 from core.codec import SAMPLE_RATE
 from core.judging.sources import Source
 
@@ -45,13 +46,14 @@ class Column:
 class SourceTable:
     columns: tuple[Column, ...]  # the original first, then the sources in the order given
     seconds: float  # time taken
+    rows: tuple[str, ...] = ROWS  # ROWS less those of judging models not chosen (SIM-WavLM beside GE2E)
 
     def column(self, source_id: str) -> Column:
         return next(c for c in self.columns if c.source["id"] == source_id)
 
     def to_dict(self) -> dict:
         return {
-            "rows": list(ROWS),
+            "rows": list(self.rows),
             "columns": [{"source": c.source, "values": c.values, "notes": c.notes} for c in self.columns],
             "seconds": self.seconds,
         }
@@ -59,13 +61,15 @@ class SourceTable:
     def csv_rows(self) -> list[list]:
         """Header (metric, then each source's id) and one row per metric."""
         out: list[list] = [["metric", *(c.source["id"] for c in self.columns)]]
-        out += [[row, *(c.values.get(row) for c in self.columns)] for row in ROWS]
+        out += [[row, *(c.values.get(row) for c in self.columns)] for row in self.rows]
         return out
 
     def text(self) -> str:
         """The table as aligned plain text (the CLI prints it)."""
         header = ["", *(c.source["label"] for c in self.columns)]
-        lines = [header] + [[_row_name(row), *(_cell(c.values.get(row), row) for c in self.columns)] for row in ROWS]
+        lines = [header] + [
+            [_row_name(row), *(_cell(c.values.get(row), row) for c in self.columns)] for row in self.rows
+        ]
         widths = [max(len(str(line[i])) for line in lines) for i in range(len(header))]
         return "\n".join(
             "  ".join(str(v).rjust(w) for v, w in zip(line, widths, strict=True)).rstrip() for line in lines
@@ -94,11 +98,14 @@ def measure(
     mos: bool = True,
     progress: Callable[[float], None] | None = None,
     cache: dict | None = None,
+    judges: Judges = DEFAULT_JUDGES,
 ) -> SourceTable:
-    """The table for ``sources`` (each with samples) against ``original``. ``cache``: a dict kept by
-    the caller, {(source digest, original digest): column values}, so a source measured once is
-    not measured again when the table grows (the ladder adds levels)."""
+    """The table for ``sources`` (each with samples) against ``original``, its rows by the judging
+    models ``judges`` names. ``cache``: a dict kept by the caller, {(source digest, original digest,
+    ...): column values}, so a source measured once is not measured again when the table grows (the
+    ladder adds levels)."""
     started = time.perf_counter()
+    rows = tuple(r for r in ROWS if r not in catalog.BY_ID or judges.computes(catalog.BY_ID[r]))
     sources = list(sources)
     ref = np.asarray(original.samples, dtype=np.float32)
     ref_key = _digest(ref)
@@ -107,15 +114,15 @@ def measure(
         if progress:
             progress(i / max(len(sources), 1))
         samples = np.asarray(source.samples, dtype=np.float32)
-        key = (_digest(samples), ref_key, mos)
+        key = (_digest(samples), ref_key, mos, judges)
         found = cache.get(key) if cache is not None else None
         if found is None:
-            found = _measure_one(ref, samples, device, mos)
+            found = _measure_one(ref, samples, device, mos, judges)
             if cache is not None:
                 cache[key] = found
         values, notes = found
         columns.append(Column(source.facts(), values | {BITRATE: source.bitrate_bps}, notes))
-    return SourceTable(tuple(columns), time.perf_counter() - started)
+    return SourceTable(tuple(columns), time.perf_counter() - started, rows)
 
 
 def _original_column(original: Source, ref, device, mos, cache, ref_key) -> Column:
@@ -130,14 +137,13 @@ def _original_column(original: Source, ref, device, mos, cache, ref_key) -> Colu
     return Column(original.facts(), values, found[1])
 
 
-def _measure_one(ref: np.ndarray, samples: np.ndarray, device: str, mos: bool) -> tuple[dict, dict]:
+def _measure_one(ref: np.ndarray, samples: np.ndarray, device: str, mos: bool, judges: Judges) -> tuple[dict, dict]:
     values: dict = {}
     notes: dict = {}
-    for m in analysis.compare(ref, samples):
-        if m.name in METRICS:
-            values[m.name] = m.value
-            if m.note:
-                notes[m.name] = m.note
+    for m in analysis.compare(ref, samples, metrics=METRICS, judges=judges):  # no PESQ-NB: the table has none
+        values[m.name] = m.value
+        if m.note:
+            notes[m.name] = m.note
     value, note = _mos(samples, device) if mos else (None, "not asked for")
     values[MOS] = value
     if note:

@@ -72,3 +72,47 @@ def test_the_card_renders_the_verdicts_lights_and_judges_nothing_itself():
     reasons = re.findall(r"<li>([^<]+)</li>", card)
     assert reasons == ["Speech is clearly harder to understand than the original."]
     assert "data-level='red'" in card
+
+
+TABLE = {  # the table of every source as webui.jobs.compare sends it (SourceTable.to_dict())
+    "table": {
+        "rows": ["PESQ-WB", "STOI", "SIM-GE2E"],
+        "columns": [
+            {"source": {"id": "original", "kind": "original", "label": "Original"}, "values": {}},
+            {"source": {"id": "reconstruction", "kind": "codec", "label": "c"}, "values": {"SIM-GE2E": 0.97}},
+            {"source": {"id": "amr", "kind": "anchor", "label": "AMR"}, "values": {"SIM-GE2E": 0.81, "STOI": 0.9}},
+            {"source": {"id": "lp3.5", "kind": "anchor", "label": "LP"}, "values": {"SIM-GE2E": None}},
+        ],
+    }
+}
+
+
+def test_same_voice_is_said_in_words_on_its_own_line_with_the_anchors_beside_its_number():
+    v = AMBER | {"values": {"PESQ-WB": 2.6, "STOI": 0.95, "MOS drop": 0.7, "SIM-GE2E": 0.97}}
+    v["lights"] = {"PESQ-WB": "amber", "STOI": "green", "MOS drop": "amber", "SIM-GE2E": "green"}
+    metrics = METRICS | {"SIM-GE2E": 0.97}
+    card = verdict_card.final(v, metrics, "", "en", anchors=verdict_card.beside(TABLE, "en"))
+    assert "data-metric='SIM-GE2E'>It sounds like the same speaker.</p>" in card  # not one of three reasons
+    assert len(re.findall(r"<li>([^<]+)</li>", card)) == 3 and "same speaker" not in "".join(re.findall("<li>.*", card))
+    numbers = card[card.index("<details") :]
+    assert "0.97" in numbers and "green from 0.95, red below 0.75" in numbers  # the number, one click away
+    assert "Anchors on this clip: Phone call (AMR-NB 12.2 kbit/s): 0.81" in numbers  # the anchor beside it
+    assert numbers.index("data-metric='SIM-GE2E'") < numbers.index("data-beside='SIM-GE2E'")
+    assert "0.90" in numbers[numbers.index("data-beside='STOI'") :]  # every signal gets its anchors
+    red = verdict_card.final(v | {"lights": v["lights"] | {"SIM-GE2E": "amber"}}, metrics, "", "en")
+    assert "The voice changes noticeably." in red
+    zh = verdict_card.final(v, metrics, "", "zh-CN", anchors=verdict_card.beside(TABLE, "zh-CN"))
+    assert "听起来是同一个说话人。" in zh and "本片段上的参照编解码器" in zh
+    assert english_sentences(_words(zh)) == [], _words(zh)
+
+
+def test_a_wavlm_number_is_shown_under_its_own_name_without_a_light():
+    v = AMBER | {"values": {"PESQ-WB": 2.6, "STOI": 0.95, "MOS drop": 0.7, "SIM-GE2E": None}}
+    v["lights"] = {"PESQ-WB": "amber", "STOI": "green", "MOS drop": "amber"}
+    card = verdict_card.final(v, METRICS | {"SIM-WavLM": 0.42}, "", "en")
+    numbers = card[card.index("<details") :]
+    row = numbers[numbers.index("data-metric='SIM-WavLM'") :].split("</tr>")[0]
+    assert "WavLM x-vector" in row and "0.42" in row and "no bounds" in row and "no light" in row
+    assert "cw-card-alone" not in card  # GE2E did not run: no sentence about the voice from a number without bounds
+    plain = verdict_card.final(AMBER, METRICS, "", "en")
+    assert "SIM-WavLM" not in plain  # a model that was not chosen has no row

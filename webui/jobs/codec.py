@@ -16,6 +16,7 @@ from pathlib import Path
 from core import tokens
 from core.analysis import metrics as analysis
 from core.analysis import token_usage
+from core.analysis.judges import DEFAULT_JUDGES, Judges
 from core.audio.files import load_audio, write_wav
 from core.codec import SAMPLES_PER_FRAME
 from core.model.engine import ROUNDTRIP_ENCODE_SHARE
@@ -187,15 +188,19 @@ def roundtrip(
 
 
 def measure(
-    original_path: Path, reconstruction_path: Path, limits: AudioLimits, progress: Progress = quiet
+    original_path: Path,
+    reconstruction_path: Path,
+    limits: AudioLimits,
+    progress: Progress = quiet,
+    judges: Judges = DEFAULT_JUDGES,
 ) -> MetricsOutput:
     """Objective metrics of a reconstruction against its original (any two files: both are
-    read as 24 kHz mono and trimmed to the shorter)."""
+    read as 24 kHz mono and trimmed to the shorter), by the judging models ``judges`` names."""
     start = time.perf_counter()
     progress(0.1, "job.metrics")
     original = load_audio(original_path, limits).samples
     reconstruction = load_audio(reconstruction_path, limits).samples
-    metrics = [asdict(m) for m in analysis.compare(original, reconstruction)]
+    metrics = [asdict(m) for m in analysis.compare(original, reconstruction, judges=judges)]
     return MetricsOutput(metrics, time.perf_counter() - start)
 
 

@@ -19,6 +19,7 @@ import numpy as np
 from core import anchors as anchor_lib
 from core import tokens
 from core.analysis import token_usage
+from core.analysis.judges import DEFAULT_JUDGES, Judges
 from core.audio.files import load_audio, write_wav
 from core.judging import placing, source_table, sources
 from core.model import second
@@ -125,6 +126,7 @@ def table_of(
     random_weights: bool,
     mos: bool = True,
     progress: Progress = quiet,
+    judges: Judges = DEFAULT_JUDGES,
 ) -> TableOutput:
     """The table of every listed source (checked source dicts) against the original, and where the
     codec stands among them. Columns measured before are taken from a cache."""
@@ -139,7 +141,7 @@ def table_of(
     with _CACHE_LOCK:
         cache = dict(_CACHE)
     table = source_table.measure(
-        original, items, device, mos, lambda f: progress(0.1 + 0.85 * f, "compare.job.table"), cache
+        original, items, device, mos, lambda f: progress(0.1 + 0.85 * f, "compare.job.table"), cache, judges
     )
     with _CACHE_LOCK:
         _CACHE.update(cache)

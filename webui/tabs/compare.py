@@ -17,6 +17,7 @@ from pathlib import Path
 import gradio as gr
 
 from core import anchors as anchor_lib
+from core.analysis.judges import Judges
 from core.judging import sources as source_lib
 from webui import i18n
 from webui.common import TabHandlers, need_file, user_errors
@@ -101,7 +102,15 @@ class CompareHandlers(TabHandlers):
             codec = source_lib.codec().facts() | {compare_jobs.WAV: str(reconstruction)}
             items = [codec, *listed]
             for mos in (False, True):
-                out = compare_jobs.table_of(original, items, self.limits, self.engine.device, random_weights, mos=mos)
+                out = compare_jobs.table_of(
+                    original,
+                    items,
+                    self.limits,
+                    self.engine.device,
+                    random_weights,
+                    mos=mos,
+                    judges=Judges.of(self.engine.settings),
+                )
                 outputs = self._outputs(out, lang, pending=not mos)
                 if mos:  # the report takes the server's table, never the client's (webui.jobs.results)
                     results.remember("comparison", original, reconstruction, outputs[-1], results.scope(self.engine))

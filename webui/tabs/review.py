@@ -18,6 +18,7 @@ import gradio as gr
 import soundfile
 
 from core import tokens
+from core.analysis.judges import Judges
 from core.audio.files import load_audio
 from core.codec import SAMPLE_RATE
 from core.judging import report, verdict
@@ -101,8 +102,8 @@ class ReviewHandlers(TabHandlers):
         if heard_s > 0 and v.get("seconds"):
             self.pace[0] = v["seconds"] / (2 * heard_s)
         comparison = results.recall("comparison", original, reconstruction, results.scope(self.engine))
-        placing = compare_view.card_placing(comparison, lang)
-        card = verdict_card.final(v, values, verdict_card.judged_words(v, duration_s, lang), lang, placing)
+        placing, anchors = compare_view.card_placing(comparison, lang), verdict_card.beside(comparison, lang)
+        card = verdict_card.final(v, values, verdict_card.judged_words(v, duration_s, lang), lang, placing, anchors)
         return card, v
 
     def placing_card(self, original_path, reconstruction_path, request: gr.Request | None = None):
@@ -115,12 +116,13 @@ class ReviewHandlers(TabHandlers):
         scope = results.scope(self.engine)
         v = results.recall("verdict", original, reconstruction, scope)
         comparison = results.recall("comparison", original, reconstruction, scope)
-        placing = compare_view.card_placing(comparison, lang)
-        if not v or not placing:
+        placing, anchors = compare_view.card_placing(comparison, lang), verdict_card.beside(comparison, lang)
+        if not v or not (placing or anchors):
             return gr.skip()
         values = verdict.metric_values(self._metrics(original, reconstruction)["metrics"])
         duration_s = _duration_s(original)
-        return verdict_card.final(v, values, verdict_card.judged_words(v, duration_s, lang), lang, placing)
+        judged = verdict_card.judged_words(v, duration_s, lang)
+        return verdict_card.final(v, values, judged, lang, placing, anchors)
 
     @staticmethod
     def report_ready(request: gr.Request | None = None):
@@ -132,7 +134,8 @@ class ReviewHandlers(TabHandlers):
         scope = results.scope(self.engine)
         measured = results.recall("metrics", original, reconstruction, scope)
         if measured is None:
-            out = jobs_codec.measure(original, reconstruction, self.limits)
+            judges = Judges.of(self.engine.settings)
+            out = jobs_codec.measure(original, reconstruction, self.limits, judges=judges)
             measured = {"metrics": out.metrics, "seconds": out.seconds}
             results.remember("metrics", original, reconstruction, measured, scope)
         return measured

@@ -13,6 +13,7 @@ from typing import Any, NamedTuple
 
 import gradio as gr
 
+from core.analysis.judges import Judges
 from core.audio.files import load_audio
 from core.units import MIB
 from webui import i18n
@@ -110,7 +111,8 @@ class RoundTripHandlers(TabHandlers):
         original = need_file(original_path, "what.original", lang)
         reconstruction = need_file(reconstruction_path, "what.reconstruction", lang)
         with user_errors("action.metrics", lang):
-            out = jobs.measure(original, reconstruction, self.limits, i18n.progress_in(lang, progress))
+            progress_in = i18n.progress_in(lang, progress)
+            out = jobs.measure(original, reconstruction, self.limits, progress_in, Judges.of(self.engine.settings))
             measured = {"metrics": out.metrics, "seconds": out.seconds}
             results.remember("metrics", original, reconstruction, measured, results.scope(self.engine))
         return fmt.metrics_markdown(out.metrics, out.seconds, lang), measured

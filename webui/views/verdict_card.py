@@ -1,8 +1,10 @@
 """The verdict card: the one answer a demo needs, right under *Encode → Decode*.
 
-A sentence in words, coloured by CSS (never an emoji a font may lack), one to three plain reasons
-a non-engineer reads ("speech stays as easy to understand as the original"), and the numbers
-behind it one click away (a ``<details>``). Three states: *measuring* (right after the round
+A sentence in words, coloured by CSS (never an emoji a font may lack), a plain reason per voting
+signal a non-engineer reads ("speech stays as easy to understand as the original", "it sounds like
+the same speaker"), worst first, and the numbers behind it one click away (a ``<details>``), each
+with the anchors' values on this clip beside it ("Phone call (AMR-NB 12.2 kbit/s): 0.81") once the
+table of every source is in. Three states: *measuring* (right after the round
 trip), *preliminary* (the metrics are in: a light from the metrics alone, and an honest estimate of
 when the listener-score model will be done), *final* (``core.judging.verdict``'s dict). The lights
 are ``core.judging.verdict``'s (its dict's ``lights``, or :func:`core.judging.verdict.combine` of the
@@ -14,13 +16,17 @@ in the page's language.
 from __future__ import annotations
 
 import html
+import math
 
 from core.analysis import catalog
 from core.judging import verdict as judging
+from core.judging.sources import ANCHOR
 from webui.i18n import text
+from webui.views import compare_view
 from webui.views.formatting import clock
 
-SIGNALS = catalog.ids(catalog.CARD)  # the verdict's signals, in the order a listener cares
+SIGNALS = catalog.ids(catalog.VOTERS_ON_CARD)  # the verdict's signals, in the order a listener cares
+SHOWN = catalog.ids(catalog.CARD)  # the rows of the card's numbers: the signals, then those without bounds
 _LEVELS = (*judging.LEVELS, "unknown")
 
 
@@ -39,30 +45,75 @@ def values_and_lights(v: dict | None, metrics: dict[str, float | None]) -> tuple
     return found.values, found.lights
 
 
-def reasons(signal_lights: dict[str, str], lang: str, limit: int = 3) -> list[str]:
-    """Plain reasons, worst first (ties in the card's order), at most ``limit``."""
+def beside(comparison: dict | None, lang: str) -> dict[str, list[tuple[str, float]]]:
+    """{metric id: [(anchor's name, its value), ...]} from the table of every source of this clip
+    (``webui.jobs.compare``'s result: {"table": SourceTable.to_dict(), ...}), for the card's rows."""
+    table = (comparison or {}).get("table") if isinstance(comparison, dict) else None
+    out: dict[str, list[tuple[str, float]]] = {}
+    for column in (table or {}).get("columns") or []:
+        if column.get("source", {}).get("kind") != ANCHOR:
+            continue
+        label = compare_view.source_label(column["source"], lang)
+        for name in SHOWN:
+            value = (column.get("values") or {}).get(name)
+            if isinstance(value, int | float) and math.isfinite(value):
+                out.setdefault(name, []).append((label, float(value)))
+    return out
+
+
+def reasons(signal_lights: dict[str, str], lang: str, limit: int = 3, alone: bool = True) -> list[str]:
+    """Plain reasons, worst first (ties in the card's order), at most ``limit``; ``alone`` False: without
+    those the card says on a line of their own (:func:`alone_lines`)."""
     ordered = sorted(
-        (kv for kv in signal_lights.items() if kv[0] in catalog.BY_ID),
+        (
+            kv
+            for kv in signal_lights.items()
+            if kv[0] in catalog.BY_ID and (alone or not catalog.BY_ID[kv[0]].said_alone)
+        ),
         key=lambda kv: (-judging.LEVELS.index(kv[1]), SIGNALS.index(kv[0]) if kv[0] in SIGNALS else len(SIGNALS)),
     )
-    return [text(f"verdict.reason.{catalog.BY_ID[name].key}.{light}", lang) for name, light in ordered[:limit]]
+    return [text(f"metrics.reason.{catalog.BY_ID[name].key}.{light}", lang) for name, light in ordered[:limit]]
 
 
-def _numbers(values: dict, signal_lights: dict, lang: str, extra: list[str]) -> str:
-    """The numbers behind the card, folded."""
+def alone_lines(signal_lights: dict[str, str], lang: str) -> list[tuple[str, str, str]]:
+    """(metric id, light, plain reason) of each signal the card says on a line of its own ("It sounds like
+    the same speaker."), in the card's order; those without a light (no value) are not said."""
+    return [
+        (name, signal_lights[name], text(f"metrics.reason.{catalog.BY_ID[name].key}.{signal_lights[name]}", lang))
+        for name in SIGNALS
+        if catalog.BY_ID[name].said_alone and signal_lights.get(name) in judging.LEVELS
+    ]
+
+
+def _numbers(values: dict, signal_lights: dict, lang: str, extra: list[str], anchors: dict | None = None) -> str:
+    """The numbers behind the card, folded: a row per signal (and per card row without bounds), each
+    followed by the anchors' values on this clip when they are known."""
     rows = []
-    for name in SIGNALS:
+    for name in SHOWN:
         value = values.get(name)
         row = catalog.BY_ID[name]
-        bounds = "verdict.bounds_higher" if row.higher_is_better else "verdict.bounds_lower"
-        bound = text(bounds, lang, green=row.green, red=row.red)
+        if not row.votes and value is None:  # a model that was not chosen: no row
+            continue
+        if row.votes:
+            bounds = "verdict.bounds_higher" if row.higher_is_better else "verdict.bounds_lower"
+            bound = text(bounds, lang, green=row.green, red=row.red)
+        else:
+            bound = text("verdict.no_bounds", lang)
         shown = "–" if value is None else f"{value:.2f}"
         light = signal_lights.get(name)
         word = text(f"verdict.light.{light}", lang) if light else text("verdict.not_available", lang)
+        if not row.votes and value is not None:
+            word = text("verdict.no_light", lang)
         rows.append(
-            f"<tr><th scope='row'>{_esc(text(f'verdict.signal.{row.key}', lang))}</th>"
+            f"<tr data-metric='{_esc(name)}'><th scope='row'>{_esc(text(f'metrics.signal.{row.key}', lang))}</th>"
             f"<td>{_esc(shown)}</td><td>{_esc(bound)}</td><td class='cw-light-{light or 'none'}'>{_esc(word)}</td></tr>"
         )
+        if beside_values := (anchors or {}).get(name):
+            said = ", ".join(text("metrics.beside_item", lang, label=lb, value=f"{v:.2f}") for lb, v in beside_values)
+            rows.append(
+                f"<tr class='cw-beside' data-beside='{_esc(name)}'><td colspan='4'>"
+                f"{_esc(text('metrics.beside', lang, values=said))}</td></tr>"
+            )
     head = "".join(
         f"<th scope='col'>{_esc(text(k, lang))}</th>"
         for k in ("verdict.col.signal", "verdict.col.value", "verdict.col.bounds", "verdict.col.light")
@@ -85,9 +136,12 @@ def _card(
     caveat: bool,
     lead: str = "",
     placing: str = "",
+    alone: list[tuple[str, str, str]] | None = None,
 ) -> str:
     items = "".join(f"<li>{_esc(line)}</li>" for line in body)
     lead_html = f"<p class='cw-card-lead'>{_esc(lead)}</p>" if lead else ""
+    for name, light, line in alone or []:  # "same voice?" on its own line, coloured by its light
+        lead_html += f"<p class='cw-card-alone cw-light-{light}' data-metric='{_esc(name)}'>{_esc(line)}</p>"
     if placing:  # where the codec stands among the other sources of this clip (webui.views.compare_view)
         lead_html += f"<p class='cw-card-placing'>{_esc(placing)}</p>"
     reasons_html = f"<ul class='cw-reasons'>{items}</ul>" if items else ""
@@ -117,16 +171,23 @@ def preliminary(metrics: dict, estimate_s: float | None, judged: str, lang: str,
         if estimate_s is not None
         else text("verdict.waiting", lang, judged=judged)
     )
-    body = [*reasons(signal_lights, lang, limit=2), waiting]
-    return _card(level, title, body, _numbers(values, signal_lights, lang, []), lang, "preliminary", random_weights)
+    body = [*reasons(signal_lights, lang, limit=2, alone=False), waiting]
+    values = {**{k: metrics.get(k) for k in SHOWN}, **values}
+    numbers = _numbers(values, signal_lights, lang, [])
+    alone = alone_lines(signal_lights, lang)
+    return _card(level, title, body, numbers, lang, "preliminary", random_weights, alone=alone)
 
 
-def final(v: dict, metrics: dict, judged: str, lang: str, placing: str = "") -> str:
+def final(v: dict, metrics: dict, judged: str, lang: str, placing: str = "", anchors: dict | None = None) -> str:
     """The verdict: ``v`` is core.judging.verdict's dict, ``metrics`` the values it was given;
-    ``placing``: where the codec stands among the clip's other sources, in words ("" until known)."""
+    ``placing``: where the codec stands among the clip's other sources, in words ("" until known);
+    ``anchors``: :func:`beside` of the table of every source (None until it is in)."""
     values, signal_lights = values_and_lights(v, metrics)
+    values = {**{k: metrics.get(k) for k in SHOWN}, **values}  # rows without bounds: the metrics' own
     level = str(v["level"]) if v.get("level") in _LEVELS else judging.worst(signal_lights)
-    body = reasons(signal_lights, lang) if signal_lights else []  # the title already says it cannot judge (issue 29)
+    body = (
+        reasons(signal_lights, lang, alone=False) if signal_lights else []
+    )  # the title already says it cannot judge (issue 29)
     if not body and level != "unknown":
         body = [text("verdict.unknown", lang)]
     lead = text(f"verdict.sentence.{level}", lang) if level != "unknown" else ""
@@ -135,9 +196,10 @@ def final(v: dict, metrics: dict, judged: str, lang: str, placing: str = "") -> 
         extra.append(text("verdict.mos", lang, original=v["mos_original"], reconstruction=v["mos_reconstruction"]))
     if v.get("seconds") is not None:
         extra.append(text("verdict.took", lang, seconds=f"{v['seconds']:.1f}"))
-    numbers = _numbers(values, signal_lights, lang, extra)
+    numbers = _numbers(values, signal_lights, lang, extra, anchors)
     caveat = bool(v.get("caveat"))
-    return _card(level, text(f"verdict.{level}", lang), body, numbers, lang, "final", caveat, lead, placing)
+    alone = alone_lines(signal_lights, lang)
+    return _card(level, text(f"verdict.{level}", lang), body, numbers, lang, "final", caveat, lead, placing, alone)
 
 
 def judged_words(v: dict | None, duration_s: float, lang: str) -> str:

@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from core.analysis import catalog
+from core.analysis.judges import DEFAULT_JUDGES
 from core.analysis.metrics import compare, quick_compare
 from core.judging import evaluate, placing, source_table, verdict
 from webui.views import verdict_card
@@ -19,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[3]
 def test_compare_returns_the_catalogue_rows_in_order(speech):
     x = speech(1.0)
     got = compare(x, 0.5 * x + 0.01 * np.random.default_rng(0).standard_normal(x.size).astype(np.float32))
-    assert [m.name for m in got] == list(catalog.ids(catalog.COMPARED))
+    assert [m.name for m in got] == list(catalog.ids(DEFAULT_JUDGES.rows(catalog.COMPARED)))  # GE2E, no ASR
     for m in got:
         row = catalog.BY_ID[m.name]
         assert (m.better, m.unit, m.meaning) == (row.better, row.unit, row.meaning)
@@ -29,6 +30,7 @@ def test_compare_returns_the_catalogue_rows_in_order(speech):
 def test_every_list_of_metrics_is_the_catalogues():
     assert verdict.THRESHOLDS == {m.id: (m.green, m.red, m.better == catalog.HIGHER) for m in catalog.VOTERS}
     assert verdict_card.SIGNALS == tuple(m.id for m in sorted(catalog.VOTERS, key=lambda m: m.card_rank))
+    assert verdict_card.SHOWN == tuple(m.id for m in sorted(catalog.CARD, key=lambda m: m.card_rank))
     assert source_table.ROWS[:-1] == tuple(m.id for m in catalog.METRICS if m.source_table)
     assert placing.COMPARED == tuple(m.id for m in catalog.METRICS if m.places)
     assert evaluate.METRICS == tuple(m.id for m in catalog.COMPARED)
@@ -46,16 +48,20 @@ def test_every_row_is_whole():
         if m.votes:  # green is the better side of red
             assert (m.green >= m.red) if m.higher_is_better else (m.green <= m.red)
             assert m.card_rank >= 1
+        assert m.card_rank == 0 or m.reads in (catalog.PAIR, catalog.DROP)  # the card's numbers hold no MOS alone
     assert len({m.id for m in catalog.METRICS}) == len(catalog.METRICS)
     assert len({m.key for m in catalog.METRICS}) == len(catalog.METRICS)
-    assert sorted(m.card_rank for m in catalog.VOTERS) == list(range(1, len(catalog.VOTERS) + 1))
+    assert sorted(m.card_rank for m in catalog.CARD) == list(range(1, len(catalog.CARD) + 1))
+    assert catalog.VOTERS_ON_CARD == tuple(m for m in catalog.CARD if m.votes) and set(catalog.VOTERS_ON_CARD) == set(
+        catalog.VOTERS
+    )
 
 
 def test_every_rows_compute_names_a_function():
     for m in catalog.METRICS:
         assert callable(m.function()), m.compute
     bare = catalog.BY_ID[catalog.STOI]
-    assert bare.function() is __import__("core.analysis.metrics", fromlist=["x"])._stoi_metric
+    assert bare.function() is __import__("core.analysis.signal_metrics", fromlist=["x"]).stoi
 
 
 def test_the_docs_table_lists_the_catalogue():

@@ -5,10 +5,17 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from core.analysis import catalog, signal_metrics
 from core.analysis import metrics as analysis
-from core.analysis.metrics import compare, log_mel
+from core.analysis.metrics import log_mel
 
 SR = 24_000  # Hz
+SIGNAL = catalog.ids(m for m in catalog.COMPARED if not m.judge)  # the rows no judging model computes
+
+
+def compare(reference, degraded, **kwargs):
+    """The signal metrics only: these tests do not pay for the speaker model (test_speaker does)."""
+    return analysis.compare(reference, degraded, metrics=SIGNAL, **kwargs)
 
 
 def by_name(metrics) -> dict:
@@ -52,9 +59,7 @@ def test_perceptual_metrics_of_identical_speech(speech):
     assert metrics["PESQ-NB"].value > 4.0
     assert metrics["STOI"].value == pytest.approx(1.0, abs=0.01)
     assert metrics["Log-mel distance"].value == pytest.approx(0.0, abs=1e-4)
-    # the signal metrics have nothing to add; speaker similarity may say the speech-like test signal
-    # holds too little of what its voice detector calls speech (a real recording is tested in test_speaker)
-    assert all(m.note == "" for m in metrics.values() if m.name not in ("Log-mel distance", "SIM-GE2E"))
+    assert all(m.note == "" for m in metrics.values() if m.name != "Log-mel distance")
 
 
 def test_heavy_noise_scores_lower(speech):
@@ -95,7 +100,7 @@ def test_one_failing_metric_does_not_stop_the_others(speech, monkeypatch):
     def broken(*args):
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(analysis, "_stoi_metric", broken)
+    monkeypatch.setattr(signal_metrics, "stoi", broken)
     x = speech(1.0)
     metrics = by_name(compare(x, x))
     assert metrics["STOI"].value is None and "boom" in metrics["STOI"].note
@@ -119,6 +124,35 @@ def test_window_limits_pesq_and_says_so(speech):
     assert windowed["PESQ-WB"].value > 4.0 > whole["PESQ-WB"].value
     assert windowed["SI-SDR"].value == whole["SI-SDR"].value  # always the whole clip
     assert whole["PESQ-WB"].note == ""
+
+
+def test_a_caller_asks_for_the_rows_it_shows_by_id_and_pays_for_no_other(speech, monkeypatch):
+    from core.analysis import speaker
+
+    def never(*args):
+        raise AssertionError("speaker similarity was computed although nobody asked for it")
+
+    monkeypatch.setattr(speaker, "ge2e_metric", never)
+    x = speech(1.0)
+    assert [m.name for m in analysis.compare(x, x, metrics=["STOI", "SI-SDR"])] == ["STOI", "SI-SDR"]
+    assert [m.name for m in compare(x, x)] == list(SIGNAL)
+    with pytest.raises(KeyError, match="unknown metric 'Speaker similarity'"):  # ids, never display text
+        analysis.compare(x, x, metrics=["Speaker similarity"])
+    asked = {m.name: m for m in analysis.compare(x, x, metrics=["SIM-GE2E", "STOI"])}  # asked for: computed
+    assert "AssertionError" in asked["SIM-GE2E"].note and asked["STOI"].value is not None
+
+
+def test_the_judges_pick_which_model_row_is_computed():
+    from core.analysis.judges import Judges
+
+    default = Judges()
+    assert catalog.SIM_GE2E in catalog.ids(default.rows(catalog.COMPARED))
+    assert not {catalog.SIM_WAVLM, *catalog.DWER} & set(catalog.ids(default.rows(catalog.COMPARED)))
+    wavlm = Judges(speaker="/models/wavlm-base-plus-sv", asr="/models/whisper")
+    chosen = set(catalog.ids(wavlm.rows(catalog.COMPARED)))
+    assert catalog.SIM_WAVLM in chosen and catalog.SIM_GE2E not in chosen  # never both models in one column
+    assert "dWER-Whisper" in chosen and "dWER-pocketsphinx" not in chosen
+    assert "dWER-pocketsphinx" in catalog.ids(Judges(asr="PocketSphinx").rows(catalog.COMPARED))
 
 
 # ---------------------------------------------------------------------------------- log-mel

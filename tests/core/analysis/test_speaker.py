@@ -182,3 +182,33 @@ def test_speaker_similarity_is_a_row_of_the_catalogue_that_compare_and_the_verdi
     judged = verdict.combine({"SIM-GE2E": got["SIM-GE2E"].value}, None, None, False)
     assert judged.lights["SIM-GE2E"] == "green"
     assert verdict.combine({"SIM-GE2E": 0.7}, None, None, False).lights["SIM-GE2E"] == "red"
+
+
+@pytest.mark.slow  # builds a WavLM and a Whisper model and loads them through transformers
+def test_the_models_chosen_by_flags_make_their_own_rows_labelled_with_the_model(tmp_path):
+    import argparse
+
+    from core import options
+    from core.analysis import asr, catalog
+    from core.analysis.judges import Judges
+    from core.analysis.metrics import compare
+    from core.settings import Settings, settings_from_args
+
+    wavlm, whisper = build_random_wavlm(tmp_path / "wavlm"), asr.build_random_whisper(tmp_path / "whisper")
+    parser = argparse.ArgumentParser()
+    options.add_arguments(parser, Settings)
+    flags = ["--speaker-model", str(wavlm), "--asr", str(whisper), "--asr-language", "en", "--device", "cpu"]
+    judges = Judges.of(settings_from_args(parser.parse_args(flags), env={}))
+    assert (judges.speaker, judges.asr, judges.language) == (str(wavlm), str(whisper), "en")
+    x = voices.espeak(voices.SENTENCES[0])
+    got = {m.name: m for m in compare(x, x[::-1].copy(), judges=judges)}
+    assert catalog.SIM_GE2E not in got  # one speaker model per run: WavLM's number never sits in GE2E's row
+    assert isinstance(got[catalog.SIM_WAVLM].value, float) and "WavLM x-vector" in got[catalog.SIM_WAVLM].note
+    assert "random weights" in got[catalog.SIM_WAVLM].note
+    dwer = got["dWER-Whisper"]  # a random Whisper may hear too few words: then no number, and it says why
+    assert "Whisper" in dwer.note and (dwer.value is not None or "dWER needs" in dwer.note), dwer
+    chinese = {m.name: m for m in compare(x, x, judges=Judges(asr="pocketsphinx", language="zh"))}
+    assert (
+        chinese["dWER-pocketsphinx"].value is None
+        and "not measured for this language" in chinese["dWER-pocketsphinx"].note
+    )

@@ -38,3 +38,22 @@ def test_every_column_names_its_model_and_the_published_rows_stay_apart():
     assert "UTMOS" in published and "SIM (WavLM)" in published and "LibriSpeech test-clean" in published
     assert "| Qwen3-TTS-Tokenizer-12Hz | 16 | 2048 | 12.5 | 3.21 | 3.68 | 0.96 | 4.16 | 0.95 |" in published
     assert "3.21" not in ours
+
+
+def test_the_chosen_models_head_their_own_columns_never_one_with_another_models_numbers():
+    from core.analysis.judges import Judges
+
+    files = [{"reconstruction": {"SIM-GE2E": 0.9, "SIM-WavLM": 0.7, "dWER-Whisper": 0.25}}]
+    wavlm = Judges(speaker="/models/wavlm-sv", asr="/models/whisper")
+    head = paper_table.header(wavlm)
+    assert "SIM (WavLM)" in head and "SIM (GE2E)" not in head and "dWER (Whisper)" in head
+    (codec,) = paper_table.rows(files, {"reconstruction": ("codec", 2200.0)}, wavlm)
+    assert codec[head.index("SIM (WavLM)")] == pytest.approx(0.7)  # WavLM's number, not GE2E's 0.9
+    assert codec[head.index("dWER (Whisper)")] == pytest.approx(0.25)
+    text = paper_table.markdown([codec], True, 1, wavlm)
+    assert (
+        "- SIM (WavLM): WavLM x-vector (/models/wavlm-sv)" in text
+        and "- dWER (Whisper): Whisper (/models/whisper)" in text
+    )
+    (default,) = paper_table.rows(files, {"reconstruction": ("codec", 2200.0)})
+    assert default[paper_table.header().index("SIM (GE2E)")] == pytest.approx(0.9)
