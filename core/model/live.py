@@ -64,7 +64,7 @@ class LiveSessions:
     def capacity(self) -> int:
         """Sessions the measured per-frame cost allows (``LOAD_SHARE`` of real time), never more than
         ``--live-sessions``; the cap alone until a frame has been measured."""
-        if self._batcher is not None:  # the measured batched step for that many sessions
+        if self._batcher is not None and self.use_batch():  # the measured batched step for that many
             return self._batcher.capacity(self.limit, LOAD_SHARE * FRAME_S)
         cost = self.frame_cost_s
         if cost is None or cost <= 0:
