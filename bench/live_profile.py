@@ -1,6 +1,6 @@
 """Where the batched live step's time goes on a GPU (``core.nn.live_batch``): a whole step for one
-session timed from the host (copies in, two graph replays, copies out, one synchronisation), with and
-without cuDNN timing the convolution algorithms at capture, the graph replays alone per batch size,
+session timed from the host (copies in, two graph replays, copies out, one synchronisation), the graph replays alone per batch size, with the few-step convolutions as cuDNN's implicit GEMM and as
+matmuls (``core.nn.frame_conv``),
 the per-session graphs of the last round beside it, and a torch.profiler table of one step;
 writes ``live_profile-cuda.txt``. Codes of the timed session are compared with the offline encode.
 
@@ -25,7 +25,7 @@ from bench.harness import agreement, full_fp32, set_layer_scales, signal  # noqa
 from core.codec import SAMPLE_RATE, SAMPLES_PER_FRAME  # noqa: E402
 from core.model.calls import backend_flags  # noqa: E402
 from core.model.engine import Engine  # noqa: E402
-from core.nn import live_batch  # noqa: E402
+from core.nn import frame_conv, live_batch  # noqa: E402
 from core.settings import Settings  # noqa: E402
 
 
@@ -64,8 +64,9 @@ def main(argv=None) -> None:
         steps = int(args.max_s * 12.5) * 2 + 8
         flags = lambda op: backend_flags(settings, op)  # noqa: E731
         with torch.inference_mode():
-            for tune in (False, True):
-                live_batch.TUNE_CONVOLUTIONS = tune
+            for rows in (0, frame_conv.MATMUL_MAX_ROWS):
+                frame_conv.MATMUL_MAX_ROWS = rows
+                tune = rows > 0
                 t0 = time.perf_counter()
                 batch = live_batch.LiveBatch(engine.model, engine._fast.decoder, 32, steps, flags, capture=True)
                 built = time.perf_counter() - t0
@@ -73,7 +74,8 @@ def main(argv=None) -> None:
                 times, codes = _one_session(batch, x)
                 n = min(codes.shape[0], whole.shape[0])
                 lines.append(
-                    f"batched step, 1 session, cuDNN algorithm timing at capture {'on' if tune else 'off'}: "
+                    f"batched step, 1 session, few-step convolutions as matmuls up to {rows} rows "
+                    f"({'on' if rows else 'off: cuDNN everywhere'}): "
                     f"{_spread(times)}; codes = offline encode {agreement(codes[:n], whole[:n]):.2%}; "
                     f"32 slots, {steps} key steps each, every bucket captured in {built:.1f} s"
                 )

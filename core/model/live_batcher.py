@@ -33,23 +33,30 @@ RESAMPLER_SLACK_SAMPLES = SAMPLES_PER_FRAME  # a resampler may emit a few sample
 
 
 def batch_wanted(settings) -> bool:
-    """Sessions share the batched step on a GPU with graphs when every key/value fits on the device
-    (the engine's offload rule would move some to host memory: the per-session step handles that)."""
-    from core.model import planner
-
-    return bool(settings.live_graphs and settings.is_cuda and planner.base_plan(settings).kv_device_bytes is None)
+    """Sessions share the batched step on a GPU with graphs (``build_batcher`` may still say no)."""
+    return bool(settings.live_graphs and settings.is_cuda)
 
 
 def build_batcher(engine, model, runner, limit: int, max_s: float) -> FrameBatcher | None:
     """The batched step for ``limit`` sessions (slots: the bucket that holds them, at most the largest)
-    of up to ``max_s`` seconds; None for a guarded bf16 decoder (its per-chunk check stays per session)."""
+    of up to ``max_s`` seconds; None for a guarded bf16 decoder (its per-chunk check stays per session)
+    or keys/values past the device budget (``--encode-kv-device-mib``: host offload is per session)."""
+    from core.model import planner
     from core.model.calls import backend_flags
+    from core.nn.kv_cache import kv_bytes_per_step
 
     if runner.guarded:
         return None
     settings = engine.settings
     slots = bucket_for(max(1, min(limit, BUCKETS[-1])))
     steps = ceil_div(int(max_s * SAMPLE_RATE) + RESAMPLER_SLACK_SAMPLES, SAMPLES_PER_STEP) + 2
+    attn = model.encoder.encoder_transformer.layers[0].self_attn
+    layers = len(model.encoder.encoder_transformer.layers)
+    item = next(model.parameters()).element_size()
+    cap = planner.base_plan(settings).kv_device_bytes  # the engine's offload rule, per session
+    if cap is not None and steps * kv_bytes_per_step(layers, attn.num_key_value_heads, attn.head_dim, item) > cap:
+        logger.info("live: a session's keys/values pass the device budget; a step per session instead")
+        return None
     flags = lambda op: backend_flags(settings, op)  # noqa: E731
     batch = LiveBatch(model, runner.decoder, slots, steps, flags, capture=settings.is_cuda)
     logger.info("live: one batched step for up to %d sessions (%d key steps each)", slots, steps)

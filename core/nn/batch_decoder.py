@@ -15,6 +15,7 @@ import torch
 
 from core.nn.decoding import DecoderStream, run_transformer_layers
 from core.nn.fast_decode import zero_state
+from core.nn.frame_conv import conv1d
 
 
 class BatchDecoderStream(DecoderStream):
@@ -47,6 +48,14 @@ class BatchDecoderStream(DecoderStream):
         joined = torch.cat([state.index_select(0, self.idx), x], dim=-1)
         state.index_copy_(0, self.idx, joined[..., joined.shape[-1] - width :])
         return joined
+
+    def _conv(self, module, x):
+        if int(module.stride) != 1:
+            raise ValueError("streaming decode expects stride-1 causal convolutions")
+        pad = int(module.padding)
+        if pad > 0:
+            x = self._with_state(module, x, pad)
+        return conv1d(module.conv, x)  # one frame's few steps: a matmul, not cuDNN's implicit GEMM
 
     def update(self, key_states, value_states, layer_idx, cache_kwargs=None):
         """The sliding window of each row after its new step (shift one out, the new one in)."""

@@ -27,6 +27,7 @@ import torch
 
 from core.codec import NUM_CODEBOOKS, SAMPLES_PER_FRAME, SAMPLES_PER_STEP
 from core.nn.encoding import EncoderState
+from core.nn.frame_conv import conv1d
 from core.nn.kv_cache import KVStore
 
 STEPS_PER_FRAME = SAMPLES_PER_FRAME // SAMPLES_PER_STEP  # 2
@@ -114,7 +115,7 @@ class BatchEncoder:
         joined = torch.cat([tail, hidden], dim=-1)
         self.tail.index_copy_(0, idx, hidden[..., -2:])
         conv = self.mimi.downsample.conv
-        down = conv(torch.nn.functional.pad(joined, (self.down_pad, 0)))[..., 1:]
+        down = conv1d(conv, torch.nn.functional.pad(joined, (self.down_pad, 0)))[..., 1:]
         codes = self.mimi.quantizer.encode(down, self.num_q)[: self.num_q, :, 0].T  # (B, num_q)
         if self.num_q == NUM_CODEBOOKS:
             return codes
@@ -129,7 +130,7 @@ class BatchEncoder:
             joined = torch.cat([state.index_select(0, idx), x], dim=-1)
             state.index_copy_(0, idx, x[..., x.shape[-1] - pad :])
             x = joined
-        return layer.conv(x)
+        return conv1d(layer.conv, x)  # the deep layers' few steps: a matmul (``core.nn.frame_conv``)
 
     def _seanet(self, x: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:
         """transformers' ``MimiEncoder.forward`` with a padding cache, the cache in the slot pools."""

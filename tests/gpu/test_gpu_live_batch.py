@@ -52,7 +52,7 @@ def _snr_db(x: np.ndarray, ref: np.ndarray) -> float:
 
 def test_sessions_in_threads_get_the_engines_codes_through_the_graphs(batch_engine, speech):
     engine = batch_engine
-    assert engine.live.use_batch()
+    assert engine.live.use_batch()  # on a GPU with graphs: the batched step
     xs = [speech(s, seed=20 + i) for i, s in enumerate(SECONDS)]
     results: list = [None] * len(xs)
     errors: list = []

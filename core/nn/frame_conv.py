@@ -1,0 +1,36 @@
+"""A causal convolution over one frame's few steps as one matrix product (the batched live step).
+
+In strict fp32 cuDNN runs a 1-d convolution whose output has a handful of steps (a live frame in the
+decoder: 1 to 16 steps per row before the last upsampling blocks) as an implicit GEMM that takes
+≈60 µs on an H200 whatever the size: the largest share of the live step (bench/results/live_profile-cuda.txt).
+Unfolded into (rows x in_channels·kernel) columns, the same convolution is one cuBLAS fp32 product with
+the weight as a (out_channels x in_channels·kernel) matrix: the same sums in another order (fp32
+rounding only; no TF32 unless the matmul flag allows it, as for every other matmul of the step).
+
+``conv1d`` takes the product where the output has at most ``MATMUL_MAX_ROWS`` batch·steps and the
+convolution is dense (groups 1), and the module's own convolution elsewhere.
+"""
+
+from __future__ import annotations
+
+import torch
+
+MATMUL_MAX_ROWS = 128  # batch x output steps up to which a dense convolution runs as one matmul (0: never)
+
+
+def conv1d(conv: torch.nn.Conv1d, x: torch.Tensor) -> torch.Tensor:
+    """``conv(x)`` for x (B, C_in, L) already padded; as a matmul where it pays (see the module)."""
+    kernel, stride, dilation = conv.kernel_size[0], conv.stride[0], conv.dilation[0]
+    span = (kernel - 1) * dilation + 1
+    steps = (x.shape[-1] - span) // stride + 1
+    batch = x.shape[0]
+    if conv.groups != 1 or conv.padding[0] != 0 or batch * steps > MATMUL_MAX_ROWS or steps < 1:
+        return conv(x)
+    cols = x.unfold(2, span, stride)  # (B, C_in, steps, span)
+    if dilation > 1:
+        cols = cols[..., ::dilation]
+    cols = cols.permute(1, 3, 0, 2).reshape(conv.in_channels * kernel, batch * steps)
+    weight = conv.weight.reshape(conv.out_channels, conv.in_channels * kernel)
+    out = torch.matmul(weight, cols) if conv.bias is None else torch.addmm(conv.bias[:, None], weight, cols)
+    out = out.view(conv.out_channels, batch, steps).transpose(0, 1)
+    return out if batch == 1 else out.contiguous()
