@@ -97,8 +97,16 @@ class FrameBatcher:
 
     # ---- slots -------------------------------------------------------------------------------------
     def open(self) -> int:
+        """A reset slot, or ``LiveBusy`` when every slot is in use."""
+        from core.errors import LiveBusy
+
         with self._cond:
-            return self.batch.open()
+            try:
+                return self.batch.open()
+            except IndexError:
+                raise LiveBusy(
+                    f"Live is busy: all {self.batch.slots} live slots of this server are in use. Try again in a moment."
+                ) from None
 
     def close(self, slot: int) -> None:
         from core.errors import LiveSessionError

@@ -1,8 +1,7 @@
 """A causal convolution over one frame's few steps as one matrix product (the batched live step).
 
-In strict fp32 cuDNN runs a 1-d convolution whose output has a handful of steps (a live frame in the
-decoder: 1 to 16 steps per row before the last upsampling blocks) as an implicit GEMM that takes
-≈60 µs on an H200 whatever the size: the largest share of the live step (bench/results/live_profile-cuda.txt).
+In strict fp32 cuDNN runs a 1-d convolution over one live frame (the decoder's 1 to 1,920 steps per
+row, the encoder's 1,920 to 2) as an implicit GEMM that takes ≈60 µs on an H200 almost whatever the size: the largest share of the live step (bench/results/live_profile-cuda.txt).
 Unfolded into (rows x in_channels·kernel) columns, the same convolution is one cuBLAS fp32 product with
 the weight as a (out_channels x in_channels·kernel) matrix: the same sums in another order (fp32
 rounding only; no TF32 unless the matmul flag allows it, as for every other matmul of the step).
@@ -15,7 +14,7 @@ from __future__ import annotations
 
 import torch
 
-MATMUL_MAX_ROWS = 128  # batch x output steps up to which a dense convolution runs as one matmul (0: never)
+MATMUL_MAX_ROWS = 2048  # batch x output steps up to which a dense convolution runs as one matmul (0: never)
 
 
 def conv1d(conv: torch.nn.Conv1d, x: torch.Tensor) -> torch.Tensor:
