@@ -14,7 +14,11 @@ from __future__ import annotations
 
 import torch
 
-MATMUL_MAX_ROWS = 2048  # batch x output steps up to which a dense convolution runs as one matmul (0: never)
+from core.codec import SAMPLES_PER_FRAME
+
+# batch x output steps up to which a dense convolution runs as one matmul (0: never): one frame's samples,
+# so a single session's step takes it everywhere (measured as 2,048, which picks the same convolutions)
+MATMUL_MAX_ROWS = SAMPLES_PER_FRAME
 
 
 def conv1d(conv: torch.nn.Conv1d, x: torch.Tensor) -> torch.Tensor:
