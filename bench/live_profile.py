@@ -67,7 +67,8 @@ def main(argv=None) -> None:
             for rows in (0, 128, frame_conv.MATMUL_MAX_ROWS):
                 frame_conv.MATMUL_MAX_ROWS = rows
                 t0 = time.perf_counter()
-                batch = live_batch.LiveBatch(engine.model, engine._fast.decoder, 32, steps, flags, capture=True)
+                decoder = engine._fast.decoder  # type: ignore[union-attr]  # loaded above
+                batch = live_batch.LiveBatch(engine.model, decoder, 32, steps, flags, capture=True)
                 built = time.perf_counter() - t0
                 _one_session(batch, x[: 2 * SAMPLE_RATE])  # warm
                 times, codes = _one_session(batch, x)
