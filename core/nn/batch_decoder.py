@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import torch
 
+from core.nn import frame_conv
 from core.nn.decoding import DecoderStream, run_transformer_layers
 from core.nn.fast_decode import zero_state
-from core.nn.frame_conv import conv1d
+from core.nn.frame_conv import conv1d, conv_transpose1d, transposed_weight
 
 
 class BatchDecoderStream(DecoderStream):
@@ -36,6 +37,8 @@ class BatchDecoderStream(DecoderStream):
         self.slots = torch.arange(self.window, device=device)
         self.cache = self  # type: ignore[assignment]  # the layers call update() on it
         self.idx = torch.zeros(1, dtype=torch.long, device=device)  # set by step_rows
+        # each transposed convolution's weight as one matrix, made once (``core.nn.frame_conv``)
+        self.transposed = {id(m): w for m in decoder.modules() if (w := transposed_weight(m)) is not None}
 
     def reset(self, slot: int) -> None:
         """The slot's state before a first frame."""
@@ -56,6 +59,19 @@ class BatchDecoderStream(DecoderStream):
         if pad > 0:
             x = self._with_state(module, x, pad)
         return conv1d(module.conv, x)  # one frame's few steps: a matmul, not cuDNN's implicit GEMM
+
+    def _transposed(self, module, x):
+        """``DecoderStream._transposed`` with one frame's few steps as a matmul (``core.nn.frame_conv``)."""
+        conv = module.conv
+        prepared = self.transposed.get(id(conv))
+        stride = conv.stride[0]
+        overlap = -(-conv.kernel_size[0] // stride) - 1
+        if prepared is None or x.shape[0] * x.shape[-1] * stride > frame_conv.MATMUL_MAX_ROWS:
+            return super()._transposed(module, x)
+        x_in = self._with_state(module, x, overlap) if overlap > 0 else x
+        out = conv_transpose1d(conv, x_in, prepared)
+        assert out is not None  # the size was checked above
+        return out
 
     def update(self, key_states, value_states, layer_idx, cache_kwargs=None):
         """The sliding window of each row after its new step (shift one out, the new one in)."""

@@ -68,6 +68,9 @@ class _Bucket:
         self.host_index = torch.zeros(3, size, dtype=torch.long, pin_memory=pin)
         self.host_codes = torch.zeros(size, NUM_CODEBOOKS, dtype=torch.long, pin_memory=pin)
         self.host_audio = torch.zeros(size, SAMPLES_PER_FRAME, dtype=torch.float32, pin_memory=pin)
+        # numpy views of the host inputs: a step fills them without a torch call per element
+        self.np_index = self.host_index.numpy()
+        self.np_samples = self.host_samples.numpy() if dtype == torch.float32 else None
         self.encode_graphs: dict[int, torch.cuda.CUDAGraph] = {}  # per key span
         self.decode_graph: torch.cuda.CUDAGraph | None = None
 
@@ -165,11 +168,9 @@ class LiveBatch:
         if len({r.slot for r in rows}) != len(rows):
             raise ValueError("a live batch takes one row per session")
         bucket = self.buckets[bucket_for(len(rows))]
-        hs, hi = bucket.host_samples, bucket.host_index
-        hs.zero_()
-        hi[0].fill_(self.scratch)
-        hi[1].fill_(self.scratch)
-        hi[2].zero_()
+        hs, hi = bucket.np_samples, bucket.np_index
+        hi[:2] = self.scratch
+        hi[2] = 0
         encodes, span = False, STEPS_PER_FRAME
         for i, row in enumerate(rows):
             hi[1, i] = row.slot
@@ -178,13 +179,21 @@ class LiveBatch:
                 position = self.steps_done[row.slot]
                 if position + STEPS_PER_FRAME > self.encoder.steps:
                     raise ValueError("a live session ran past the steps its slot holds")
-                hs[i].copy_(torch.from_numpy(row.samples))
+                if hs is None:
+                    bucket.host_samples[i].copy_(torch.from_numpy(row.samples))
+                else:
+                    hs[i] = row.samples
                 hi[0, i], hi[2, i] = row.slot, position
                 self.steps_done[row.slot] = position + STEPS_PER_FRAME
                 span = max(span, position + STEPS_PER_FRAME)
+            elif hs is None:
+                bucket.host_samples[i].zero_()
+            else:
+                hs[i] = 0
+        hs_t = bucket.host_samples
         blocking = self.device.type != "cuda"
-        bucket.samples.copy_(hs, non_blocking=not blocking)
-        bucket.index.copy_(hi, non_blocking=not blocking)
+        bucket.samples.copy_(hs_t, non_blocking=not blocking)
+        bucket.index.copy_(bucket.host_index, non_blocking=not blocking)
         if encodes:
             self._encode(bucket, -(-span // KEY_BUCKET_STEPS) * KEY_BUCKET_STEPS)
         for i, row in enumerate(rows):

@@ -15,6 +15,7 @@ import torch
 
 from core.codec import SAMPLES_PER_FRAME
 from core.model.engine import Engine
+from core.nn import frame_conv
 from core.nn.encoding import conv_context_samples
 from core.nn.live_batch import LiveBatch, Row
 from core.settings import Settings
@@ -167,3 +168,30 @@ def test_live_sessions_in_threads_share_the_batched_step(scaled_engine, clips):
     finally:
         live.batched = None
         live.close_all()
+
+
+@pytest.mark.parametrize(
+    ("c_in", "c_out", "kernel", "stride", "steps", "batch"),
+    [(8, 5, 16, 8, 4, 1), (6, 7, 10, 5, 3, 2), (4, 4, 2, 2, 2, 3), (3, 2, 7, 3, 5, 2)],
+)
+def test_a_transposed_convolution_as_one_matmul_is_the_modules_output(c_in, c_out, kernel, stride, steps, batch):
+    torch.manual_seed(0)
+    conv = torch.nn.ConvTranspose1d(c_in, c_out, kernel, stride=stride).double()
+    overlap = -(-kernel // stride) - 1  # previous input steps, as the streamed decoder keeps them
+    x = torch.randn(batch, c_in, overlap + steps, dtype=torch.double)
+    prepared = frame_conv.transposed_weight(conv)
+    assert prepared is not None
+    got = frame_conv.conv_transpose1d(conv, x, prepared)
+    assert got is not None
+    want = conv(x)[..., overlap * stride : (overlap + steps) * stride]
+    torch.testing.assert_close(got, want, rtol=0, atol=1e-12)
+
+
+def test_every_convolution_as_a_matmul_still_gives_the_offline_codes_and_audio(scaled_engine, clips, monkeypatch):
+    monkeypatch.setattr(frame_conv, "MATMUL_MAX_ROWS", 1 << 30)  # every row count takes the matmuls
+    xs, ref_codes, ref_audio = clips
+    with torch.inference_mode():
+        codes, audio, _ = _drive(_batch(scaled_engine), scaled_engine.model, xs, JOIN_AT)
+    for x, got, want, wav, ref in zip(xs, codes, ref_codes, audio, ref_audio, strict=True):
+        np.testing.assert_array_equal(got, want)
+        assert _snr_db(wav[: x.size], ref) > 80
