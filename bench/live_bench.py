@@ -7,7 +7,9 @@
 
 The checkpoint is the full-size random one with every transformer layer scale set to 1.0 in memory;
 both paths run in strict fp32 (TF32 off), so the live codes can be compared with the official ones.
-Blocks are pushed as fast as the model goes (the compute a microphone's block costs); a real-time
+On a GPU three steps are compared: ``batched`` (one CUDA-graph step for the frames of every session,
+``core.model.live_batcher``), ``graphs`` (a CUDA-graph step per session, the last round's) and
+``eager``. Blocks are pushed as fast as the model goes (the compute a microphone's block costs); a real-time
 run (``--realtime``) paces them like a microphone. The latency a listener hears is the sum of: the
 codec's algorithmic latency (one 80 ms frame: a frame is encoded once its last sample is in; the
 encoder has no lookahead), the compute per block, and transport plus playback buffering (measured in
@@ -207,12 +209,15 @@ def run(args) -> dict:
         out["official"] = {"encode_s": t1 - t0, "decode_s": time.perf_counter() - t1}
         out["official"]["realtime_factor"] = (out["official"]["encode_s"] + out["official"]["decode_s"]) / args.seconds
         fp32_audio = ref_engine.decode(codes, original_samples=x.size).samples if args.decode_dtype else None
-        variants = [("graphs", True), ("eager", False)] if args.device.startswith("cuda") else [("eager", False)]
+        cuda = args.device.startswith("cuda")
+        variants = [v for v in args.variants if cuda or v == "eager"]
         out["variants"] = {}
-        for name, graphs in variants:
-            engine = ref_engine if graphs or not args.device.startswith("cuda") else _engine(args, graphs=False)
+        for name in variants:
+            graphs = name != "eager"
+            engine = ref_engine if graphs or not cuda else _engine(args, graphs=False)
             if engine is not ref_engine:
                 set_layer_scales(engine.model, 1.0)
+            engine.live.batched = name == "batched"  # one batched step for all sessions, or a step each
             packet_run(engine, x[: 2 * SAMPLE_RATE], 1)  # warm-up
             row: dict = {"packets": [], "concurrent": []}
             for frames in (1, 4):
@@ -228,7 +233,8 @@ def run(args) -> dict:
             if args.admit_all:  # measure what the cap would do beyond what admission allows
                 live = engine.live
                 live.capacity = lambda: live.limit  # type: ignore[method-assign]
-            for sessions in args.sessions if graphs or not args.device.startswith("cuda") else args.sessions[:1]:
+            counts = {"batched": args.sessions, "graphs": [n for n in args.sessions if n in (1, 16)]}
+            for sessions in counts.get(name, args.sessions[:1]) if cuda else args.sessions:
                 c = concurrent_run(engine, x, sessions)
                 agree = [a for a in (agreement(k, codes) for k in c.pop("all_codes")) if a is not None]
                 c["codes_agree_official_min"] = min(agree) if agree else None
@@ -236,6 +242,8 @@ def run(args) -> dict:
                 row["concurrent"].append(c)
                 log.info("%s %d sessions: %s", name, sessions, c)
             out["variants"][name] = row
+            if args.admit_all:
+                del live.capacity  # type: ignore[attr-defined]  # back to the measured admission
             if engine is not ref_engine:
                 engine.unload()
     out["machine"]["loadavg_end"] = os.getloadavg()
@@ -311,6 +319,12 @@ def parse_args(argv=None):
     p.add_argument("--decode-dtype", default=None, choices=[None, "float32", "bfloat16"])
     p.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
     p.add_argument("--admit-all", action="store_true", help="run every --sessions count past the measured admission")
+    p.add_argument(
+        "--variants",
+        type=lambda s: s.split(","),
+        default=["batched", "graphs", "eager"],
+        help="batched: one CUDA-graph step for all sessions; graphs: a graph step per session; eager",
+    )
     p.add_argument("--tag", default="", help="suffix of the result files (live_panel-<device><tag>.md)")
     return p.parse_args(argv)
 

@@ -2,7 +2,9 @@
 
 A :class:`LiveSession` owns a ``core.nn.streaming`` input, encoder and decoder, and does its model
 work through ``Engine.model_work``: under the engine's lock, one frame at a time (encode, then decode
-under each operation's backend flags), so another user's job waits for at most one frame's work.
+under each operation's backend flags), so another user's job waits for at most one frame's work. On a
+GPU the sessions share one batched step instead (``core.model.live_batcher``): each frame is a row
+of it, and admission follows the measured cost of the step for that many sessions.
 :class:`LiveSessions` (``engine.live``) admits at most ``Settings.live_sessions`` at once and
 refuses the next with a message that gives the count.
 
@@ -20,14 +22,16 @@ import dataclasses
 import logging
 import threading
 import time
-from dataclasses import dataclass, field
 
 import numpy as np
 
-from core.audio.blocks import Audio
 from core.codec import NUM_CODEBOOKS, SAMPLE_RATE, SAMPLES_PER_FRAME
 from core.errors import LiveBusy, LiveSessionError, OutOfMemory
 from core.model import memory, planner
+from core.model.lateness import Lateness, judge_lateness
+from core.model.live_batcher import RESAMPLER_SLACK_SAMPLES, BatchedStream, FrameBatcher, batch_wanted, build_batcher
+from core.model.live_results import LiveResult, LiveStep, session_result
+from core.nn.encoding import conv_context_samples
 from core.nn.streaming import MicrophoneInput, StreamingDecoder, StreamingEncoder
 from core.units import minutes
 
@@ -35,44 +39,10 @@ logger = logging.getLogger(__name__)
 
 PACE_SLACK_S = 2.0  # input may run this far ahead of the wall clock (network bursts), then is refused
 IDLE_CLOSE_S = 5.0  # a session with no input for this long is closed when another one opens
-RESAMPLER_SLACK_SAMPLES = SAMPLES_PER_FRAME  # a resampler may emit a few samples more than rate x time
 LOAD_SHARE = 0.75  # admit sessions while their measured frames fill at most this share of each 80 ms
 COST_SMOOTHING = 0.05  # weight of the newest frame in the running per-frame cost
 FRAME_S = SAMPLES_PER_FRAME / SAMPLE_RATE  # 0.08 s: one frame of audio
 LOCK_YIELD_S = 0.0005  # pause between two frames of one block, so a job waiting for the lock gets it
-
-
-@dataclass(frozen=True)
-class LiveStep:
-    """What one pushed block gave back."""
-
-    codes: np.ndarray  # (frames, 16) the frames this block completed (often 0 or 1)
-    samples: np.ndarray  # float32 24 kHz audio of those frames (frames * 1920 samples)
-    original: np.ndarray  # the 24 kHz input of the same frames (zero-padded at the end): for A/B listening
-    compute_s: float  # model work for this block, lock held (encode + decode)
-    wait_s: float  # time spent waiting for the engine's lock (another user's job)
-    received_s: float  # seconds of input received so far
-
-
-@dataclass(frozen=True)
-class Lateness:
-    """Why a session fell behind real time (``LiveSession.lateness``)."""
-
-    who: str  # "client" (sent audio late), "job" (another job held the model), "server" (model work)
-    behind_s: float  # wall time since the session opened minus the audio received
-    server_s: float  # the server's share: push time beyond the audio's length
-    client_s: float  # the rest: time the client's audio came late
-    message: str  # for the user: who was late, by how much, what to do
-
-
-@dataclass(frozen=True)
-class LiveResult:
-    """A stopped session: the recording as the codec heard it, its codes and the streamed audio."""
-
-    recording: Audio  # 24 kHz mono with its facts (rate, channels, clipping, silence)
-    codes: np.ndarray  # (frames, 16), equal to Engine.encode of ``recording.samples``
-    reconstruction: np.ndarray  # float32, trimmed to the recording's length
-    stats: dict = field(default_factory=dict)  # frames, compute per frame, real-time factor
 
 
 class LiveSessions:
@@ -83,6 +53,8 @@ class LiveSessions:
         self._sessions: set[LiveSession] = set()
         self._guard = threading.Lock()
         self.frame_cost_s: float | None = None  # running model work per frame (one session), measured
+        self.batched: bool | None = None  # one batched step for all sessions; None: on a GPU with graphs
+        self._batcher: FrameBatcher | None = None
 
     def observe(self, frame_s: float) -> None:
         """One frame's measured model work (the admission's cost)."""
@@ -92,6 +64,8 @@ class LiveSessions:
     def capacity(self) -> int:
         """Sessions the measured per-frame cost allows (``LOAD_SHARE`` of real time), never more than
         ``--live-sessions``; the cap alone until a frame has been measured."""
+        if self._batcher is not None and self.use_batch():  # the measured batched step for that many
+            return self._batcher.capacity(self.limit, LOAD_SHARE * FRAME_S)
         cost = self.frame_cost_s
         if cost is None or cost <= 0:
             return self.limit
@@ -124,7 +98,8 @@ class LiveSessions:
                 )
             capacity = self.capacity()
             if len(self._sessions) >= capacity:
-                cost_ms = 1000 * (self.frame_cost_s or 0.0)
+                cost = self._batcher.step_cost_s(len(self._sessions) + 1) if self._batcher else self.frame_cost_s
+                cost_ms = 1000 * (cost or 0.0)
                 raise LiveBusy(
                     f"Live is busy: {len(self._sessions)} sessions are in use and each 80 ms frame costs "
                     f"≈{cost_ms:.0f} ms of model work here, so this device keeps {capacity} in real time. "
@@ -138,6 +113,16 @@ class LiveSessions:
             session.close()
             raise
         return session
+
+    def use_batch(self) -> bool:
+        """Whether sessions share the batched step (``batched``, else ``live_batcher.batch_wanted``)."""
+        return batch_wanted(self.engine.settings) if self.batched is None else self.batched
+
+    def batcher(self, model, runner) -> FrameBatcher | None:
+        """The shared batched step (built at the first batched session), or None (a bf16 decoder)."""
+        if self._batcher is None:
+            self._batcher = build_batcher(self.engine, model, runner, self.limit, self.max_seconds())
+        return self._batcher
 
     def _release(self, session: LiveSession) -> None:
         with self._guard:
@@ -156,6 +141,7 @@ class LiveSessions:
             sessions = list(self._sessions)
         for session in sessions:
             session.close()
+        self._batcher = None  # its slot pools belong to the model
 
 
 class LiveSession:
@@ -170,6 +156,7 @@ class LiveSession:
         self.input = MicrophoneInput(sample_rate, channels, limits, name)
         self.encoder: StreamingEncoder | None = None
         self.decoder: StreamingDecoder | None = None
+        self.batched: BatchedStream | None = None  # the shared batched step instead of the two above
         self.codes: list[np.ndarray] = []
         self.audio: list[np.ndarray] = []
         self.frame_compute_s: list[float] = []  # model time per frame
@@ -191,10 +178,16 @@ class LiveSession:
         kv = planner.base_plan(self.engine.settings).kv_device_bytes  # the engine's offload rule
         graphs = self.engine.settings.live_graphs and self.engine.settings.is_cuda
         packet = self.engine.settings.live_packet_frames  # frames per step (CPU: one pass over the weights per packet)
-        with self.engine.model_work("encode") as (model, _runner):  # captured under each operation's flags
-            self.encoder = StreamingEncoder(model, max_samples, kv, graphs, packet)
-        with self.engine.model_work("decode") as (_model, runner):
-            self.decoder = StreamingDecoder(runner, graphs, packet)
+        if self.owner.use_batch():
+            with self.engine.model_work("encode") as (model, runner):  # captures under each operation's flags
+                batcher = self.owner.batcher(model, runner)
+            if batcher is not None:
+                self.batched = BatchedStream(batcher, conv_context_samples(model), max_samples)
+        if self.batched is None:
+            with self.engine.model_work("encode") as (model, _runner):  # captured under each operation's flags
+                self.encoder = StreamingEncoder(model, max_samples, kv, graphs, packet)
+            with self.engine.model_work("decode") as (_model, runner):
+                self.decoder = StreamingDecoder(runner, graphs, packet)
         self.started = self.last_input = time.monotonic()
         logger.info(
             "live session opened: %d Hz, %d ch, at most %s (%d of %d in use)",
@@ -241,23 +234,12 @@ class LiveSession:
                 self.closed = True
                 self.owner._release(self)
                 self._free()
-        frames = sum(c.shape[0] for c in self.codes)
-        codes = np.concatenate(self.codes) if frames else np.zeros((0, NUM_CODEBOOKS), np.int64)
-        audio = np.concatenate(self.audio) if self.audio else np.zeros(0, np.float32)
-        per_frame = np.array(self.frame_compute_s or [0.0])
-        stats = {
-            "frames": frames,
-            "seconds": recording.samples.size / SAMPLE_RATE,
-            "compute_ms_median": float(np.median(per_frame) * 1000),
-            "compute_ms_p95": float(np.percentile(per_frame, 95) * 1000),
-            "realtime_factor": float(per_frame.sum() / max(recording.samples.size / SAMPLE_RATE, 1e-9)),
-            "waited_for_jobs_s": self.waited_job_s,
-            "waited_for_live_s": self.waited_live_s,
-        }
-        return LiveResult(recording, codes, audio[: recording.samples.size], stats)
+        return session_result(self, recording)
 
     def _run(self, samples: np.ndarray, last: bool = False) -> LiveStep:
         """Encode and decode, one frame's worth of samples per short turn of the engine's lock."""
+        if self.batched is not None:
+            return self._run_batched(samples, last)
         enc, dec = self.encoder, self.decoder
         assert enc is not None and dec is not None
         codes_out, audio_out, compute, wait, offset = [], [], 0.0, 0.0, 0
@@ -313,6 +295,33 @@ class LiveSession:
             new_codes, new_audio, self._original(samples, new_audio.size), compute, wait, self.input.seconds
         )
 
+    def _run_batched(self, samples: np.ndarray, last: bool) -> LiveStep:
+        """The frames these samples complete, each a row of the shared batched step."""
+        assert self.batched is not None
+        entered = time.perf_counter()
+        try:
+            frames = self.batched.push(samples) + (self.batched.finish() if last else [])
+        except Exception as e:
+            if not memory.is_out_of_memory(e):
+                raise
+            self.close()
+            raise OutOfMemory(
+                "The live session ran out of device memory and was stopped; free memory and start again."
+            ) from e
+        compute = sum(f.compute_s for f in frames)
+        wait = sum(f.waited_s for f in frames)
+        for f in frames:
+            self.frame_compute_s.append(f.compute_s)
+            self.waited_job_s += f.waited_job_s
+            self.waited_live_s += f.waited_s - f.waited_job_s
+        self.pushes_s += time.perf_counter() - entered
+        self.compute_total_s += compute
+        codes = np.stack([f.codes for f in frames]) if frames else np.zeros((0, NUM_CODEBOOKS), np.int64)
+        audio = np.concatenate([f.audio for f in frames]) if frames else np.zeros(0, np.float32)
+        self.codes.append(codes)
+        self.audio.append(audio)
+        return LiveStep(codes, audio, self._original(samples, audio.size), compute, wait, self.input.seconds)
+
     def _account_wait(self, waited: float, blocker: str | None) -> None:
         if blocker == "job":
             self.waited_job_s += waited
@@ -321,46 +330,9 @@ class LiveSession:
 
     # ---- lateness -------------------------------------------------------------------------------
     def lateness(self, bound_s: float, now: float | None = None) -> Lateness | None:
-        """Who made this session fall more than ``bound_s`` behind real time, or None while it keeps up.
-
-        ``behind`` is the wall time since the session opened minus the audio received. The server's
-        share is the time its pushes took beyond the audio's own length (pushes run one at a time, so
-        while one runs nothing else of this session can); the rest is the client's: it sent its audio
-        late (a slow network, a paused page, a microphone that stopped). Within the server's share, the
-        waits for another job's chunk and the model work are told apart. Unpaced sessions (the CLI)
-        are never late."""
-        if not self.paced:
-            return None
-        now = time.monotonic() if now is None else now
-        received = self.input.seconds
-        behind = now - self.started - received
-        if behind <= bound_s:
-            return None
-        server = max(0.0, self.pushes_s - received)
-        client = behind - server
-        frames = len(self.frame_compute_s)
-        compute_ms = 1000 * float(np.median(self.frame_compute_s)) if frames else 0.0
-        if client >= server:
-            who = "client"
-            message = (
-                f"Your audio arrives slower than real time: {behind:.1f} s behind the clock after "
-                f"{received:.1f} s of audio (the server's work accounts for {server:.1f} s of it). "
-                "Check the connection, keep the page in front, and start again."
-            )
-        elif self.waited_job_s >= server / 2:
-            who = "job"
-            message = (
-                f"Another job held the model: this session waited {self.waited_job_s:.1f} s for it and "
-                f"fell {behind:.1f} s behind real time. Start again when it is done."
-            )
-        else:
-            who = "server"
-            message = (
-                f"The server fell {behind:.1f} s behind real time: model work per 80 ms frame is "
-                f"{compute_ms:.0f} ms here ({self.owner.in_use} live session(s), {self.waited_live_s:.1f} s "
-                "waiting for the others' frames). Try again with fewer sessions, or on a faster device."
-            )
-        return Lateness(who, behind, server, client, message)
+        """Who made this session fall more than ``bound_s`` behind real time, or None while it keeps up
+        (``core.model.lateness``)."""
+        return judge_lateness(self, bound_s, now)
 
     def check_pace(self, bound_s: float) -> None:
         """Raise ``LiveSessionError`` with :meth:`lateness`'s message when the session is late."""
@@ -397,7 +369,9 @@ class LiveSession:
             self.encoder.close()
         if self.decoder is not None:
             self.decoder.close()
-        self.encoder = self.decoder = None
+        if self.batched is not None:
+            self.batched.close()
+        self.encoder = self.decoder = self.batched = None
 
     def __enter__(self) -> LiveSession:
         return self

@@ -92,6 +92,7 @@ def test_the_captured_steps_replay_the_eager_step(strict_engine, speech):
     x = speech(SECONDS, seed=7)
     codes = engine.encode_array(x).codes
     audio = engine.decode(codes, original_samples=x.size).samples
+    engine.live.batched = False  # the per-session graphs (the batched step: tests/gpu/test_gpu_live_batch.py)
     session = engine.live.open(24_000, paced=False)
     assert session.encoder.graph is not None and session.decoder.graph is not None  # captured
     session.close()
@@ -112,6 +113,7 @@ def test_the_captured_steps_replay_the_eager_step(strict_engine, speech):
     np.testing.assert_array_equal(eager.codes, codes)
     assert _snr_db(graphed.reconstruction, audio) > 60
     assert _snr_db(graphed.reconstruction, eager.reconstruction) > 60
+    engine.live.batched = None
 
 
 def test_concurrent_captured_sessions_each_give_the_engines_codes(strict_engine, speech):
@@ -122,6 +124,7 @@ def test_concurrent_captured_sessions_each_give_the_engines_codes(strict_engine,
     settings = engine.settings
     engine.settings = dataclasses.replace(settings, live_sessions=4)
     engine.live.capacity = lambda: 4  # type: ignore[method-assign]  # admission by cost: tested on the CPU
+    engine.live.batched = False  # a graph step per session
     clips = [speech(3.0, seed=10 + i) for i in range(4)]
     expected = [engine.encode_array(c).codes for c in clips]
     results: list = [None] * len(clips)
@@ -136,6 +139,7 @@ def test_concurrent_captured_sessions_each_give_the_engines_codes(strict_engine,
         t.join()
     engine.settings = settings
     del engine.live.capacity
+    engine.live.batched = None
     for result, codes in zip(results, expected, strict=True):
         np.testing.assert_array_equal(result.codes, codes)
 
