@@ -21,9 +21,11 @@ PY := $(VENV)/bin/python
 CONF ?= supervisord.conf
 PYTEST_ARGS ?=
 # Test processes (pytest-xdist): one per core of the 2-core machines this runs on; whole files go to one
-# process (--dist loadfile), so a module's served app or browser is started once.
+# process (--dist loadfile), so a module's served app or browser is started once. Files are handed out
+# in the order tests/conftest.py gives them (longest first: LONGEST_FIRST); --no-loadscope-reorder
+# stops xdist from putting the files with the most tests first instead (the long one-test files ran last).
 PYTEST_WORKERS ?= 2
-XDIST := -n $(PYTEST_WORKERS) --dist loadfile
+XDIST := -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder
 # One OpenMP thread per test process (and the servers it starts): two processes with two threads each
 # on two cores spin-wait against each other (tests/core 8 % slower that way).
 TEST_ENV := OMP_NUM_THREADS=1
