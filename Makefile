@@ -3,6 +3,7 @@
 #   make run        virtual environment + what the app needs, then supervisord in the foreground
 #   make test       test needs (Debian packages, every requirements file), lint, then every non-GPU test
 #   make test-fast  the edit-test loop: no browser, no service, no slow tests (a few minutes)
+#   make test-long  the long tests make test leaves out (a 10-minute clip, the soak); CI runs it after make test
 #
 # Both work on a fresh Debian machine with Python 3.11+; the Debian packages are installed
 # (apt-get, non-interactive) only when missing. The virtual environment is reused while the
@@ -21,16 +22,22 @@ PY := $(VENV)/bin/python
 CONF ?= supervisord.conf
 PYTEST_ARGS ?=
 # Test processes (pytest-xdist): one per core of the 2-core machines this runs on; whole files go to one
-# process (--dist loadfile), so a module's served app or browser is started once.
+# process (--dist loadfile), so a module's served app or browser is started once. Files are handed out
+# in the order tests/conftest.py gives them (longest first: LONGEST_FIRST); --no-loadscope-reorder
+# stops xdist from putting the files with the most tests first instead (the long one-test files ran last).
 PYTEST_WORKERS ?= 2
-XDIST := -n $(PYTEST_WORKERS) --dist loadfile
+XDIST := -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder
 # One OpenMP thread per test process (and the servers it starts): two processes with two threads each
 # on two cores spin-wait against each other (tests/core 8 % slower that way).
 TEST_ENV := OMP_NUM_THREADS=1
 APP_REQS := requirements.txt requirements-judging.txt  # the app (its verdict needs the MOS model)
 NODEPS_REQS := requirements-judging-nodeps.txt  # installed after the others, without their declared needs
 TEST_REQS := $(APP_REQS) requirements-dataset.txt requirements-postgres.txt requirements-test.txt  # make test runs every test
-FAST_MARKERS := not gpu and not browser and not service and not slow
+FAST_MARKERS := not gpu and not browser and not service and not slow and not long
+# Tests of several minutes each (pytest marker `long`: the 10-minute clip, the 200-request soak) run in
+# `make test-long`, beside each other, so that `make test` keeps to 10 minutes; .ci/run runs both.
+TEST_MARKERS := not gpu and not long
+LONG_MARKERS := long and not gpu
 
 # pesq ships no wheels: pip compiles it, which needs a C toolchain and Python's headers.
 BUILD_DEBS := build-essential python3-dev
@@ -42,7 +49,7 @@ export PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD := 1
 export GRADIO_ANALYTICS_ENABLED := False
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: help run start stop restart status tail test test-fast lint test-service system-deps test-system-deps venv clean-venv
+.PHONY: help run start stop restart status tail test test-fast test-long lint test-service system-deps test-system-deps venv clean-venv
 
 help:
 	@echo "make run           set up and start the service in the foreground (Ctrl-C stops it)"
@@ -50,6 +57,7 @@ help:
 	@echo "make status|tail   supervisorctl status | follow the web UI's log (logs/webui.log)"
 	@echo "make test          set up, lint, then run all tests except GPU ones (PYTEST_ARGS=... adds flags)"
 	@echo "make test-fast     no browser, no service, no slow tests: the edit-test loop"
+	@echo "make test-long     the long tests make test leaves out (10-minute clip, soak); CI runs both"
 	@echo "make lint          ruff check, ruff format --check, mypy, eslint webui/static"
 
 # ---- virtual environment -------------------------------------------------------------------
@@ -141,7 +149,10 @@ node_modules/.package-lock.json: package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
 
 test: test-system-deps lint node_modules/.package-lock.json
-	$(TEST_ENV) $(PY) -m pytest -m "not gpu" $(XDIST) --timeout=900 --durations=15 $(PYTEST_ARGS)
+	$(TEST_ENV) $(PY) -m pytest -m "$(TEST_MARKERS)" $(XDIST) --timeout=900 --durations=15 $(PYTEST_ARGS)
+
+test-long: test-system-deps $(VENV)/.stamp-test node_modules/.package-lock.json
+	$(TEST_ENV) $(PY) -m pytest -m "$(LONG_MARKERS)" $(XDIST) --timeout=1200 --durations=5 $(PYTEST_ARGS)
 
 test-fast: $(VENV)/.stamp-test
 	$(TEST_ENV) $(PY) -m pytest -m "$(FAST_MARKERS)" $(XDIST) --timeout=300 --durations=10 $(PYTEST_ARGS)

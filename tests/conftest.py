@@ -16,22 +16,52 @@ SERVICE_TESTS = Path(__file__).resolve().parent / "service"
 
 
 HEAVY_MARKERS = ("slow", "service", "browser")  # files holding such tests start first (below)
+TESTS = Path(__file__).resolve().parent
+# The longest files, longest first: seconds of all their tests in a whole `make test` run (the
+# junit XML, 2 busy cores, 2026-12-01). make test's two processes take whole files in the order
+# given here, so these start first and short files fill the end. Re-rank when a file's time changes
+# a lot (`--junitxml`, summed per file); a file not listed starts after these, by its markers.
+LONGEST_FIRST = (
+    "service/test_service_replicas.py",  # two starts of two replicas behind nginx (SQLite, PostgreSQL)
+    "webui/test_demo_flow_browser.py",  # 330 s
+    "core/dataset/test_resume_after_kill.py",  # 260 s: two Ray starts, a kill
+    "core/dataset/test_pipeline.py",  # 220 s: a local Ray
+    "core/nn/test_fast_decode.py",  # 215 s: torch.compile of the decoder
+    "webui/test_webui_server.py",  # 205 s: four `python -m webui` processes
+    "service/test_service_supervisor.py",  # 170 s
+    "webui/test_long_clip_browser.py",  # 155 s: a 10-minute clip
+    "webui/test_live_browser.py",  # 150 s
+    "webui/test_webui_soak.py",  # 200 round trips
+    "webui/test_share_browser.py",  # 125 s
+    "webui/test_webui_browser.py",  # 105 s
+    "core/judging/test_evaluate.py",  # 105 s
+    "core/model/test_engine_memory.py",  # 95 s
+    "webui/test_compare_browser.py",  # 90 s
+    "webui/test_progress_browser.py",  # 90 s
+    "webui/test_parity_browser.py",  # 75 s
+    "test_install.py",  # 70 s
+)
 
 
 def pytest_collection_modifyitems(config, items):
     """Tests under tests/service are marked ``service`` (make test-fast leaves them out); GPU tests
-    run only where CUDA exists (the device machine), never in CI. Files with slow, service or
-    browser tests are put first, slow ones before those (each file's own order kept): make test's two processes take whole
-    files in this order, so the long ones start early and short ones fill the end, instead of one
-    process finishing a 70 s soak while the other waits."""
+    run only where CUDA exists (the device machine), never in CI. The files of ``LONGEST_FIRST`` are
+    put first in its order, then files with slow tests, then those with service or browser tests,
+    then the rest (each file's own order kept): make test's two processes take whole files in this
+    order (``--dist loadfile --no-loadscope-reorder``: xdist's own reordering puts files with the
+    most tests first, which left the one-test soak, the kill-and-resume and the 10-minute clip for
+    the end of the run), so the long ones start early and short ones fill the end."""
     for item in items:
         if SERVICE_TESTS in Path(item.fspath).parents:
             item.add_marker(pytest.mark.service)
-    weight: dict[Path, int] = {}  # 0: a file with slow tests, 1: with service or browser tests, 2: the rest
+    longest = {TESTS / name: rank for rank, name in enumerate(LONGEST_FIRST)}
+    weight: dict[
+        Path, int
+    ] = {}  # by LONGEST_FIRST; then a file with slow tests, with service or browser tests, the rest
     for item in items:
         marked = {m for m in HEAVY_MARKERS if item.get_closest_marker(m)}
-        rank = 0 if "slow" in marked else 1 if marked else 2
-        weight[item.path] = min(weight.get(item.path, 2), rank)
+        rank = longest.get(item.path, len(longest) + (0 if "slow" in marked else 1 if marked else 2))
+        weight[item.path] = min(weight.get(item.path, rank), rank)
     items.sort(key=lambda item: weight[item.path])  # stable: collection order within each group
     try:
         import torch

@@ -1,7 +1,7 @@
 """The shared tests' limits (webui.serving.room_routes) key on the client's address as the trusted
 proxies name it, and are counted in the room's database, so two replicas on one database share them.
 The routes run in process (Starlette's test client sets the peer's address); the replicas behind a
-real nginx share them too (tests/service/test_room_replicas.py)."""
+real nginx share them too (tests/service/test_service_replicas.py)."""
 
 from __future__ import annotations
 

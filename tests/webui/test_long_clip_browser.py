@@ -11,7 +11,7 @@ import soundfile as sf
 from tests.conftest import speechlike
 from tests.webui.test_demo_flow_browser import LAB, _open, chromium  # noqa: F401 - the module's browser
 
-pytestmark = [pytest.mark.browser, pytest.mark.slow]
+pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.long]  # make test-long (CI runs it)
 
 LONG_MS = 600_000  # a 10-minute round trip on 2 busy CPU cores
 

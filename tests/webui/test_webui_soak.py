@@ -73,6 +73,7 @@ def _roundtrip(url: str, server_path: str) -> dict:
 
 
 @pytest.mark.slow
+@pytest.mark.long  # make test-long (CI runs it after make test)
 def test_memory_is_flat_over_200_round_trips(engine, tmp_path, speech):
     clip = tmp_path / "short.wav"
     sf.write(clip, speech(CLIP_S), 24_000, subtype="PCM_16")
