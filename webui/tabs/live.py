@@ -92,7 +92,7 @@ class LiveHandlers(TabHandlers):
                 p95=f"{live.get('compute_ms_p95', 0):.1f}",
                 rtf=f"{live.get('realtime_factor', 0):.2f}",
             ),
-            facts=fmt.facts_markdown(out.facts, lang),
+            facts=fmt.facts_markdown(out.facts, lang, captured=True),  # the browser chose rate and channels
             tokens=fmt.tokens_markdown(out.summary, lang),
             spectrogram=str(out.spectrogram_png),
             downloads=[str(out.token_file), str(out.original_wav), str(out.reconstruction_wav)],
