@@ -10,7 +10,7 @@ with one HTTP Range request and decodes it with the browser's own FLAC decoder (
 
 Why 16 bits and not 24: FLAC of a float codec output rounded to 24 bits keeps ≈8 bits of noise
 below the signal and compresses only 2×; at 16 bits 4× (bench/results/player_bytes.md). Rounding
-to 16 bits moves the metrics by less than they print (bench/results/heard_grid.md); the residual,
+to 16 bits moved PESQ by ≤ 0.009 and SI-SDR by ≤ 0.08 dB on random checkpoints (bench/results/heard_grid.md); the residual,
 original − reconstruction of two 16-bit signals, is on the grid already, clipped at full scale.
 """
 
