@@ -19,6 +19,7 @@ from __future__ import annotations
 import io
 import json
 import logging
+import os
 import time
 from pathlib import Path
 
@@ -56,10 +57,11 @@ def listening_copy(wav: Path, samples: np.ndarray) -> dict | None:
     "frames"}``, block i being bytes offsets[i] .. offsets[i + 1] - 1 of the file. None when the
     samples are not on the grid (a file given to the lab as it is: the player then reads its WAV, so
     what is heard is still what was measured) or the copy cannot be written there. A copy made
-    before (the WAVs are never rewritten) is reused. Only a request folder's WAV gets a copy (never an
-    example clip's folder): elsewhere the player reads the WAV."""
+    before (the WAVs are never rewritten) is reused. Only the app's own WAVs get a copy: in a request
+    folder, or Gradio's copy of one in its cache (what the lab's inputs are); never beside an example
+    clip. Elsewhere the player reads the WAV."""
     x = np.asarray(samples, dtype=np.float32)
-    if not Path(wav).parent.name.startswith(PREFIX) or not np.array_equal(on_grid(x), x):
+    if not _ours(Path(wav)) or not np.array_equal(on_grid(x), x):
         return None
     base = str(wav).removesuffix(".wav")
     path, index = Path(base + SUFFIX), Path(base + INDEX_SUFFIX)
@@ -70,6 +72,14 @@ def listening_copy(wav: Path, samples: np.ndarray) -> dict | None:
     except OSError as e:
         logger.warning("no FLAC copy of %s (%s): the player reads the WAV", Path(wav).name, e)
         return None
+
+
+def _ours(wav: Path) -> bool:
+    folder = wav.resolve().parent
+    cache = os.environ.get("GRADIO_TEMP_DIR")  # Gradio's cache, under the app's temp root (webui.serving.storage)
+    if folder.name.startswith(PREFIX):
+        return True
+    return cache is not None and folder.is_relative_to(Path(cache).resolve())
 
 
 def _write_copy(x: np.ndarray, path: Path, index: Path) -> dict:
