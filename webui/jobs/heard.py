@@ -20,6 +20,7 @@ import io
 import json
 import logging
 import os
+import tempfile
 import time
 from pathlib import Path
 
@@ -76,10 +77,11 @@ def listening_copy(wav: Path, samples: np.ndarray) -> dict | None:
 
 def _ours(wav: Path) -> bool:
     folder = wav.resolve().parent
-    cache = os.environ.get("GRADIO_TEMP_DIR")  # Gradio's cache, under the app's temp root (webui.serving.storage)
     if folder.name.startswith(PREFIX):
         return True
-    return cache is not None and folder.is_relative_to(Path(cache).resolve())
+    # Gradio's cache, as Gradio finds it (under the app's temp root once webui.serving.storage set it)
+    cache = os.environ.get("GRADIO_TEMP_DIR") or str(Path(tempfile.gettempdir()) / "gradio")
+    return folder.is_relative_to(Path(cache).resolve())
 
 
 def _write_copy(x: np.ndarray, path: Path, index: Path) -> dict:
