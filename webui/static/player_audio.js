@@ -144,7 +144,12 @@ function cwAudio(P) {
     const r = await fetch(file.url, {headers: {Range: `bytes=${start}-${end}`}});
     let bytes = await r.arrayBuffer();
     if (r.status === 200) bytes = bytes.slice(start, end + 1); // a server without ranges sent it all
-    return audioContext().decodeAudioData(bytes); // the context runs at the file's rate: no resampling
+    const buffer = await audioContext().decodeAudioData(bytes); // the context runs at the file's rate: no resampling
+    // Chromium maps 16-bit PCM to float with 1/32767 above zero and 1/32768 below; the server (and
+    // soundfile) use 1/32768 throughout. Back onto that grid, so what plays is what was measured.
+    const x = buffer.getChannelData(0);
+    for (let i = 0; i < x.length; i++) x[i] = Math.round(x[i] * (x[i] > 0 ? 32767 : 32768)) / 32768;
+    return buffer;
   }
 
   function wanted(id) {
