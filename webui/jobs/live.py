@@ -28,10 +28,10 @@ import numpy as np
 
 from core import tokens
 from core.analysis import metrics as analysis
+from core.audio.files import write_wav
 from core.errors import CodecError, LiveSessionError
 from core.model.live import LiveResult
 from webui.jobs.codec import RoundTripOutput
-from webui.jobs.heard import on_grid, write_heard
 
 RESULT_FILE = "live.json"  # facts, token summary and timing of a stopped session, in its folder
 STEM = "live"  # name stem of a session's files
@@ -123,11 +123,10 @@ def save_result(engine, result: LiveResult, folder: Path, latency: dict | None =
     start = time.perf_counter()
     recording = result.recording
     token_file = tokens.make_token_file(result.codes, recording.samples.size, engine.info()["model"])
-    heard, made = on_grid(recording.samples), on_grid(result.reconstruction)  # as the lab plays them
-    original = write_heard(folder / f"{STEM}_24k_mono.wav", heard)
-    reconstruction = write_heard(folder / f"{STEM}_reconstruction.wav", made)
+    original = write_wav(folder / f"{STEM}_24k_mono.wav", recording.samples)
+    reconstruction = write_wav(folder / f"{STEM}_reconstruction.wav", result.reconstruction)
     token_path = tokens.save_tokens(token_file, folder / f"{STEM}_tokens.npz")
-    figure = analysis.spectrogram_figure(heard, made)
+    figure = analysis.spectrogram_figure(recording.samples, result.reconstruction)
     png = analysis.figure_to_png(figure, folder / f"{STEM}_spectrogram.png")
     model_s = result.stats["compute_ms_median"] * result.stats["frames"] / 1000
     timing = {
