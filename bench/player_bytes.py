@@ -1,6 +1,16 @@
-"""What the lab's player would fetch for a 10-minute result, float WAV against FLAC (issue 29, item 2).
+"""What the lab's player fetches for a 10-minute result, float WAV against FLAC (issue 29, item 4).
 
     python -m bench.player_bytes            # 10 minutes of the recorded asset, looped
+    python -m bench.player_bytes --browser  # and the bytes Chromium fetches for a real 10-minute result
+
+``--browser`` runs the app on the tiny random-weight checkpoint (port 7940), makes a real round trip
+of the 10-minute clip in Debian's chromium, waits for the final manifest, then walks the playhead
+through the whole clip block by block (what a listener who hears all of it makes the player fetch)
+and counts the bytes of every file response: "before" is the same page with the manifest as it was
+before this change (no FLAC copies, every source fetched ahead), "after" the manifest as served
+(FLAC, only the original and the reconstruction fetched ahead), and "after, every source chosen"
+the worst case, each source picked once at the start. Random weights: the reconstruction is noise,
+which compresses worse than a real codec's output (the stand-in rows above).
 
 The player streams each source in 8 s blocks around the playhead (webui/static/player_audio.js), and
 prefetches every source so that a flip is instant: a listener who hears the whole clip fetches every
@@ -16,6 +26,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import platform
 import sys
 from pathlib import Path
@@ -48,6 +59,73 @@ def _flac_bytes(x: np.ndarray, bits: int) -> tuple[int, bool]:
     return buffer.getbuffer().nbytes, bool(np.array_equal(back, q))
 
 
+WALK_JS = """async (args) => {
+  const P = window.cwPlayer, [before, choose] = args;
+  if (!window.cwServed) window.cwServed = P.manifest; // the manifest as the server sent it
+  const m = window.cwServed, last = m.sources.map((s) => s.id);
+  P.load({...m, sources: []}, false); // forget every block fetched so far
+  P.chosen = new Set();
+  P.load(before ? {...m, listen: {}, prefetch: undefined} : m, false);
+  if (choose) { for (const id of last) P.select(id); P.select("original"); }
+  for (let t = 0; t < P.duration(); t += 8) { P.seek(t); await new Promise((r) => setTimeout(r, 60)); }
+  await new Promise((r) => setTimeout(r, 3000));
+  return last;
+}"""
+
+
+def browser_bytes(clip: np.ndarray) -> dict:
+    """Bytes of file responses Chromium receives for the 10-minute result, per scenario (see the module)."""
+    import tempfile
+
+    from playwright.sync_api import sync_playwright
+
+    from core.model.checkpoints import build_tiny_checkpoint
+    from core.model.engine import Engine
+    from core.settings import Settings
+    from webui.app import build_app
+    from webui.options import UiOptions
+    from webui.server import ServerOptions, launch
+
+    work = Path(tempfile.mkdtemp(prefix="player-bytes-"))
+    wav = work / "ten minutes.wav"
+    sf.write(wav, clip, SAMPLE_RATE, subtype="PCM_16")
+    engine = Engine(Settings(model=str(build_tiny_checkpoint(work / "tiny")), device="cpu"))
+    engine.warm_up()
+    ui = UiOptions(temp_root=work / "server")
+    demo = build_app(engine, ui)
+    _app, url = launch(demo, engine, ui, ServerOptions(port=7940))
+    out: dict = {}
+    try:
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path="/usr/bin/chromium", headless=True, args=["--no-sandbox"])
+            page = browser.new_context(viewport={"width": 1440, "height": 900}).new_page()
+            page.context.new_cdp_session(page).send("Network.setCacheDisabled", {"cacheDisabled": True})
+            page.goto(url)
+            page.locator("#roundtrip-input input[type=file]").set_input_files(str(wav))
+            page.locator("#roundtrip-input [data-testid=download-link]").wait_for(state="attached", timeout=600_000)
+            page.locator("#roundtrip-run").click()
+            page.locator("#roundtrip-verdict [data-state=final]").wait_for(timeout=900_000)
+            page.wait_for_function("window.cwPlayer && window.cwPlayer.manifest.timeline", timeout=900_000)
+            for name, before, choose in (("before", True, False), ("after", False, False), ("after_all", False, True)):
+                got: list[int] = []
+
+                def count(response, got=got):
+                    if "/file=" in response.url and response.request.method == "GET":
+                        try:
+                            got.append(len(response.body()))
+                        except Exception:  # noqa: BLE001 - a response the page dropped: not received whole
+                            pass
+
+                page.on("response", count)
+                sources = page.evaluate(WALK_JS, [before, choose])
+                page.remove_listener("response", count)
+                out[name] = {"bytes": sum(got), "requests": len(got), "sources": sources}
+            browser.close()
+    finally:
+        demo.close()
+    return out
+
+
 def main() -> int:
     clip = load_audio(ASSET).samples
     n = int(MINUTES * 60 * SAMPLE_RATE)
@@ -64,7 +142,14 @@ def main() -> int:
             row[f"flac{bits}_bytes"], row[f"flac{bits}_exact"] = size, exact
             row[f"flac{bits}_ratio"] = round(wav / size, 2)
         rows.append(row)
-    result = {"minutes": MINUTES, "python": platform.python_version(), "rows": rows}
+    result: dict = {
+        "minutes": MINUTES,
+        "python": platform.python_version(),
+        "load_average": os.getloadavg(),
+        "rows": rows,
+    }
+    if "--browser" in sys.argv:
+        result["browser"] = browser_bytes(original)
     out = ROOT / "bench" / "results"
     (out / "player_bytes.json").write_text(json.dumps(result, indent=2) + "\n")
     lines = [
@@ -82,6 +167,27 @@ def main() -> int:
             f"| {r['source']} | {r['float_wav_bytes'] / 1e6:.1f} MB | {r['flac24_bytes'] / 1e6:.1f} MB "
             f"({r['flac24_ratio']}×) | {r['flac16_bytes'] / 1e6:.1f} MB ({r['flac16_ratio']}×) |"
         )
+    if "browser" in result:
+        b = result["browser"]
+        lines += [
+            "",
+            "## What Chromium fetched for a real 10-minute result (`--browser`)",
+            "",
+            f"Tiny random-weight checkpoint (its reconstruction is noise), the whole clip walked block by block; "
+            f"sources: {', '.join(b['after']['sources'])}. Load average {result['load_average'][0]:.1f} (shared machine).",
+            "",
+            "| page | bytes fetched | requests | vs before |",
+            "|---|---:|---:|---:|",
+        ]
+        for key, words in (
+            ("before", "before: float WAV, every source fetched ahead"),
+            ("after", "after: FLAC 16-bit, original + reconstruction ahead"),
+            ("after_all", "after, every source chosen once"),
+        ):
+            r = b[key]
+            lines.append(
+                f"| {words} | {r['bytes'] / 1e6:.1f} MB | {r['requests']} | {b['before']['bytes'] / max(r['bytes'], 1):.1f}× |"
+            )
     (out / "player_bytes.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     return 0

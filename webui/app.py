@@ -56,7 +56,7 @@ def build_app(engine, options: UiOptions | None = None) -> gr.Blocks:
             with gr.Tab(label("abx.tab"), id="abx"):
                 blind = abx_page.build(abx_page.AbxPageHandlers(engine, workspace))
             with gr.Tab(label("evaluate.tab"), id="evaluate"):
-                evaluate.build(evaluate.EvaluateHandlers(engine, workspace))
+                evaluate.build(evaluate.EvaluateHandlers(engine, workspace), result.audio_in, tabs)
             with gr.Tab(label("parity.tab"), id="parity"):
                 parity.build(parity.ParityHandlers(engine, workspace))
             with gr.Tab(label("tab.encode"), id="encode"):

@@ -17,9 +17,13 @@ the audio that decoded is used, with a warning naming the decoder's errors.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+import tempfile
+import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import soundfile as sf
@@ -52,9 +56,50 @@ class Unreadable(Exception):
     """soundfile cannot read the file (or not reliably); PyAV may."""
 
 
+# What libsndfile's decoders (mpg123 for MP3) print straight to the process's stderr, in our words:
+# logged through logging, never a raw line in the server's output (issue 29, item 10).
+DECODER_NOTES = {
+    "Xing stream size off by more than 1%": (
+        "the MP3's Xing/Info header states a byte size more than 1% off the file's; its length is "
+        "checked against the audio that decodes"
+    ),
+}
+_STDERR_LOCK = threading.Lock()  # one capture of file descriptor 2 at a time
+
+
+@contextlib.contextmanager
+def decoder_stderr(name: str) -> Iterator[None]:
+    """Catch what C decoders write to file descriptor 2 while the block runs: lines of
+    ``DECODER_NOTES`` are logged in words naming ``name``; anything else (another thread's log line
+    written meanwhile, an unknown decoder's words) goes on to the real stderr unchanged."""
+    with _STDERR_LOCK, tempfile.TemporaryFile() as caught:
+        saved = os.dup(2)
+        os.dup2(caught.fileno(), 2)
+        try:
+            yield
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            caught.seek(0)
+            _pass_on(caught.read().decode("utf-8", "replace"), name)
+
+
+def _pass_on(text: str, name: str) -> None:
+    rest = []
+    for line in text.splitlines(keepends=True):
+        note = next((words for raw, words in DECODER_NOTES.items() if raw in line), None)
+        if note:
+            logger.info("%s: %s", name, note)
+        else:
+            rest.append(line)
+    if rest:
+        os.write(2, "".join(rest).encode())
+
+
 def load_with_soundfile(path: Path, limits: AudioLimits) -> Audio:
     try:
-        f = sf.SoundFile(os.fsencode(path))  # bytes: any file name works (soundfile encodes str strictly)
+        with decoder_stderr(path.name):  # libsndfile's mpg123 prints its warnings on opening an MP3
+            f = sf.SoundFile(os.fsencode(path))  # bytes: any file name works (soundfile encodes str strictly)
     except (sf.SoundFileError, RuntimeError) as e:
         raise Unreadable(str(e)) from e
     with f:

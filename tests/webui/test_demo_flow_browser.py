@@ -330,3 +330,36 @@ def test_dark_theme_axe_and_a_02s_clip_reaching_the_lab(chromium, server, tmp_pa
     page.locator("#lab-player .cw-play").click()
     page.wait_for_function(f"{LAB}.playing || {LAB}.time > 0", timeout=10_000)  # it plays
     page.context.close()
+
+
+SEEN_ON_PHONE = """(ids) => ids.map((id) => {
+  const el = document.querySelector(id), r = el.getBoundingClientRect();
+  const hit = document.elementFromPoint(r.x + r.width / 2, r.y + r.height / 2);
+  let clipped = false;
+  for (let a = el.parentElement; a; a = a.parentElement) {
+    const s = getComputedStyle(a), b = a.getBoundingClientRect();
+    if (s.overflow !== "visible" && (r.top < b.top - 1 || r.bottom > b.bottom + 1)) clipped = true;
+  }
+  return {id, height: r.height, top: r.top, bottom: r.bottom, inside: r.top >= 0 && r.bottom <= innerHeight,
+          uncovered: !!hit && el.contains(hit), clipped};
+})"""
+
+
+def test_the_phone_blind_test_shows_both_answers_on_its_first_screen(phone):
+    """Issue 29, item 9: the answer buttons were under an empty 106 px waveform box, below the first
+    screen (A at y = 911 of 844). Run after the phone flow above (it leaves a result)."""
+    if not phone.locator("#roundtrip-blind-run").is_visible():
+        _round_trip(phone)
+    phone.locator("#roundtrip-blind-run").scroll_into_view_if_needed()
+    phone.locator("#roundtrip-blind-run").tap()
+    phone.locator("#abx-answer-b").wait_for(state="visible", timeout=TIMEOUT_MS)
+    phone.wait_for_timeout(800)
+    seen = phone.evaluate(SEEN_ON_PHONE, ["#abx-prompt", "#abx-answer-a", "#abx-answer-b"])
+    for box in seen:
+        assert box["height"] > 0 and box["inside"] and box["uncovered"] and not box["clipped"], seen
+    track = phone.locator("#abx-transport canvas.cw-wave").bounding_box()
+    assert track["height"] <= 60, track  # a thin track: no empty waveform box
+    phone.screenshot(path=str(DOCS / "abx-phone.tmp.png"))
+    _save_small(DOCS / "abx-phone.tmp.png", DOCS / "abx-phone.png")
+    (DOCS / "abx-phone.tmp.png").unlink()
+    phone.get_by_role("tab").first.tap()

@@ -110,7 +110,8 @@ def test_live_streams_and_the_recordings_codes_equal_the_offline_encode(browser,
     page.screenshot(path=str(shot), full_page=True)
     _save_small(shot, SCREENSHOT)
     page.locator(".cw-live-stop").click()
-    expect(page.locator("#live-reconstruction")).to_contain_text("0:", timeout=TIMEOUT_MS)
+    expect(page.locator("#live-open-roundtrip")).to_be_visible(timeout=TIMEOUT_MS)  # the result: to the lab
+    assert not page.locator("#live-reconstruction").is_visible()  # no plain players (issue 29)
     result_id = state(page)["resultId"]
     folder = root / result_id
     recording, rate = sf.read(folder / "live_24k_mono.wav", dtype="float32")

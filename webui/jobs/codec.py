@@ -23,12 +23,13 @@ from core.model.engine import ROUNDTRIP_ENCODE_SHARE
 from core.settings import AudioLimits
 from webui.jobs import compare as compare_jobs
 from webui.jobs.common import Progress, quiet, stem_of
+from webui.jobs.heard import on_grid, write_heard
 
 
 @dataclass(frozen=True)
 class RoundTripOutput:
-    original_wav: Path  # the codec's input: 24 kHz mono float WAV
-    reconstruction_wav: Path  # the decoder's output: 24 kHz mono float WAV
+    original_wav: Path  # the codec's input: 24 kHz mono float WAV of 16-bit PCM values (webui.jobs.heard)
+    reconstruction_wav: Path  # the decoder's output: the same
     token_file: Path  # .npz token file
     spectrogram_png: Path  # original / reconstruction / difference
     facts: dict  # AudioFacts.to_dict()
@@ -164,11 +165,12 @@ def roundtrip(
     )
     progress(0.9, "job.writing")
     token_file = _token_file(engine, encoded.codes, encoded.original_samples)
-    original = write_wav(folder / f"{stem}_24k_mono.wav", audio.samples)
-    reconstruction = write_wav(folder / f"{stem}_reconstruction.wav", decoded.samples)
+    heard, made = on_grid(audio.samples), on_grid(decoded.samples)  # 16-bit PCM: what is measured and played
+    original = write_heard(folder / f"{stem}_24k_mono.wav", heard)
+    reconstruction = write_heard(folder / f"{stem}_reconstruction.wav", made)
     token_path = tokens.save_tokens(token_file, folder / f"{stem}_tokens.npz")
     words = (figure_words or {}).get("spectrogram")
-    figure = analysis.spectrogram_figure(audio.samples, decoded.samples, words=words)
+    figure = analysis.spectrogram_figure(heard, made, words=words)
     png = analysis.figure_to_png(figure, folder / f"{stem}_spectrogram.png")
     return RoundTripOutput(
         original,

@@ -22,14 +22,16 @@ from core import tokens
 from core.analysis import metrics as analysis
 from core.analysis import timeline, token_usage
 from core.audio import loudness
-from core.audio.files import load_audio, write_wav
+from core.audio.files import load_audio
 from core.codec import SAMPLE_RATE, check_duration
 from core.judging.sources import CODEC_BPS
 from core.nn import ladder
 from core.settings import AudioLimits
 from webui.jobs.common import Progress, quiet, stem_of
+from webui.jobs.heard import listening_copy, on_grid, write_heard
 
 RESIDUAL_GAIN_DB = 0.0  # the residual plays at its own level: what was lost, as loud as it was lost
+PREFETCH = ("original", "reconstruction")  # fetched ahead from the start; the others once chosen (issue 29)
 LADDER_KEYS = "123456789"  # keyboard keys of the ladder levels k = 1..9 in the player (the key is k; issue 29)
 
 
@@ -115,20 +117,41 @@ def _source(
     return Source(id_, key, label, str(path), round(gain, 2), rounded, kind, bitrate_bps, envelope)
 
 
-def _residual(folder: Path, stem: str, of: str, original: np.ndarray, samples: np.ndarray) -> Path:
-    """original − ``samples``, sample-aligned, as ``{stem}_residual_{of}.wav`` (the player's R against ``of``)."""
+def _residual(
+    folder: Path, stem: str, of: str, original: np.ndarray, samples: np.ndarray, copies: dict | None = None
+) -> Path:
+    """original − ``samples``, sample-aligned, as ``{stem}_residual_{of}.wav`` (the player's R against
+    ``of``), on the 16-bit grid like everything the player plays; its FLAC copy goes into ``copies``."""
     n = min(original.size, samples.size)
-    return write_wav(folder / f"{stem}_residual_{of}.wav", original[:n] - samples[:n])
+    residual = on_grid(original[:n] - samples[:n])
+    path = write_heard(folder / f"{stem}_residual_{of}.wav", residual)
+    if copies is not None:
+        _copy(copies, path, residual)
+    return path
+
+
+def _copy(copies: dict, path: Path | str, samples: np.ndarray) -> None:
+    """The player's FLAC copy of ``path`` (webui.jobs.heard) into ``copies`` (the manifest's ``listen``)."""
+    copy = listening_copy(Path(path), samples)
+    if copy is not None:
+        copies[str(path)] = copy
 
 
 def _extra_sources(
-    extra: list[dict], original: np.ndarray, folder: Path, stem: str, limits: AudioLimits, reference_lufs
+    extra: list[dict],
+    original: np.ndarray,
+    folder: Path,
+    stem: str,
+    limits: AudioLimits,
+    reference_lufs,
+    copies: dict,
 ) -> tuple[list[Source], dict[str, str]]:
     """The sources beside the codec (webui.jobs.compare: anchors, the second checkpoint), with their
-    loudness gains and a residual each."""
+    loudness gains and a residual each; their FLAC copies go into ``copies``."""
     out, residuals = [], {}
     for item in extra:
         samples = _load(Path(item["wav"]), limits)
+        _copy(copies, item["wav"], samples)
         out.append(
             _source(
                 item["id"],
@@ -141,7 +164,7 @@ def _extra_sources(
                 bitrate_bps=item.get("bitrate_bps"),
             )
         )
-        residuals[item["id"]] = str(_residual(folder, stem, item["id"], original, samples))
+        residuals[item["id"]] = str(_residual(folder, stem, item["id"], original, samples, copies))
     return out, residuals
 
 
@@ -149,9 +172,14 @@ def first_manifest(original_path: Path, reconstruction_path: Path, limits: Audio
     """The player's first look, as soon as the reconstruction exists: original, reconstruction and
     the sources made beside them, unmatched in loudness (gain 0), no residual, no timeline. It costs
     reading the files and their waveforms (≈0.1 s a source for 10 minutes; :func:`base_manifest`,
-    which follows, took minutes on the 2-core CPU for 10 minutes), so a long clip plays at once."""
+    which follows, took minutes on the 2-core CPU for 10 minutes), so a long clip plays at once.
+    The original and the reconstruction get their FLAC copies here (what the player fetches first);
+    the other sources theirs with the base manifest (until then they are read as WAV, if chosen)."""
     original, reconstruction = _load(original_path, limits), _load(reconstruction_path, limits)
     n = min(original.size, reconstruction.size)
+    copies: dict = {}
+    _copy(copies, original_path, original)
+    _copy(copies, reconstruction_path, reconstruction)
 
     def quick(id_, key, label, path, samples, kind, bitrate_bps=None):
         return asdict(
@@ -184,6 +212,8 @@ def first_manifest(original_path: Path, reconstruction_path: Path, limits: Audio
         "reference_lufs": None,
         "residuals": {},
         "residual_of": "reconstruction",
+        "listen": copies,  # {WAV path: its FLAC copy} (webui.jobs.heard; docs/lab.md)
+        "prefetch": list(PREFETCH),
         "first_look": True,  # the loudness gains, the residual and the timeline follow (base_manifest)
     }
 
@@ -206,7 +236,11 @@ def base_manifest(
     n = min(original.size, reconstruction.size)
     residual = original[:n] - reconstruction[:n]
     stem = stem_of(original_path).removesuffix("_24k_mono")
-    residual_path = write_wav(folder / f"{stem}_residual.wav", residual)
+    residual = on_grid(residual)  # as written: what the player plays
+    residual_path = write_heard(folder / f"{stem}_residual.wav", residual)
+    copies: dict = {}
+    for path, samples in ((original_path, original), (reconstruction_path, reconstruction), (residual_path, residual)):
+        _copy(copies, path, samples)
     progress(0.4, "lab.job.loudness")
     ref, rec = _analyse(original), _analyse(reconstruction)
     sources = [
@@ -224,7 +258,7 @@ def base_manifest(
         ),
         _source("residual", "r", "residual", residual_path, residual, ref.lufs, RESIDUAL_GAIN_DB, kind="residual"),
     ]
-    more, residuals = _extra_sources(extra or [], original, folder, stem, limits, ref.lufs)
+    more, residuals = _extra_sources(extra or [], original, folder, stem, limits, ref.lufs, copies)
     sources += more
     progress(0.6, "lab.job.timeline")
     mels = (ref.mel, rec.mel) if original.size == reconstruction.size else None
@@ -238,6 +272,8 @@ def base_manifest(
         "reference_lufs": ref.lufs,
         "residuals": {"reconstruction": str(residual_path), **residuals},  # R against each source (docs/lab.md)
         "residual_of": "reconstruction",
+        "listen": copies,  # {WAV path: its FLAC copy} (webui.jobs.heard)
+        "prefetch": list(PREFETCH),
     }
     return TimelineOutput(manifest, tl, time.perf_counter() - start)
 
@@ -290,14 +326,18 @@ def run_ladder(
             asdict(_source("original", "a", "original", audio_path, original, ref_lufs, 0.0, ref_lufs, "original"))
         ]
     residuals = {k: v for k, v in (manifest or {}).get("residuals", {}).items() if not k.startswith("k")}
+    kept = {s["path"] for s in sources} | set(residuals.values())  # copies the page had, passed back as they were
+    copies = {p: c for p, c in ((manifest or {}).get("listen") or {}).items() if p in kept}
     rows: list[dict] = []
     original_png = analysis.mel_png(ref_mel, folder / f"{stem}_original.png", top - analysis.TOP_DB, top)
     pictures = [(str(original_png), "original")]  # the page names it in the reader's language
     for rung in rungs:
-        wav = write_wav(folder / f"{stem}_k{rung.codebooks:02d}.wav", rung.samples)
-        level = _analyse(rung.samples)
+        samples = on_grid(rung.samples)  # as written: what is measured is what the player plays
+        wav = write_heard(folder / f"{stem}_k{rung.codebooks:02d}.wav", samples)
+        _copy(copies, wav, samples)
+        level = _analyse(samples)
         mel = level.mel
-        metrics = {m.name: m.value for m in analysis.quick_compare(original, rung.samples, (ref_mel, mel))}
+        metrics = {m.name: m.value for m in analysis.quick_compare(original, samples, (ref_mel, mel))}
         png = analysis.mel_png(mel, folder / f"{stem}_k{rung.codebooks:02d}.png", top - analysis.TOP_DB, top)
         key = str(rung.codebooks) if str(rung.codebooks) in LADDER_KEYS else ""  # [3] is k = 3, not the third level
         label = f"k{rung.codebooks}"  # the page shows it in the reader's language
@@ -306,14 +346,14 @@ def run_ladder(
             key,
             label,
             wav,
-            rung.samples,
+            samples,
             ref_lufs,
             lufs=level.lufs,
             kind="level",
             bitrate_bps=rung.bitrate_bps,
         )
         sources.append(asdict(source))
-        residuals[source.id] = str(_residual(folder, stem, source.id, original, rung.samples))
+        residuals[source.id] = str(_residual(folder, stem, source.id, original, samples, copies))
         rows.append(
             {
                 "codebooks": rung.codebooks,
@@ -340,6 +380,7 @@ def run_ladder(
     )
     manifest["sources"] = sources
     manifest["residuals"] = residuals
+    manifest["listen"] = copies
     return LadderOutput(manifest, rows, pictures, {"model_s": model_s, "ui_s": total - model_s, "total_s": total})
 
 

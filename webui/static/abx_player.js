@@ -28,6 +28,7 @@ async function abxLoad() {
   const manifest = {sample_rate: rate, duration_s: sameClip ? previous.duration_s : 0, sources, ui: abxWords()};
   abx.load(manifest, false); // a new trial starts from the beginning of the clip
   abx.seek(abx.loop.on ? abx.loop.a : 0);
+  requestAnimationFrame(() => abxInView());
   if (!sameClip) {
     const seconds = await abx.lengthOf(sources[0].id);
     if (abx.manifest !== manifest) return;
@@ -36,6 +37,14 @@ async function abxLoad() {
     abx.resetView();
     abx.render();
   }
+}
+
+function abxInView(tries = 25) { // a phone: the question, the transport and both answers on one screen (issue 29)
+  const answer = document.querySelector("#abx-answer-b"), prompt = document.getElementById("abx-prompt");
+  if (!answer || !prompt) return;
+  if (!answer.offsetParent) { if (tries > 0) setTimeout(() => abxInView(tries - 1), 200); return; } // not shown yet
+  const r = answer.getBoundingClientRect();
+  if (r.bottom > innerHeight || prompt.getBoundingClientRect().top < 0) prompt.scrollIntoView({block: "start"});
 }
 
 function abxWords() { // the server writes them, in the page's language, beside the sources

@@ -3,6 +3,11 @@
 // blind test's A/B/X). Audio is fetched from Gradio's file route in blocks of BLOCK_S seconds with
 // HTTP Range requests that stay inside the file, only around the playhead, so a 30-minute clip is
 // never loaded in one piece. A file that is not a WAV is decoded whole (the blind test's X may be).
+// Where the manifest has a FLAC copy of a file (manifest.listen[path]: independent FLAC streams, one
+// per block, and their byte offsets; webui/jobs/heard.py), a block is its byte range, decoded by the
+// browser: lossless 16-bit PCM, exactly the samples that were measured, ≈4× fewer bytes than WAV.
+// Only the sources in manifest.prefetch (the original and the reconstruction in the lab; every
+// source where it is absent) and those the listener has chosen are fetched ahead (issue 29).
 //
 // cwAudio(P) installs on the player object P: load(manifest), play, pause, seek, select, time,
 // levels, tick. It calls P.render() (whole view) and P.draw() (canvases) when they exist.
@@ -18,6 +23,7 @@ function cwAudio(P) {
   P.files = {}; P.current = null; P.playing = false; P.pos = 0; P.clock = null; P.voices = [];
   P.loop = {on: false, a: 0, b: 0};
   P.residualOf = "reconstruction"; // R plays original − this source (manifest.residuals: a file per source)
+  P.chosen = new Set(); // sources the listener has selected: fetched ahead from then on
 
   function fileUrl(path) {
     if (path.startsWith("/listen/")) return path; // a shared test's sound (webui/serving/room_routes.py)
@@ -26,7 +32,12 @@ function cwAudio(P) {
     return root + "/gradio_api/file=" + path.split("/").map(encodeURIComponent).join("/");
   }
 
-  function newFile(path) { return {path, url: fileUrl(path), blocks: new Map(), ready: new Map()}; }
+  function copyOf(path, manifest) { return ((manifest || P.manifest || {}).listen || {})[path] || null; }
+
+  function newFile(path, manifest) {
+    const copy = copyOf(path, manifest);
+    return {path, copy, url: fileUrl(copy ? copy.path : path), blocks: new Map(), ready: new Map()};
+  }
 
   function audioContext() {
     if (!P.ctx) {
@@ -45,6 +56,9 @@ function cwAudio(P) {
   }
 
   async function header(file) {
+    if (!file.header && file.copy) { // the FLAC copy: its index is the header
+      file.header = Promise.resolve({rate: P.manifest.sample_rate, frames: file.copy.frames, offsets: file.copy.offsets});
+    }
     if (!file.header) {
       file.header = size(file).then(async (bytes) => {
         const last = Math.max(0, Math.min(CW_HEADER_BYTES, bytes || CW_HEADER_BYTES) - 1);
@@ -96,6 +110,7 @@ function cwAudio(P) {
     if (file.blocks.has(index)) return file.blocks.get(index);
     const promise = header(file).then(async (h) => {
       if (h.whole) return blockFrom(h, index);
+      if (h.offsets) return flacBlock(file, h, index);
       const first = index * CW_BLOCK_S * h.rate;
       const count = Math.max(0, Math.min(CW_BLOCK_S * h.rate, h.frames - first));
       if (count === 0) return null;
@@ -123,9 +138,29 @@ function cwAudio(P) {
     return promise;
   }
 
+  async function flacBlock(file, h, index) { // one FLAC stream: bytes offsets[index] .. offsets[index + 1] - 1
+    if (index + 1 >= h.offsets.length) return null;
+    const start = h.offsets[index], end = h.offsets[index + 1] - 1;
+    const r = await fetch(file.url, {headers: {Range: `bytes=${start}-${end}`}});
+    let bytes = await r.arrayBuffer();
+    if (r.status === 200) bytes = bytes.slice(start, end + 1); // a server without ranges sent it all
+    const buffer = await audioContext().decodeAudioData(bytes); // the context runs at the file's rate: no resampling
+    // Chromium maps 16-bit PCM to float with 1/32767 above zero and 1/32768 below; the server (and
+    // soundfile) use 1/32768 throughout. Back onto that grid, so what plays is what was measured.
+    const x = buffer.getChannelData(0);
+    for (let i = 0; i < x.length; i++) x[i] = Math.round(x[i] * (x[i] > 0 ? 32767 : 32768)) / 32768;
+    return buffer;
+  }
+
+  function wanted(id) {
+    const first = P.manifest && P.manifest.prefetch;
+    return !first || first.includes(id) || P.chosen.has(id) || id === P.current;
+  }
+
   function prefetch(at) {
     const first = Math.floor(Math.max(0, at) / CW_BLOCK_S);
-    for (const file of Object.values(P.files)) {
+    for (const [id, file] of Object.entries(P.files)) {
+      if (!wanted(id)) continue; // fetched when the listener picks it
       for (let b = first; b <= first + CW_PREFETCH_BLOCKS; b++) if (b * CW_BLOCK_S < P.duration()) block(file, b);
     }
   }
@@ -230,12 +265,14 @@ function cwAudio(P) {
     if (!path || !P.files.residual || id === P.residualOf) return;
     P.residualOf = id;
     P.files.residual = P.files.residual.path === path ? P.files.residual : newFile(path);
+    if (P.chosen.has("residual")) prefetch(P.time());
   }
 
   P.select = (id) => {
     if (id !== "original" && id !== "residual") retarget(id);
     if (!P.files[id] || id === P.current) { redraw(true); return; }
     P.current = id;
+    if (!P.chosen.has(id)) { P.chosen.add(id); if (P.ctx) prefetch(P.time()); }
     if (P.playing) { // same position, new source, crossfaded
       const when = P.ctx.currentTime + 0.005;
       const at = P.clock.from + (when - P.clock.when);
@@ -272,12 +309,14 @@ function cwAudio(P) {
   // clip is the same length (new ladder levels), else it goes back to the start.
   P.load = (manifest, keepPosition = true) => {
     const keep = keepPosition && P.manifest && P.manifest.duration_s === manifest.duration_s ? P.time() : 0;
-    const same = (s) => P.files[s.id] && P.files[s.id].path === s.path;
+    const copyPath = (path) => (copyOf(path, manifest) || {}).path;
+    const same = (s) => P.files[s.id] && P.files[s.id].path === s.path && (P.files[s.id].copy || {}).path === copyPath(s.path);
     const files = {};
-    for (const s of manifest.sources) files[s.id] = same(s) ? P.files[s.id] : newFile(s.path);
+    for (const s of manifest.sources) files[s.id] = same(s) ? P.files[s.id] : newFile(s.path, manifest);
     if (!(manifest.residuals || {})[P.residualOf]) P.residualOf = manifest.residual_of || "reconstruction";
     const residual = (manifest.residuals || {})[P.residualOf];
-    if (files.residual && residual && files.residual.path !== residual) files.residual = newFile(residual);
+    if (files.residual && residual && files.residual.path !== residual) files.residual = newFile(residual, manifest);
+    if (!P.manifest || P.manifest.duration_s !== manifest.duration_s) P.chosen = new Set(); // another clip
     const wasPlaying = P.playing; // a fuller manifest of the same result (its first look, then the timeline) keeps playing
     if (P.playing) P.pause();
     P.manifest = manifest; P.files = files; P.pos = keep; P.lastBlock = null;

@@ -20,12 +20,17 @@ function cwView(P) {
     return b;
   }
 
+  // Without a waveform (the blind test: X's picture would give the answer away) the canvas is a thin
+  // track, the playhead and the loop over the time axis, so that on a phone the answer buttons are on
+  // the first screen instead of under an empty box (issue 29, item 9).
+  const CW_TRACK_PX = 40;
+
   function skeleton(root) {
     root.innerHTML = `<div class="cw-transport"><button type="button" class="cw-play"></button>
       <label class="cw-loop"><input type="checkbox"> <span></span></label>
       <span class="cw-time" aria-live="off"></span><span class="cw-zoom"></span></div>
       <div class="cw-sources" role="group"></div>
-      <canvas class="cw-wave" role="img" height="106"></canvas>
+      <canvas class="cw-wave" role="img" height="${P.options.waveform ? 106 : CW_TRACK_PX}"></canvas>
       ${P.options.timeline ? '<canvas class="cw-tl" role="img" height="110"></canvas><div class="cw-legend"></div>' : ""}
       <div class="cw-worst"></div><div class="cw-note"></div>`;
     root.querySelector(".cw-play").onclick = () => (P.playing ? P.pause() : P.play());

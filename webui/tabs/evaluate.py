@@ -52,11 +52,31 @@ class EvaluateHandlers(TabHandlers):
         table = [[_cell(c, r[c], lang) for c in header] for r in result.rows]
         failed = sum(1 for r in result.rows if r["error"])
         summary = i18n.text("evaluate.summary", lang, n=len(result.rows), failed=failed, seconds=result.seconds)
+        openable = [(r["file"], str(path)) for r, (path, _) in zip(result.rows, pairs, strict=False) if not r["error"]]
         return (
             summary,
             gr.Dataframe(value=table, headers=[_heading(c, lang) for c in header]),
             [str(result.csv_path), str(result.html_path), archive],
+            gr.Dropdown(choices=openable, value=openable[0][1] if openable else None, visible=bool(openable)),
+            gr.Button(visible=bool(openable)),
+            [str(path) if not r["error"] else "" for r, (path, _) in zip(result.rows, pairs, strict=False)],  # row i's
         )
+
+    @staticmethod
+    def pick_row(files, event: gr.SelectData):
+        """A click on a row of the table picks that file for *Open in the lab* (a failed row has none)."""
+        row = event.index[0] if isinstance(event.index, (list, tuple)) else event.index
+        ok = isinstance(row, int) and 0 <= row < len(files or []) and files[row]
+        return gr.Dropdown(value=files[row]) if ok else gr.Dropdown()
+
+    def open_in_lab(self, path, files, request: gr.Request | None = None):
+        """The chosen file into the Round trip's input, that tab in front; the page then runs it: its
+        round trip is the evaluation's (the same checkpoint, the same codes), in the lab's flip player
+        with the verdict and the blind test (issue 29, item 8)."""
+        lang = i18n.language_of(request)
+        if not path or path not in (files or []) or not Path(path).is_file():  # only this session's evaluated files
+            raise gr.Error(i18n.text("evaltab.open_gone", lang))
+        return path, gr.Tabs(selected="roundtrip")
 
 
 _ERRNO = re.compile(r"\[Errno -?\d+\]\s*")  # a library's error number says nothing to a person (issue 29)
@@ -80,8 +100,9 @@ def _cell(column: str, value, lang: str):
     return round(value, 2) if isinstance(value, float) else value
 
 
-def build(handlers: EvaluateHandlers) -> None:
-    """Several files at once (call inside a ``gr.Tab``)."""
+def build(handlers: EvaluateHandlers, roundtrip_input: gr.Audio | None = None, tabs: gr.Tabs | None = None) -> None:
+    """Several files at once (call inside a ``gr.Tab``); ``roundtrip_input`` and ``tabs`` for
+    *Open in the lab* (a row's file as a round trip)."""
     gr.Markdown(i18n.label("evaluate.intro"))
     with gr.Row():
         files = gr.File(
@@ -94,7 +115,36 @@ def build(handlers: EvaluateHandlers) -> None:
         run = gr.Button(i18n.label("evaluate.run"), variant="primary", elem_id="evaluate-run", scale=1)
     summary = gr.Markdown(elem_id="evaluate-summary")
     table = gr.Dataframe(interactive=False, wrap=True, elem_id="evaluate-table")  # an error is read whole
+    with gr.Row():
+        which = gr.Dropdown(
+            label=i18n.label("evaltab.open_which"), visible=False, elem_id="evaluate-open-which", scale=3
+        )
+        open_lab = gr.Button(i18n.label("evaltab.open"), visible=False, elem_id="evaluate-open-lab", scale=1)
     outputs = gr.File(
         label=i18n.label("evaluate.outputs"), file_count="multiple", interactive=False, elem_id="evaluate-outputs"
     )
-    run.click(handlers.evaluate, inputs=[files], outputs=[summary, table, outputs], api_name="evaluate", **MODEL_GROUP)
+    row_files = gr.State([])
+    run.click(
+        handlers.evaluate,
+        inputs=[files],
+        outputs=[summary, table, outputs, which, open_lab, row_files],
+        api_name="evaluate",
+        **MODEL_GROUP,
+    )
+    if roundtrip_input is None or tabs is None:
+        return
+    table.select(
+        EvaluateHandlers.pick_row,
+        inputs=[row_files],
+        outputs=[which],
+        api_visibility="private",
+        queue=False,
+    )
+    open_lab.click(
+        handlers.open_in_lab,
+        inputs=[which, row_files],
+        outputs=[roundtrip_input, tabs],
+        api_name="evaluate_open_in_lab",
+        api_visibility="private",
+        queue=False,
+    ).success(None, js="() => { document.querySelector('#roundtrip-run')?.click(); }")

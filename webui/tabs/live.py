@@ -92,7 +92,7 @@ class LiveHandlers(TabHandlers):
                 p95=f"{live.get('compute_ms_p95', 0):.1f}",
                 rtf=f"{live.get('realtime_factor', 0):.2f}",
             ),
-            facts=fmt.facts_markdown(out.facts, lang),
+            facts=fmt.facts_markdown(out.facts, lang, captured=True),  # the browser chose rate and channels
             tokens=fmt.tokens_markdown(out.summary, lang),
             spectrogram=str(out.spectrogram_png),
             downloads=[str(out.token_file), str(out.original_wav), str(out.reconstruction_wav)],
@@ -120,7 +120,9 @@ def build(demo: gr.Blocks, handlers: LiveHandlers, roundtrip_input: gr.Audio, ta
     with gr.Column(visible=False, elem_id="live-result") as result:  # appears once a session has stopped
         timing = gr.Markdown(elem_id="live-timing")
         open_trip = gr.Button(label("live.open_roundtrip"), variant="primary", elem_id="live-open-roundtrip")
-        with gr.Row():
+        # the session's two files, for the button above: a result is listened to in the lab (the round
+        # trip's flip player, timeline, verdict, blind test), not in two plain players (issue 29, item 11)
+        with gr.Row(visible=False):
             original = gr.Audio(
                 label=label("live.original"), type="filepath", interactive=False, elem_id="live-original"
             )

@@ -133,8 +133,9 @@ def _meta_line(info: dict, lang: str) -> str:
 # --------------------------------------------------------------------------- audio and tokens
 
 
-def facts_markdown(facts: dict, lang: str = DEFAULT_LANGUAGE) -> str:
-    """What we read: format, rate, channels, length, level; then any warnings (core's, English)."""
+def facts_markdown(facts: dict, lang: str = DEFAULT_LANGUAGE, captured: bool = False) -> str:
+    """What we read: format, rate, channels, length, level; then any warnings (core's, English).
+    ``captured``: a Live recording, whose rate and channels are the browser's choice (words.captured)."""
     peak = facts["peak"]
     peak_db = f"{20 * math.log10(peak):.1f} dBFS" if peak > 0 else text("facts.silent", lang)
     rows = [
@@ -149,7 +150,8 @@ def facts_markdown(facts: dict, lang: str = DEFAULT_LANGUAGE) -> str:
     out = _table((text("facts.title", lang), ""), rows)
     warnings = list(facts.get("warnings") or [])
     if warnings:
-        out += "\n\n" + "\n".join(f"- ⚠ {words.sentence(w, lang)}" for w in warnings)
+        say = words.captured if captured else words.sentence
+        out += "\n\n" + "\n".join(f"- ⚠ {say(w, lang)}" for w in warnings)
     else:
         out += "\n\n" + text("facts.no_warnings", lang)
     return out

@@ -146,6 +146,23 @@ def sentence(english: str, lang: str) -> str:
     return english
 
 
+CAPTURED = {
+    "words.resampled": "capture.resampled",
+    "words.stereo": "capture.stereo",
+    "words.channels": "capture.channels",
+}
+
+
+def captured(english: str, lang: str) -> str:
+    """One of core's sentences about a Live recording: what was done to the browser's capture format is
+    said as what the browser chose (its rate, its channels), not as something the user gave wrongly."""
+    for pattern, key in PATTERNS:
+        found = pattern.fullmatch(english.strip())
+        if found and key in CAPTURED:
+            return text(CAPTURED[key], lang, **found.groupdict())
+    return sentence(english, lang)
+
+
 def step_detail(step: dict, lang: str) -> str:
     """A readiness step's detail, worded from its figures where the step passed or was skipped by
     design; a failure's detail is core's evidence (it names what failed), after a sentence in ``lang``."""
