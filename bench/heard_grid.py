@@ -54,7 +54,9 @@ def _row(checkpoint: str, asset: str, engine) -> list[dict]:
     rows = []
     for name, value in floats.items():
         other = grid.get(name)
-        ok = value is not None and other is not None and math.isfinite(value) and math.isfinite(other)
+        difference = None
+        if value is not None and other is not None and math.isfinite(value) and math.isfinite(other):
+            difference = other - value
         rows.append(
             {
                 "checkpoint": checkpoint,
@@ -62,7 +64,7 @@ def _row(checkpoint: str, asset: str, engine) -> list[dict]:
                 "metric": name,
                 "float": value,
                 "grid16": other,
-                "difference": (other - value) if ok else None,
+                "difference": difference,
             }
         )
     return rows
