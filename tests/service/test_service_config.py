@@ -133,7 +133,11 @@ def test_make_test_installs_test_needs_and_runs_every_non_gpu_test():
     install = next(line for line in plan.splitlines() if "pip install -q -r" in line)
     for name in ("requirements.txt", "requirements-judging.txt", "requirements-dataset.txt", "requirements-test.txt"):
         assert f"-r {name}" in install, install
-    assert re.search(r"-m pytest -m \"not gpu\" .*--durations=15", plan), plan
+    # make test runs every non-GPU test but the long ones; make test-long runs those; CI runs both
+    assert re.search(r"-m pytest -m \"not gpu and not long\" .*--durations=15", plan), plan
+    assert re.search(r"-m pytest -m \"long and not gpu\" ", _make_dry_run("test-long"))
+    ci = (REPO / ".ci" / "run").read_text()
+    assert re.search(r"^make test$", ci, re.M) and re.search(r"^make test-long$", ci, re.M), ci
 
 
 def first_commands(markdown: str, count: int = 2) -> list[str]:

@@ -7,7 +7,7 @@ database, and the pooled result counts them all.
 
 One start of the replicas per database serves every test here (a module fixture with the database
 as its parameter): a start is two app processes, supervisord and nginx, about a minute of both
-cores. The room tests had a start of their own before (tests/service/test_room_replicas.py): three
+cores. The room tests had a start of their own before (a test file of their own): three
 starts in all, against two now, with every check as it was."""
 
 from __future__ import annotations

@@ -70,10 +70,13 @@ def test_roundtrip_returns_players_facts_tokens_metrics_and_downloads(tabs):
 
 
 def test_reconstruction_wav_holds_the_decoder_output_exactly(tabs, engine, clip):
-    """Written by us as float WAV: not peak-normalized, not converted to 16 bit."""
+    """Written by us as float WAV: not peak-normalized; the decoder's output on the 16-bit grid the
+    lab plays and the metrics read (webui/jobs/heard.py), nothing else changed."""
+    from webui.jobs.heard import on_grid
+
     out = _roundtrip(tabs, clip)
     codes = load_tokens(out["downloads"][0]).codes
-    expected = engine.decode(codes, original_samples=sf.info(clip).frames).samples
+    expected = on_grid(engine.decode(codes, original_samples=sf.info(clip).frames).samples)
     written, _ = sf.read(out["reconstruction"], dtype="float32")
     assert sf.info(out["reconstruction"]).subtype == "FLOAT"
     np.testing.assert_array_equal(written, expected)

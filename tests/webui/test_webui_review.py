@@ -56,8 +56,10 @@ def evaluator(tabs):
 
 @pytest.mark.slow
 def test_evaluate_files_gives_a_row_per_file_and_keeps_going_past_a_bad_one(evaluator, bad_audio, clip):
-    summary, table, files = evaluator.evaluate([str(clip), str(bad_audio), str(clip)], None)
+    summary, table, files, which, _open, row_files = evaluator.evaluate([str(clip), str(bad_audio), str(clip)], None)
     assert "3 files" in summary and "1 could not be evaluated" in summary
+    assert row_files[1] == "" and row_files[0] and row_files[2]  # a failed row has nothing to open in the lab
+    assert [value for _name, value in which.choices] == [row_files[0], row_files[2]]
     rows = table.value["data"]
     assert [r[0] for r in rows] == ["speech 3s.wav", "not_audio.wav", "speech 3s.wav (2)"]
     assert rows[1][-1] and not rows[0][-1]

@@ -77,9 +77,9 @@ def room_routes(
     def answer_allowed(request: Request, link: str) -> bool:
         """An answer counts against its address, then its listener (their cookie, else the address) in this test."""
         address = client_key(request.scope, trusted)
-        if not limits.allow("answers from " + address, per_address_per_min):
+        if not limits.allow("answers-from:" + address, per_address_per_min):
             return False
-        return limits.allow(f"answers of {key_of(request) or address} in {link}", answers_per_min)
+        return limits.allow(f"answers-of:{key_of(request) or address}:{link}", answers_per_min)
 
     def lang_of(request: Request) -> str:
         return i18n.language_of(request)  # type: ignore[arg-type]  # reads .headers, as gr.Request has
@@ -122,7 +122,7 @@ def room_routes(
         if not signed_in(request.scope):
             return refuse(request, 401, "listen.error.sign_in")
         try:
-            if not limits.allow(f"joins from {client_key(request.scope, trusted)} in {link}", joins_per_min):
+            if not limits.allow(f"joins-from:{client_key(request.scope, trusted)}:{link}", joins_per_min):
                 return refuse(request, 429, "listen.error.rate")
             body = await _body(request)
             if key_of(request):  # already joined: the same listener goes on

@@ -17,7 +17,19 @@ from core.model.engine import Engine
 from core.settings import Settings
 from tests.live_checks import stream
 
-pytestmark = pytest.mark.usefixtures("single_thread")  # see tests/conftest.py
+pytestmark = pytest.mark.usefixtures("single_thread", "fresh_live")  # see tests/conftest.py
+
+
+@pytest.fixture
+def fresh_live(tiny_engine):
+    """Each test starts from the shared engine's live state as a fresh server has it: no measured frame
+    cost (a cost measured by an earlier test on a loaded machine admitted 1, and one refusal then left
+    a session open for every test after it), and no session left open after it."""
+    tiny_engine.live.frame_cost_s = None
+    yield
+    for session in list(tiny_engine.live._sessions):
+        session.close()
+    tiny_engine.live.frame_cost_s = None
 
 
 @pytest.fixture
