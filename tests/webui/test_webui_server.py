@@ -72,7 +72,6 @@ def test_roundtrip_encode_decode(client, clip):
 
     text, metrics = client.predict(handle_file(original), handle_file(reconstruction), api_name="/metrics")
     from core.analysis import catalog
-
     from core.analysis.judges import DEFAULT_JUDGES  # the app's judges as started: GE2E, no ASR
 
     computed = catalog.ids(DEFAULT_JUDGES.rows(catalog.COMPARED))
