@@ -359,6 +359,7 @@ def test_the_phone_blind_test_shows_both_answers_on_its_first_screen(phone):
         assert box["height"] > 0 and box["inside"] and box["uncovered"] and not box["clipped"], seen
     track = phone.locator("#abx-transport canvas.cw-wave").bounding_box()
     assert track["height"] <= 60, track  # a thin track: no empty waveform box
+    assert not phone.locator("#abx-keys").is_visible()  # a touch phone has no keys: no key legend (issue 29, item 9)
     phone.screenshot(path=str(DOCS / "abx-phone.tmp.png"))
     _save_small(DOCS / "abx-phone.tmp.png", DOCS / "abx-phone.png")
     (DOCS / "abx-phone.tmp.png").unlink()

@@ -186,7 +186,7 @@ def build(handlers: AbxPageHandlers) -> AbxPage:
         with gr.Row():
             answer_a = gr.Button(i18n.label("abx.answer_a"), elem_id="abx-answer-a", size="lg", elem_classes=GONE)
             answer_b = gr.Button(i18n.label("abx.answer_b"), elem_id="abx-answer-b", size="lg", elem_classes=GONE)
-        gr.Markdown(i18n.label("abx.keys"), elem_classes="cw-hint")
+        gr.Markdown(i18n.label("abx.keys"), elem_classes="cw-hint", elem_id="abx-keys")
         results = gr.Markdown(elem_id="abx-results")
         with gr.Row():
             again = gr.Button(i18n.label("abx.again"), elem_id="abx-again-fewer", elem_classes=GONE)
