@@ -70,6 +70,7 @@ def page_extra(samples: np.ndarray, ids: list[str], folder: Path, original_wav: 
     from core.settings import Settings
     from webui.jobs import compare as compare_jobs
     from webui.jobs import lab as lab_jobs
+    from webui.jobs import lab_analysis
 
     class NoSecond:  # the engine as extra_sources sees it when no second checkpoint is loaded
         compare = None
@@ -81,7 +82,7 @@ def page_extra(samples: np.ndarray, ids: list[str], folder: Path, original_wav: 
     roundtrip = time.perf_counter() - wall, time.process_time() - cpu
     timings = []
     for sources in ([], extra.sources):
-        lab_jobs._CACHE.clear()
+        lab_analysis.forget()
         out = Path(tempfile.mkdtemp(dir=folder))
         wall, cpu = time.perf_counter(), time.process_time()
         lab_jobs.base_manifest(original_wav, reconstruction_wav, out, limits, None, extra=sources)

@@ -61,9 +61,9 @@ def summarize(values: list[float]) -> dict:
 
 
 def time_lab(lab: LabHandlers, original: str, reconstruction: str, downloads: list[str]) -> dict:
-    from webui.jobs import lab as lab_jobs
+    from webui.jobs import lab_analysis
 
-    lab_jobs._CACHE.clear()  # each run as a new clip: the timeline analyses it, the ladder reuses that
+    lab_analysis.forget()  # each run as a new clip: the timeline analyses it, the ladder reuses that
     start = time.perf_counter()
     manifest, value, _timeline = lab.timeline(original, reconstruction, None)
     timeline_s = time.perf_counter() - start

@@ -10,8 +10,6 @@ exclusive creation into a fresh request folder; nothing the user gave is overwri
 
 from __future__ import annotations
 
-import hashlib
-import threading
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -29,6 +27,7 @@ from core.nn import ladder
 from core.settings import AudioLimits
 from webui.jobs.common import Progress, quiet, stem_of
 from webui.jobs.heard import listening_copy, on_grid, write_heard
+from webui.jobs.lab_analysis import analyse as _analyse
 
 RESIDUAL_GAIN_DB = 0.0  # the residual plays at its own level: what was lost, as loud as it was lost
 PREFETCH = ("original", "reconstruction")  # fetched ahead from the start; the others once chosen (issue 29)
@@ -65,35 +64,6 @@ class LadderOutput:
 
 def _load(path: Path, limits: AudioLimits) -> np.ndarray:
     return load_audio(path, limits).samples
-
-
-@dataclass(frozen=True)
-class _Analysed:
-    mel: np.ndarray  # timeline.log_mel_blocks of the file's samples
-    lufs: float | None  # integrated loudness
-
-
-_CACHE: dict[tuple, _Analysed] = {}  # (samples, digest) -> analysis: the timeline's original and reconstruction,
-# met again by the ladder (its original, and its k = 16 level, which is the reconstruction sample for sample)
-CACHE_ENTRIES = 8  # analyses remembered: a timeline's two and a default ladder's five fit
-CACHE_MAX_SAMPLES = 5 * 60 * SAMPLE_RATE  # longer clips are not cached (a 5-min mel is 9 MiB)
-_CACHE_LOCK = threading.Lock()  # the lab's CPU events and the ladder run in different workers
-
-
-def _analyse(samples: np.ndarray) -> _Analysed:
-    """Log-mel and loudness of ``samples``, remembered by their content (a digest costs ~5 ms for
-    30 s, an analysis ~20 times that)."""
-    key = (samples.size, hashlib.blake2b(np.ascontiguousarray(samples).tobytes(), digest_size=16).hexdigest())
-    with _CACHE_LOCK:
-        found = _CACHE.get(key)
-    if found is None:
-        found = _Analysed(timeline.log_mel_blocks(samples), loudness.integrated_lufs(samples))
-        if samples.size <= CACHE_MAX_SAMPLES:
-            with _CACHE_LOCK:
-                while len(_CACHE) >= CACHE_ENTRIES:
-                    _CACHE.pop(next(iter(_CACHE)))
-                _CACHE[key] = found
-    return found
 
 
 def _source(
