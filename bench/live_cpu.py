@@ -1,7 +1,7 @@
 """Live on a CPU: the Table-2 panel (time to first packet, tokenizer time per packet, real-time factor)
 for packets of 1, 2 and 4 frames, with the official offline path timed in the same run.
 
-    python -m bench.live_cpu --checkpoint /tmp/full [--seconds 6] [--packets 1,2,4] [--threads 2]
+    python -m bench.live_cpu --checkpoint /tmp/full [--seconds 6] [--packets 1,2,4] [--winograd 6,0] [--threads 2]
 
 Full-size **random** checkpoint (no quality claims), every transformer layer scale set to 1.0 (context
 matters), float32. Per packet size: one warm-up session, then one unpaced session of ``--seconds``
@@ -38,9 +38,10 @@ log = logging.getLogger("bench.live_cpu")
 FRAME_MS = 1000 * SAMPLES_PER_FRAME / SAMPLE_RATE
 
 
-def session_run(engine, x: np.ndarray, packet: int) -> dict:
-    """One unpaced session over ``x`` pushed ``packet`` frames at a time."""
-    engine.settings = dataclasses.replace(engine.settings, live_packet_frames=packet)
+def session_run(engine, x: np.ndarray, packet: int, winograd: int = 0) -> dict:
+    """One unpaced session over ``x`` pushed ``packet`` frames at a time, its decoder's kernel-7
+    convolutions as Winograd F(``winograd``, 7) (0: direct)."""
+    engine.settings = dataclasses.replace(engine.settings, live_packet_frames=packet, live_winograd=winograd)
     block = packet * SAMPLES_PER_FRAME
     per_packet, cpu_per_packet = [], []
     t0 = time.perf_counter()
@@ -58,6 +59,7 @@ def session_run(engine, x: np.ndarray, packet: int) -> dict:
     seconds = x.size / SAMPLE_RATE
     return {
         "packet_frames": packet,
+        "winograd": winograd,
         "open_ms": open_ms,
         "first_packet_ms": per_packet[0],
         "packet_ms": _spread(per_packet[1:]),
@@ -102,9 +104,9 @@ def run(args) -> dict:
     }
     log.info("official: %s", out["official"])
     out["packets"] = []
-    for packet in args.packets:
-        session_run(engine, x[: 2 * SAMPLE_RATE], packet)  # warm-up
-        r = session_run(engine, x, packet)
+    for packet, winograd in [(p, w) for w in args.winograd for p in args.packets]:
+        session_run(engine, x[: 2 * SAMPLE_RATE], packet, winograd)  # warm-up
+        r = session_run(engine, x, packet, winograd)
         r["codes_agree_official"] = agreement(r["codes"], codes[: r["codes"].shape[0]])
         n = min(r["audio"].size, official_audio.size)
         r["audio_snr_vs_official_db"] = _snr(r["audio"][:n], official_audio[:n])
@@ -133,15 +135,21 @@ def markdown(result: dict) -> str:
         "work (encode + decode); session open given beside it. Real-time factor: model work / audio seconds, "
         "one session (below 1 it keeps up; the target is ≤ 0.6).",
         "",
-        "| packet | open (ms) | time to first packet (ms) | tokenizer time per packet, median / p95 (ms) "
+        "Decoder convolutions: Winograd F(m, 7) for the residual units' kernel-7 convolutions (`--live-winograd m`, "
+        "`core/nn/winograd.py`) or direct (0); the rest as `core/nn/cpu_convs.py` picks. The SNR column is "
+        "against the official fp32 decode of the same codes.",
+        "",
+        "| packet | decoder convolutions | open (ms) | time to first packet (ms) "
+        "| tokenizer time per packet, median / p95 (ms) "
         "| CPU time per packet, median (ms) | RTF, 1 session | RTF / official RTF | codes = official "
         "| audio SNR vs official decode | load (1 min) |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for p in result["packets"]:
         audio_ms = p["packet_frames"] * FRAME_MS
         lines.append(
-            f"| {p['packet_frames']} frame(s), {audio_ms:.0f} ms | {p['open_ms']:.0f} | "
+            f"| {p['packet_frames']} frame(s), {audio_ms:.0f} ms | "
+            f"{'Winograd F({}, 7)'.format(p['winograd']) if p.get('winograd') else 'direct'} | {p['open_ms']:.0f} | "
             f"{audio_ms + p['first_packet_ms']:.0f} ({audio_ms:.0f} + {p['first_packet_ms']:.0f}) | "
             f"{p['packet_ms']['median']:.0f} / {p['packet_ms']['p95']:.0f} | {p['packet_cpu_ms']['median']:.0f} | "
             f"**{p['realtime_factor']:.3f}** | {p['realtime_factor'] / off['realtime_factor']:.2f} | "
@@ -155,6 +163,12 @@ def parse_args(argv=None):
     p.add_argument("--checkpoint", type=Path, required=True)
     p.add_argument("--seconds", type=float, default=6.0)
     p.add_argument("--packets", type=lambda s: [int(v) for v in s.split(",")], default=[1, 2, 4])
+    p.add_argument(
+        "--winograd",
+        type=lambda s: [int(v) for v in s.split(",")],
+        default=[6, 0],
+        help="Winograd tiles of the live decoder to run each packet size with (0: direct convolutions)",
+    )
     p.add_argument("--threads", type=int, default=min(2, os.cpu_count() or 1))
     p.add_argument("--decode-dtype", default=None, choices=[None, "float32", "bfloat16"])
     p.add_argument("--out", type=Path, default=ROOT / "bench" / "results")

@@ -56,6 +56,7 @@ _POSITIVE = (
 )
 _SHARES = ("cleanup_threshold", "max_batch_memory_fraction")  # in (0, 1]
 MAX_LIVE_PACKET = 8  # 640 ms: beyond it a live session stops feeling live
+LIVE_WINOGRAD_TILES = (0, 2, 4, 6)  # outputs per Winograd tile a CPU live decoder may use (core.nn.winograd)
 DATA_DIR_NAME = "codec-workbench"  # folder under $XDG_DATA_HOME (or ~/.local/share) for stored results
 
 
@@ -157,6 +158,11 @@ class Settings:
         "frames a live session encodes and decodes together (1-8; each frame past the first adds 80 ms of "
         "latency; on a CPU 4 reads the weights once per 320 ms: docs/live.md; a GPU graph steps one frame)",
     )
+    live_winograd: int = option(
+        6,
+        "on a CPU, a live session's decoder runs its kernel-7 convolutions as Winograd F(m, 7), m outputs per "
+        "tile: 6 (fastest), 4 or 2 (closer to the fp32 decode), 0 the direct convolution (docs/live.md gives the SNR)",
+    )
     mos_windows: int = option(
         4, "DistillMOS windows of 7.68 s per clip for the verdict (bounds its time and memory at any length)"
     )
@@ -214,6 +220,11 @@ class Settings:
             raise SettingsError("decode_chunk_frames must be at least 1.")
         if self.live_sessions < 0:
             raise SettingsError("live_sessions must be zero (live mode off) or more.")
+        if self.live_winograd not in LIVE_WINOGRAD_TILES:
+            raise SettingsError(
+                f"live_winograd must be one of {', '.join(map(str, LIVE_WINOGRAD_TILES))} "
+                f"(outputs per Winograd tile; 0 for the direct convolution), not {self.live_winograd}."
+            )
         if not 1 <= self.live_packet_frames <= MAX_LIVE_PACKET:
             raise SettingsError(
                 f"live_packet_frames must be 1 to {MAX_LIVE_PACKET} frames of 80 ms, not {self.live_packet_frames}."

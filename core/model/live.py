@@ -187,7 +187,7 @@ class LiveSession:
             with self.engine.model_work("encode") as (model, _runner):  # captured under each operation's flags
                 self.encoder = StreamingEncoder(model, max_samples, kv, graphs, packet)
             with self.engine.model_work("decode") as (_model, runner):
-                self.decoder = StreamingDecoder(runner, graphs, packet)
+                self.decoder = StreamingDecoder(runner, graphs, packet, self.engine.settings.live_winograd)
         self.started = self.last_input = time.monotonic()
         logger.info(
             "live session opened: %d Hz, %d ch, at most %s (%d of %d in use)",

@@ -55,17 +55,26 @@ class ChannelsLastConvs:
     """
 
     def __init__(self) -> None:
-        self._weights: dict[int, tuple[torch.Tensor, int, torch.Tensor]] = {}
+        self._prepared: dict[tuple[int, str], tuple[torch.Tensor, int, object]] = {}
 
-    def _weight(self, conv) -> torch.Tensor:
+    def prepare(self, conv, kind: str, build):
+        """``build(conv)``, kept per (convolution, kind) until the convolution's weight changes."""
         source = conv.weight
         version = _version(source)
-        held = self._weights.get(id(conv))
+        key = (id(conv), kind)
+        held = self._prepared.get(key)
         if held is not None and held[0] is source and held[1] == version:
             return held[2]
-        weight = source.detach().unsqueeze(2).contiguous(memory_format=torch.channels_last)
-        self._weights[id(conv)] = (source, version, weight)
-        return weight
+        value = build(conv)
+        self._prepared[key] = (source, version, value)
+        return value
+
+    def _weight(self, conv) -> torch.Tensor:
+        return self.prepare(
+            conv,
+            "channels-last",
+            lambda c: c.weight.detach().unsqueeze(2).contiguous(memory_format=torch.channels_last),
+        )
 
     def conv(self, conv, x: torch.Tensor) -> torch.Tensor:
         """``conv(x)`` for an ``nn.Conv1d`` without padding, ``x`` channels-last (B, C, T)."""
@@ -95,3 +104,9 @@ class ChannelsLastConvs:
             (1, conv.dilation[0]),
         )
         return y.squeeze(2)
+
+    def transposed_steps(self, conv, x: torch.Tensor, overlap: int) -> torch.Tensor:
+        """Output steps ``overlap·stride`` to ``L·stride`` of ``conv(x)`` for a channels-last ``x`` (B, C_in, L)
+        whose first ``overlap`` steps are the previous inputs (what the streamed decoder keeps)."""
+        stride = conv.stride[0]
+        return self.conv_transpose(conv, x)[..., overlap * stride : x.shape[-1] * stride]

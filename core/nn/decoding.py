@@ -179,10 +179,13 @@ class DecoderStream:
         stride, kernel = conv.stride[0], conv.kernel_size[0]
         overlap = ceil_div(kernel, stride) - 1
         if overlap == 0:
-            return module(x)
+            return (
+                module(x) if self.convs is None else self.convs.transposed_steps(conv, conv_layout.channels_last(x), 0)
+            )
         x_in = self._with_state(module, x, overlap)
-        y = conv(x_in) if self.convs is None else self.convs.conv_transpose(conv, x_in)
-        return y[..., overlap * stride : (overlap + x.shape[-1]) * stride]
+        if self.convs is not None:
+            return self.convs.transposed_steps(conv, x_in, overlap)
+        return conv(x_in)[..., overlap * stride : (overlap + x.shape[-1]) * stride]
 
     def _convnext(self, block, x):
         residual = x

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import torch
 
-from core.nn import conv_layout
+from core.nn import conv_layout, cpu_convs
 
 
 class ChannelsLastSEANet:
@@ -35,7 +35,10 @@ class ChannelsLastSEANet:
 
     def __init__(self, seanet, convs: conv_layout.ChannelsLastConvs | None = None):
         self.seanet = seanet
-        self.convs = convs or conv_layout.ChannelsLastConvs()
+        if convs is None:  # on a CPU the products of ``cpu_convs`` (no Winograd: the codes stay the offline ones)
+            on_cpu = next(seanet.parameters()).device.type == "cpu"
+            convs = cpu_convs.CpuConvs(winograd_tile=None) if on_cpu else conv_layout.ChannelsLastConvs()
+        self.convs = convs
         self.state: dict[int, torch.Tensor] = {}
 
     def reset(self) -> None:

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import torch
 
 from core.codec import SAMPLES_PER_FRAME, ceil_div
-from core.nn import conv_layout
+from core.nn import conv_layout, cpu_convs
 from core.nn.decoding import DecoderStream
 from core.nn.dtypes import TORCH_DTYPES
 
@@ -126,7 +126,13 @@ class FastDecoder:
         self.guarded = self.dtype != torch.float32
         device = next(decoder.parameters()).device
         layout = options.channels_last if options.channels_last is not None else device.type == "cpu"
-        self.convs = conv_layout.ChannelsLastConvs() if layout else None  # shared by every stream of this decoder
+        # shared by every stream of this decoder; on a CPU the products of ``cpu_convs`` (jobs: fp32
+        # rounding only; live streams may ask for Winograd, one set of prepared weights per tile size)
+        self.on_cpu = layout and device.type == "cpu"
+        self.convs: conv_layout.ChannelsLastConvs | None = None
+        if layout:
+            self.convs = cpu_convs.CpuConvs(winograd_tile=None) if self.on_cpu else conv_layout.ChannelsLastConvs()
+        self._winograd_convs: dict[int, conv_layout.ChannelsLastConvs] = {}
         self.compiled_tail = (
             torch.compile(DecoderStream.tail, dynamic=False, mode=options.compile_mode) if options.compile else None
         )
@@ -169,12 +175,20 @@ class FastDecoder:
         return thread
 
     # ---- streaming ------------------------------------------------------------------------------
-    def stream(self, batch: int) -> DecoderStream:
-        return (
-            _CompiledStream(self.decoder, batch, self)
-            if self.compiled_tail is not None
-            else DecoderStream(self.decoder, batch, self.convs)
-        )
+    def stream(self, batch: int, winograd: int = 0) -> DecoderStream:
+        """A new stream; ``winograd``: on a CPU, run its kernel-7 convolutions as Winograd F(winograd, 7)
+        (a live session's choice, ``--live-winograd``: rounding traded for speed; 0 for the direct ones)."""
+        if self.compiled_tail is not None:
+            return _CompiledStream(self.decoder, batch, self)
+        return DecoderStream(self.decoder, batch, self.stream_convs(winograd))
+
+    def stream_convs(self, winograd: int = 0) -> conv_layout.ChannelsLastConvs | None:
+        """The convolutions a stream runs with (shared, so weights are prepared once per tile size)."""
+        if not winograd or not self.on_cpu:
+            return self.convs
+        if winograd not in self._winograd_convs:
+            self._winograd_convs[winograd] = cpu_convs.CpuConvs(winograd_tile=winograd)
+        return self._winograd_convs[winograd]
 
     def step(self, stream: DecoderStream, codes: torch.Tensor) -> torch.Tensor:
         """The next chunk's audio, (B, T * 1920), checked and redone in fp32 when broken."""

@@ -232,8 +232,9 @@ def _codes(frames: list[np.ndarray]) -> np.ndarray:
 class StreamingDecoder:
     """Code frames (n, 16) in, 24 kHz samples (n * 1920) out, through the engine's decoder runner."""
 
-    def __init__(self, runner, graphs: bool = False, packet_frames: int = 1):
+    def __init__(self, runner, graphs: bool = False, packet_frames: int = 1, winograd: int = 0):
         self.runner = runner  # a ``core.nn.fast_decode.FastDecoder``
+        self.winograd = winograd  # on a CPU: Winograd F(m, 7) tile of the kernel-7 convolutions (0: direct)
         self.stream = None
         self.packet_frames = max(1, int(packet_frames))  # frames per decoder step (eager; a graph takes one)
         # a CUDA graph of the one-frame step (``core.nn.live_graphs``); a guarded bf16 decoder stays eager
@@ -244,7 +245,7 @@ class StreamingDecoder:
 
     def reset(self) -> None:
         """Forget everything: the next frame is the first of a new clip."""
-        self.stream = self.runner.stream(1)
+        self.stream = self.runner.stream(1, self.winograd)
         if self.graph is not None:
             self.graph.reset()
         self.frames_in = 0

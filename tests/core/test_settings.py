@@ -81,6 +81,13 @@ def test_non_finite_numbers_are_refused(field, value):
         Settings(**{field: value})
 
 
+@pytest.mark.parametrize("value", [1, 3, 5, 8, -2])
+def test_a_winograd_tile_that_does_not_exist_is_refused_with_the_ones_that_do(value):
+    with pytest.raises(SettingsError, match="live_winograd must be one of 0, 2, 4, 6"):
+        Settings(live_winograd=value)
+    assert Settings(live_winograd=0).live_winograd == 0
+
+
 def test_non_finite_number_in_environment_is_refused():
     with pytest.raises(SettingsError, match="max_file_mb"):
         parse([], {"CODEC_MAX_FILE_MB": "nan"})
@@ -94,6 +101,7 @@ _OTHER = {
     "data_dir": "/some/data",
     "decode_dtype": "bfloat16",
     "live_packet_frames": 4,  # 1 // 2 would be 0, outside 1-8
+    "live_winograd": 4,  # 6 // 2 would be 3: no such tile
     "anchors": "mp3,opus12",
 }
 
