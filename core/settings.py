@@ -154,9 +154,10 @@ class Settings:
         True, "on a GPU, capture each live session's per-frame encode and decode as CUDA graphs (off: eager steps)"
     )
     live_packet_frames: int = option(
-        1,
+        0,
         "frames a live session encodes and decodes together (1-8; each frame past the first adds 80 ms of "
-        "latency; on a CPU 4 reads the weights once per 320 ms: docs/live.md; a GPU graph steps one frame)",
+        "latency; 0: auto, 4 on a CPU with a model past 64 MiB of weights (one pass over them per 320 ms), "
+        "else 1; docs/live.md)",
     )
     live_winograd: int = option(
         6,
@@ -225,9 +226,10 @@ class Settings:
                 f"live_winograd must be one of {', '.join(map(str, LIVE_WINOGRAD_TILES))} "
                 f"(outputs per Winograd tile; 0 for the direct convolution), not {self.live_winograd}."
             )
-        if not 1 <= self.live_packet_frames <= MAX_LIVE_PACKET:
+        if not 0 <= self.live_packet_frames <= MAX_LIVE_PACKET:
             raise SettingsError(
-                f"live_packet_frames must be 1 to {MAX_LIVE_PACKET} frames of 80 ms, not {self.live_packet_frames}."
+                f"live_packet_frames must be 1 to {MAX_LIVE_PACKET} frames of 80 ms (or 0 for auto), "
+                f"not {self.live_packet_frames}."
             )
         if self.mos_windows < 1:
             raise SettingsError("mos_windows must be at least 1.")

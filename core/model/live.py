@@ -33,7 +33,7 @@ from core.model.live_batcher import RESAMPLER_SLACK_SAMPLES, BatchedStream, Fram
 from core.model.live_results import LiveResult, LiveStep, session_result
 from core.nn.encoding import conv_context_samples
 from core.nn.streaming import MicrophoneInput, StreamingDecoder, StreamingEncoder
-from core.units import minutes
+from core.units import MIB, minutes
 
 logger = logging.getLogger(__name__)
 
@@ -42,6 +42,8 @@ IDLE_CLOSE_S = 5.0  # a session with no input for this long is closed when anoth
 LOAD_SHARE = 0.75  # admit sessions while their measured frames fill at most this share of each 80 ms
 COST_SMOOTHING = 0.05  # weight of the newest frame in the running per-frame cost
 FRAME_S = SAMPLES_PER_FRAME / SAMPLE_RATE  # 0.08 s: one frame of audio
+AUTO_PACKET_CPU = 4  # ``--live-packet-frames 0`` on a CPU with a large model: one pass over the weights per 320 ms
+AUTO_PACKET_MIN_WEIGHT_BYTES = 64 * MIB  # a model this large is bound by reading its weights at one frame per step
 LOCK_YIELD_S = 0.0005  # pause between two frames of one block, so a job waiting for the lock gets it
 
 
@@ -74,6 +76,15 @@ class LiveSessions:
     @property
     def limit(self) -> int:
         return int(self.engine.settings.live_sessions)
+
+    def packet_frames(self) -> int:
+        """Frames per step: ``--live-packet-frames``, or for 0 (auto) 4 on a CPU with a model past
+        ``AUTO_PACKET_MIN_WEIGHT_BYTES`` (a frame there costs more than real time) and 1 elsewhere."""
+        settings, dims = self.engine.settings, self.engine._dims
+        if settings.live_packet_frames:
+            return int(settings.live_packet_frames)
+        large = dims is not None and dims.weight_bytes >= AUTO_PACKET_MIN_WEIGHT_BYTES
+        return AUTO_PACKET_CPU if not settings.is_cuda and large else 1
 
     @property
     def in_use(self) -> int:
@@ -177,7 +188,7 @@ class LiveSession:
         max_samples = int(self.max_s * SAMPLE_RATE) + RESAMPLER_SLACK_SAMPLES
         kv = planner.base_plan(self.engine.settings).kv_device_bytes  # the engine's offload rule
         graphs = self.engine.settings.live_graphs and self.engine.settings.is_cuda
-        packet = self.engine.settings.live_packet_frames  # frames per step (CPU: one pass over the weights per packet)
+        packet = self.owner.packet_frames()  # frames per step (CPU: one pass over the weights per packet)
         if self.owner.use_batch():
             with self.engine.model_work("encode") as (model, runner):  # captures under each operation's flags
                 batcher = self.owner.batcher(model, runner)

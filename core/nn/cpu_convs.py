@@ -1,7 +1,7 @@
 """The streaming decoder's convolutions on a CPU: each as the kind of product that runs fastest there.
 
 Measured per second of audio on the 2-core AMD EPYC (AVX2), 1 thread, 4-frame packets, full-size model
-(``bench/results/live_cpu.md`` has the whole panel), channels-last oneDNN for every convolution took
+(``bench/cpu_convs.py`` times each call per product; ``bench/results/live_cpu.md`` has the panel), channels-last oneDNN for every convolution took
 2.34 s of CPU time, of which:
 
 - the transposed convolutions 0.68 s: oneDNN's deconvolution is far from the product's cost (and

@@ -33,7 +33,7 @@ POINTS = {
     6: (_F(0), _F(1), _F(-1), _F(3, 2), _F(-3, 2), _F(2, 3), _F(-2, 3), _F(3), _F(-3), _F(1, 3), _F(-1, 3)),
 }
 # outputs per phase computed in one pass; longer inputs go in blocks of this many (kept in cache)
-BLOCK_STEPS = 2048
+BLOCK_STEPS = 1536
 
 
 def matrices(m: int, r: int = KERNEL) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:

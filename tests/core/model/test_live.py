@@ -152,3 +152,21 @@ def test_unload_closes_live_sessions(make_engine):
     session = e.live.open(24_000)
     e.unload()
     assert session.closed and e.live.in_use == 0
+
+
+def test_auto_packets_are_four_frames_only_on_a_cpu_with_a_large_model(make_engine):
+    import dataclasses
+
+    engine = make_engine()  # the tiny checkpoint on the CPU, --live-packet-frames 0 (auto)
+    assert engine.settings.live_packet_frames == 0
+    assert engine.live.packet_frames() == 1  # a few MB of weights: nothing to share between frames
+    small = engine._dims
+    engine._dims = dataclasses.replace(small, weight_bytes=live.AUTO_PACKET_MIN_WEIGHT_BYTES)
+    assert engine.live.packet_frames() == live.AUTO_PACKET_CPU == 4  # the published size is 651 MB
+    engine.settings = dataclasses.replace(engine.settings, device="cuda:0")
+    assert engine.live.packet_frames() == 1  # a GPU steps one frame per graph replay
+    engine.settings = dataclasses.replace(engine.settings, device="cpu", live_packet_frames=3)
+    assert engine.live.packet_frames() == 3  # chosen: kept
+    engine._dims = small
+    with engine.live.open(24000, paced=False) as session:
+        assert session.encoder.packet_frames == 3

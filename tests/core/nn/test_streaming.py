@@ -48,7 +48,7 @@ def test_blocks_of_any_size_give_the_engines_codes_and_one_audio(tiny_engine, cl
     np.testing.assert_array_equal(result.reconstruction, streamed)  # bit for bit, whatever the blocks
     assert result.reconstruction.shape == audio.shape
     assert np.abs(result.reconstruction - audio).max() < AUDIO_ATOL
-    packet = tiny_engine.settings.live_packet_frames * SAMPLES_PER_FRAME  # whole packets as they came; the last
+    packet = tiny_engine.live.packet_frames() * SAMPLES_PER_FRAME  # whole packets as they came; the last
     assert pieces.size == clip.size // packet * packet
     np.testing.assert_array_equal(
         pieces, result.reconstruction[: pieces.size]
