@@ -1,11 +1,17 @@
 """What every benchmark under ``bench/`` shares: a deterministic speech-like signal built on the
 device, timing with device synchronisation and peak memory, full-fp32 switches, out-of-memory
-tolerance, the official ``Qwen3TTSTokenizer`` encode and decode as the peer, and token agreement.
-Random weights: nothing measured with these says anything about audio quality."""
+tolerance, the official ``Qwen3TTSTokenizer`` encode and decode as the peer, token agreement and SNR,
+the spread of a list of timings, the machine a figure was taken on (CPU, GPU, load average), peak RSS
+and a run in a fresh process. Random weights: nothing measured with these says anything about audio
+quality."""
 
 from __future__ import annotations
 
 import math
+import multiprocessing
+import os
+import platform
+import resource
 import time
 from pathlib import Path
 
@@ -121,3 +127,63 @@ def set_layer_scales(model, value: float) -> int:
                 p.fill_(value)
                 count += 1
     return count
+
+
+def snr_db(x: np.ndarray, ref: np.ndarray) -> float:
+    """SNR of ``x`` against ``ref`` in dB (inf when they are identical)."""
+    err = float(np.sum((x.astype(np.float64) - ref) ** 2))
+    return float("inf") if err == 0 else float(10 * np.log10(np.sum(ref.astype(np.float64) ** 2) / err))
+
+
+def spread(values: list[float]) -> dict:
+    """Median, 95th percentile and maximum of ``values`` (all 0 for an empty list)."""
+    v = np.array(values or [0.0])
+    return {"median": float(np.median(v)), "p95": float(np.percentile(v, 95)), "max": float(v.max())}
+
+
+def cpu_names() -> list[str]:
+    """The model name of every CPU /proc/cpuinfo lists (empty where there is none)."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            return [line.split(":", 1)[1].strip() for line in f if line.startswith("model name")]
+    except OSError:
+        return []
+
+
+def cpu_name() -> str:
+    names = cpu_names()
+    return names[0] if names else platform.processor() or platform.machine()
+
+
+def machine(device: str) -> dict:
+    """Where a figure was taken: platform, torch, threads, GPU or CPU name and count, load average."""
+    out = {"platform": platform.platform(), "torch": torch.__version__, "threads": torch.get_num_threads()}
+    if device.startswith("cuda"):
+        out["gpu"] = torch.cuda.get_device_name(torch.device(device))
+    names = cpu_names()
+    if names:
+        out["cpu"], out["cpus"] = names[0], len(names)
+    out["loadavg"] = os.getloadavg()
+    return out
+
+
+def load_text(load) -> str:
+    """A load average (1, 5, 15 min) as a table cell: ``1.8, 1.5, 1.2``."""
+    return ", ".join(f"{x:.1f}" for x in load)
+
+
+def peak_rss_mib() -> float:
+    """This process's peak resident memory so far, in MiB."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def in_fresh_process(target, *args, timeout_s: float = 3600):
+    """What ``target(*args, queue)`` puts on ``queue``, run in a fresh (spawned) process so that its
+    peak memory is its own."""
+    context = multiprocessing.get_context("spawn")
+    queue = context.Queue()
+    child = context.Process(target=target, args=(*args, queue))
+    child.start()
+    result = queue.get(timeout=timeout_s)
+    child.join()
+    return result
