@@ -7,6 +7,7 @@ quality."""
 
 from __future__ import annotations
 
+import json
 import math
 import multiprocessing
 import os
@@ -187,3 +188,20 @@ def in_fresh_process(target, *args, timeout_s: float = 3600):
     result = queue.get(timeout=timeout_s)
     child.join()
     return result
+
+
+def table(header: list[str], rows, right: int = 0) -> list[str]:
+    """A Markdown table's lines: ``header``, its rule (the last ``right`` columns aligned right) and a
+    line per row of cells."""
+    rule = ["---"] * (len(header) - right) + ["---:"] * right
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join(rule) + "|"]
+    return lines + ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+
+
+def write_results(folder: Path, stem: str, result: dict, markdown: str) -> None:
+    """``stem.json`` (the figures) and ``stem.md`` (the table a reader sees) under ``folder``; the
+    table printed too."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"{stem}.json").write_text(json.dumps(result, indent=2) + "\n")
+    (folder / f"{stem}.md").write_text(markdown)
+    print(markdown)

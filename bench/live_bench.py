@@ -19,7 +19,6 @@ the browser test, docs/live.md). Random weights: nothing here says anything abou
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import os
 import sys
@@ -44,6 +43,7 @@ from bench.harness import (  # noqa: E402
     snr_db,
     spread,
     sync,
+    write_results,
 )
 from core.codec import FRAME_RATE, SAMPLE_RATE  # noqa: E402
 from core.model.engine import Engine  # noqa: E402
@@ -322,10 +322,7 @@ def main(argv=None) -> dict:
     args = parse_args(argv)
     result = run(args)
     tag = ("cuda" if args.device.startswith("cuda") else "cpu") + args.tag
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / f"live_panel-{tag}.json").write_text(json.dumps(result, indent=2))
-    (args.out / f"live_panel-{tag}.md").write_text(markdown(result))
-    print(markdown(result))
+    write_results(args.out, f"live_panel-{tag}", result, markdown(result))
     return result
 
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import json
 import os
 import sys
 import time
@@ -25,7 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.harness import cpu_name, in_fresh_process, load_text, peak_rss_mib  # noqa: E402
+from bench.harness import cpu_name, in_fresh_process, load_text, peak_rss_mib, write_results  # noqa: E402
 
 ANCHORS = ("lp3.5", "lp7", "amr", "opus6", "opus12", "mp3")
 SOURCES = ("lp3.5", "amr", "opus6")  # the page's default anchors (core.anchors.DEFAULT_ANCHORS)
@@ -169,10 +168,7 @@ def main() -> int:
         "cost": cost([float(x) for x in args.lengths.split(",")]),
         "load_average": os.getloadavg(),
     }
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "voice_bench.json").write_text(json.dumps(result, indent=2) + "\n")
-    (args.out / "voice_bench.md").write_text(markdown(result))
-    print(markdown(result))
+    write_results(args.out, "voice_bench", result, markdown(result))
     return 0
 
 

@@ -32,7 +32,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.harness import cpu_name, in_fresh_process, load_text, peak_rss_mib  # noqa: E402
+from bench.harness import cpu_name, in_fresh_process, load_text, peak_rss_mib, write_results  # noqa: E402
 
 
 def _run(seconds: float, model: str, queue) -> None:
@@ -147,10 +147,7 @@ def main() -> int:
         }
     for c in result["cost"]:  # the scratch folder is gone: name the model by what it is
         c["model"] = c["model"].replace(str(Path(tempfile.gettempdir())), "<tmp>")
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "voice_cost.json").write_text(json.dumps(result, indent=2) + "\n")
-    (args.out / "voice_cost.md").write_text(markdown(result))
-    print(markdown(result))
+    write_results(args.out, "voice_cost", result, markdown(result))
     return 0
 
 
