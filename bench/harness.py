@@ -13,6 +13,7 @@ import multiprocessing
 import os
 import platform
 import resource
+import sys
 import time
 from pathlib import Path
 
@@ -166,6 +167,16 @@ def machine(device: str) -> dict:
         out["cpu"], out["cpus"] = names[0], len(names)
     out["loadavg"] = os.getloadavg()
     return out
+
+
+def provenance(script: str) -> dict:
+    """Where a result came from: the command (``python SCRIPT`` and this run's arguments), the CPU and
+    the UTC minute."""
+    return {
+        "command": f"python {script} " + " ".join(sys.argv[1:]),
+        "cpu": cpu_name(),
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+    }
 
 
 def load_text(load) -> str:

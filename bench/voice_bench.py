@@ -24,7 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.harness import cpu_name, in_fresh_process, load_text, peak_rss_mib, write_results  # noqa: E402
+from bench.harness import in_fresh_process, load_text, peak_rss_mib, provenance, table, write_results  # noqa: E402
 
 ANCHORS = ("lp3.5", "lp7", "amr", "opus6", "opus12", "mp3")
 SOURCES = ("lp3.5", "amr", "opus6")  # the page's default anchors (core.anchors.DEFAULT_ANCHORS)
@@ -143,16 +143,14 @@ def markdown(result: dict) -> str:
         f"Load average during the run: {load_text(result['load_average'])} (a shared machine): "
         "wall times are inflated by other work; CPU time is this process's own.",
         "",
-        "| clip | SIM for 4 sources (wall) | CPU time | per source (wall) | verdict combine after | peak RSS | added by SIM |",
-        "|---|---|---|---|---|---|---|",
     ]
-    for c in result["cost"]:
-        lines.append(
-            f"| {c['seconds']:g} s | {c['sim_s']:.2f} s | {c['sim_cpu_s']:.2f} s | {c['per_source_s']:.2f} s | "
-            f"{c['combine_s'] * 1000:.2f} ms | "
-            f"{c['peak_rss_mib']:.0f} MiB | {c['added_rss_mib']:.0f} MiB |"
-        )
-    return "\n".join(lines) + "\n"
+    header = ["clip", "SIM for 4 sources (wall)", "CPU time", "per source (wall)", "verdict combine after"]
+    rows = (
+        [f"{c['seconds']:g} s", *(f"{c[k]:.2f} s" for k in ("sim_s", "sim_cpu_s", "per_source_s"))]
+        + [f"{c['combine_s'] * 1000:.2f} ms", f"{c['peak_rss_mib']:.0f} MiB", f"{c['added_rss_mib']:.0f} MiB"]
+        for c in result["cost"]
+    )
+    return "\n".join(lines + table([*header, "peak RSS", "added by SIM"], rows)) + "\n"
 
 
 def main() -> int:
@@ -161,9 +159,7 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
     args = parser.parse_args()
     result = {
-        "command": "python bench/voice_bench.py " + " ".join(sys.argv[1:]),
-        "cpu": cpu_name(),
-        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        **provenance("bench/voice_bench.py"),
         "values": values(),
         "cost": cost([float(x) for x in args.lengths.split(",")]),
         "load_average": os.getloadavg(),

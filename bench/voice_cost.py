@@ -32,7 +32,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.harness import cpu_name, in_fresh_process, load_text, peak_rss_mib, write_results  # noqa: E402
+from bench.harness import in_fresh_process, load_text, peak_rss_mib, provenance, table, write_results  # noqa: E402
 
 
 def _run(seconds: float, model: str, queue) -> None:
@@ -112,18 +112,16 @@ def markdown(result: dict) -> str:
         "The machine is shared: wall times are inflated by other engineers' work (load average per row);",
         "CPU time is this process's own. A quiet re-run: the command above.",
         "",
-        "| model | clip | signal metrics (peer) | SIM, all sources (wall) | CPU | per source | "
-        "verdict final after the metrics | peak RSS | added by SIM | load average |",
-        "|---|---|---|---|---|---|---|---|---|---|",
     ]
-    for c in result["cost"]:
-        lines.append(
-            f"| {c['model']} | {c['seconds']:g} s | {c['signal_metrics_s']:.2f} s | {c['sim_s']:.2f} s | "
-            f"{c['sim_cpu_s']:.2f} s | {c['per_source_s']:.2f} s | {c['verdict_after_metrics_s']:.2f} s | "
-            f"{c['peak_rss_mib']:.0f} MiB | {c['added_by_sim_mib']:.0f} MiB | "
-            f"{load_text(c['load_average'])} |"
-        )
-    return "\n".join(lines) + "\n"
+    header = ["model", "clip", "signal metrics (peer)", "SIM, all sources (wall)", "CPU", "per source"]
+    header += ["verdict final after the metrics", "peak RSS", "added by SIM", "load average"]
+    seconds = ("signal_metrics_s", "sim_s", "sim_cpu_s", "per_source_s", "verdict_after_metrics_s")
+    rows = (
+        [c["model"], f"{c['seconds']:g} s", *(f"{c[k]:.2f} s" for k in seconds)]
+        + [f"{c['peak_rss_mib']:.0f} MiB", f"{c['added_by_sim_mib']:.0f} MiB", load_text(c["load_average"])]
+        for c in result["cost"]
+    )
+    return "\n".join(lines + table(header, rows)) + "\n"
 
 
 def main() -> int:
@@ -140,9 +138,7 @@ def main() -> int:
             for m in args.models.split(",")
         ]
         result: dict = {
-            "command": "python bench/voice_cost.py " + " ".join(sys.argv[1:]),
-            "cpu": cpu_name(),
-            "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+            **provenance("bench/voice_cost.py"),
             "cost": cost([float(x) for x in args.lengths.split(",")], models),
         }
     for c in result["cost"]:  # the scratch folder is gone: name the model by what it is
