@@ -9,31 +9,23 @@ import struct
 
 import numpy as np
 import pytest
-from fastapi import FastAPI
-from starlette.testclient import TestClient
 
 from core.model import live as core_live
-from core.model.engine import Engine
-from core.settings import Settings
+from tests.webui import live_routes
 from webui.jobs import live as jobs
-from webui.serving import live_socket
 from webui.serving.workspace import Workspace
 
 
 @pytest.fixture(scope="module")
-def live_engine(tiny_checkpoint):
-    engine = Engine(Settings(model=str(tiny_checkpoint), device="cpu", live_sessions=1))
-    assert engine.load(), engine.error
-    return engine
+def one_slot(tiny_checkpoint):
+    return live_routes.live_engine(tiny_checkpoint, sessions=1)
 
 
 @pytest.fixture
-def live_app(live_engine, tmp_path):
+def live_app(one_slot, tmp_path):
     workspace = Workspace(tmp_path / "work")
-    app = FastAPI()
-    app.router.routes.extend(live_socket.live_routes(live_engine, workspace))
-    yield TestClient(app), workspace
-    assert live_engine.live.in_use == 0
+    yield live_routes.live_client(one_slot, workspace), workspace
+    assert one_slot.live.in_use == 0
 
 
 def _talk(ws, speech) -> None:
