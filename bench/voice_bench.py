@@ -65,7 +65,7 @@ def _cost(seconds: float, queue) -> None:
     """In a fresh process: SIM-GE2E of SOURCES against a clip of ``seconds``, then the verdict."""
     import numpy as np
 
-    from core.analysis import speaker
+    from core.analysis import catalog, speaker
     from core.analysis.speaker_models import GE2E, encoder
     from core.anchors import BY_ID
     from core.anchors.make import make_one
@@ -83,7 +83,9 @@ def _cost(seconds: float, queue) -> None:
     sims = {sid: speaker.pair(clip, samples, voices.RATE, ge2e)[0] for sid, samples in others.items()}
     sim_s, sim_cpu_s = time.perf_counter() - started, time.process_time() - cpu
     started = time.perf_counter()
-    judged = verdict.combine({"SIM-GE2E": sims["reconstruction"], "PESQ-WB": 3.0, "STOI": 0.95}, 4.0, 3.8, False)
+    judged = verdict.combine(
+        {catalog.SIM_GE2E: sims["reconstruction"], catalog.PESQ_WB: 3.0, catalog.STOI: 0.95}, 4.0, 3.8, False
+    )
     combine_s = time.perf_counter() - started
     peak = peak_rss_mib()
     queue.put(
@@ -97,7 +99,7 @@ def _cost(seconds: float, queue) -> None:
             "baseline_rss_mib": baseline,
             "peak_rss_mib": peak,
             "added_rss_mib": peak - baseline,
-            "light": judged.lights.get("SIM-GE2E"),
+            "light": judged.lights.get(catalog.SIM_GE2E),
             "values": sims,
         }
     )
