@@ -8,24 +8,12 @@ import json
 import struct
 
 import numpy as np
-import pytest
 
 from core.model import live as core_live
 from tests.webui import live_routes
 from webui.jobs import live as jobs
-from webui.serving.workspace import Workspace
 
-
-@pytest.fixture(scope="module")
-def one_slot(tiny_checkpoint):
-    return live_routes.live_engine(tiny_checkpoint, sessions=1)
-
-
-@pytest.fixture
-def live_app(one_slot, tmp_path):
-    workspace = Workspace(tmp_path / "work")
-    yield live_routes.live_client(one_slot, workspace), workspace
-    assert one_slot.live.in_use == 0
+live_app, one_slot = live_routes.live_app, live_routes.one_slot  # the route's fixtures (tests/webui/live_routes.py)
 
 
 def _talk(ws, speech) -> None:
@@ -43,7 +31,7 @@ def _last_text(ws) -> dict:
 
 
 def test_an_exception_while_saving_is_a_sentence_and_leaves_no_folder(live_app, speech, monkeypatch):
-    client, workspace = live_app
+    client, _engine, workspace = live_app
 
     def broken(*_args, **_kwargs):
         raise ValueError("cannot convert float NaN to integer")  # what huge samples made the figure raise
@@ -58,7 +46,7 @@ def test_an_exception_while_saving_is_a_sentence_and_leaves_no_folder(live_app, 
 
 
 def test_an_exception_while_pushing_is_a_sentence(live_app, speech, monkeypatch):
-    client, _ = live_app
+    client, _engine, _workspace = live_app
 
     def broken(self, block):
         raise RuntimeError("an engine bug")

@@ -15,20 +15,8 @@ from tests.webui import live_routes
 from webui.jobs import live as jobs
 from webui.serving import live_socket
 from webui.serving.limits import ClientLimits, LimitSettings
-from webui.serving.workspace import Workspace
 
-
-@pytest.fixture(scope="module")
-def one_slot(tiny_checkpoint):
-    return live_routes.live_engine(tiny_checkpoint, sessions=1)
-
-
-@pytest.fixture
-def live_app(one_slot, tmp_path):
-    """The route on a bare app (no login unless a test sets one), one live slot."""
-    workspace = Workspace(tmp_path / "work")
-    yield live_routes.live_client(one_slot, workspace), one_slot, workspace
-    assert one_slot.live.in_use == 0
+live_app, one_slot = live_routes.live_app, live_routes.one_slot  # the route's fixtures (tests/webui/live_routes.py)
 
 
 def block(samples: np.ndarray, clock_ms: float = 1.0) -> bytes:

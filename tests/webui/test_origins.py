@@ -17,13 +17,10 @@ from webui.serving.guard import Guard
 from webui.serving.origins import OriginPolicy, parse, parse_list
 from webui.serving.workspace import Workspace
 
+one_slot = live_routes.one_slot  # the route's fixtures (tests/webui/live_routes.py)
+
 FOREIGN = ["http://testserver:9999", "https://testserver", "HTTP://testserver:1", "null", "http://evil.example"]
 PUBLIC = "https://codec.example.org"
-
-
-@pytest.fixture(scope="module")
-def one_slot(tiny_checkpoint):
-    return live_routes.live_engine(tiny_checkpoint, sessions=1)
 
 
 @pytest.fixture
