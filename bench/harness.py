@@ -13,6 +13,7 @@ import multiprocessing
 import os
 import platform
 import resource
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -177,6 +178,28 @@ def provenance(script: str) -> dict:
         "cpu": cpu_name(),
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
     }
+
+
+def summarize(values: list[float]) -> dict:
+    """Median, minimum and maximum seconds of repeated runs, and how many."""
+    return {"median_s": statistics.median(values), "min_s": min(values), "max_s": max(values), "n": len(values)}
+
+
+def host(loadavg_before) -> dict:
+    """The machine of a CPU-side figure: CPUs, Python, platform, the load average before the run
+    (``loadavg_before``, taken by the caller) and after it (now)."""
+    return {
+        "cpus": os.cpu_count(),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "loadavg_before": loadavg_before,
+        "loadavg_after": os.getloadavg(),
+    }
+
+
+def created() -> str:
+    """This UTC second, ISO 8601 (a result's ``created``)."""
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
 def load_text(load) -> str:
