@@ -8,6 +8,7 @@ quality."""
 from __future__ import annotations
 
 import json
+import logging
 import math
 import multiprocessing
 import os
@@ -26,6 +27,7 @@ from core.nn import decoding
 from core.units import MIB
 
 ROOT = Path(__file__).resolve().parent.parent  # the checkout (results and reference config paths)
+log = logging.getLogger("bench.harness")
 
 
 def signal(seconds: float, seed: int, device: str) -> np.ndarray:
@@ -239,3 +241,24 @@ def write_results(folder: Path, stem: str, result: dict, markdown: str) -> None:
     (folder / f"{stem}.json").write_text(json.dumps(result, indent=2) + "\n")
     (folder / f"{stem}.md").write_text(markdown)
     print(markdown)
+
+
+def ensure_checkpoint(path: Path) -> None:
+    """The full-size random checkpoint of the reference config in ``path``, built when it is not there."""
+    if not (path / "config.json").is_file():
+        from core.model.checkpoints import build_full_checkpoint
+
+        log.info("building the full-size random checkpoint in %s", path)
+        build_full_checkpoint(path, reference=ROOT / "core" / "model" / "reference-config.json")
+
+
+def ensure_scaled_checkpoint(path: Path, tiny: bool) -> None:
+    """A tiny checkpoint, or a full-size random one with every layer scale 1.0 (context matters for the
+    agreement checks), in ``path``, built when it is not there."""
+    if not (path / "config.json").exists():
+        from core.model.checkpoints import build_model, build_tiny_checkpoint, full_config, save_checkpoint
+
+        if tiny:
+            build_tiny_checkpoint(path)
+        else:
+            save_checkpoint(build_model(full_config(), seed=0, layer_scale=1.0), path, kind="full")
