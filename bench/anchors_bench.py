@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import statistics
 import sys
 import tempfile
@@ -37,6 +36,7 @@ import soundfile as sf
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.harness import cpu_name  # noqa: E402
 from core.anchors import ANCHORS, DEFAULT_ANCHORS, make_anchors, parse_anchors  # noqa: E402
 from core.codec import SAMPLE_RATE  # noqa: E402
 
@@ -53,16 +53,6 @@ def looped(seconds: float) -> np.ndarray:
 
 def median(values: list[float]) -> float:
     return statistics.median(values)
-
-
-def cpu_name() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def page_extra(samples: np.ndarray, ids: list[str], folder: Path, original_wav: Path, reconstruction_wav: Path) -> dict:

@@ -26,8 +26,7 @@ from torch.utils.flop_counter import FlopCounterMode
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.harness import set_layer_scales, sync  # noqa: E402
-from bench.speed_bench import ensure_checkpoint  # noqa: E402
+from bench.harness import ensure_checkpoint, set_layer_scales, sync  # noqa: E402
 from core.model.engine import Engine  # noqa: E402
 from core.nn import fast_decode  # noqa: E402
 from core.settings import Settings  # noqa: E402

@@ -13,7 +13,6 @@ are noise, so the values say nothing about quality; what matters is the differen
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import sys
@@ -25,6 +24,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.harness import table, write_results  # noqa: E402
 from core.analysis import metrics as analysis  # noqa: E402
 from core.audio.files import load_audio  # noqa: E402
 from core.codec import SAMPLE_RATE  # noqa: E402
@@ -82,8 +82,6 @@ def main() -> int:
         for asset in ASSETS:
             rows += _row(name, asset, engine)
     result = {"seconds": SECONDS, "load_average": os.getloadavg(), "rows": rows}
-    out = ROOT / "bench" / "results"
-    (out / "heard_grid.json").write_text(json.dumps(result, indent=2) + "\n")
 
     def cell(v):
         return "n/a" if v is None or (isinstance(v, float) and not math.isfinite(v)) else f"{v:.4f}"
@@ -94,16 +92,16 @@ def main() -> int:
         f"`python -m bench.heard_grid {' '.join(sys.argv[1:])}`: {SECONDS:g} s round trips on random-weight "
         "checkpoints (their output is noise: the values say nothing about quality, only the difference counts).",
         "",
-        "| checkpoint | clip | metric | float | 16-bit | difference |",
-        "|---|---|---|---:|---:|---:|",
+        *table(
+            ["checkpoint", "clip", "metric", "float", "16-bit", "difference"],
+            (
+                [r["checkpoint"], r["clip"], r["metric"], *map(cell, (r["float"], r["grid16"], r["difference"]))]
+                for r in rows
+            ),
+            right=3,
+        ),
     ]
-    for r in rows:
-        lines.append(
-            f"| {r['checkpoint']} | {r['clip']} | {r['metric']} | {cell(r['float'])} | {cell(r['grid16'])} | "
-            f"{cell(r['difference'])} |"
-        )
-    (out / "heard_grid.md").write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    write_results(ROOT / "bench" / "results", "heard_grid", result, "\n".join(lines) + "\n")
     return 0
 
 

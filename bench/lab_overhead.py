@@ -19,7 +19,6 @@ import argparse
 import json
 import logging
 import os
-import platform
 import statistics
 import sys
 import tempfile
@@ -33,6 +32,7 @@ import torch
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.harness import created, host, summarize  # noqa: E402
 from core import tokens  # noqa: E402
 from core.model.engine import Engine  # noqa: E402
 from core.nn import ladder  # noqa: E402
@@ -54,10 +54,6 @@ def looped(seconds: float) -> np.ndarray:
     speech, rate = sf.read(SOURCE, dtype="float32")
     assert rate == RATE, rate
     return np.tile(speech, int(np.ceil(seconds * RATE / speech.size)))[: int(seconds * RATE)]
-
-
-def summarize(values: list[float]) -> dict:
-    return {"median_s": statistics.median(values), "min_s": min(values), "max_s": max(values), "n": len(values)}
 
 
 def time_lab(lab: LabHandlers, original: str, reconstruction: str, downloads: list[str]) -> dict:
@@ -149,14 +145,8 @@ def run(model: str | None, device: str, repeats: int, long_minutes: float, work:
             "model": model,
             "device": device,
             "repeats": repeats,
-            "machine": {
-                "cpus": os.cpu_count(),
-                "python": platform.python_version(),
-                "platform": platform.platform(),
-                "loadavg_before": load_before,
-                "loadavg_after": os.getloadavg(),
-            },
-            "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "machine": host(load_before),
+            "created": created(),
         }
     )
     return results

@@ -19,10 +19,8 @@ the browser test, docs/live.md). Random weights: nothing here says anything abou
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import os
-import platform
 import sys
 import time
 from pathlib import Path
@@ -33,7 +31,20 @@ import torch
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.harness import agreement, full_fp32, official_decode, official_encode, set_layer_scales, signal, sync  # noqa: E402
+from bench.harness import (  # noqa: E402
+    agreement,
+    full_fp32,
+    load_text,
+    machine,
+    official_decode,
+    official_encode,
+    set_layer_scales,
+    signal,
+    snr_db,
+    spread,
+    sync,
+    write_results,
+)
 from core.codec import FRAME_RATE, SAMPLE_RATE  # noqa: E402
 from core.model.engine import Engine  # noqa: E402
 from core.settings import Settings  # noqa: E402
@@ -62,33 +73,15 @@ def live_run(engine, x: np.ndarray, block_ms: float, realtime: bool) -> dict:
         "block_ms": block_ms,
         "realtime": realtime,
         "blocks": len(compute),
-        "compute_ms_per_block": _spread(compute),
-        "compute_ms_per_block_with_frames": _spread(with_frames),
+        "compute_ms_per_block": spread(compute),
+        "compute_ms_per_block_with_frames": spread(with_frames),
         "compute_ms_per_frame": {"median": result.stats["compute_ms_median"], "p95": result.stats["compute_ms_p95"]},
-        "lock_wait_ms": _spread(waits),
+        "lock_wait_ms": spread(waits),
         "realtime_factor": result.stats["realtime_factor"],
         "wall_s": wall,
         "codes": result.codes,
         "audio": result.reconstruction,
     }
-
-
-def _spread(values: list[float]) -> dict:
-    v = np.array(values or [0.0])
-    return {"median": float(np.median(v)), "p95": float(np.percentile(v, 95)), "max": float(v.max())}
-
-
-def machine(device: str) -> dict:
-    out = {"platform": platform.platform(), "torch": torch.__version__, "threads": torch.get_num_threads()}
-    if device.startswith("cuda"):
-        out["gpu"] = torch.cuda.get_device_name(torch.device(device))
-    try:
-        names = [line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")]
-        out["cpu"], out["cpus"] = names[0], len(names)
-    except (OSError, IndexError):
-        pass
-    out["loadavg"] = os.getloadavg()
-    return out
 
 
 def _engine(args, graphs: bool) -> Engine:
@@ -125,7 +118,7 @@ def packet_run(engine, x: np.ndarray, frames_per_packet: int) -> dict:
         "frames_per_packet": frames_per_packet,
         "open_ms": open_s * 1000,
         "first_packet_ms": per_packet[0],
-        "packet_ms": _spread(per_packet[1:]),
+        "packet_ms": spread(per_packet[1:]),
         "frame_ms": {"median": result.stats["compute_ms_median"], "p95": result.stats["compute_ms_p95"]},
         "codes": result.codes,
         "audio": result.reconstruction,
@@ -181,7 +174,7 @@ def concurrent_run(engine, x: np.ndarray, sessions: int) -> dict:
     lat = [v for o in out for v in o["latency_ms"]]
     return {
         "sessions": sessions,
-        "block_latency_ms": _spread(lat),
+        "block_latency_ms": spread(lat),
         "rtf_median": float(np.median([o["rtf"] for o in out])),
         "rtf_max": float(max(o["rtf"] for o in out)),
         "behind_s_max": float(max(o["behind_s"] for o in out)),
@@ -224,9 +217,9 @@ def run(args) -> dict:
                 r = packet_run(engine, x, frames)
                 r["codes_agree_official"] = agreement(r["codes"], codes[: r["codes"].shape[0]])
                 n = min(r["audio"].size, official_audio.size)
-                r["audio_snr_vs_official_db"] = _snr(r["audio"][:n], official_audio[:n])
+                r["audio_snr_vs_official_db"] = snr_db(r["audio"][:n], official_audio[:n])
                 if fp32_audio is not None:
-                    r["audio_snr_vs_fp32_decode_db"] = _snr(r["audio"][:n], fp32_audio[:n])
+                    r["audio_snr_vs_fp32_decode_db"] = snr_db(r["audio"][:n], fp32_audio[:n])
                 row["packets"].append({k: v for k, v in r.items() if k not in ("codes", "audio")})
                 log.info("%s packet %d: %s", name, frames, row["packets"][-1])
             row["admission_capacity"] = engine.live.capacity()  # sessions the measured frame cost admits
@@ -250,11 +243,6 @@ def run(args) -> dict:
     return out
 
 
-def _snr(x: np.ndarray, ref: np.ndarray) -> float:
-    err = float(np.sum((x.astype(np.float64) - ref) ** 2))
-    return float("inf") if err == 0 else float(10 * np.log10(np.sum(ref.astype(np.float64) ** 2) / err))
-
-
 def markdown(result: dict) -> str:
     m = result["machine"]
     where = m.get("gpu") or f"{m.get('cpu', 'CPU')} ({m.get('cpus', '?')} CPUs, {m['threads']} threads)"
@@ -264,8 +252,8 @@ def markdown(result: dict) -> str:
         "",
         f"Full-size **random** checkpoint (no quality claims), layer scales 1.0, strict fp32 encode (TF32 off); "
         f"decode in {result['decode_dtype'] or 'float32'}; {result['seconds']:g} s clip; load average "
-        f"{', '.join(f'{v:.1f}' for v in m['loadavg'])} at the start, "
-        f"{', '.join(f'{v:.1f}' for v in m['loadavg_end'])} at the end. Official offline path, same run: encode "
+        f"{load_text(m['loadavg'])} at the start, "
+        f"{load_text(m['loadavg_end'])} at the end. Official offline path, same run: encode "
         f"{off['encode_s']:.3f} s + decode {off['decode_s']:.3f} s = real-time factor {off['realtime_factor']:.3f}.",
         "",
         "First-packet latency = the codec's algorithmic 80 ms (a frame is encoded once its last sample is in) + the "
@@ -334,10 +322,7 @@ def main(argv=None) -> dict:
     args = parse_args(argv)
     result = run(args)
     tag = ("cuda" if args.device.startswith("cuda") else "cpu") + args.tag
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / f"live_panel-{tag}.json").write_text(json.dumps(result, indent=2))
-    (args.out / f"live_panel-{tag}.md").write_text(markdown(result))
-    print(markdown(result))
+    write_results(args.out, f"live_panel-{tag}", result, markdown(result))
     return result
 
 

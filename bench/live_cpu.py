@@ -28,8 +28,9 @@ import torch
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.harness import agreement, official_decode, official_encode, set_layer_scales, signal  # noqa: E402
-from bench.live_bench import _snr, machine  # noqa: E402
+from bench.harness import agreement, machine, official_decode, official_encode, set_layer_scales, signal  # noqa: E402
+from bench.harness import snr_db as _snr  # noqa: E402
+from bench.harness import spread as _spread  # noqa: E402
 from core.codec import SAMPLE_RATE, SAMPLES_PER_FRAME  # noqa: E402
 from core.model.engine import Engine  # noqa: E402
 from core.settings import Settings  # noqa: E402
@@ -68,11 +69,6 @@ def session_run(engine, x: np.ndarray, packet: int, winograd: int = 0) -> dict:
         "codes": result.codes,
         "audio": result.reconstruction,
     }
-
-
-def _spread(values: list[float]) -> dict:
-    v = np.array(values or [0.0])
-    return {"median": float(np.median(v)), "p95": float(np.percentile(v, 95)), "max": float(v.max())}
 
 
 def run(args) -> dict:

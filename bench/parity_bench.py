@@ -29,7 +29,7 @@ import torch
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.harness import set_layer_scales, signal, sync  # noqa: E402
+from bench.harness import ensure_checkpoint, set_layer_scales, signal, sync  # noqa: E402
 from core.codec import SAMPLE_RATE  # noqa: E402
 from core.model.engine import Engine  # noqa: E402
 from core.nn import decoding  # noqa: E402
@@ -38,14 +38,6 @@ from core.settings import Settings  # noqa: E402
 
 log = logging.getLogger("bench.parity")
 PEERS = {"official-300-25": (300, 25), "official-300-72": (300, 72)}  # name -> (chunk frames, left context)
-
-
-def ensure_checkpoint(path: Path) -> None:
-    if not (path / "config.json").is_file():
-        from core.model.checkpoints import build_full_checkpoint
-
-        log.info("building the full-size random checkpoint in %s", path)
-        build_full_checkpoint(path, reference=ROOT / "core" / "model" / "reference-config.json")
 
 
 def peer_parity(

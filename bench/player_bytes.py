@@ -25,7 +25,6 @@ through Opus 12 kbit/s: a real codec's float output), and their residual. Writes
 from __future__ import annotations
 
 import io
-import json
 import os
 import platform
 import sys
@@ -37,6 +36,7 @@ import soundfile as sf
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.harness import table, write_results  # noqa: E402
 from core.anchors import make_anchors, parse_anchors  # noqa: E402
 from core.audio.files import load_audio  # noqa: E402
 from core.codec import SAMPLE_RATE  # noqa: E402
@@ -150,8 +150,6 @@ def main() -> int:
     }
     if "--browser" in sys.argv:
         result["browser"] = browser_bytes(original)
-    out = ROOT / "bench" / "results"
-    (out / "player_bytes.json").write_text(json.dumps(result, indent=2) + "\n")
     lines = [
         "# What the player fetches for a 10-minute result: float WAV against FLAC",
         "",
@@ -159,14 +157,20 @@ def main() -> int:
         "reconstruction is a stand-in (Opus 12 kbit/s decoded: a real codec's float output; the tiny checkpoint's is "
         "noise). FLAC is lossless for samples on its grid: ratios are for the samples rounded to 24 or 16 bits.",
         "",
-        "| source | float WAV | FLAC 24-bit (ratio) | FLAC 16-bit (ratio) |",
-        "|---|---:|---:|---:|",
+        *table(
+            ["source", "float WAV", "FLAC 24-bit (ratio)", "FLAC 16-bit (ratio)"],
+            (
+                [
+                    r["source"],
+                    f"{r['float_wav_bytes'] / 1e6:.1f} MB",
+                    f"{r['flac24_bytes'] / 1e6:.1f} MB ({r['flac24_ratio']}×)",
+                    f"{r['flac16_bytes'] / 1e6:.1f} MB ({r['flac16_ratio']}×)",
+                ]
+                for r in rows
+            ),
+            right=3,
+        ),
     ]
-    for r in rows:
-        lines.append(
-            f"| {r['source']} | {r['float_wav_bytes'] / 1e6:.1f} MB | {r['flac24_bytes'] / 1e6:.1f} MB "
-            f"({r['flac24_ratio']}×) | {r['flac16_bytes'] / 1e6:.1f} MB ({r['flac16_ratio']}×) |"
-        )
     if "browser" in result:
         b = result["browser"]
         lines += [
@@ -176,20 +180,26 @@ def main() -> int:
             f"Tiny random-weight checkpoint (its reconstruction is noise), the whole clip walked block by block; "
             f"sources: {', '.join(b['after']['sources'])}. Load average {result['load_average'][0]:.1f} (shared machine).",
             "",
-            "| page | bytes fetched | requests | vs before |",
-            "|---|---:|---:|---:|",
         ]
-        for key, words in (
+        pages = (
             ("before", "before: float WAV, every source fetched ahead"),
             ("after", "after: FLAC 16-bit, original + reconstruction ahead"),
             ("after_all", "after, every source chosen once"),
-        ):
-            r = b[key]
-            lines.append(
-                f"| {words} | {r['bytes'] / 1e6:.1f} MB | {r['requests']} | {b['before']['bytes'] / max(r['bytes'], 1):.1f}× |"
-            )
-    (out / "player_bytes.md").write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
+        )
+        lines += table(
+            ["page", "bytes fetched", "requests", "vs before"],
+            (
+                [
+                    words,
+                    f"{b[k]['bytes'] / 1e6:.1f} MB",
+                    b[k]["requests"],
+                    f"{b['before']['bytes'] / max(b[k]['bytes'], 1):.1f}×",
+                ]
+                for k, words in pages
+            ),
+            right=3,
+        )
+    write_results(ROOT / "bench" / "results", "player_bytes", result, "\n".join(lines) + "\n")
     return 0
 
 

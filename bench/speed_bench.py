@@ -34,6 +34,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench.harness import (  # noqa: E402
     agreement,
+    ensure_checkpoint,
     error_stats,
     full_fp32,
     official_decode,
@@ -82,14 +83,6 @@ def median_timed(fn, repeats: int, device: str):
         times.append(time.perf_counter() - start)
     LAST_PEAK_MIB = torch.cuda.max_memory_allocated(torch.device(device)) / MIB if cuda else None
     return out, statistics.median(times), times
-
-
-def ensure_checkpoint(path: Path) -> None:
-    if not (path / "config.json").is_file():
-        from core.model.checkpoints import build_full_checkpoint
-
-        log.info("building the full-size random checkpoint in %s", path)
-        build_full_checkpoint(path, reference=ROOT / "core" / "model" / "reference-config.json")
 
 
 def run(args) -> dict:

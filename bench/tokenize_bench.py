@@ -34,7 +34,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.gpu_usage import GpuSampler  # noqa: E402
-from bench.harness import signal, timed  # noqa: E402
+from bench.harness import ensure_scaled_checkpoint, signal, timed  # noqa: E402
 from core.dataset.inputs import read_inputs  # noqa: E402
 from core.dataset.pipeline import TokenizeOptions, job_record, run  # noqa: E402
 from core.model.engine import Engine  # noqa: E402
@@ -348,13 +348,7 @@ def main(argv=None) -> dict:
     args = parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     checkpoint = Path(args.checkpoint)
-    if not (checkpoint / "config.json").exists():  # layer scales 1.0: context matters for the agreement check
-        from core.model.checkpoints import build_model, build_tiny_checkpoint, full_config, save_checkpoint
-
-        if args.tiny:
-            build_tiny_checkpoint(checkpoint)
-        else:
-            save_checkpoint(build_model(full_config(), seed=0, layer_scale=1.0), checkpoint, kind="full")
+    ensure_scaled_checkpoint(checkpoint, args.tiny)
     manifest = args.work / "data" / "train.jsonl"
     if not manifest.exists():
         make_files(args.work / "data", args.files, 0, args.device, args.min_s, args.max_s)

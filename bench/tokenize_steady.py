@@ -34,7 +34,7 @@ import torch
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.harness import signal  # noqa: E402
+from bench.harness import ensure_scaled_checkpoint, signal  # noqa: E402
 from bench.tokenize_bench import FILE_SR, HOUR_S, _to_16k, per_gpu_hour, pipeline_run  # noqa: E402
 from core.settings import Settings  # noqa: E402
 
@@ -172,13 +172,7 @@ def main(argv=None) -> dict:
     args = parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     checkpoint = Path(args.checkpoint)
-    if not (checkpoint / "config.json").exists():
-        from core.model.checkpoints import build_model, build_tiny_checkpoint, full_config, save_checkpoint
-
-        if args.tiny:
-            build_tiny_checkpoint(checkpoint)
-        else:
-            save_checkpoint(build_model(full_config(), seed=0, layer_scale=1.0), checkpoint, kind="full")
+    ensure_scaled_checkpoint(checkpoint, args.tiny)
     manifest = args.work / "data" / "train.jsonl"
     start = time.perf_counter()
     if not manifest.exists():

@@ -218,14 +218,10 @@ def main(argv=None) -> dict | None:
         return None
     import torch
 
-    checkpoint = Path(args.checkpoint)
-    if not (checkpoint / "config.json").exists():
-        from core.model.checkpoints import build_model, build_tiny_checkpoint, full_config, save_checkpoint
+    from bench.harness import ensure_scaled_checkpoint  # torch only after a child's switches are set
 
-        if args.tiny:
-            build_tiny_checkpoint(checkpoint)
-        else:
-            save_checkpoint(build_model(full_config(), seed=0, layer_scale=1.0), checkpoint, kind="full")
+    checkpoint = Path(args.checkpoint)
+    ensure_scaled_checkpoint(checkpoint, args.tiny)
     args.work.mkdir(parents=True, exist_ok=True)
     clips_path = args.work / "clips.npz"
     if not clips_path.exists():

@@ -21,7 +21,6 @@ import argparse
 import json
 import logging
 import os
-import platform
 import statistics
 import sys
 import tempfile
@@ -35,6 +34,7 @@ import soundfile as sf
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.harness import created, host, summarize  # noqa: E402
 from core import tokens  # noqa: E402
 from core.analysis import metrics as analysis  # noqa: E402
 from core.audio.files import load_audio, resample, write_wav  # noqa: E402
@@ -122,10 +122,6 @@ def stages(engine: Engine, clip: Path, folder: Path) -> dict:
     return out
 
 
-def summarize(values: list[float]) -> dict:
-    return {"median_s": statistics.median(values), "min_s": min(values), "max_s": max(values), "n": len(values)}
-
-
 def run(model: str | None, device: str, repeats: int, work: Path) -> dict:
     if model is None:
         from core.model.checkpoints import build_tiny_checkpoint
@@ -172,14 +168,8 @@ def run(model: str | None, device: str, repeats: int, work: Path) -> dict:
             "model": model,
             "device": device,
             "repeats": repeats,
-            "machine": {
-                "cpus": os.cpu_count(),
-                "python": platform.python_version(),
-                "platform": platform.platform(),
-                "loadavg_before": load_before,
-                "loadavg_after": os.getloadavg(),
-            },
-            "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "machine": host(load_before),
+            "created": created(),
         }
     )
     return results

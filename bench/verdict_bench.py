@@ -51,6 +51,7 @@ def child(seconds: float, path: str) -> dict:
     import soxr
     import torch
 
+    from core.analysis import catalog
     from core.judging import verdict
     from tests.conftest import speechlike
 
@@ -65,7 +66,7 @@ def child(seconds: float, path: str) -> dict:
     started = time.perf_counter()
     scores: list[float | None] = []
     if path == "ours":
-        v = verdict.judge(original, noisy, {"PESQ-WB": 3.0, "STOI": 0.9}, 24_000)
+        v = verdict.judge(original, noisy, {catalog.PESQ_WB: 3.0, catalog.STOI: 0.9}, 24_000)
         scores, windows = [v.mos_original, v.mos_reconstruction], len(v.windows)
     else:  # DistillMOS's own forward on each whole clip, resampled to 16 kHz
         with torch.inference_mode():

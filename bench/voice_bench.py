@@ -16,16 +16,15 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import json
-import multiprocessing
 import os
-import resource
 import sys
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from bench.harness import in_fresh_process, load_text, peak_rss_mib, provenance, table, write_results  # noqa: E402
 
 ANCHORS = ("lp3.5", "lp7", "amr", "opus6", "opus12", "mp3")
 SOURCES = ("lp3.5", "amr", "opus6")  # the page's default anchors (core.anchors.DEFAULT_ANCHORS)
@@ -66,7 +65,7 @@ def _cost(seconds: float, queue) -> None:
     """In a fresh process: SIM-GE2E of SOURCES against a clip of ``seconds``, then the verdict."""
     import numpy as np
 
-    from core.analysis import speaker
+    from core.analysis import catalog, speaker
     from core.analysis.speaker_models import GE2E, encoder
     from core.anchors import BY_ID
     from core.anchors.make import make_one
@@ -79,14 +78,16 @@ def _cost(seconds: float, queue) -> None:
     others = {a: make_one(clip, BY_ID[a]).samples for a in SOURCES}
     others["reconstruction"] = clip + 0.01 * np.random.default_rng(0).standard_normal(clip.size).astype(np.float32)
     speaker.pair(clip[: 3 * voices.RATE], clip[: 3 * voices.RATE], voices.RATE, ge2e)  # warm: first-call costs out
-    baseline = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    baseline = peak_rss_mib()
     started, cpu = time.perf_counter(), time.process_time()
     sims = {sid: speaker.pair(clip, samples, voices.RATE, ge2e)[0] for sid, samples in others.items()}
     sim_s, sim_cpu_s = time.perf_counter() - started, time.process_time() - cpu
     started = time.perf_counter()
-    judged = verdict.combine({"SIM-GE2E": sims["reconstruction"], "PESQ-WB": 3.0, "STOI": 0.95}, 4.0, 3.8, False)
+    judged = verdict.combine(
+        {catalog.SIM_GE2E: sims["reconstruction"], catalog.PESQ_WB: 3.0, catalog.STOI: 0.95}, 4.0, 3.8, False
+    )
     combine_s = time.perf_counter() - started
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    peak = peak_rss_mib()
     queue.put(
         {
             "seconds": seconds,
@@ -98,22 +99,14 @@ def _cost(seconds: float, queue) -> None:
             "baseline_rss_mib": baseline,
             "peak_rss_mib": peak,
             "added_rss_mib": peak - baseline,
-            "light": judged.lights.get("SIM-GE2E"),
+            "light": judged.lights.get(catalog.SIM_GE2E),
             "values": sims,
         }
     )
 
 
 def cost(lengths: list[float]) -> list[dict]:
-    context = multiprocessing.get_context("spawn")
-    out = []
-    for seconds in lengths:
-        queue = context.Queue()
-        child = context.Process(target=_cost, args=(seconds, queue))
-        child.start()
-        out.append(queue.get(timeout=1800))
-        child.join()
-    return out
+    return [in_fresh_process(_cost, seconds, timeout_s=1800) for seconds in lengths]
 
 
 def markdown(result: dict) -> str:
@@ -149,19 +142,17 @@ def markdown(result: dict) -> str:
         "",
         "## Cost (codec stand-in + 3 anchors, fresh process per length, model loaded and warm)",
         "",
-        f"Load average during the run: {', '.join(f'{x:.1f}' for x in result['load_average'])} (a shared machine): "
+        f"Load average during the run: {load_text(result['load_average'])} (a shared machine): "
         "wall times are inflated by other work; CPU time is this process's own.",
         "",
-        "| clip | SIM for 4 sources (wall) | CPU time | per source (wall) | verdict combine after | peak RSS | added by SIM |",
-        "|---|---|---|---|---|---|---|",
     ]
-    for c in result["cost"]:
-        lines.append(
-            f"| {c['seconds']:g} s | {c['sim_s']:.2f} s | {c['sim_cpu_s']:.2f} s | {c['per_source_s']:.2f} s | "
-            f"{c['combine_s'] * 1000:.2f} ms | "
-            f"{c['peak_rss_mib']:.0f} MiB | {c['added_rss_mib']:.0f} MiB |"
-        )
-    return "\n".join(lines) + "\n"
+    header = ["clip", "SIM for 4 sources (wall)", "CPU time", "per source (wall)", "verdict combine after"]
+    rows = (
+        [f"{c['seconds']:g} s", *(f"{c[k]:.2f} s" for k in ("sim_s", "sim_cpu_s", "per_source_s"))]
+        + [f"{c['combine_s'] * 1000:.2f} ms", f"{c['peak_rss_mib']:.0f} MiB", f"{c['added_rss_mib']:.0f} MiB"]
+        for c in result["cost"]
+    )
+    return "\n".join(lines + table([*header, "peak RSS", "added by SIM"], rows)) + "\n"
 
 
 def main() -> int:
@@ -169,28 +160,13 @@ def main() -> int:
     parser.add_argument("--lengths", default="10,64,600", help="clip lengths in seconds, comma-separated")
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
     args = parser.parse_args()
-    import platform
-
-    cpu = next(
-        (
-            line.split(":", 1)[1].strip()
-            for line in Path("/proc/cpuinfo").read_text().splitlines()
-            if "model name" in line
-        ),
-        platform.processor(),
-    )
     result = {
-        "command": "python bench/voice_bench.py " + " ".join(sys.argv[1:]),
-        "cpu": cpu,
-        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        **provenance("bench/voice_bench.py"),
         "values": values(),
         "cost": cost([float(x) for x in args.lengths.split(",")]),
         "load_average": os.getloadavg(),
     }
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "voice_bench.json").write_text(json.dumps(result, indent=2) + "\n")
-    (args.out / "voice_bench.md").write_text(markdown(result))
-    print(markdown(result))
+    write_results(args.out, "voice_bench", result, markdown(result))
     return 0
 
 

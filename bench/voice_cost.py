@@ -23,9 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import multiprocessing
 import os
-import resource
 import sys
 import tempfile
 import time
@@ -34,9 +32,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-
-def _rss_mib() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+from bench.harness import in_fresh_process, load_text, peak_rss_mib, provenance, table, write_results  # noqa: E402
 
 
 def _run(seconds: float, model: str, queue) -> None:
@@ -65,11 +61,11 @@ def _run(seconds: float, model: str, queue) -> None:
     started = time.perf_counter()
     signal_values = {m.name: m.value for m in compare(clip, sources["reconstruction"], metrics=signal)}
     signal_s = time.perf_counter() - started
-    baseline = _rss_mib()
+    baseline = peak_rss_mib()
     started, cpu = time.perf_counter(), time.process_time()
     sims = {sid: compare(clip, samples, metrics=[sim], judges=judges)[0] for sid, samples in sources.items()}
     sim_s, sim_cpu_s = time.perf_counter() - started, time.process_time() - cpu
-    peak = _rss_mib()
+    peak = peak_rss_mib()
     values = signal_values | {sim: sims["reconstruction"].value}
     started = time.perf_counter()
     judged = verdict.judge(clip, sources["reconstruction"], values, rate, "cpu", False, 4)
@@ -87,7 +83,7 @@ def _run(seconds: float, model: str, queue) -> None:
             "verdict_after_metrics_s": verdict_s,
             "verdict": judged.level,
             "baseline_rss_mib": baseline,
-            "peak_rss_mib": max(peak, _rss_mib()),
+            "peak_rss_mib": max(peak, peak_rss_mib()),
             "added_by_sim_mib": peak - baseline,
             "values": {sid: m.value for sid, m in sims.items()},
             "load_average": os.getloadavg(),
@@ -96,15 +92,10 @@ def _run(seconds: float, model: str, queue) -> None:
 
 
 def cost(lengths: list[float], models: list[str]) -> list[dict]:
-    context = multiprocessing.get_context("spawn")
     out = []
     for model in models:
         for seconds in lengths:
-            queue = context.Queue()
-            child = context.Process(target=_run, args=(seconds, model, queue))
-            child.start()
-            out.append(queue.get(timeout=3600))
-            child.join()
+            out.append(in_fresh_process(_run, seconds, model, timeout_s=3600))
             print(json.dumps(out[-1]), flush=True)
     return out
 
@@ -121,18 +112,16 @@ def markdown(result: dict) -> str:
         "The machine is shared: wall times are inflated by other engineers' work (load average per row);",
         "CPU time is this process's own. A quiet re-run: the command above.",
         "",
-        "| model | clip | signal metrics (peer) | SIM, all sources (wall) | CPU | per source | "
-        "verdict final after the metrics | peak RSS | added by SIM | load average |",
-        "|---|---|---|---|---|---|---|---|---|---|",
     ]
-    for c in result["cost"]:
-        lines.append(
-            f"| {c['model']} | {c['seconds']:g} s | {c['signal_metrics_s']:.2f} s | {c['sim_s']:.2f} s | "
-            f"{c['sim_cpu_s']:.2f} s | {c['per_source_s']:.2f} s | {c['verdict_after_metrics_s']:.2f} s | "
-            f"{c['peak_rss_mib']:.0f} MiB | {c['added_by_sim_mib']:.0f} MiB | "
-            f"{', '.join(f'{x:.1f}' for x in c['load_average'])} |"
-        )
-    return "\n".join(lines) + "\n"
+    header = ["model", "clip", "signal metrics (peer)", "SIM, all sources (wall)", "CPU", "per source"]
+    header += ["verdict final after the metrics", "peak RSS", "added by SIM", "load average"]
+    seconds = ("signal_metrics_s", "sim_s", "sim_cpu_s", "per_source_s", "verdict_after_metrics_s")
+    rows = (
+        [c["model"], f"{c['seconds']:g} s", *(f"{c[k]:.2f} s" for k in seconds)]
+        + [f"{c['peak_rss_mib']:.0f} MiB", f"{c['added_by_sim_mib']:.0f} MiB", load_text(c["load_average"])]
+        for c in result["cost"]
+    )
+    return "\n".join(lines + table(header, rows)) + "\n"
 
 
 def main() -> int:
@@ -141,35 +130,20 @@ def main() -> int:
     parser.add_argument("--models", default="ge2e,wavlm", help="ge2e, wavlm (random, full size) or a directory")
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
     args = parser.parse_args()
-    import platform
-
     from core.analysis.speaker_models import build_random_wavlm
 
-    cpu = next(
-        (
-            line.split(":", 1)[1].strip()
-            for line in Path("/proc/cpuinfo").read_text().splitlines()
-            if "model name" in line
-        ),
-        platform.processor(),
-    )
     with tempfile.TemporaryDirectory() as scratch:
         models = [
             str(build_random_wavlm(Path(scratch) / "wavlm", full_size=True)) if m == "wavlm" else m
             for m in args.models.split(",")
         ]
         result: dict = {
-            "command": "python bench/voice_cost.py " + " ".join(sys.argv[1:]),
-            "cpu": cpu,
-            "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+            **provenance("bench/voice_cost.py"),
             "cost": cost([float(x) for x in args.lengths.split(",")], models),
         }
     for c in result["cost"]:  # the scratch folder is gone: name the model by what it is
         c["model"] = c["model"].replace(str(Path(tempfile.gettempdir())), "<tmp>")
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "voice_cost.json").write_text(json.dumps(result, indent=2) + "\n")
-    (args.out / "voice_cost.md").write_text(markdown(result))
-    print(markdown(result))
+    write_results(args.out, "voice_cost", result, markdown(result))
     return 0
 
 

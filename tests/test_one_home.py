@@ -21,6 +21,11 @@ The rules, read from the code's tokens and syntax tree (comments and docstrings 
   ``AudioLimits()`` is the settings' defaults, checked equal below).
 - **Imported from their homes**: ``from M import NAME`` or ``M.NAME`` for a name below names its home,
   never a module that merely imported it (``core.audio.files.SAMPLE_RATE`` was such a second door).
+- **Metric ids** (``core/``, ``webui/``, ``bench/``): a string that is a metric's id (``"SI-SDR"``,
+  ``"PESQ-WB"``: the ``id`` of a row of ``core/analysis/catalog.py``) is written only in the catalogue;
+  everywhere else the id is its constant, taken from the row (``catalog.SI_SDR``, ``catalog.PESQ_WB``),
+  so that renaming a metric is one edit. A longer string that merely holds an id (a label, a
+  sentence) is not an id.
 """
 
 from __future__ import annotations
@@ -70,6 +75,8 @@ HOMES: dict[str, str] = {  # name -> the one module that defines it
         "core/settings.py",
     ),
 }
+METRIC_IDS_SCANNED = ("core", "webui", "bench")
+METRIC_CATALOGUE = "core/analysis/catalog.py"
 LITERAL_HOMES = {24000: CODEC, 1920: CODEC, 12.5: CODEC, 2048: CODEC, 7860: "core/settings.py"}
 CODEBOOK_CONTEXT = re.compile(r"\bcodebooks?\b|quantizers|NUM_CODEBOOKS|codes", re.IGNORECASE)
 SAFE_NAME_CLASS = "[^A-Za-z0-9"
@@ -193,6 +200,23 @@ def definition_problems(tree: ast.Module, where: str) -> list[str]:
     return problems
 
 
+def metric_id_problems(tree: ast.Module, where: str, metric_ids: set[str]) -> list[str]:
+    """Metric ids written as string literals outside the catalogue (the rule in the module docstring)."""
+    if where == METRIC_CATALOGUE:
+        return []
+    return [
+        f"{where}:{node.lineno}: {node.value!r} (a metric id: take its constant from {METRIC_CATALOGUE})"
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in metric_ids
+    ]
+
+
+def _metric_ids() -> set[str]:
+    from core.analysis import catalog
+
+    return set(catalog.BY_ID)
+
+
 def _const(node: ast.expr):
     return node.value if isinstance(node, ast.Constant) else None
 
@@ -218,6 +242,13 @@ def test_each_fact_has_one_definition_and_is_imported_from_it():
     for path in python_files(DEFINITIONS_SCANNED):
         problems += definition_problems(ast.parse(path.read_text(), str(path)), rel(path))
     assert not problems, "second homes:\n" + "\n".join(problems)
+
+
+def test_metric_ids_are_taken_from_the_catalogue():
+    problems = []
+    for path in python_files(METRIC_IDS_SCANNED):
+        problems += metric_id_problems(ast.parse(path.read_text(), str(path)), rel(path), _metric_ids())
+    assert not problems, "metric ids written out:\n" + "\n".join(problems)
 
 
 def test_every_home_defines_its_names():
@@ -284,3 +315,18 @@ def test_the_js_rule_sees_what_it_should(source, found):
 )
 def test_the_definition_rules_see_what_they_should(source, found):
     assert bool(definition_problems(ast.parse(source), "webui/x.py")) is found
+
+
+@pytest.mark.parametrize(
+    ("source", "found"),
+    [
+        ('row = {"si_sdr_db": metrics["SI-SDR"]}\n', True),
+        ('values = {"PESQ-WB": 3.0}\n', True),
+        ('def f(m="Log-mel distance"):\n    pass\n', True),
+        ('row = {"si_sdr_db": metrics[catalog.SI_SDR]}\n', False),
+        ('label = "SI-SDR (dB)"\nkey = "si_sdr"\n', False),
+    ],
+)
+def test_the_metric_id_rule_sees_what_it_should(source, found):
+    assert bool(metric_id_problems(ast.parse(source), "webui/x.py", _metric_ids())) is found
+    assert not metric_id_problems(ast.parse(source), METRIC_CATALOGUE, _metric_ids())

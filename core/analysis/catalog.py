@@ -265,6 +265,8 @@ _ID_OF_KEY = {m.key: m.id for m in METRICS}
 PESQ_WB, STOI = _ID_OF_KEY["pesq"], _ID_OF_KEY["stoi"]  # the two a reader of the codec's paper quotes first
 MOS, MOS_DROP = _ID_OF_KEY["distillmos"], _ID_OF_KEY["mos"]
 PESQ_NB, SIM_GE2E, SIM_WAVLM = _ID_OF_KEY["pesq_nb"], _ID_OF_KEY["sim_ge2e"], _ID_OF_KEY["sim_wavlm"]
+SI_SDR, MEL_DISTANCE = _ID_OF_KEY["si_sdr"], _ID_OF_KEY["mel"]
+DWER_WHISPER, DWER_POCKETSPHINX = _ID_OF_KEY["dwer_whisper"], _ID_OF_KEY["dwer_pocketsphinx"]
 DWER = tuple(m.id for m in METRICS if m.judge.startswith("asr:"))  # one row per ASR: never one column
 
 

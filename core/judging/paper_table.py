@@ -59,9 +59,11 @@ def columns(judges: Judges = DEFAULT_JUDGES) -> tuple[Column, ...]:
     else:
         speaker = Column("SIM (WavLM)", catalog.SIM_WAVLM, f"WavLM x-vector ({judges.speaker})")
     if judges.asr_kind == POCKETSPHINX:
-        words = Column("dWER (pocketsphinx)", "dWER-pocketsphinx", "pocketsphinx, US English (docs/judging.md: weak)")
+        words = Column(
+            "dWER (pocketsphinx)", catalog.DWER_POCKETSPHINX, "pocketsphinx, US English (docs/judging.md: weak)"
+        )
     elif judges.asr_kind:
-        words = Column("dWER (Whisper)", "dWER-Whisper", f"Whisper ({judges.asr})")
+        words = Column("dWER (Whisper)", catalog.DWER_WHISPER, f"Whisper ({judges.asr})")
     else:
         words = NO_DWER
     return (*COLUMNS, speaker, words)

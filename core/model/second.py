@@ -118,6 +118,34 @@ def ready_second(primary: Engine) -> Engine | None:
     return second if second is not None and second.state == EngineState.READY else None
 
 
+LOADING, FAILED, NONE = "loading", "failed", "none"  # why no second checkpoint is ready (not_ready)
+
+
+def not_ready(primary: Engine) -> tuple[str, str]:
+    """Why no second checkpoint can take a job now: (LOADING, ""), (FAILED, its error: a refusal
+    included) or (NONE, "") when none is loaded."""
+    second = primary.compare
+    if second is not None and second.state == EngineState.LOADING:
+        return LOADING, ""
+    if second is not None and second.state == EngineState.FAILED:
+        return FAILED, (second.error or "no reason was given").strip().rstrip(".")
+    return NONE, ""
+
+
+def not_ready_message(primary: Engine) -> str:
+    """:func:`not_ready` as a sentence that says what to do: wait for the load, load it again (why it
+    failed), or load one."""
+    state, error = not_ready(primary)
+    if state == LOADING:
+        return "The second checkpoint is still loading: try again in a moment."
+    if state == FAILED:
+        return (
+            f"The second checkpoint failed to load: {error}. Load it again (or another one) on the System tab, "
+            "or start with --compare-model DIR."
+        )
+    return "No second checkpoint is loaded: start with --compare-model DIR (or pick one on the System tab)."
+
+
 @dataclass(frozen=True)
 class BothResult:
     first: RoundTripResult
@@ -132,7 +160,7 @@ def roundtrip_both(primary: Engine, audio, progress=None, codebooks: int = NUM_C
     """The clip through both models under the one lock (the second's share of progress after the first's)."""
     second = ready_second(primary)
     if second is None:
-        raise EngineNotReady("No second checkpoint is loaded: start with --compare-model DIR (or pick one on System).")
+        raise EngineNotReady(not_ready_message(primary))
     report = progress or (lambda f: None)
     with primary._lock:
         first = primary.roundtrip(audio, lambda f: report(0.5 * f), codebooks)

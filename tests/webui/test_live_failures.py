@@ -8,32 +8,12 @@ import json
 import struct
 
 import numpy as np
-import pytest
-from fastapi import FastAPI
-from starlette.testclient import TestClient
 
 from core.model import live as core_live
-from core.model.engine import Engine
-from core.settings import Settings
+from tests.webui import live_routes
 from webui.jobs import live as jobs
-from webui.serving import live_socket
-from webui.serving.workspace import Workspace
 
-
-@pytest.fixture(scope="module")
-def live_engine(tiny_checkpoint):
-    engine = Engine(Settings(model=str(tiny_checkpoint), device="cpu", live_sessions=1))
-    assert engine.load(), engine.error
-    return engine
-
-
-@pytest.fixture
-def live_app(live_engine, tmp_path):
-    workspace = Workspace(tmp_path / "work")
-    app = FastAPI()
-    app.router.routes.extend(live_socket.live_routes(live_engine, workspace))
-    yield TestClient(app), workspace
-    assert live_engine.live.in_use == 0
+live_app, one_slot = live_routes.live_app, live_routes.one_slot  # the route's fixtures (tests/webui/live_routes.py)
 
 
 def _talk(ws, speech) -> None:
@@ -51,7 +31,7 @@ def _last_text(ws) -> dict:
 
 
 def test_an_exception_while_saving_is_a_sentence_and_leaves_no_folder(live_app, speech, monkeypatch):
-    client, workspace = live_app
+    client, _engine, workspace = live_app
 
     def broken(*_args, **_kwargs):
         raise ValueError("cannot convert float NaN to integer")  # what huge samples made the figure raise
@@ -66,7 +46,7 @@ def test_an_exception_while_saving_is_a_sentence_and_leaves_no_folder(live_app, 
 
 
 def test_an_exception_while_pushing_is_a_sentence(live_app, speech, monkeypatch):
-    client, _ = live_app
+    client, _engine, _workspace = live_app
 
     def broken(self, block):
         raise RuntimeError("an engine bug")

@@ -12,12 +12,9 @@ import time
 
 import numpy as np
 import pytest
-from fastapi import FastAPI
 from starlette.testclient import TestClient
 
-from core.model.engine import Engine
-from core.settings import Settings
-from webui.serving import live_socket
+from tests.webui import live_routes
 from webui.serving.limits import ClientLimits, LimitSettings
 from webui.serving.origins import OriginPolicy
 from webui.serving.workspace import Workspace
@@ -27,16 +24,11 @@ PROXY = frozenset({"testclient"})  # TestClient's peer; X-Real-IP then names eac
 
 @pytest.fixture(scope="module")
 def two_slots(tiny_checkpoint):
-    engine = Engine(Settings(model=str(tiny_checkpoint), device="cpu", live_sessions=2))
-    assert engine.load(), engine.error
-    return engine
+    return live_routes.live_engine(tiny_checkpoint, sessions=2)
 
 
 def _client(engine, tmp_path, limits: ClientLimits) -> TestClient:
-    app = FastAPI()
-    routes = live_socket.live_routes(engine, Workspace(tmp_path / "w"), OriginPolicy(trusted=PROXY), limits)
-    app.router.routes.extend(routes)
-    return TestClient(app)
+    return live_routes.live_client(engine, Workspace(tmp_path / "w"), OriginPolicy(trusted=PROXY), limits)
 
 
 def _as(address: str) -> dict:

@@ -9,33 +9,14 @@ import struct
 
 import numpy as np
 import pytest
-from fastapi import FastAPI
-from starlette.testclient import TestClient
 from starlette.websockets import WebSocketDisconnect
 
-from core.model.engine import Engine
-from core.settings import Settings
+from tests.webui import live_routes
 from webui.jobs import live as jobs
 from webui.serving import live_socket
 from webui.serving.limits import ClientLimits, LimitSettings
-from webui.serving.workspace import Workspace
 
-
-@pytest.fixture(scope="module")
-def live_engine(tiny_checkpoint):
-    engine = Engine(Settings(model=str(tiny_checkpoint), device="cpu", live_sessions=1))
-    assert engine.load(), engine.error
-    return engine
-
-
-@pytest.fixture
-def live_app(live_engine, tmp_path):
-    """The route on a bare app (no login unless a test sets one), one live slot."""
-    workspace = Workspace(tmp_path / "work")
-    app = FastAPI()
-    app.router.routes.extend(live_socket.live_routes(live_engine, workspace))
-    yield TestClient(app), live_engine, workspace
-    assert live_engine.live.in_use == 0
+live_app, one_slot = live_routes.live_app, live_routes.one_slot  # the route's fixtures (tests/webui/live_routes.py)
 
 
 def block(samples: np.ndarray, clock_ms: float = 1.0) -> bytes:
@@ -94,10 +75,8 @@ def test_bad_formats_and_blocks_are_refused_with_a_sentence(live_app, query, pay
 
 def test_the_next_page_is_told_busy_in_its_language(live_app):
     _, engine, workspace = live_app
-    app = FastAPI()  # two sockets of one client allowed here, so the second meets the engine's cap
-    limits = ClientLimits(LimitSettings(live_sessions=2))
-    app.router.routes.extend(live_socket.live_routes(engine, workspace, limits=limits))
-    client = TestClient(app)
+    limits = ClientLimits(LimitSettings(live_sessions=2))  # two sockets of one client: the second meets the cap
+    client = live_routes.live_client(engine, workspace, limits=limits)
     with client.websocket_connect("/live/ws?rate=48000") as first:
         assert json.loads(first.receive_text())["type"] == "ready"
         with client.websocket_connect("/live/ws?rate=48000&lang=zh-CN") as second:

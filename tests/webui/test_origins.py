@@ -8,35 +8,25 @@ from __future__ import annotations
 import json
 
 import pytest
-from fastapi import FastAPI
 from starlette.responses import PlainTextResponse
 from starlette.testclient import TestClient
 from starlette.websockets import WebSocketDisconnect
 
-from core.model.engine import Engine
-from core.settings import Settings
-from webui.serving import live_socket
+from tests.webui import live_routes
 from webui.serving.guard import Guard
 from webui.serving.origins import OriginPolicy, parse, parse_list
 from webui.serving.workspace import Workspace
+
+one_slot = live_routes.one_slot  # the route's fixtures (tests/webui/live_routes.py)
 
 FOREIGN = ["http://testserver:9999", "https://testserver", "HTTP://testserver:1", "null", "http://evil.example"]
 PUBLIC = "https://codec.example.org"
 
 
-@pytest.fixture(scope="module")
-def live_engine(tiny_checkpoint):
-    engine = Engine(Settings(model=str(tiny_checkpoint), device="cpu", live_sessions=1))
-    assert engine.load(), engine.error
-    return engine
-
-
 @pytest.fixture
-def live(live_engine, tmp_path):
-    app = FastAPI()
+def live(one_slot, tmp_path):
     policy = OriginPolicy(public=parse_list(PUBLIC))
-    app.router.routes.extend(live_socket.live_routes(live_engine, Workspace(tmp_path / "w"), origins=policy))
-    return TestClient(app)
+    return live_routes.live_client(one_slot, Workspace(tmp_path / "w"), origins=policy)
 
 
 @pytest.mark.parametrize("origin", FOREIGN)

@@ -15,13 +15,10 @@ class Clock:
         return self.now
 
 
-def test_time_left_comes_from_the_decode_pace_then_from_the_last_job():
-    clock = Clock()
-    board = ProgressBoard(clock)
-    board.start("s")
-    board.note("s", 0.05, "job.reading")
+def _estimate(board: ProgressBoard, session: str) -> None:
+    """The round trip's estimate line for a 64 s clip that fits in RAM (the job's 15% mark)."""
     board.note(
-        "s",
+        session,
         0.15,
         "job.estimate.roundtrip",
         seconds="64.0",
@@ -30,6 +27,14 @@ def test_time_left_comes_from_the_decode_pace_then_from_the_last_job():
         where_key="words.ram",
         fits_key="words.fits",
     )
+
+
+def test_time_left_comes_from_the_decode_pace_then_from_the_last_job():
+    clock = Clock()
+    board = ProgressBoard(clock)
+    board.start("s")
+    board.note("s", 0.05, "job.reading")
+    _estimate(board, "s")
     board.note("s", 0.26, "job.encoding_part", percent="100%")
     clock.now += 2.0
     assert board.snapshot("s").left_s is None  # the encode's share of the bar is no clock
@@ -41,16 +46,7 @@ def test_time_left_comes_from_the_decode_pace_then_from_the_last_job():
     assert board.snapshot("s").done and board.snapshot("s").elapsed_s == 6.0
     assert abs(board.pace_s_per_audio_s - 6.0 / 64.0) < 1e-9
     board.start("t")  # the next job, same length: the last pace until its own decode moves
-    board.note(
-        "t",
-        0.15,
-        "job.estimate.roundtrip",
-        seconds="64.0",
-        need="0.07",
-        available="16",
-        where_key="words.ram",
-        fits_key="words.fits",
-    )
+    _estimate(board, "t")
     clock.now += 1.0
     assert abs(board.snapshot("t").left_s - 5.0) < 1e-6
 
@@ -59,16 +55,7 @@ def test_the_box_says_stage_share_time_and_estimate_in_both_languages():
     clock = Clock()
     board = ProgressBoard(clock)
     board.start("s")
-    board.note(
-        "s",
-        0.15,
-        "job.estimate.roundtrip",
-        seconds="64.0",
-        need="0.07",
-        available="16",
-        where_key="words.ram",
-        fits_key="words.fits",
-    )
+    _estimate(board, "s")
     board.note("s", 0.30, "job.decoding_part", percent="10%")
     clock.now += 65
     snap = board.snapshot("s")

@@ -10,7 +10,6 @@ import html
 import io
 import json
 import re
-import socket
 
 import gradio as gr
 import httpx
@@ -19,11 +18,8 @@ import pytest
 import soundfile as sf
 
 from core.judging import mushra
-from core.model.engine import Engine
-from core.settings import Settings
-from webui.app import build_app
-from webui.options import ASSETS, UiOptions
-from webui.server import ServerOptions, launch
+from tests.webui.room_server import room_server
+from webui.options import ASSETS
 from webui.serving.workspace import Workspace
 from webui.tabs.share import ShareHandlers
 
@@ -35,23 +31,10 @@ CHOSEN = ["reconstruction", "opus6", "k2"]
 CONDITION_WORDS = ("original", "reconstruction", "opus", "lp3", "lp7", "k2", "codec", "anchor", "reference")
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def served(tiny_checkpoint, tmp_path_factory):
-    data = tmp_path_factory.mktemp("share-data")
-    engine = Engine(Settings(model=str(tiny_checkpoint), device="cpu", data_dir=str(data), anchors="all"))
-    assert engine.warm_up().ok, engine.error
-    ui = UiOptions(temp_root=tmp_path_factory.mktemp("share-work"))
-    demo = build_app(engine, ui)
-    _app, url = launch(demo, engine, ui, ServerOptions(port=_free_port()))
-    handlers = ShareHandlers(engine, Workspace(ui.temp_root))
-    yield url.rstrip("/"), handlers
-    demo.close()
+    with room_server(tiny_checkpoint, tmp_path_factory, "share") as (url, engine, ui):
+        yield url, ShareHandlers(engine, Workspace(ui.temp_root))
 
 
 def _share(handlers, kind="mushra", chosen=CHOSEN, trials=4):

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import html
 import json
-import socket
 import urllib.parse
 import zipfile
 from pathlib import Path
@@ -18,13 +17,9 @@ from pathlib import Path
 import pytest
 
 from core.judging import room_store
-from core.model.engine import Engine
-from core.settings import Settings
+from tests.webui.room_server import room_server
 from tests.webui.test_webui_browser import CHROMIUM, CHROMIUM_ARGS, CLIP, REPO, TIMEOUT_MS, _save_small
-from webui.app import build_app
 from webui.jobs import room as room_jobs
-from webui.options import UiOptions
-from webui.server import ServerOptions, launch
 
 pytestmark = pytest.mark.browser
 SCREENSHOT = REPO / "docs" / "listening.png"
@@ -32,22 +27,10 @@ GOOD = {"original": 95, "lp3.5": 12, "lp7": 35, "reconstruction": 72, "opus6": 4
 CARELESS = dict(GOOD, original=55)  # the hidden reference below 90: screened out
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def app(tiny_checkpoint, tmp_path_factory):
-    data = tmp_path_factory.mktemp("share-browser-data")
-    engine = Engine(Settings(model=str(tiny_checkpoint), device="cpu", data_dir=str(data), anchors="all"))
-    assert engine.warm_up().ok, engine.error
-    ui = UiOptions(temp_root=tmp_path_factory.mktemp("share-browser-work"))
-    demo = build_app(engine, ui)
-    _app, url = launch(demo, engine, ui, ServerOptions(port=_free_port()))
-    yield url.rstrip("/"), room_store.store_for(engine.settings)
-    demo.close()
+    with room_server(tiny_checkpoint, tmp_path_factory, "share-browser") as (url, engine, _ui):
+        yield url, room_store.store_for(engine.settings)
 
 
 @pytest.fixture(scope="module")

@@ -39,6 +39,20 @@ class BlindInputError(CodecError):
         super().__init__(key)
 
 
+NO_SECOND_KEYS = {
+    second.LOADING: "second.loading",
+    second.FAILED: "second.failed",
+    second.NONE: "compare.abx_no_second",
+}
+
+
+def no_second(engine) -> BlindInputError:
+    """Why the second checkpoint cannot be a sound of a blind test now, in the reader's words: it is
+    still loading (try again in a moment), it failed to load (why), or none is loaded (how to load one)."""
+    state, error = second.not_ready(engine)
+    return BlindInputError(NO_SECOND_KEYS[state], **({"error": error} if state == second.FAILED else {}))
+
+
 @dataclass(frozen=True)
 class MadeB:
     samples: np.ndarray  # float32 mono, aligned with the region
@@ -83,7 +97,7 @@ def make_b(engine, what_b: tuple[str, object], samples: np.ndarray, audio) -> Ma
     if kind == "compare":
         other = second.ready_second(engine)
         if other is None:
-            raise BlindInputError("compare.abx_no_second")
+            raise no_second(engine)
         return MadeB(other.roundtrip(audio).decoded.samples, COMPARE_ID, str(other.settings.model))
     codebooks = int(value)  # type: ignore[call-overload]
     return MadeB(engine.roundtrip(audio, codebooks=codebooks).decoded.samples, abx.level_id(codebooks), "")

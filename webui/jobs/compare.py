@@ -66,13 +66,14 @@ def extra_sources(
     other = second.ready_second(engine) if sources.COMPARE_ID in chosen else None
     missing: list[dict] = []
     if sources.COMPARE_ID in chosen and other is None:  # asked for, and none is ready: say so (issue 31)
-        state = second.describe(engine)
+        state, error = second.not_ready(engine)
         missing.append(
             {
                 "id": sources.COMPARE_ID,
                 "reason": NO_SECOND,
-                # i18n-exempt: core's English for logs and the API; the page says compare_view's sentence
-                "message": f"no second checkpoint is ready (state: {state['state']}); the comparison has none.",
+                "state": state,  # second.LOADING, FAILED or NONE: the page says which (compare_view)
+                "error": error,
+                "message": second.not_ready_message(engine),  # core's English for logs and the API
             }
         )
     if other is not None:

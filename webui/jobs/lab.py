@@ -17,8 +17,8 @@ from pathlib import Path
 import numpy as np
 
 from core import tokens
+from core.analysis import catalog, timeline, token_usage
 from core.analysis import metrics as analysis
-from core.analysis import timeline, token_usage
 from core.audio import loudness
 from core.audio.files import load_audio
 from core.codec import SAMPLE_RATE, check_duration
@@ -328,9 +328,8 @@ def run_ladder(
             {
                 "codebooks": rung.codebooks,
                 "bitrate_bps": rung.bitrate_bps,
-                "si_sdr_db": metrics["SI-SDR"],
-                # i18n-exempt: the metric's name is its key in core.analysis.metrics
-                "mel_distance_db": metrics["Log-mel distance"],
+                "si_sdr_db": metrics[catalog.SI_SDR],
+                "mel_distance_db": metrics[catalog.MEL_DISTANCE],
                 "gain_db": source.gain_db,
                 "decode_s": rung.seconds,
                 "wav": str(wav),

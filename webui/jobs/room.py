@@ -29,7 +29,7 @@ from core.errors import CodecError
 from core.judging import abx, mushra
 from core.judging.sources import COMPARE_ID
 from core.model import second
-from webui.jobs.abx import BlindInputError
+from webui.jobs.abx import BlindInputError, no_second
 
 HANDLE_CHARS = 32
 REFERENCE_SLOT = -1  # the open reference's slot on a MUSHRA screen
@@ -55,7 +55,7 @@ def make_conditions(engine, samples: np.ndarray, source_ids, audio) -> dict[str,
         elif sid == COMPARE_ID:
             other = second.ready_second(engine)
             if other is None:
-                raise BlindInputError("compare.abx_no_second")
+                raise no_second(engine)
             made[sid] = other.roundtrip(audio).decoded.samples
         elif abx.source_kind(sid) == "level":
             made[sid] = engine.roundtrip(audio, codebooks=int(sid[1:])).decoded.samples

@@ -7,6 +7,7 @@ import html
 
 from core.judging import source_table
 from core.judging.sources import ANCHOR, CHECKPOINT, CODEC, CODEC_BPS, LEVEL, ORIGINAL, checkpoint
+from core.model.second import FAILED, LOADING
 from core.units import seconds_short_of
 from webui import i18n
 from webui.views.formatting import metric_name
@@ -110,8 +111,10 @@ def problems_markdown(problems: list[dict], lang: str, duration_s: float | None 
     """One line per anchor that could not be made, and why."""
     lines = []
     for p in problems or []:
-        if p.get("reason") == "no_second":  # webui.jobs.compare.NO_SECOND
-            lines.append("> ⚠️ " + html.escape(i18n.text("trust.problem.no_second", lang), quote=False))
+        if p.get("reason") == "no_second":  # webui.jobs.compare.NO_SECOND; state: core.model.second.not_ready
+            key = {LOADING: "second.problem_loading", FAILED: "second.problem_failed"}
+            said = i18n.text(key.get(str(p.get("state")), "trust.problem.no_second"), lang, error=p.get("error", ""))
+            lines.append("> ⚠️ " + html.escape(said, quote=False))
             continue
         label = source_label({"id": p["id"], "kind": ANCHOR, "label": p.get("label")}, lang)
         if p.get("reason") == "too_short":

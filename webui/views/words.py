@@ -115,6 +115,21 @@ PATTERNS: tuple[tuple[re.Pattern, str], ...] = tuple(
             r"and try again\.",
             "words.decode_slow",
         ),
+        # core.model.second: why no second checkpoint is ready (loading, failed, none)
+        # i18n-exempt: core's English, matched (the catalogue says it)
+        (r"The second checkpoint is still loading: try again in a moment\.", "second.loading"),
+        (
+            # i18n-exempt: core's English, matched (the catalogue says it)
+            r"(?s)The second checkpoint failed to load: (?P<error>.+)\. Load it again \(or another one\) on the "
+            # i18n-exempt: core's English, matched (the catalogue says it)
+            r"System tab, or start with --compare-model DIR\.",
+            "second.failed",
+        ),
+        (
+            # i18n-exempt: core's English, matched (the catalogue says it)
+            r"No second checkpoint is loaded: start with --compare-model DIR \(or pick one on the System tab\)\.",
+            "second.none",
+        ),
         # core.nn.fast_decode: chunks redone in float32
         (
             # i18n-exempt: core's English, matched (the catalogue says it)

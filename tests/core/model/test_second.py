@@ -13,6 +13,7 @@ import pytest
 
 from core.audio.files import audio_from_array
 from core.codec import NUM_CODEBOOKS
+from core.errors import EngineNotReady
 from core.model import second
 from core.model.engine import Engine, EngineState
 from core.settings import Settings
@@ -83,6 +84,8 @@ def test_the_first_model_serves_jobs_and_live_frames_while_a_second_checkpoint_l
         assert reading.wait(60), "the load never began reading"
         assert primary.compare is not None and primary.compare.state == EngineState.LOADING
         assert second.ready_second(primary) is None and second.describe(primary)["state"] == "loading"
+        with pytest.raises(EngineNotReady, match=r"still loading: try again in a moment"):  # not "none is loaded"
+            second.roundtrip_both(primary, audio_from_array(speech(0.5), 24_000))
         assert primary.loading_bytes == weights.checkpoint_weight_bytes(second_checkpoint, torch.float32)
         served: dict = {}
 
@@ -127,6 +130,12 @@ def test_a_second_checkpoint_that_does_not_fit_is_refused_before_loading(primary
     assert "Loading the checkpoint" not in other.error and other._tokenizer is None
     assert second.ready_second(primary) is None
     assert primary.ready  # the first model is untouched
+    with pytest.raises(EngineNotReady, match=r"failed to load: .*does not fit: it was not loaded") as said:
+        second.roundtrip_both(primary, audio_from_array(np.zeros(24_000, np.float32), 24_000))
+    assert "Load it again (or another one) on the System tab" in str(said.value)
+    second.unload_second(primary)
+    with pytest.raises(EngineNotReady, match=r"No second checkpoint is loaded: start with --compare-model DIR"):
+        second.roundtrip_both(primary, audio_from_array(np.zeros(24_000, np.float32), 24_000))
 
 
 def test_the_allowed_share_of_memory_guards_the_second_model_too(tiny_checkpoint, second_checkpoint):

@@ -13,50 +13,28 @@ from core.settings import Settings
 from tests.conftest import speechlike
 
 
-def test_parity_says_rounding_for_a_16_bit_copy_and_writes_the_report(cli, tiny_checkpoint, tmp_path):
-    engine = Engine(Settings(model=str(tiny_checkpoint), device="cpu"))
+def _engine(checkpoint) -> Engine:
+    engine = Engine(Settings(model=str(checkpoint), device="cpu"))
     assert engine.load()
+    return engine
+
+
+def test_parity_says_rounding_for_a_16_bit_copy_and_writes_the_report(cli, tiny_checkpoint, tmp_path):
+    engine = _engine(tiny_checkpoint)
     x = speechlike(2.0, seed=4)
     codes = engine.encode_array(x).codes
     np.save(tmp_path / "codes.npy", codes)
     sf.write(tmp_path / "theirs.wav", engine.decode(codes).samples, SAMPLE_RATE, subtype="PCM_16")
-    out = cli(
-        "parity",
-        tmp_path / "codes.npy",
-        tmp_path / "theirs.wav",
-        "--model",
-        tiny_checkpoint,
-        "--device",
-        "cpu",
-        "--report",
-        tmp_path / "r" / "parity.html",
-    )
+    parity = ("parity", tmp_path / "codes.npy", tmp_path / "theirs.wav", "--model", tiny_checkpoint, "--device", "cpu")
+    report = ("--report", tmp_path / "r" / "parity.html")
+    out = cli(*parity, *report)
     assert out.returncode == 0, out.stderr
     assert out.stdout.startswith("Rounding only: within 1 LSB")
     page = (tmp_path / "r" / "parity.html").read_text(encoding="utf-8")
     assert "Rounding only" in page and (tmp_path / "r" / "parity.png").is_file()
-    again = cli(
-        "parity",
-        tmp_path / "codes.npy",
-        tmp_path / "theirs.wav",
-        "--model",
-        tiny_checkpoint,
-        "--device",
-        "cpu",
-        "--report",
-        tmp_path / "r" / "parity.html",
-    )
+    again = cli(*parity, *report)
     assert again.returncode == 1 and "already exists" in again.stderr
-    js = cli(
-        "parity",
-        tmp_path / "codes.npy",
-        tmp_path / "theirs.wav",
-        "--model",
-        tiny_checkpoint,
-        "--device",
-        "cpu",
-        "--json",
-    )
+    js = cli(*parity, "--json")
     doc = json.loads(js.stdout)
     assert doc["verdict"]["kind"] == "rounding" and doc["alignment"]["offset_samples"] == 0
 
@@ -75,8 +53,7 @@ def test_parity_refuses_bad_input_in_one_line_before_loading(cli, tmp_path):
 def test_encode_parity_and_precision(cli, tiny_checkpoint, tmp_path):
     x = speechlike(1.5, seed=6)
     sf.write(tmp_path / "clip.wav", x, SAMPLE_RATE, subtype="FLOAT")
-    engine = Engine(Settings(model=str(tiny_checkpoint), device="cpu"))
-    assert engine.load()
+    engine = _engine(tiny_checkpoint)
     np.save(tmp_path / "c.npy", engine.encode_array(x).codes)
     out = cli("encode-parity", tmp_path / "clip.wav", tmp_path / "c.npy", "--model", tiny_checkpoint, "--device", "cpu")
     assert out.returncode == 0 and out.stdout.startswith("Their codes equal the reference encode"), out.stderr
