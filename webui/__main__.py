@@ -145,18 +145,19 @@ def main(argv=None) -> int:
     except (SettingsError, StartupError) as e:
         logger.error("cannot start: %s", e)
         return 2
+    logging.getLogger().setLevel(web.log_level)
     try:
         check_port_free(web.host, web.port)
     except OSError as e:
         return _cannot_serve(web.host, web.port, e)
+    t = _stage(f"settings: model={settings.model} device={settings.device} dtype={settings.dtype}", t)
     try:
         ui, server = split_options(web, os.environ)
     except (SettingsError, StartupError) as e:
         logger.error("cannot start: %s", e)
         return 2
-    logging.getLogger().setLevel(web.log_level)
     server = replace(server, max_file_bytes=settings.max_file_bytes)
-    t = _stage(f"settings: model={settings.model} device={settings.device} dtype={settings.dtype}", t)
+    t = _stage("the web app imported (gradio, torch)", t)
 
     try:
         storage.use_for_process(ui.temp_root)  # every temp file of this process under one root
