@@ -3,7 +3,8 @@
 #   make run        virtual environment + what the app needs, then supervisord in the foreground
 #   make test       test needs (Debian packages, every requirements file), lint, then every non-GPU test
 #   make test-fast  the edit-test loop: no browser, no service, no slow tests (a few minutes)
-#   make test-long  the long tests make test leaves out (a 10-minute clip, the soak); CI runs it after make test
+#   make test-slow  the slow end-to-end tests make test leaves out (nginx replicas, supervisord, Ray, flows)
+#   make test-long  the long tests make test leaves out (a 10-minute clip, the soak); CI runs both after make test
 #
 # Both work on a fresh Debian machine with Python 3.11+; the Debian packages are installed
 # (apt-get, non-interactive) only when missing. The virtual environment is reused while the
@@ -34,9 +35,13 @@ APP_REQS := requirements.txt requirements-judging.txt  # the app (its verdict ne
 NODEPS_REQS := requirements-judging-nodeps.txt  # installed after the others, without their declared needs
 TEST_REQS := $(APP_REQS) requirements-dataset.txt requirements-postgres.txt requirements-test.txt  # make test runs every test
 FAST_MARKERS := not gpu and not browser and not service and not slow and not long
-# Tests of several minutes each (pytest marker `long`: the 10-minute clip, the 200-request soak) run in
-# `make test-long`, beside each other, so that `make test` keeps to 10 minutes; .ci/run runs both.
-TEST_MARKERS := not gpu and not long
+# Three groups, every non-GPU test in exactly one, so that `make test` keeps to 10 minutes on the 2-core
+# machine; .ci/run runs all three. Slow end-to-end tests (pytest marker `slow`: nginx replicas,
+# supervisord, Ray runs and their kill-and-resume, the compiled decoder, the demo flow in chromium)
+# run in `make test-slow`; tests of several minutes each (marker `long`: the 10-minute clip, the
+# 200-request soak) in `make test-long`; each group beside itself in two processes.
+TEST_MARKERS := not gpu and not long and not slow
+SLOW_MARKERS := slow and not gpu and not long
 LONG_MARKERS := long and not gpu
 
 # pesq ships no wheels: pip compiles it, which needs a C toolchain and Python's headers.
@@ -49,15 +54,16 @@ export PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD := 1
 export GRADIO_ANALYTICS_ENABLED := False
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: help run start stop restart status tail test test-fast test-long lint test-service system-deps test-system-deps venv clean-venv
+.PHONY: help run start stop restart status tail test test-fast test-slow test-long lint test-service system-deps test-system-deps venv clean-venv
 
 help:
 	@echo "make run           set up and start the service in the foreground (Ctrl-C stops it)"
 	@echo "make start|stop    start supervisord in the background | shut it down"
 	@echo "make status|tail   supervisorctl status | follow the web UI's log (logs/webui.log)"
-	@echo "make test          set up, lint, then run all tests except GPU ones (PYTEST_ARGS=... adds flags)"
+	@echo "make test          set up, lint, then every test but the GPU, slow and long ones (PYTEST_ARGS=... adds flags)"
 	@echo "make test-fast     no browser, no service, no slow tests: the edit-test loop"
-	@echo "make test-long     the long tests make test leaves out (10-minute clip, soak); CI runs both"
+	@echo "make test-slow     the slow end-to-end tests make test leaves out (replicas, supervisord, Ray, flows)"
+	@echo "make test-long     the long tests make test leaves out (10-minute clip, soak); CI runs all three"
 	@echo "make lint          ruff check, ruff format --check, mypy, eslint webui/static"
 
 # ---- virtual environment -------------------------------------------------------------------
@@ -150,6 +156,9 @@ node_modules/.package-lock.json: package.json package-lock.json
 
 test: test-system-deps lint node_modules/.package-lock.json
 	$(TEST_ENV) $(PY) -m pytest -m "$(TEST_MARKERS)" $(XDIST) --timeout=900 --durations=15 $(PYTEST_ARGS)
+
+test-slow: test-system-deps $(VENV)/.stamp-test node_modules/.package-lock.json
+	$(TEST_ENV) $(PY) -m pytest -m "$(SLOW_MARKERS)" $(XDIST) --timeout=900 --durations=10 $(PYTEST_ARGS)
 
 test-long: test-system-deps $(VENV)/.stamp-test node_modules/.package-lock.json
 	$(TEST_ENV) $(PY) -m pytest -m "$(LONG_MARKERS)" $(XDIST) --timeout=1200 --durations=5 $(PYTEST_ARGS)

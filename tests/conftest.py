@@ -18,28 +18,35 @@ SERVICE_TESTS = Path(__file__).resolve().parent / "service"
 HEAVY_MARKERS = ("slow", "service", "browser")  # files holding such tests start first (below)
 TESTS = Path(__file__).resolve().parent
 # The longest files, longest first: seconds of all their tests in a whole `make test` run (the
-# junit XML, 2 busy cores, 2026-12-01). make test's two processes take whole files in the order
-# given here, so these start first and short files fill the end. Re-rank when a file's time changes
-# a lot (`--junitxml`, summed per file); a file not listed starts after these, by its markers.
+# junit XML, 2 cores, load 2 to 9 from other work, 2026-12-02), with the group each runs in (make test,
+# make test-slow, make test-long; a file with tests of two groups runs in both). Each group's two
+# processes take whole files in the order given here, so these start first and short files fill the
+# end. Re-rank when a file's time changes a lot (`--junitxml`, summed per file); a file not listed
+# starts after these, by its markers.
 LONGEST_FIRST = (
-    "service/test_service_replicas.py",  # two starts of two replicas behind nginx (SQLite, PostgreSQL)
-    "webui/test_demo_flow_browser.py",  # 330 s
-    "core/dataset/test_resume_after_kill.py",  # 260 s: two Ray starts, a kill
-    "core/dataset/test_pipeline.py",  # 220 s: a local Ray
-    "core/nn/test_fast_decode.py",  # 215 s: torch.compile of the decoder
-    "webui/test_webui_server.py",  # 205 s: four `python -m webui` processes
-    "service/test_service_supervisor.py",  # 170 s
-    "webui/test_long_clip_browser.py",  # 155 s: a 10-minute clip
-    "webui/test_live_browser.py",  # 150 s
-    "webui/test_webui_soak.py",  # 200 round trips
-    "webui/test_share_browser.py",  # 125 s
-    "webui/test_webui_browser.py",  # 105 s
-    "core/judging/test_evaluate.py",  # 105 s
-    "core/model/test_engine_memory.py",  # 95 s
-    "webui/test_compare_browser.py",  # 90 s
-    "webui/test_progress_browser.py",  # 90 s
-    "webui/test_parity_browser.py",  # 75 s
-    "test_install.py",  # 70 s
+    "service/test_service_replicas.py",  # slow, 250 s: two starts of two replicas behind nginx (SQLite, PostgreSQL)
+    "webui/test_demo_flow_browser.py",  # slow, 190 s: four round trips in four browser contexts
+    "core/dataset/test_pipeline.py",  # slow, 145 s: a local Ray
+    "service/test_service_supervisor.py",  # slow, 145 s
+    "core/judging/test_evaluate.py",  # slow 50 s + make test 40 s
+    "core/nn/test_fast_decode.py",  # slow, 65 s: torch.compile of the decoder
+    "core/dataset/test_resume_after_kill.py",  # slow, 65 s: two Ray starts, a kill
+    "webui/test_progress_browser.py",  # slow, 60 s: two round trips of a 64 s clip
+    "webui/test_share_browser.py",  # 60 s
+    "webui/test_voice_card_browser.py",  # slow, 55 s
+    "webui/test_compare_browser.py",  # 55 s
+    "webui/test_webui_server.py",  # slow 35 s (two `python -m webui` processes) + make test 20 s
+    "core/model/test_engine_memory.py",  # 45 s
+    "core/test_cli.py",  # slow 30 s + make test 10 s
+    "webui/test_lab_browser.py",  # 40 s
+    "webui/test_webui_browser.py",  # 35 s
+    "webui/test_live_browser.py",  # 35 s
+    "webui/test_heard_browser.py",  # slow, 35 s
+    "test_install.py",  # slow, 35 s
+    "core/parity/test_decode_parity.py",  # slow, 30 s
+    "webui/test_webui_abx.py",  # 30 s
+    "webui/test_long_clip_browser.py",  # long: a 10-minute clip
+    "webui/test_webui_soak.py",  # long: 200 round trips
 )
 
 

@@ -12,21 +12,24 @@ import argparse
 import logging
 import os
 import signal
+import socket
 import sys
 import threading
 import time
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from core import options
 from core.errors import SettingsError
 from core.settings import add_settings_arguments, settings_from_args
 from core.units import MIB
-from webui.app import build_app
 from webui.options import UiOptions, WebOptions
-from webui.server import ServerOptions, launch
 from webui.serving import storage, url_input
 from webui.serving.throttle import trusted_set
+
+if TYPE_CHECKING:  # gradio, torch and the app are imported in main(), once the flags and the port are checked
+    from webui.server import ServerOptions
 
 logger = logging.getLogger("webui")
 
@@ -63,6 +66,8 @@ def options_from_args(args, env) -> tuple[UiOptions, ServerOptions]:
 
 
 def split_options(web: WebOptions, env) -> tuple[UiOptions, ServerOptions]:
+    from webui.server import ServerOptions  # imports gradio
+
     policy = url_input.UrlPolicy(int(web.url_max_mb * MIB), web.url_timeout_s) if web.enable_url_input else None
     ui = UiOptions(
         temp_root=web.temp_root,
@@ -83,6 +88,29 @@ def split_options(web: WebOptions, env) -> tuple[UiOptions, ServerOptions]:
         public_origins=web.public_origins(),
     )
     return ui, server
+
+
+def check_port_free(host: str, port: int) -> None:
+    """Raise OSError when nothing could listen on ``host``:``port`` now (taken, or an address this
+    machine does not have), as Gradio's own check does before it starts its server (SO_REUSEADDR: a
+    port in TIME_WAIT counts as free). Checked before the model loads, so that a busy port fails in
+    a second, not after a load of the weights. Port 0 (Gradio picks one) is not checked."""
+    if not port:
+        return
+    host = host[1:-1] if host.startswith("[") and host.endswith("]") else host  # [::1] -> ::1
+    family, kind, proto, _name, address = socket.getaddrinfo(
+        host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+    )[0]
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        probe.bind(address)
+
+
+def _cannot_serve(host: str, port: int, error: OSError) -> int:
+    logger.error(
+        "cannot serve on %s:%s (%s); choose another --port / CODEC_PORT or stop what uses it", host, port, error
+    )
+    return 1
 
 
 def _stage(name: str, start: float) -> float:
@@ -114,13 +142,22 @@ def main(argv=None) -> int:
     try:
         settings = settings_from_args(args)
         web = options.build(WebOptions, args, os.environ)
-        ui, server = split_options(web, os.environ)
     except (SettingsError, StartupError) as e:
         logger.error("cannot start: %s", e)
         return 2
     logging.getLogger().setLevel(web.log_level)
-    server = replace(server, max_file_bytes=settings.max_file_bytes)
+    try:
+        check_port_free(web.host, web.port)
+    except OSError as e:
+        return _cannot_serve(web.host, web.port, e)
     t = _stage(f"settings: model={settings.model} device={settings.device} dtype={settings.dtype}", t)
+    try:
+        ui, server = split_options(web, os.environ)
+    except (SettingsError, StartupError) as e:
+        logger.error("cannot start: %s", e)
+        return 2
+    server = replace(server, max_file_bytes=settings.max_file_bytes)
+    t = _stage("the web app imported (gradio, torch)", t)
 
     try:
         storage.use_for_process(ui.temp_root)  # every temp file of this process under one root
@@ -142,18 +179,15 @@ def main(argv=None) -> int:
         t = _stage(f"second checkpoint {settings.compare_model}: {other.state.value} {other.error or ''}".rstrip(), t)
     if stop.is_set():
         return 0
+    from webui.app import build_app  # gradio and every tab
+    from webui.server import launch
+
     demo = build_app(engine, ui)
     t = _stage("UI built", t)
     try:
         launch(demo, engine, ui, server, started_at)
-    except OSError as e:
-        logger.error(
-            "cannot serve on %s:%s (%s); choose another --port / CODEC_PORT or stop what uses it",
-            server.host,
-            server.port,
-            e,
-        )
-        return 1
+    except OSError as e:  # taken between the check above and now
+        return _cannot_serve(server.host, server.port, e)
     _stage(f"serving on http://{server.host}:{server.port}", t)
     try:
         while not stop.wait(1.0):

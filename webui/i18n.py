@@ -23,9 +23,10 @@ import hashlib
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import gradio as gr
+if TYPE_CHECKING:  # gradio is imported where it is used: `python -m webui` checks its flags and port first
+    import gradio as gr
 
 LOCALES_DIR = Path(__file__).resolve().parent / "locales"  # <language>/<key prefix>.json
 DEFAULT_LANGUAGE = "en"  # used when the browser asks for a language we do not have
@@ -61,6 +62,8 @@ def gradio_i18n() -> gr.I18n:
 
     Its tables are copies: ``label(key, **fields)`` adds the filled-in variants of a key to them
     while the page is built (Gradio reads the tables when it serves the page's config)."""
+    import gradio as gr
+
     return gr.I18n(**{lang: dict(table) for lang, table in catalogues().items()})
 
 

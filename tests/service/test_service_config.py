@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import re
 import shutil
 import subprocess
@@ -133,11 +134,21 @@ def test_make_test_installs_test_needs_and_runs_every_non_gpu_test():
     install = next(line for line in plan.splitlines() if "pip install -q -r" in line)
     for name in ("requirements.txt", "requirements-judging.txt", "requirements-dataset.txt", "requirements-test.txt"):
         assert f"-r {name}" in install, install
-    # make test runs every non-GPU test but the long ones; make test-long runs those; CI runs both
-    assert re.search(r"-m pytest -m \"not gpu and not long\" .*--durations=15", plan), plan
-    assert re.search(r"-m pytest -m \"long and not gpu\" ", _make_dry_run("test-long"))
+    # make test runs every non-GPU test but the slow and the long ones; make test-slow and make
+    # test-long run those; CI runs all three
+    assert re.search(r"-m pytest -m \"not gpu and not long and not slow\" .*--durations=15", plan), plan
     ci = (REPO / ".ci" / "run").read_text()
-    assert re.search(r"^make test$", ci, re.M) and re.search(r"^make test-long$", ci, re.M), ci
+    groups = {}
+    for target in ("test", "test-slow", "test-long"):
+        assert re.search(rf"^make {target}$", ci, re.M), ci
+        run = _make_dry_run(target)
+        assert re.search(r"-m pytest -m \"[^\"]+\" -n 2 --dist loadfile", run), run  # parallel, whole files
+        groups[target] = re.search(r"-m pytest -m \"([^\"]+)\"", run).group(1)
+    # every combination of the markers: a non-GPU test is in exactly one group, a GPU test in none
+    for gpu, slow, long in itertools.product((False, True), repeat=3):
+        marks = {"gpu": gpu, "slow": slow, "long": long, "browser": True, "service": True}
+        chosen = [target for target, expression in groups.items() if eval(expression, {}, marks)]  # noqa: S307
+        assert len(chosen) == (0 if gpu else 1), (marks, chosen, groups)
 
 
 def first_commands(markdown: str, count: int = 2) -> list[str]:
@@ -163,3 +174,13 @@ def test_ci_runs_the_readme_test_command():
     ci = (REPO / ".ci" / "run").read_text()
     assert ci.startswith("#!/usr/bin/env bash") and "set -euo pipefail" in ci
     assert re.search(r"(?m)^make test$", ci), "CI must run the README's test command"
+
+
+def test_every_file_of_the_longest_first_order_exists():
+    """tests/conftest.py's LONGEST_FIRST names files by path: a renamed or moved file would silently
+    lose its early start (and the order its two processes were balanced by)."""
+    from tests.conftest import LONGEST_FIRST, TESTS
+
+    missing = [name for name in LONGEST_FIRST if not (TESTS / name).is_file()]
+    assert missing == [], missing
+    assert len(set(LONGEST_FIRST)) == len(LONGEST_FIRST)

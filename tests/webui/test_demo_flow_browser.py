@@ -22,7 +22,7 @@ from tests.webui.test_webui_browser import CHROMIUM, CHROMIUM_ARGS, CLIP, REPO, 
 from webui.app import TITLE
 from webui.i18n import text
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.slow]  # a whole flow in chromium: make test-slow (CI runs it)
 
 AXE = REPO / "node_modules" / "axe-core" / "axe.min.js"  # package.json pins it; make test runs npm ci
 DOCS = REPO / "docs"

@@ -10,7 +10,7 @@ import pytest
 from core.audio.files import load_audio
 from tests.webui.test_demo_flow_browser import LAB, _open, _round_trip, chromium  # noqa: F401 - the module's browser
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.slow]  # a whole flow in chromium: make test-slow (CI runs it)
 
 BLOCK_JS = """async (id) => {
   const P = window.cwPlayer, file = P.files[id];

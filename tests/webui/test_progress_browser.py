@@ -18,7 +18,7 @@ from tests.webui.test_demo_flow_browser import _open, chromium  # noqa: F401 - t
 from tests.webui.test_webui_browser import TIMEOUT_MS
 from webui.views import compare_view
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.slow]  # a whole flow in chromium: make test-slow (CI runs it)
 
 SEEN = """() => {
   const box = document.querySelector('#roundtrip-progress .cw-progress');

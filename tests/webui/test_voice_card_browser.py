@@ -14,7 +14,7 @@ import pytest
 from tests.webui.test_parity_browser import SEEN
 from tests.webui.test_webui_browser import CHROMIUM, CHROMIUM_ARGS, CLIP, REPO, TIMEOUT_MS, _save_small
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.slow]  # a whole flow in chromium: make test-slow (CI runs it)
 
 SAID = {  # the card's plain words about the voice, each light (webui/locales/*/metrics.json)
     "en-US": ("It sounds like the same speaker.", "The voice changes noticeably.", "It may sound like a different"),

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from webui.__main__ import StartupError, auth_from_env, build_parser, options_from_args
+from webui.__main__ import StartupError, auth_from_env, build_parser, check_port_free, options_from_args
 from webui.app import build_app
 from webui.jobs.codec import stem_of
 from webui.options import UiOptions
@@ -297,3 +297,18 @@ def test_bad_web_options_are_refused_with_the_variable_named():
         options_from_args(_args(["--port", "70000"]), {})
     with pytest.raises(SettingsError, match="CODEC_LOG_LEVEL"):
         options_from_args(_args([]), {"CODEC_LOG_LEVEL": "loud"})
+
+
+def test_check_port_free_refuses_a_taken_port_and_passes_a_free_one():
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        with pytest.raises(OSError):
+            check_port_free("127.0.0.1", port)
+    check_port_free("127.0.0.1", port)  # closed again: free
+    check_port_free("127.0.0.1", 0)  # Gradio picks one: nothing to check
+    with pytest.raises(OSError):
+        check_port_free("192.0.2.1", port)  # an address this machine does not have (TEST-NET-1)

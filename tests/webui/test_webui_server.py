@@ -189,7 +189,6 @@ def test_missing_weights_still_serve_the_page(tmp_path, free_port):
         proc.wait(timeout=30)
 
 
-@pytest.mark.slow  # real server processes: ~13 s; make test runs it
 def test_bad_settings_exit_with_a_message(tmp_path):
     proc, log = _start(["--device", "auto"], tmp_path=tmp_path)
     assert proc.wait(timeout=120) == 2
@@ -208,8 +207,7 @@ def test_the_api_example_in_the_docs_runs(server, clip, capsys):
         assert f'api_name="{endpoint}"' in code
 
 
-@pytest.mark.slow
-def test_port_in_use_exits_with_a_message(tiny_checkpoint, tmp_path):
+def test_port_in_use_exits_with_a_message_before_loading_the_model(tiny_checkpoint, tmp_path):
     import socket
 
     with socket.socket() as taken:
@@ -219,4 +217,6 @@ def test_port_in_use_exits_with_a_message(tiny_checkpoint, tmp_path):
         proc, log = _start(["--model", str(tiny_checkpoint), "--device", "cpu", "--port", str(port)], tmp_path=tmp_path)
         assert proc.wait(timeout=120) == 1
     log.seek(0)
-    assert "choose another --port" in log.read()
+    text = log.read()
+    assert f"cannot serve on 127.0.0.1:{port}" in text and "choose another --port" in text, text
+    assert "startup: engine created" not in text and "qwen_tts" not in text, text  # checked before the model loads
