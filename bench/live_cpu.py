@@ -2,13 +2,17 @@
 for packets of 1, 2 and 4 frames, with the official offline path timed in the same run.
 
     python -m bench.live_cpu --checkpoint /tmp/full [--seconds 6] [--packets 1,2,4] [--winograd 6,0] [--threads 2]
+        [--sessions 1,4,16]
 
 Full-size **random** checkpoint (no quality claims), every transformer layer scale set to 1.0 (context
 matters), float32. Per packet size: one warm-up session, then one unpaced session of ``--seconds``
 pushed a packet at a time; the model work of each push is timed (``LiveStep.compute_s``) and the CPU
 time of the process beside it (on a shared machine wall time counts the others' work; CPU time of a
 1-thread run does not). Codes are compared with the official ``Qwen3TTSTokenizer.encode`` of the same
-clip, audio with the official decode. Writes ``bench/results/live_cpu<tag>.json`` and ``.md``.
+clip, audio with the official decode. Then ``--sessions`` concurrent microphones, each pushing 80 ms
+blocks on its own real-time clock (``bench.live_bench.concurrent_run``), at the packet size live picks
+on its own (auto) and the first ``--winograd``, admitted past what the measured frame cost allows (the
+admission is reported beside them). Writes ``bench/results/live_cpu<tag>.json`` and ``.md``.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ sys.path.insert(0, str(ROOT))
 from bench.harness import agreement, machine, official_decode, official_encode, set_layer_scales, signal  # noqa: E402
 from bench.harness import snr_db as _snr  # noqa: E402
 from bench.harness import spread as _spread  # noqa: E402
+from bench.live_bench import concurrent_run  # noqa: E402
 from core.codec import SAMPLE_RATE, SAMPLES_PER_FRAME  # noqa: E402
 from core.model.engine import Engine  # noqa: E402
 from core.settings import Settings  # noqa: E402
@@ -109,8 +114,32 @@ def run(args) -> dict:
         r["loadavg"] = os.getloadavg()
         out["packets"].append({k: v for k, v in r.items() if k not in ("codes", "audio")})
         log.info("packet %d: %s", packet, out["packets"][-1])
+    out["concurrent"] = concurrent_rows(engine, x, codes, args.sessions, args.winograd[0])
     out["decode_dtype"] = args.decode_dtype or "float32"
     out["machine"]["loadavg_end"] = os.getloadavg()
+    return out
+
+
+def concurrent_rows(engine, x: np.ndarray, codes, counts: list[int], winograd: int) -> dict:
+    """Paced concurrent sessions at the auto packet size, admitted past the measured admission."""
+    if not counts:
+        return {"rows": []}
+    engine.settings = dataclasses.replace(
+        engine.settings, live_packet_frames=0, live_winograd=winograd, live_sessions=max(counts)
+    )
+    live = engine.live
+    out = {"packet_frames": live.packet_frames(), "winograd": winograd, "admitted": live.capacity(), "rows": []}
+    live.capacity = lambda: live.limit  # type: ignore[method-assign]  # measure past the admission
+    try:
+        for sessions in counts:
+            c = concurrent_run(engine, x, sessions)
+            agree = [a for a in (agreement(k, codes) for k in c.pop("all_codes")) if a is not None]
+            c["codes_agree_official_min"] = min(agree) if agree else None
+            c["loadavg"] = os.getloadavg()
+            out["rows"].append(c)
+            log.info("%d sessions: %s", sessions, c)
+    finally:
+        del live.capacity  # type: ignore[attr-defined]  # back to the measured admission
     return out
 
 
@@ -151,7 +180,35 @@ def markdown(result: dict) -> str:
             f"**{p['realtime_factor']:.3f}** | {p['realtime_factor'] / off['realtime_factor']:.2f} | "
             f"{p['codes_agree_official']:.2%} | {p['audio_snr_vs_official_db']:.1f} dB | {p['loadavg'][0]:.1f} |"
         )
+    lines += _concurrent_markdown(result.get("concurrent") or {"rows": []})
     return "\n".join(lines) + "\n"
+
+
+def _concurrent_markdown(c: dict) -> list[str]:
+    if not c["rows"]:
+        return []
+    lines = [
+        "",
+        f"Concurrent sessions, each paced like a microphone (80 ms blocks on its own clock), "
+        f"{c['packet_frames']}-frame packets (auto), "
+        f"{'Winograd F({}, 7)'.format(c['winograd']) if c['winograd'] else 'direct convolutions'}. Real-time "
+        "factor: a session's time in push (model work and waits for the lock) / its audio seconds; below 1 it "
+        f"keeps up. The measured frame cost admits **{c['admitted']}** session(s)"
+        + ("; the rows past it are run to show why." if max(r["sessions"] for r in c["rows"]) > c["admitted"] else "."),
+        "",
+        "| sessions | RTF (median / worst session) | block latency (median / p95 / max ms) "
+        "| most behind real time (s) | codes = official (worst session) | load (1 min) |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    for r in c["rows"]:
+        b = r["block_latency_ms"]
+        agree = r["codes_agree_official_min"]
+        lines.append(
+            f"| {r['sessions']} | {r['rtf_median']:.3f} / {r['rtf_max']:.3f} | "
+            f"{b['median']:.1f} / {b['p95']:.1f} / {b['max']:.1f} | {r['behind_s_max']:.2f} | "
+            f"{'n/a' if agree is None else f'{agree:.2%}'} | {r['loadavg'][0]:.1f} |"
+        )
+    return lines
 
 
 def parse_args(argv=None):
@@ -164,6 +221,12 @@ def parse_args(argv=None):
         type=lambda s: [int(v) for v in s.split(",")],
         default=[6, 0],
         help="Winograd tiles of the live decoder to run each packet size with (0: direct convolutions)",
+    )
+    p.add_argument(
+        "--sessions",
+        type=lambda s: [int(v) for v in s.split(",") if v],
+        default=[1, 4, 16],
+        help="concurrent paced sessions to run (empty: none)",
     )
     p.add_argument("--threads", type=int, default=min(2, os.cpu_count() or 1))
     p.add_argument("--decode-dtype", default=None, choices=[None, "float32", "bfloat16"])
