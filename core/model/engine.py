@@ -28,7 +28,7 @@ import torch
 from core.codec import NUM_CODEBOOKS, SAMPLE_RATE, SAMPLES_PER_FRAME, Progress, check_codes, check_duration
 from core.errors import AudioInputError, CodecError, EngineNotReady, OutOfMemory
 from core.model import calls as model_calls
-from core.model import loading, memory, oom_retries, planner, readiness
+from core.model import loading, memory, oom_retries, planner, readiness, torch_threads
 from core.model.checkpoints import is_random_checkpoint
 from core.model.live import LiveSessions
 from core.model.planner import ChunkPlan, MemoryEstimate
@@ -110,7 +110,7 @@ class Engine:
                 self.state, self.error = EngineState.LOADING, None
                 self.model_path, self.load_seconds = None, None  # nothing from an earlier load survives a failed one
             try:
-                loaded = loading.load_model(self.settings)
+                loaded = self._torch_call(loading.load_model, self.settings)
             except CodecError as e:
                 return self._fail(str(e))
             except Exception as e:  # anything else still must not kill the server
@@ -146,8 +146,15 @@ class Engine:
         memory.release_cached(self.device)
 
     # ---- readiness ---------------------------------------------------------------------
+    def _torch_call(self, fn, *args):
+        """On a CPU in a thread that ends, so the caller keeps no OpenMP pool (``core.model.torch_threads``)."""
+        return fn(*args) if self.settings.is_cuda else torch_threads.in_passing_thread(fn, *args)
+
     def check(self) -> readiness.ReadinessReport:
         """Run the three readiness steps and keep the report."""
+        return self._torch_call(self._check)
+
+    def _check(self) -> readiness.ReadinessReport:
         with self._lock:
             cuda = readiness.check_cuda(self.device)
             if self._tokenizer is None:

@@ -27,7 +27,7 @@ import numpy as np
 
 from core.codec import NUM_CODEBOOKS, SAMPLE_RATE, SAMPLES_PER_FRAME
 from core.errors import LiveBusy, LiveSessionError, OutOfMemory
-from core.model import memory, planner
+from core.model import memory, planner, torch_threads
 from core.model.lateness import Lateness, judge_lateness
 from core.model.live_batcher import RESAMPLER_SLACK_SAMPLES, BatchedStream, FrameBatcher, batch_wanted, build_batcher
 from core.model.live_results import LiveResult, LiveStep, session_result
@@ -57,6 +57,7 @@ class LiveSessions:
         self.frame_cost_s: float | None = None  # running model work per frame (one session), measured
         self.batched: bool | None = None  # one batched step for all sessions; None: on a GPU with graphs
         self._batcher: FrameBatcher | None = None
+        self.thread = torch_threads.OneThread("live-cpu")  # every session's model work on a CPU
 
     def observe(self, frame_s: float) -> None:
         """One frame's measured model work (the admission's cost)."""
@@ -119,11 +120,15 @@ class LiveSessions:
             session = LiveSession(self, sample_rate, channels, paced, name)
             self._sessions.add(session)
         try:
-            session.start()
+            self.on_model_thread(session.start)
         except BaseException:
             session.close()
             raise
         return session
+
+    def on_model_thread(self, fn, *args):
+        """``fn(*args)``: on a CPU on the sessions' one thread (``core.model.torch_threads``), else here."""
+        return fn(*args) if self.engine.settings.is_cuda else self.thread.call(fn, *args)
 
     def use_batch(self) -> bool:
         """Whether sessions share the batched step (``batched``, else ``live_batcher.batch_wanted``)."""
@@ -229,7 +234,7 @@ class LiveSession:
                 )
             self.last_input = time.monotonic()
             try:
-                return self._run(self.input.push(block))
+                return self.owner.on_model_thread(self._run, self.input.push(block))
             finally:
                 if self.closed:  # closed from another thread while this block ran
                     self._free()
@@ -239,7 +244,7 @@ class LiveSession:
         with self._push_lock:
             self._check_open()
             try:
-                self._run(self.input.end(), last=True)
+                self.owner.on_model_thread(self._run, self.input.end(), True)
                 recording = self.input.recording()
             finally:
                 self.closed = True
