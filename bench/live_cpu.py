@@ -38,6 +38,7 @@ from bench.harness import spread as _spread  # noqa: E402
 from bench.live_bench import concurrent_run  # noqa: E402
 from core.codec import SAMPLE_RATE, SAMPLES_PER_FRAME  # noqa: E402
 from core.model.engine import Engine  # noqa: E402
+from core.model.torch_threads import in_passing_thread  # noqa: E402
 from core.settings import Settings  # noqa: E402
 
 log = logging.getLogger("bench.live_cpu")
@@ -85,16 +86,23 @@ def run(args) -> dict:
     engine = Engine(Settings(model=str(args.checkpoint), device="cpu", dtype="float32", decode_dtype=args.decode_dtype))
     if not engine.load():
         raise SystemExit(f"engine did not load: {engine.error}")
-    out["layer_scales_set"] = set_layer_scales(engine.model, 1.0)
-    x = signal(args.seconds, 1, "cpu")
+    # the bench's own torch work in threads that end, so that the sessions' thread is the only one with an
+    # OpenMP pool, as in the server (core.model.torch_threads)
+    out["layer_scales_set"] = in_passing_thread(set_layer_scales, engine.model, 1.0)
+    x = in_passing_thread(signal, args.seconds, 1, "cpu")
     tok = engine._tokenizer  # the official wrapper around the very same model object
-    with torch.inference_mode():
-        official_decode(tok, official_encode(tok, x[:SAMPLE_RATE]))  # warm-up
-        t0, c0 = time.perf_counter(), time.process_time()
-        codes = official_encode(tok, x)
-        t1, c1 = time.perf_counter(), time.process_time()
-        official_audio = official_decode(tok, codes)
-        t2, c2 = time.perf_counter(), time.process_time()
+
+    def official():
+        with torch.inference_mode():
+            official_decode(tok, official_encode(tok, x[:SAMPLE_RATE]))  # warm-up
+            t0, c0 = time.perf_counter(), time.process_time()
+            codes = official_encode(tok, x)
+            t1, c1 = time.perf_counter(), time.process_time()
+            official_audio = official_decode(tok, codes)
+            t2, c2 = time.perf_counter(), time.process_time()
+        return codes, official_audio, (t0, t1, t2), (c0, c1, c2)
+
+    codes, official_audio, (t0, t1, t2), (c0, c1, c2) = in_passing_thread(official)
     out["official"] = {
         "encode_s": t1 - t0,
         "decode_s": t2 - t1,

@@ -27,7 +27,21 @@ import threading
 from collections.abc import Callable
 from typing import TypeVar
 
+import torch
+
 T = TypeVar("T")
+
+
+def _threads_of_caller() -> Callable[[], None]:
+    """What sets, in another thread, the caller's torch thread count (OpenMP's and MKL's counts are
+    per thread: a count set in the caller after that thread started does not reach it)."""
+    count = torch.get_num_threads()
+
+    def same() -> None:
+        if torch.get_num_threads() != count:
+            torch.set_num_threads(count)
+
+    return same
 
 
 def in_passing_thread(fn: Callable[..., T], *args) -> T:
@@ -35,9 +49,11 @@ def in_passing_thread(fn: Callable[..., T], *args) -> T:
     exception is raised here."""
     result: list = []
     error: list[BaseException] = []
+    same_threads = _threads_of_caller()
 
     def body() -> None:
         try:
+            same_threads()
             result.append(fn(*args))
         except BaseException as e:  # noqa: BLE001 - handed to the caller as it is
             error.append(e)
@@ -51,7 +67,8 @@ def in_passing_thread(fn: Callable[..., T], *args) -> T:
 
 
 class OneThread:
-    """One long-lived thread that runs the calls given to it, one at a time, in order."""
+    """One long-lived thread that runs the calls given to it, one at a time, in order, each with its
+    caller's torch thread count."""
 
     def __init__(self, name: str) -> None:
         self.name = name
@@ -68,10 +85,10 @@ class OneThread:
                 self._executor = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix=self.name)
                 self._ident = self._executor.submit(threading.get_ident).result()
             executor = self._executor
-        return executor.submit(fn, *args).result()
+        same_threads = _threads_of_caller()
 
-    def shutdown(self) -> None:
-        with self._guard:
-            executor, self._executor, self._ident = self._executor, None, None
-        if executor is not None:
-            executor.shutdown(wait=False)
+        def body():
+            same_threads()
+            return fn(*args)
+
+        return executor.submit(body).result()
