@@ -127,8 +127,10 @@ class LiveSessions:
         return session
 
     def on_model_thread(self, fn, *args):
-        """``fn(*args)``: on a CPU on the sessions' one thread (``core.model.torch_threads``), else here."""
-        return fn(*args) if self.engine.settings.is_cuda else self.thread.call(fn, *args)
+        """``fn(*args)``: on a CPU on the sessions' one thread (``core.model.torch_threads``); here on a
+        GPU or with the batched step, which gathers the frames its callers' threads bring."""
+        direct = self.engine.settings.is_cuda or self.use_batch()
+        return fn(*args) if direct else self.thread.call(fn, *args)
 
     def use_batch(self) -> bool:
         """Whether sessions share the batched step (``batched``, else ``live_batcher.batch_wanted``)."""
