@@ -4,6 +4,7 @@ another site, no login). The browser test drives the same route from the real pa
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import struct
 
@@ -49,6 +50,20 @@ def test_blocks_in_frames_out_then_stop_gives_a_round_trip_result(live_app, spee
     assert (
         jobs.load_result(workspace.root, "../etc") is None and jobs.load_result(workspace.root, "req-live-nope") is None
     )
+
+
+def test_the_page_is_told_how_many_frames_a_packet_holds(live_app, monkeypatch):
+    # its latency table counts the codec's wait as a packet of frames, not one frame (4 on a CPU with
+    # the published model)
+    client, engine, _workspace = live_app
+    for frames in (1, 2):
+        monkeypatch.setattr(engine, "settings", dataclasses.replace(engine.settings, live_packet_frames=frames))
+        with client.websocket_connect("/live/ws?rate=24000&channels=1&lang=en") as ws:
+            ready = json.loads(ws.receive_text())
+            assert ready["type"] == "ready" and ready["packet_frames"] == frames
+            ws.send_text(json.dumps({"type": "stop"}))
+            while not ws.receive().get("text"):  # until the stopped session is saved
+                pass
 
 
 @pytest.mark.parametrize(

@@ -84,19 +84,21 @@ function createLive() {
     const lat = latency(), body = L.root.querySelector(".cw-live-latency tbody");
     if (!body) return;
     const ms = (v) => (v === null ? "…" : `${v.toFixed(0)} ms`);
+    const packet = L.packet || 1;
+    const codecLabel = packet > 1 ? t("lat_algorithmic_packet").replace("{frames}", packet) : t("lat_algorithmic");
     body.innerHTML = [
-      ["lat_algorithmic", lat.algorithmic_ms, t("lat_algorithmic_note")],
+      ["lat_algorithmic", lat.algorithmic_ms, t("lat_algorithmic_note"), codecLabel],
       ["lat_compute", lat.compute_ms, L.cfg.device],
       ["lat_transport", lat.transport_ms, ""],
       ["lat_playback", lat.playback_ms, ""],
       ["lat_other", lat.other_ms, t("lat_other_note")],
       ["lat_total", lat.total_ms, t("lat_total_note")],
-    ].map(([key, value, note]) => `<tr class="${key}"><th>${t(key)}</th><td>${ms(value)}</td><td>${note}</td></tr>`).join("");
+    ].map(([key, value, note, label]) => `<tr class="${key}"><th>${label || t(key)}</th><td>${ms(value)}</td><td>${note}</td></tr>`).join("");
   }
 
   function latency() {
     const m = (k) => median(L.parts[k]);
-    const out = {algorithmic_ms: (L.cfg.frame_s * 1000 + BLOCK_MS), compute_ms: m("compute"), transport_ms: m("transport"),
+    const out = {algorithmic_ms: ((L.packet || 1) * L.cfg.frame_s * 1000 + BLOCK_MS), compute_ms: m("compute"), transport_ms: m("transport"),
       playback_ms: m("playback"), total_ms: m("total"), frames: L.frames};
     const named = out.algorithmic_ms + out.compute_ms + out.transport_ms + out.playback_ms;
     out.other_ms = out.total_ms === null || out.compute_ms === null ? null : Math.max(0, out.total_ms - named);
@@ -215,6 +217,7 @@ function createLive() {
   function control(msg) {
     if (msg.type === "ready") {
       L.ready = true;
+      L.packet = msg.packet_frames || 1; // a packet is encoded once its last sample is in
       status(t("running").replace("{in_use}", msg.in_use).replace("{limit}", msg.limit));
     } else if (msg.type === "error") {
       status(msg.message, true);

@@ -38,6 +38,7 @@ WIDGET_TEXTS = (  # live.widget.* keys the page's script shows, sent in the page
     "hear_original",
     "lat_algorithmic",
     "lat_algorithmic_note",
+    "lat_algorithmic_packet",
     "lat_compute",
     "lat_other",
     "lat_other_note",
