@@ -1,7 +1,8 @@
 """The Live tab in Debian's chromium with a fake microphone playing a speech file: the page streams,
 the codec's audio comes back, the recording's codes equal the offline encode of what the server
 received, the next user is told "busy" with the count, and a dropped tab frees its session within
-5 s. Saves docs/live.png and the mouth-to-ear latency measured here to bench/results/live_browser.json."""
+5 s; a server that encodes 2 frames per packet shows the packet's wait on a phone in Chinese. Saves docs/live.png
+and the mouth-to-ear latency measured here to bench/results/live_browser.json."""
 
 from __future__ import annotations
 
@@ -169,3 +170,43 @@ def test_busy_then_a_dropped_tab_frees_its_session_within_5_s(browser, live_serv
     second_page.locator(".cw-live-start").click()  # the slot is free for the next user
     second_page.wait_for_function("window.cwLive.state().frames >= 3", timeout=TIMEOUT_MS)
     second.close()
+
+
+def test_a_server_with_packets_shows_the_packets_wait_on_a_phone_in_chinese(browser, live_server, monkeypatch):
+    # A CPU with the published model encodes 4 frames together: the codec's own wait is then the
+    # packet's, and the row says so (it said one 80 ms frame, and "other" took the rest). Two frames here.
+    import dataclasses
+
+    url, engine, _root = live_server
+    monkeypatch.setattr(engine, "settings", dataclasses.replace(engine.settings, live_packet_frames=2))
+    context = browser.new_context(
+        viewport={"width": 390, "height": 844},
+        locale="zh-CN",
+        permissions=["microphone"],
+        is_mobile=True,
+        has_touch=True,
+    )
+    page = context.new_page()
+    page.goto(url)
+    page.get_by_role("tab", name="实时").tap()
+    page.locator(".cw-live-start").tap(timeout=TIMEOUT_MS)
+    page.wait_for_function("window.cwLive.state().frames >= 20", timeout=TIMEOUT_MS)
+    # the table is redrawn with every packet: find the row, scroll to it and measure it in one go
+    seen = page.evaluate(
+        """() => { const tr = document.querySelector('.cw-live-latency tr.lat_algorithmic');
+        tr.scrollIntoView({block: 'center'}); const r = tr.getBoundingClientRect(); const th = tr.querySelector('th');
+        const h = th.getBoundingClientRect(); const hit = document.elementFromPoint(h.x + h.width / 2, h.y + h.height / 2);
+        return {label: th.innerText, value: tr.querySelector('td').innerText, top: r.top, bottom: r.bottom,
+                left: r.left, right: r.right, uncovered: !!hit && tr.contains(hit)}; }"""
+    )
+    assert "2 帧" in seen["label"] and "80 ms" in seen["label"], seen  # zh-CN, the packet's frames
+    assert seen["value"] == "180 ms", seen  # 2 x 80 ms + the page's 20 ms blocks
+    assert 0 <= seen["top"] < seen["bottom"] <= 844 and 0 <= seen["left"] < seen["right"] <= 390, seen
+    assert seen["uncovered"], seen
+    other = state(page)["latency"]["other_ms"]
+    assert other is None or other >= 0
+    page.locator(".cw-live-stop").tap()
+    page.wait_for_function("window.cwLive.state().resultId !== null", timeout=TRIP_TIMEOUT_MS)
+    shot = _root / "live-packets-phone.png"
+    page.screenshot(path=str(shot), full_page=False)
+    context.close()
