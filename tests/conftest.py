@@ -3,6 +3,8 @@ synthetic speech-like signals. Nothing here downloads weights."""
 
 from __future__ import annotations
 
+import os
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -10,6 +12,12 @@ import numpy as np
 import pytest
 
 SAMPLE_RATE = 24_000  # Hz
+
+# The test servers of one test process share its Gradio cache, never another process's: Gradio names
+# a cached upload by its content's hash and each app deletes all it cached when it stops, so a server
+# of the other xdist worker, stopping, deleted the clip this one's browser test had just uploaded
+# (the app's own processes each get one too: webui.serving.storage.use_for_process).
+os.environ["GRADIO_TEMP_DIR"] = str(Path(tempfile.gettempdir()) / "gradio-tests" / f"pid-{os.getpid()}")
 
 
 SERVICE_TESTS = Path(__file__).resolve().parent / "service"

@@ -3,7 +3,10 @@
 Layout under the root (``--temp-dir`` / ``CODEC_TEMP_DIR``)::
 
     req-*/    one folder per request (``webui.serving.workspace``), deleted after ``--keep-files-s``
-    gradio/   Gradio's cache: finished uploads, copies of outputs (GRADIO_TEMP_DIR)
+    gradio/   Gradio's caches: finished uploads, copies of outputs; one ``pid-<N>/`` per process
+              (GRADIO_TEMP_DIR), because Gradio names a cached file by its content's hash and each
+              app deletes every file it cached when it stops: replicas sharing one cache folder
+              deleted the sample clip another replica's visitor had just uploaded
     tmp/      the process's ``tempfile`` folder (TMPDIR): uploads while they stream in
 
 A /tmp cleaner may delete the root while the app runs, so :func:`ensure` recreates it (the
@@ -27,7 +30,8 @@ from core.units import MIB
 
 logger = logging.getLogger(__name__)
 
-GRADIO_DIR = "gradio"  # Gradio's upload/output cache, under the root
+GRADIO_DIR = "gradio"  # Gradio's upload/output caches, under the root
+PROCESS_PREFIX = "pid-"  # one cache per process under GRADIO_DIR
 TMP_DIR = "tmp"  # tempfile.tempdir of the process, under the root
 MIN_FREE_MIB = 64.0  # below this much free disk under the root the app reports itself not ready
 _FULL_ERRNOS = {errno.ENOSPC, errno.EDQUOT}  # "no space left", "quota exceeded"
@@ -40,6 +44,11 @@ def default_root() -> Path:
 
 def gradio_dir(root: Path) -> Path:
     return Path(root) / GRADIO_DIR
+
+
+def process_gradio_dir(root: Path, pid: int | None = None) -> Path:
+    """This process's own Gradio cache under ``root`` (see the layout above)."""
+    return gradio_dir(root) / f"{PROCESS_PREFIX}{os.getpid() if pid is None else pid}"
 
 
 def tmp_dir(root: Path) -> Path:
@@ -59,7 +68,9 @@ def use_for_process(root: Path) -> None:
     processes, e.g. ffmpeg) under ``root``. Call before the Blocks are built: Gradio reads
     GRADIO_TEMP_DIR when it makes its components and its app."""
     ensure(root)
-    os.environ["GRADIO_TEMP_DIR"] = str(gradio_dir(root))
+    cache = process_gradio_dir(root)
+    cache.mkdir(exist_ok=True)
+    os.environ["GRADIO_TEMP_DIR"] = str(cache)
     os.environ["TMPDIR"] = str(tmp_dir(root))
     tempfile.tempdir = str(tmp_dir(root))
     # Some Gradio modules copied GRADIO_TEMP_DIR into a constant when imported (create_app
@@ -67,7 +78,7 @@ def use_for_process(root: Path) -> None:
     for name in ("gradio.route_utils", "gradio.routes", "gradio.screen_recording_utils", "gradio.mcp"):
         module = sys.modules.get(name)
         if module is not None and hasattr(module, "DEFAULT_TEMP_DIR"):
-            module.DEFAULT_TEMP_DIR = str(gradio_dir(root))  # type: ignore[attr-defined]
+            module.DEFAULT_TEMP_DIR = str(cache)  # type: ignore[attr-defined]
 
 
 def free_mib(root: Path) -> float:
@@ -131,6 +142,43 @@ def used_bytes(root: Path, fresh_s: float = USAGE_FRESH_S) -> int:
 def forget_usage(root: Path) -> None:
     """Measure ``root`` afresh next time (after folders were removed)."""
     _usage.pop(str(root), None)
+
+
+def sweep_gradio(root: Path, max_age_s: float, now: float | None = None) -> int:
+    """Delete the Gradio caches of processes that are gone (a stop that was not clean leaves its
+    files) and untouched for ``max_age_s``; return how many went. Another PID namespace (a container
+    sharing the folder) may hold a live process this one cannot see: the age guards its cache."""
+    now = time.time() if now is None else now
+    removed = 0
+    try:
+        entries = list(gradio_dir(root).glob(f"{PROCESS_PREFIX}*"))
+    except FileNotFoundError:
+        return 0
+    for entry in entries:
+        try:
+            pid = int(entry.name[len(PROCESS_PREFIX) :])
+        except ValueError:
+            continue
+        try:
+            if _alive(pid) or now - entry.lstat().st_mtime <= max_age_s:
+                continue
+        except FileNotFoundError:
+            continue
+        shutil.rmtree(entry, ignore_errors=True)
+        removed += 1
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # alive, another user's
+        return True
+    return True
 
 
 def sweep_tmp(root: Path, max_age_s: float, now: float | None = None) -> int:

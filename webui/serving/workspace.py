@@ -97,6 +97,7 @@ class Workspace:
             except FileNotFoundError:  # another request removed it first
                 continue
         removed += storage.sweep_tmp(self.root, self.max_age_s, now)
+        removed += storage.sweep_gradio(self.root, self.max_age_s, now)
         if removed:
             logger.info("removed %d request folders and temp files older than %.0f s", removed, self.max_age_s)
         return removed

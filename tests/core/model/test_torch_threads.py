@@ -75,7 +75,10 @@ def test_one_thread_runs_every_call_on_the_same_thread_in_turn(two_threads):
     assert runner.call(torch.get_num_threads) == 1  # the caller's count, set after the thread started
 
 
-def test_live_sessions_on_a_cpu_do_their_model_work_on_the_one_thread(tiny_engine, speech):
+def test_live_sessions_on_a_cpu_do_their_model_work_on_the_one_thread(tiny_engine, speech, monkeypatch):
+    # two sessions at once whatever an earlier test measured on a loaded machine (CI: 86 ms a frame
+    # admitted one): admission is tests/core/model/test_live.py's subject, not this test's
+    monkeypatch.setattr(tiny_engine.live, "frame_cost_s", None)
     names: list[str] = []
     sessions = [tiny_engine.live.open(SAMPLE_RATE, paced=False) for _ in range(2)]
     for session in sessions:
