@@ -19,6 +19,7 @@ the browser test, docs/live.md). Random weights: nothing here says anything abou
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import os
 import sys
@@ -125,6 +126,26 @@ def packet_run(engine, x: np.ndarray, frames_per_packet: int) -> dict:
     }
 
 
+@contextlib.contextmanager
+def past_admission(live):
+    """Sessions admitted up to ``--live-sessions`` whatever the measured frame cost allows: to measure
+    what the admission would refuse (and show why)."""
+    live.capacity = lambda: live.limit  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        del live.capacity  # type: ignore[attr-defined]  # back to the measured admission
+
+
+def concurrent_row(engine, x: np.ndarray, sessions: int, codes: np.ndarray) -> dict:
+    """:func:`concurrent_run`, its worst session's codes against the official encode, the load."""
+    c = concurrent_run(engine, x, sessions)
+    agree = [a for a in (agreement(k, codes) for k in c.pop("all_codes")) if a is not None]
+    c["codes_agree_official_min"] = min(agree) if agree else None
+    c["loadavg"] = os.getloadavg()
+    return c
+
+
 def concurrent_run(engine, x: np.ndarray, sessions: int) -> dict:
     """``sessions`` microphones at once, each pushing 80 ms blocks on its own real-time clock: per
     block the time from the push to its audio (lock waits included), real-time factor per session
@@ -223,20 +244,12 @@ def run(args) -> dict:
                 row["packets"].append({k: v for k, v in r.items() if k not in ("codes", "audio")})
                 log.info("%s packet %d: %s", name, frames, row["packets"][-1])
             row["admission_capacity"] = engine.live.capacity()  # sessions the measured frame cost admits
-            if args.admit_all:  # measure what the cap would do beyond what admission allows
-                live = engine.live
-                live.capacity = lambda: live.limit  # type: ignore[method-assign]
             counts = {"batched": args.sessions, "graphs": [n for n in args.sessions if n in (1, 16)]}
-            for sessions in counts.get(name, args.sessions[:1]) if cuda else args.sessions:
-                c = concurrent_run(engine, x, sessions)
-                agree = [a for a in (agreement(k, codes) for k in c.pop("all_codes")) if a is not None]
-                c["codes_agree_official_min"] = min(agree) if agree else None
-                c["loadavg"] = os.getloadavg()
-                row["concurrent"].append(c)
-                log.info("%s %d sessions: %s", name, sessions, c)
+            with past_admission(engine.live) if args.admit_all else contextlib.nullcontext():
+                for sessions in counts.get(name, args.sessions[:1]) if cuda else args.sessions:
+                    row["concurrent"].append(concurrent_row(engine, x, sessions, codes))
+                    log.info("%s %d sessions: %s", name, sessions, row["concurrent"][-1])
             out["variants"][name] = row
-            if args.admit_all:
-                del live.capacity  # type: ignore[attr-defined]  # back to the measured admission
             if engine is not ref_engine:
                 engine.unload()
     out["machine"]["loadavg_end"] = os.getloadavg()

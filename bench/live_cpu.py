@@ -35,7 +35,7 @@ sys.path.insert(0, str(ROOT))
 from bench.harness import agreement, machine, official_decode, official_encode, set_layer_scales, signal  # noqa: E402
 from bench.harness import snr_db as _snr  # noqa: E402
 from bench.harness import spread as _spread  # noqa: E402
-from bench.live_bench import concurrent_run  # noqa: E402
+from bench.live_bench import concurrent_row, past_admission  # noqa: E402
 from core.codec import SAMPLE_RATE, SAMPLES_PER_FRAME  # noqa: E402
 from core.model.engine import Engine  # noqa: E402
 from core.model.torch_threads import in_passing_thread  # noqa: E402
@@ -137,17 +137,10 @@ def concurrent_rows(engine, x: np.ndarray, codes, counts: list[int], winograd: i
     )
     live = engine.live
     out = {"packet_frames": live.packet_frames(), "winograd": winograd, "admitted": live.capacity(), "rows": []}
-    live.capacity = lambda: live.limit  # type: ignore[method-assign]  # measure past the admission
-    try:
+    with past_admission(live):
         for sessions in counts:
-            c = concurrent_run(engine, x, sessions)
-            agree = [a for a in (agreement(k, codes) for k in c.pop("all_codes")) if a is not None]
-            c["codes_agree_official_min"] = min(agree) if agree else None
-            c["loadavg"] = os.getloadavg()
-            out["rows"].append(c)
-            log.info("%d sessions: %s", sessions, c)
-    finally:
-        del live.capacity  # type: ignore[attr-defined]  # back to the measured admission
+            out["rows"].append(concurrent_row(engine, x, sessions, codes))
+            log.info("%d sessions: %s", sessions, out["rows"][-1])
     return out
 
 
