@@ -192,17 +192,20 @@ def test_a_server_with_packets_shows_the_packets_wait_on_a_phone_in_chinese(brow
     page.locator(".cw-live-start").tap(timeout=TIMEOUT_MS)
     page.wait_for_function("window.cwLive.state().frames >= 20", timeout=TIMEOUT_MS)
     # the table is redrawn with every packet: find the row, scroll to it and measure it in one go
-    seen = page.evaluate(
-        """() => { const tr = document.querySelector('.cw-live-latency tr.lat_algorithmic');
+    measure = """(row) => { const tr = document.querySelector('.cw-live-latency tr.' + row);
         tr.scrollIntoView({block: 'center'}); const r = tr.getBoundingClientRect(); const th = tr.querySelector('th');
         const h = th.getBoundingClientRect(); const hit = document.elementFromPoint(h.x + h.width / 2, h.y + h.height / 2);
         return {label: th.innerText, value: tr.querySelector('td').innerText, top: r.top, bottom: r.bottom,
                 left: r.left, right: r.right, uncovered: !!hit && tr.contains(hit)}; }"""
-    )
+    seen = page.evaluate(measure, "lat_algorithmic")
     assert "2 帧" in seen["label"] and "80 ms" in seen["label"], seen  # zh-CN, the packet's frames
     assert seen["value"] == "180 ms", seen  # 2 x 80 ms + the page's 20 ms blocks
     assert 0 <= seen["top"] < seen["bottom"] <= 844 and 0 <= seen["left"] < seen["right"] <= 390, seen
     assert seen["uncovered"], seen
+    compute = page.evaluate(measure, "lat_compute")  # a packet's compute, named as one: not "per frame"
+    assert "2 帧" in compute["label"] and "每帧" not in compute["label"], compute
+    assert compute["value"].endswith(" ms") and compute["uncovered"], compute
+    assert 0 <= compute["top"] < compute["bottom"] <= 844 and 0 <= compute["left"] < compute["right"] <= 390, compute
     other = state(page)["latency"]["other_ms"]
     assert other is None or other >= 0
     page.locator(".cw-live-stop").tap()

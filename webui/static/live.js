@@ -85,10 +85,10 @@ function createLive() {
     if (!body) return;
     const ms = (v) => (v === null ? "…" : `${v.toFixed(0)} ms`);
     const packet = L.packet || 1;
-    const codecLabel = packet > 1 ? t("lat_algorithmic_packet").replace("{frames}", packet) : t("lat_algorithmic");
+    const perPacket = (key) => (packet > 1 ? t(`${key}_packet`).replace("{frames}", packet) : t(key));
     body.innerHTML = [
-      ["lat_algorithmic", lat.algorithmic_ms, t("lat_algorithmic_note"), codecLabel],
-      ["lat_compute", lat.compute_ms, L.cfg.device],
+      ["lat_algorithmic", lat.algorithmic_ms, t("lat_algorithmic_note"), perPacket("lat_algorithmic")],
+      ["lat_compute", lat.compute_ms, L.cfg.device, perPacket("lat_compute")],
       ["lat_transport", lat.transport_ms, ""],
       ["lat_playback", lat.playback_ms, ""],
       ["lat_other", lat.other_ms, t("lat_other_note")],

@@ -40,6 +40,7 @@ WIDGET_TEXTS = (  # live.widget.* keys the page's script shows, sent in the page
     "lat_algorithmic_note",
     "lat_algorithmic_packet",
     "lat_compute",
+    "lat_compute_packet",
     "lat_other",
     "lat_other_note",
     "lat_playback",
