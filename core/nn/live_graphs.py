@@ -110,6 +110,9 @@ class EncoderGraph:
         if kv.host_steps:
             raise ValueError("a captured encoder step needs every key/value on the device")
         self.state = state
+        for buffers in (kv.k, kv.v):  # the step attends over a whole bucket of keys: the slots not written
+            for layer in buffers:  # yet are masked, but a masked NaN (the allocator's leftovers) still
+                layer[:, :, kv.filled :].zero_()  # poisons the product, 0 x NaN, and the frame's codes
         mimi, device, dtype = state.mimi, state.device, state.dtype
         self.window = torch.zeros(state.context + SAMPLES_PER_FRAME, device=device, dtype=dtype)
         self.position = torch.zeros(1, dtype=torch.long, device=device)  # the frame's first step
