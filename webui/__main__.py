@@ -166,12 +166,15 @@ def main(argv=None) -> int:
             "cannot start: the temp folder %s cannot be created (%s); choose another --temp-dir", ui.temp_root, e
         )
         return 2
+    from core.model import live_warm
     from core.model.engine import Engine  # imports torch: after the flags are known to be valid
 
     engine = Engine(settings)
     t = _stage("engine created", t)
     report = engine.warm_up()
     t = _stage(f"model loaded and checked: {'ready' if report.ok else 'NOT ready: ' + str(engine.error or '')}", t)
+    if report.ok and live_warm.warm(engine) is not None:  # the first visitor's first packet is not the process's
+        t = _stage("live path warmed", t)
     if settings.compare_model:  # a second checkpoint that cannot load leaves the server running: the page says why
         from core.model.second import load_second
 
