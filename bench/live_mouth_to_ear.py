@@ -160,7 +160,7 @@ def speak(url: str, mic: Path, seconds: float, settle_s: float, server_pid: int)
 def summarize(run: dict, skip_s: float) -> dict:
     """Medians over the samples after the first ``skip_s`` (each sample: the page's medians of its last 50)."""
     steady = [s for s in run["samples"] if s["t_s"] >= skip_s and s["latency"]["total_ms"] is not None]
-    out = {"samples": len(steady)}
+    out: dict = {"samples": len(steady)}
     for part in PARTS:
         values = [s["latency"][part] for s in steady if s["latency"][part] is not None]
         out[part] = statistics.median(values) if values else None

@@ -26,12 +26,15 @@ class Lateness:
 def judge_lateness(session, bound_s: float, now: float | None = None) -> Lateness | None:
     """Who made this session fall more than ``bound_s`` behind real time, or None while it keeps up.
 
-    ``behind`` is the wall time since the session opened minus the audio received. The server's
-    share is the time its pushes took beyond the audio's own length (pushes run one at a time, so
-    while one runs nothing else of this session can); the rest is the client's: it sent its audio
-    late (a slow network, a paused page, a microphone that stopped). Within the server's share, the
-    waits for another job's chunk and the model work are told apart. Unpaced sessions (the CLI)
-    are never late."""
+    ``behind`` is the wall time since the session opened minus the audio received. Where the transport
+    timed the last block's arrival (``LiveSession.last_arrival``), the client's share is how late that
+    block arrived for the audio it completes (a slow network, a paused page, a microphone that
+    stopped) and the rest, the time it then waited behind this server's work and was worked on, is
+    the server's: blocks that queue in the socket behind a busy server are the server's lateness.
+    Without it, the server's share is the time its pushes took beyond the audio's own length (pushes
+    run one at a time, so while one runs nothing else of this session can) and the rest the client's.
+    Within the server's share, the waits for another job's chunk and the model work are told apart.
+    Unpaced sessions (the CLI) are never late."""
     if not session.paced:
         return None
     now = time.monotonic() if now is None else now
@@ -39,8 +42,13 @@ def judge_lateness(session, bound_s: float, now: float | None = None) -> Latenes
     behind = now - session.started - received
     if behind <= bound_s:
         return None
-    server = max(0.0, session.pushes_s - received)
-    client = behind - server
+    arrived = session.last_arrival
+    if arrived is not None:
+        client = min(behind, max(0.0, arrived - session.started - received))
+        server = behind - client
+    else:
+        server = max(0.0, session.pushes_s - received)
+        client = behind - server
     frames = len(session.frame_compute_s)
     compute_ms = 1000 * float(np.median(session.frame_compute_s)) if frames else 0.0
     if client >= server:

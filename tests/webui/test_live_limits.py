@@ -80,3 +80,41 @@ def test_a_socket_trickling_bytes_loses_its_slot_as_the_clients_lateness(two_slo
     assert two_slots.live.in_use == 0
     with client.websocket_connect("/live/ws?rate=48000", headers=_as("10.0.0.10")) as other:
         assert json.loads(other.receive_text())["type"] == "ready"  # the slot went to the next client
+
+
+def test_a_socket_sending_on_time_to_a_slow_server_is_told_the_server_was_late(two_slots, tmp_path, monkeypatch):
+    """Blocks sent at real-time pace while the server takes 30 ms to get to each 20 ms block (a busy
+    worker pool, another process on the cores: time outside the session's own pushes). They queue in
+    the socket, the session falls behind, and it stops naming the server. Before blocks were timed on
+    arrival, the time they queued counted as the page sending late ("slower than real time")."""
+    import types
+
+    import anyio
+
+    from webui.jobs import live as live_jobs
+    from webui.serving import live_socket
+
+    monkeypatch.setattr(live_jobs, "MAX_BEHIND_S", 0.5)  # the 3 s bound, shortened for the test
+
+    async def busy_then(fn, *args):
+        await anyio.sleep(0.03)  # the server is slow to get to each block
+        return await anyio.to_thread.run_sync(fn, *args)
+
+    monkeypatch.setattr(
+        live_socket, "anyio", types.SimpleNamespace(to_thread=types.SimpleNamespace(run_sync=busy_then))
+    )
+    client = _client(two_slots, tmp_path, ClientLimits())
+    blocks = np.zeros(960 * 250, "<f4")  # 5 s at 48 kHz, 20 ms a block
+    with client.websocket_connect("/live/ws?rate=48000&lang=en", headers=_as("10.0.0.11")) as ws:
+        assert json.loads(ws.receive_text())["type"] == "ready"
+        start = time.monotonic()
+        for k in range(250):
+            time.sleep(max(0.0, start + k * 0.02 - time.monotonic()))  # on time, like a microphone
+            ws.send_bytes(struct.pack("<d", 0.0) + blocks[k * 960 : (k + 1) * 960].tobytes())
+        while True:
+            reply = ws.receive()
+            if reply.get("text") and json.loads(reply["text"])["type"] == "error":
+                message = json.loads(reply["text"])["message"]
+                break
+    assert "The server fell" in message, message
+    assert two_slots.live.in_use == 0

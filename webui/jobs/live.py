@@ -70,15 +70,16 @@ class LiveRun:
         self.frames_sent = 0
         self.max_bytes = HEADER_IN + int(MAX_BLOCK_S * rate) * channels * 4
 
-    def push(self, data: bytes) -> bytes | None:
-        """A page's binary message through the session; the reply (frames), or None before a frame."""
+    def push(self, data: bytes, arrived: float | None = None) -> bytes | None:
+        """A page's binary message through the session; the reply (frames), or None before a frame.
+        ``arrived``: when the socket received it (``time.monotonic``; the lateness verdict's split)."""
         if len(data) > self.max_bytes or (len(data) - HEADER_IN) % (4 * self.channels) or len(data) < HEADER_IN:
             raise LiveEnd("live.error.block", seconds=f"{MAX_BLOCK_S:g}")
         clock_ms = struct.unpack_from("<d", data)[0]
         block = np.frombuffer(data, dtype="<f4", offset=HEADER_IN).reshape(-1, self.channels)
         session = self.session
         try:
-            step = session.push(block)
+            step = session.push(block, arrived)
         except LiveSessionError as e:  # at the length limit: keep what was said
             raise LiveEnd(cause=e, keep=session.input.seconds + block.shape[0] / self.rate > session.max_s) from e
         except CodecError as e:

@@ -18,13 +18,19 @@ module carries the messages. Bounds: the login and the origin rule (``webui.serv
 the session refuses input faster than real time and longer than its limit (``core.model.live``);
 a socket quiet for ``IDLE_S`` (a tab that froze or vanished without closing) is closed, and any end
 of the socket closes the session at once, so its slot and memory are free within ``IDLE_S``.
+
+Every message is read as it arrives and timed (:class:`_Inbox`), so a block that then waits behind the
+server's work counts as the server's lateness, not the client's. The inbox holds at most ``QUEUE_S``
+of audio; past that the reader waits, and the socket's own backpressure holds the page.
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
 import json
 import logging
+import time
 
 import anyio
 from fastapi import FastAPI, WebSocket, WebSocketDisconnect
@@ -45,6 +51,7 @@ logger = logging.getLogger(__name__)
 
 PATH = "/live/ws"
 IDLE_S = 3.0  # a socket with no message for this long is closed, and its session with it
+QUEUE_S = jobs.MAX_BEHIND_S + 1.0  # audio read ahead of the session's work, at most (then backpressure)
 
 
 def live_routes(
@@ -137,10 +144,56 @@ def _text(e: Exception, lang: str) -> str:
     return codec_error_text(e, lang)  # type: ignore[arg-type]
 
 
+class _Inbox:
+    """The socket's messages with their arrival times (``time.monotonic``), read by a task of their own
+    while a block is worked on; at most ``cap_bytes`` of blocks held, then the reader waits."""
+
+    def __init__(self, cap_bytes: int):
+        self.cap_bytes, self.bytes = cap_bytes, 0
+        self._queue: collections.deque = collections.deque()
+        self._ready, self._room = asyncio.Event(), asyncio.Event()
+        self._room.set()
+
+    async def read(self, ws: WebSocket) -> None:
+        """Read until the socket ends (its disconnect message is queued too)."""
+        while True:
+            await self._room.wait()
+            try:
+                message = await ws.receive()
+            except Exception:  # noqa: BLE001 - a socket that broke ends like one that closed
+                message = {"type": "websocket.disconnect", "code": 1006}
+            self._queue.append((message, time.monotonic()))
+            self.bytes += len(message.get("bytes") or b"")
+            if self.bytes >= self.cap_bytes:
+                self._room.clear()
+            self._ready.set()
+            if message["type"] == "websocket.disconnect":
+                return
+
+    async def get(self) -> tuple[dict, float]:
+        while not self._queue:
+            self._ready.clear()
+            await self._ready.wait()
+        message, arrived = self._queue.popleft()
+        self.bytes -= len(message.get("bytes") or b"")
+        if self.bytes < self.cap_bytes:
+            self._room.set()
+        return message, arrived
+
+
 async def _loop(ws: WebSocket, engine, workspace: Workspace, run: jobs.LiveRun, lang: str) -> None:
+    inbox = _Inbox(int(QUEUE_S * run.rate * run.channels * 4))
+    reader = asyncio.create_task(inbox.read(ws))
+    try:
+        await _work(ws, engine, workspace, run, lang, inbox)
+    finally:
+        reader.cancel()
+
+
+async def _work(ws: WebSocket, engine, workspace: Workspace, run: jobs.LiveRun, lang: str, inbox: _Inbox) -> None:
     while True:
         try:
-            message = await asyncio.wait_for(ws.receive(), timeout=IDLE_S)
+            message, arrived = await asyncio.wait_for(inbox.get(), timeout=IDLE_S)
         except TimeoutError:
             logger.warning("live page silent for %.0f s; closing its session", IDLE_S)
             await _error(ws, i18n.text("live.error.idle", lang, seconds=f"{IDLE_S:g}"))
@@ -157,7 +210,7 @@ async def _loop(ws: WebSocket, engine, workspace: Workspace, run: jobs.LiveRun, 
                 return
             continue
         try:
-            reply = await anyio.to_thread.run_sync(run.push, message.get("bytes") or b"")
+            reply = await anyio.to_thread.run_sync(run.push, message.get("bytes") or b"", arrived)
         except jobs.LiveEnd as e:
             if e.keep:
                 await _finish(ws, engine, workspace, run, lang, _text(e, lang))

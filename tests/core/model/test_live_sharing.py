@@ -60,7 +60,8 @@ def test_a_live_session_is_not_stopped_by_another_clients_long_round_trip_and_th
         result = session.finish()
     job.join()
     assert max(waits) < bound_s, f"a frame waited {max(waits):.2f} s of a {alone_s:.2f} s job"
-    assert len(waits) > 10 and e._lock.given > 0  # frames ran while the job ran, and it handed the lock over
+    # frames ran while the job ran (a quiet machine runs the 60 s trip in ≈0.8 s: 10 frames), and it handed the lock over
+    assert len(waits) >= 5 and e._lock.given > 0
     # never late for the client (it sent in real time). On a 2-core machine loaded by the rest of the
     # suite the frames themselves can fall behind ("server"), and the job's chunks each frame waited for
     # (each wait bounded above: the fairness this test holds) can add up ("job").
@@ -82,6 +83,22 @@ def test_a_client_that_sends_late_is_told_it_was_the_client(tiny_engine, speech)
         with pytest.raises(LiveSessionError, match="slower than real time"):
             session.check_pace(0.3)
         assert session.lateness(late.behind_s + 1.0) is None
+
+
+def test_blocks_that_arrived_on_time_and_waited_behind_the_server_are_the_servers_lateness(tiny_engine, speech):
+    """The transport times each block's arrival: a block that came on time and then waited (in a socket,
+    behind a busy server) is the server's share, however little the pushes themselves took."""
+    with tiny_engine.live.open(SAMPLE_RATE) as session:
+        session.push(speech(0.4), arrived=time.monotonic())
+        on_time = session.started + session.input.seconds + 0.01  # the next 10 ms, when it was due
+        time.sleep(0.6 + 3 * session.pushes_s)  # it waits in the socket while the server is busy elsewhere
+        session.push(speech(0.01), arrived=on_time)
+        late = session.lateness(0.3)
+        assert late is not None and late.who == "server", late
+        assert late.client_s < 0.05 and late.server_s > 0.3, late
+        # the same block arriving late is the client's, as without arrival times
+        session.push(speech(0.01), arrived=time.monotonic())
+        assert session.lateness(0.3).who == "client"
 
 
 def test_a_job_that_holds_the_model_is_named_as_the_cause(tiny_engine, speech):
