@@ -17,7 +17,15 @@ SAMPLE_RATE = 24_000  # Hz
 # a cached upload by its content's hash and each app deletes all it cached when it stops, so a server
 # of the other xdist worker, stopping, deleted the clip this one's browser test had just uploaded
 # (the app's own processes each get one too: webui.serving.storage.use_for_process).
-os.environ["GRADIO_TEMP_DIR"] = str(Path(tempfile.gettempdir()) / "gradio-tests" / f"pid-{os.getpid()}")
+GRADIO_CACHE = Path(tempfile.gettempdir()) / "gradio-tests" / f"pid-{os.getpid()}"
+os.environ["GRADIO_TEMP_DIR"] = str(GRADIO_CACHE)
+
+
+def pytest_unconfigure(config):
+    """This test process's Gradio cache goes with it (its servers deleted their files; the folders stay)."""
+    import shutil
+
+    shutil.rmtree(GRADIO_CACHE, ignore_errors=True)
 
 
 SERVICE_TESTS = Path(__file__).resolve().parent / "service"
