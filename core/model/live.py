@@ -184,7 +184,7 @@ class LiveSession:
         self.waited_live_s = 0.0  # waiting for the lock while other live sessions' frames held it
         self._unmatched = np.zeros(0, np.float32)  # 24 kHz input not yet returned beside its frame's audio
         self.started = self.last_input = time.monotonic()
-        self.last_arrival: float | None = None  # when the transport received the last block (None: not timed)
+        self.last_arrival: float | None = None  # when the transport got the last block (monotonic; None: untimed)
         self.closed = False
         self._push_lock = threading.Lock()
 
@@ -219,8 +219,7 @@ class LiveSession:
 
     # ---- input ----------------------------------------------------------------------------------
     def push(self, block: np.ndarray, arrived: float | None = None) -> LiveStep:
-        """Take a block of microphone samples; return the frames and audio it completed. ``arrived``: when
-        the transport received it (``time.monotonic``), so its wait behind this server is the server's."""
+        """Take a block of microphone samples; return the frames it completed (``arrived``: ``lateness``)."""
         with self._push_lock:
             self._check_open()
             self.last_arrival = arrived

@@ -5,6 +5,7 @@ screen; codes out of range show one sentence. Saves docs/parity.png (1440 × 900
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import numpy as np
@@ -69,7 +70,13 @@ def open_tab(browser, server, tab: str, locale: str = "en-US", viewport=(1440, 9
     )
     page = context.new_page()
     page.goto(server[0])
-    page.get_by_role("tab", name=tab).click()
+    button = page.get_by_role("tab", name=tab)
+    # on a loaded machine a click can land before the page's handlers: the tab stayed unselected and the
+    # upload waited 30 s for a field that was never shown (one whole run); click until the tab is open
+    deadline = time.monotonic() + TIMEOUT_MS / 1000
+    while button.get_attribute("aria-selected") != "true" and time.monotonic() < deadline:
+        button.click()
+        page.wait_for_timeout(250)
     return context, page
 
 

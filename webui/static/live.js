@@ -39,7 +39,7 @@ function median(values) {
 
 function createLive() {
   const L = {cfg: null, root: null, ctx: null, ws: null, stream: null, tap: null, running: false, hear: "codec",
-    channels: 1, pending: [], pendingFrames: 0, voices: [], dropped: 0, energy: 0, received: 0, levelMax: -120, t0: null, nextPlay: 0, frames: 0, gains: null, level: -120,
+    channels: 1, pending: [], pendingFrames: 0, voices: [], dropped: 0, packet: 1, energy: 0, received: 0, levelMax: -120, t0: null, nextPlay: 0, frames: 0, gains: null, level: -120,
     parts: {compute: [], transport: [], playback: [], total: []}, resultId: null, error: null, note: null};
   const t = (key) => (L.cfg && L.cfg.texts[key]) || key;
 
@@ -84,8 +84,7 @@ function createLive() {
     const lat = latency(), body = L.root.querySelector(".cw-live-latency tbody");
     if (!body) return;
     const ms = (v) => (v === null ? "…" : `${v.toFixed(0)} ms`);
-    const packet = L.packet || 1;
-    const perPacket = (key) => (packet > 1 ? t(`${key}_packet`).replace("{frames}", packet) : t(key));
+    const perPacket = (key) => (L.packet > 1 ? t(`${key}_packet`).replace("{frames}", L.packet) : t(key));
     body.innerHTML = [
       ["lat_algorithmic", lat.algorithmic_ms, t("lat_algorithmic_note"), perPacket("lat_algorithmic")],
       ["lat_compute", lat.compute_ms, L.cfg.device, perPacket("lat_compute")],
@@ -98,7 +97,7 @@ function createLive() {
 
   function latency() {
     const m = (k) => median(L.parts[k]);
-    const out = {algorithmic_ms: ((L.packet || 1) * L.cfg.frame_s * 1000 + BLOCK_MS), compute_ms: m("compute"), transport_ms: m("transport"),
+    const out = {algorithmic_ms: (L.packet * L.cfg.frame_s * 1000 + BLOCK_MS), compute_ms: m("compute"), transport_ms: m("transport"),
       playback_ms: m("playback"), total_ms: m("total"), frames: L.frames};
     const named = out.algorithmic_ms + out.compute_ms + out.transport_ms + out.playback_ms;
     out.other_ms = out.total_ms === null || out.compute_ms === null ? null : Math.max(0, out.total_ms - named);
