@@ -1,4 +1,4 @@
-"""What rounding to 16-bit PCM does to each metric (issue 29, item 4: the player is sent 16-bit FLAC,
+"""What rounding to 16-bit PCM does to each metric (the player is sent 16-bit FLAC,
 so the page measures 16-bit PCM; webui/jobs/heard.py).
 
     python -m bench.heard_grid                      # tiny random-weight checkpoint, built here

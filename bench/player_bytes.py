@@ -1,4 +1,4 @@
-"""What the lab's player fetches for a 10-minute result, float WAV against FLAC (issue 29, item 4).
+"""What the lab's player fetches for a 10-minute result, float WAV against FLAC.
 
     python -m bench.player_bytes            # 10 minutes of the recorded asset, looped
     python -m bench.player_bytes --browser  # and the bytes Chromium fetches for a real 10-minute result

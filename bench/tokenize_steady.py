@@ -4,7 +4,7 @@ official ``finetuning/prepare_data.py`` loop on one GPU in the same run; the cod
 rows checked against lone encodes (what ``python -m core encode`` runs). Writes ``tokenize_steady.json``
 and ``tokenize_steady.md`` to --out.
 
-The successor of ``bench/tokenize_bench.py`` for the question "does a second GPU pay" (issue 33): that
+The successor of ``bench/tokenize_bench.py`` for the question "does a second GPU pay": that
 bench's sets were short (7-16 s of steady state). On the GPU machine, in one call:
 
     python -m bench.tokenize_steady --files 7000 --min-s 6 --max-s 20 --gpus 1,2 --out bench/results
@@ -116,7 +116,7 @@ def markdown(result: dict) -> str:
     m, o = result["machine"], result.get("official")
     gpus = f"{len(m['gpus'])} x {m['gpus'][0]}" if m["gpus"] else "no GPU"
     lines = [
-        "# Dataset tokenization at steady state: 1 vs N GPUs (issue 33)",
+        "# Dataset tokenization at steady state: 1 vs N GPUs",
         "",
         (
             f"{gpus}, {m['cpus']} CPU cores; torch {m['torch']}, "

@@ -295,7 +295,7 @@ ENGINE_GROUP_HELP = "model and engine settings, the same for every command (a fl
 
 def add_settings_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the engine's flags to an argument parser (defaults come from the environment), as their own
-    group: ``--help`` shows the command's options first and these after (issue 29)."""
+    group: ``--help`` shows the command's options first and these after."""
     options.add_arguments(parser.add_argument_group(ENGINE_GROUP, ENGINE_GROUP_HELP), Settings)
 
 

@@ -18,7 +18,7 @@ def minutes(seconds: float) -> str:
 
 def seconds_short_of(seconds: float, limit: float, digits: int = 2) -> str:
     """``seconds`` written with enough digits to read below ``limit`` when it is below it: a clip of
-    0.99996 s under a 1 s rule is "0.99996", never "1.00" (issue 31)."""
+    0.99996 s under a 1 s rule is "0.99996", never "1.00"."""
     text = f"{seconds:.{digits}f}"
     while seconds < limit and float(text) >= limit and digits < 9:
         digits += 1

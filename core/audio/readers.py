@@ -8,7 +8,7 @@ only open local files, through a short list of audio demuxers. A length the cont
 state exactly (a streamed FLAC or WebM, an MP3 without a Xing header) is unknown, never guessed:
 such files are refused by the cap as they are read, not by their header.
 
-Damaged data (issue 19): the decoder's errors are kept, not swallowed. A file whose decode stops
+Damaged data: the decoder's errors are kept, not swallowed. A file whose decode stops
 short of the length its header states is refused with the words of the truncated-WAV rule
 (``check_complete``), naming the decoder's errors; an MP3 states its length only in a Xing/Info or
 VBRI frame count (read here, ``mp3_stated_frames``), not from its bitrate. Where no length is stated,
@@ -57,7 +57,7 @@ class Unreadable(Exception):
 
 
 # What libsndfile's decoders (mpg123 for MP3) print straight to the process's stderr, in our words:
-# logged through logging, never a raw line in the server's output (issue 29, item 10).
+# logged through logging, never a raw line in the server's output.
 DECODER_NOTES = {
     "Xing stream size off by more than 1%": (
         "the MP3's Xing/Info header states a byte size more than 1% off the file's; its length is "

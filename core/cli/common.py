@@ -16,7 +16,7 @@ def engine_from_args(args):
     engine = Engine(settings_from_args(args))
     engine_log = logging.getLogger("core.model.engine")
     before = engine_log.level
-    if not getattr(args, "verbose", False):  # the engine logs its load failure; the CLI prints it once (issue 29)
+    if not getattr(args, "verbose", False):  # the engine logs its load failure; the CLI prints it once
         engine_log.setLevel(logging.CRITICAL)
     try:
         loaded = engine.load()

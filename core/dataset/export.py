@@ -88,7 +88,7 @@ OURS_IN_JSONL = ("audio", "audio_codes")  # what the fine-tuning JSONL's rows ho
 def finetune_rows(out: Path):
     """Rows of the fine-tuning JSONL in input order: the row's fields + ``audio_codes``. An input
     field named like one of ours keeps its shard column's name (``input_audio_codes``), as in the
-    Parquet shards: it was silently replaced before (issue 31)."""
+    Parquet shards: an input field is never silently replaced."""
     meta = shard_fields(out)
     renamed = meta.get("renamed", {})
     for table in read_shards(out, columns=["audio", "audio_codes", *meta.get("fields", [])]):

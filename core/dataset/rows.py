@@ -63,7 +63,7 @@ class Inputs:
 def printable(text: str) -> str:
     """A name as it can be written to JSON, Parquet, logs and a terminal: bytes that were not UTF-8
     (kept by the OS and tarfile as surrogate escapes) become ``\\xNN``, and so do control characters
-    (terminal escapes, bells, new lines: issue 31); the file itself is still opened by its real name."""
+    (terminal escapes, bells, new lines); the file itself is still opened by its real name."""
     text = text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
     if text.isprintable():
         return text

@@ -127,8 +127,8 @@ def _schema(plan: FieldsPlan):
 
 def _text(value: str) -> str:
     """A file name as UTF-8 text: bytes that are not UTF-8 (Python keeps them as surrogates) and
-    control characters shown as ``\\xNN`` (a name of any bytes must not end the run: issue 19; nor
-    reach a terminal raw: issue 31)."""
+    control characters shown as ``\\xNN`` (a name of any bytes must not end the run, nor
+    reach a terminal raw)."""
     return printable(value)
 
 

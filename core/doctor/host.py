@@ -183,7 +183,7 @@ def parse_supervisor_status(text: str) -> tuple[str | None, str]:
 def last_exit(supervisord_log: str, program_log: str, current_only: bool = False) -> str | None:
     """The last exit supervisord logged for our program, with the last error line of the program's
     own log from that run (between its spawn and its exit: an older run's error is not this exit's
-    cause, issue 29). ``current_only``: only exits since supervisord last started (a RUNNING
+    cause). ``current_only``: only exits since supervisord last started (a RUNNING
     program's earlier exits under this supervisord, not those of a run days ago)."""
     lines = supervisord_log.splitlines()
     if current_only:
@@ -216,7 +216,7 @@ def check_supervisor(
     reason = last_exit(supervisord_log, program_log)
     if status_text is None:
         evidence = f"supervisord is not running here ({status_error or 'no answer'})"
-        if reason:  # history, not the present (issue 29: an old SIGKILL was quoted as if current)
+        if reason:  # history, not the present: an old SIGKILL is never quoted as current
             evidence += f"; when it last ran, its log recorded: {reason}"
         return finding(
             name,

@@ -98,7 +98,7 @@ class _Pending:
 class AbxStore:
     """Sessions and answers in ``data_dir / DB_NAME``. Thread-safe; the file is created on first use.
 
-    Robust by design (issue 19): ``start`` touches no file (the session is kept in memory until
+    Robust by design: ``start`` touches no file (the session is kept in memory until
     its first answer writes it, so a slow or locked database never holds the model's queue); every
     connection makes the tables if they are missing (a deleted file is recreated) and waits at most
     ``busy_timeout_s`` for a lock; a damaged file is moved aside (``abx.sqlite3.damaged-<time>``) and

@@ -1,6 +1,6 @@
 """Averages over a folder's files that skip what is not available: a value that is missing, not a
 number, NaN or infinite is left out of the mean and counted, so one file's NaN never turns a
-folder's averages into NaN (issue 31, finding 5), and the table says how many it left out."""
+folder's averages into NaN, and the table says how many it left out."""
 
 from __future__ import annotations
 

@@ -337,7 +337,7 @@ def write_html(
         original = write_wav(
             out_dir / "listen" / f"{i:02d}_{stem}_original.wav", load_audio(source_of[id(row)], limits).samples
         )
-        heard = out_dir / "listen" / f"{i:02d}_{stem}_reconstruction.wav"  # both of the pair in listen/ (issue 29)
+        heard = out_dir / "listen" / f"{i:02d}_{stem}_reconstruction.wav"  # both of the pair in listen/
         shutil.copyfile(out_dir / rec, heard)
         rec = os.path.relpath(heard, out_dir)
         body.append(

@@ -77,7 +77,7 @@ class SourceTable:
 
 
 def _row_name(row: str) -> str:
-    """A row with its unit (issue 29: "Bitrate 2200" had none); the bitrate in kbit/s, as people say it."""
+    """A row with its unit (never a bare "Bitrate 2200"); the bitrate in kbit/s, as people say it."""
     if row == BITRATE:
         return f"{row} (kbit/s)"
     return f"{row} ({UNITS[row]})" if row in UNITS else row

@@ -4,7 +4,7 @@ DistillMOS (``distillmos``, MIT) is a non-intrusive MOS predictor whose 17 MB of
 inside its wheel, so it runs offline. It takes 16 kHz audio and answers 1..5. The model is
 loaded once, on first use, onto the engine's device, and runs under its own lock.
 
-Bounded cost (issue 19). DistillMOS itself cuts a clip into 7.68 s windows one second apart and
+Bounded cost: DistillMOS itself cuts a clip into 7.68 s windows one second apart and
 runs them all in one batch: about 60 MB of RAM per second of audio (a 3-minute clip took 12.6 GiB;
 30 minutes would need about 100 GB). Here at most ``max_windows`` of its windows run
 (``Settings.mos_windows``, default 4, about 1 s each on 2 CPU cores): where the model's own
@@ -79,7 +79,7 @@ THRESHOLDS: dict[str, tuple[float, float, bool]] = {  # signal id -> (green, red
 
 def light(name: str, value: float) -> str:
     """The traffic light of one signal; a value that is not a finite number has none (NaN fell
-    through every comparison to amber before: issue 31): ValueError."""
+    through every comparison to amber): ValueError."""
     if not math.isfinite(value):
         raise ValueError(f"{name} is {value}: not available, and not available is never a light")
     green, red, higher = THRESHOLDS[name]

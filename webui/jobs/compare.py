@@ -65,7 +65,7 @@ def extra_sources(
     compare_s = 0.0
     other = second.ready_second(engine) if sources.COMPARE_ID in chosen else None
     missing: list[dict] = []
-    if sources.COMPARE_ID in chosen and other is None:  # asked for, and none is ready: say so (issue 31)
+    if sources.COMPARE_ID in chosen and other is None:  # asked for, and none is ready: say so
         state, error = second.not_ready(engine)
         missing.append(
             {
@@ -81,7 +81,7 @@ def extra_sources(
         trip = other.roundtrip(_audio(samples))
         compare_s = trip.encoded.seconds + trip.decoded.seconds
         wav = write_heard(folder / f"{stem}_{sources.COMPARE_ID}.wav", trip.decoded.samples)
-        folder_name = Path(str(other.settings.model)).name  # which second checkpoint: its folder's name (issue 29)
+        folder_name = Path(str(other.settings.model)).name  # which second checkpoint: its folder's name
         out.append(sources.checkpoint().facts() | {WAV: str(wav), "label": folder_name or sources.COMPARE_ID})
         token_file = tokens.make_token_file(trip.encoded.codes, trip.encoded.original_samples, other.settings.model)
         token_path = tokens.save_tokens(token_file, folder / f"{stem}_{sources.COMPARE_ID}_tokens.npz")

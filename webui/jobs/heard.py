@@ -1,4 +1,4 @@
-"""What the listener hears is exactly what was measured (issue 29, item 4).
+"""What the listener hears is exactly what was measured.
 
 Every source the lab plays (the original as the codec heard it, the reconstruction, the second
 checkpoint's, the anchors, the ladder levels, the residuals) is put on the 16-bit PCM grid

@@ -30,8 +30,8 @@ from webui.jobs.heard import listening_copy, on_grid, write_heard
 from webui.jobs.lab_analysis import analyse as _analyse
 
 RESIDUAL_GAIN_DB = 0.0  # the residual plays at its own level: what was lost, as loud as it was lost
-PREFETCH = ("original", "reconstruction")  # fetched ahead from the start; the others once chosen (issue 29)
-LADDER_KEYS = "123456789"  # keyboard keys of the ladder levels k = 1..9 in the player (the key is k; issue 29)
+PREFETCH = ("original", "reconstruction")  # fetched ahead from the start; the others once chosen
+LADDER_KEYS = "123456789"  # keyboard keys of the ladder levels k = 1..9 in the player (the key is k)
 
 
 @dataclass(frozen=True)

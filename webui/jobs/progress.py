@@ -1,4 +1,4 @@
-"""What a running job has done so far, for the page's progress box (issue 29: a box the person sees,
+"""What a running job has done so far, for the page's progress box (a box the person sees,
 not Gradio's overlay on an empty Markdown of height 0): its stage, its fraction, how long it has run
 and an honest time left. Gradio-free; the page polls it (``webui.tabs.roundtrip``'s timer).
 

@@ -1,7 +1,7 @@
 """What the server computed about a pair of clips (round trip details, metrics, verdict), kept by
 the clips' content so that later events use the server's own results, never what a client sends
-back (issue 19, finding 10: ``/report`` printed "Close to the original" from a verdict the client
-made up, without the random-weights caveat).
+back (a ``/report`` must never print "Close to the original" from a verdict a client made up,
+without the random-weights caveat).
 
 Keyed by a digest of both files' bytes (the events receive Gradio's copies of the round trip's
 WAVs, byte for byte the same) and by a ``scope`` (the engine whose results they are); a bounded

@@ -1,7 +1,7 @@
 """Gradio's file routes (``/gradio_api/file=<path>`` and its older spellings), answered here.
 
 The guard sends every GET and HEAD of these routes to :func:`serve`, so Gradio's own file
-response never runs. Two reasons (issue 19):
+response never runs. Two reasons:
 
 - **Byte ranges.** Gradio 6.17's ``RangedFileResponse`` clamps a range's end to the file's size
   instead of size - 1, so ``Range: bytes=0-65535`` on a 48,080-byte WAV promises one byte the file

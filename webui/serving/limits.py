@@ -1,6 +1,6 @@
 """Per-client limits on work, enforced where events enter Gradio's queue (the guard calls
 :meth:`ClientLimits.admit` for every ``/gradio_api/queue/join`` and ``/gradio_api/call/<name>``), so
-one rule covers every endpoint, present and future (issue 19, finding 8):
+one rule covers every endpoint, present and future:
 
 - **Jobs at once**: a client may have at most ``jobs`` events of one concurrency group queued or
   running (``model_jobs`` for the model's queue); more are refused at once (429), so one client
@@ -18,8 +18,8 @@ one rule covers every endpoint, present and future (issue 19, finding 8):
   unread), :func:`forget_call` removes its session and records.
 
 - **Live sessions at once**: a client may hold at most ``live_sessions`` ``/live/ws`` sockets
-  (default 1), and opening one counts as a job start in the rate above (issue 31, finding 2: one
-  client held every live slot with two trickling sockets). The socket asks :meth:`ClientLimits.open_live`.
+  (default 1), and opening one counts as a job start in the rate above (no single
+  client holds every live slot with trickling sockets). The socket asks :meth:`ClientLimits.open_live`.
 
 A client is its address (``throttle.client_key``: the peer, or the client a trusted proxy names).
 """

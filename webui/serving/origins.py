@@ -5,7 +5,7 @@ origin behind a proxy (``--public-origin``).
 A browser names the page that opens a WebSocket or posts a request in ``Origin``. Cookies are not
 bound to a port, so with a login set a page on another port of the same host (any local program
 serving HTML) would otherwise ride the visitor's cookie: comparing host names alone let
-``http://127.0.0.1:9999`` open ``/live/ws`` (issue 31, finding 3). A request without ``Origin``
+``http://127.0.0.1:9999`` open ``/live/ws``. A request without ``Origin``
 comes from no browser page (curl, ``gradio_client``) and is let through: it carries no visitor's
 cookie it did not set itself.
 

@@ -1,5 +1,5 @@
 """``GET /report/<request folder>/<name>_report.html``: the round trip's report page opened in the
-browser (issue 29: Gradio's file route sends every HTML file as an attachment, a guard against
+browser (Gradio's file route sends every HTML file as an attachment, a guard against
 pages that run scripts, so the link downloaded instead of opening).
 
 Only a report this server wrote is served: a ``req-report-*`` folder directly under the temp root

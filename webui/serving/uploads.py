@@ -61,7 +61,7 @@ async def tracked(app, scope, receive, send, spool_dir: Path) -> None:
     gone = False
     try:
         await app(scope, receive, send)
-    except ClientDisconnect:  # the client hung up mid-upload: one line, not a traceback (issue 31)
+    except ClientDisconnect:  # the client hung up mid-upload: one line, not a traceback
         gone = True
     finally:
         _current.reset(token)

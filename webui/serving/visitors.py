@@ -4,7 +4,7 @@ The operator is a client on the server's own loopback (the browser on the machin
 address ``throttle.client_key`` gives: a trusted proxy's ``X-Forwarded-For`` names the client behind
 nginx, so a visitor through the proxy is not mistaken for loopback. Operator actions (the second
 checkpoint's load and unload) need it. The doctor's report on a server without a login shows a
-visitor neither the server's paths nor its package versions (issue 31, finding 11): they are
+visitor neither the server's paths nor its package versions: they are
 replaced, in every string of the report, by ``HIDDEN``.
 """
 

@@ -4,7 +4,7 @@ Every request gets a fresh folder (``tempfile.mkdtemp``), so two requests never 
 file name and nothing a user gave us is ever overwritten. Folders older than ``max_age_s``
 are deleted whenever a new one is made.
 
-The disk cap (issue 19) lives here, in the one place every request that writes passes:
+The disk cap lives here, in the one place every request that writes passes:
 ``new_dir`` refuses a new folder while the temp root holds more than ``max_bytes``
 (``--max-temp-mb``), after removing request folders untouched for ``EVICT_AFTER_S`` (oldest
 first); uploads check the same cap (``webui.serving.guard``). Each job's own output is bounded by

@@ -39,7 +39,7 @@ async function abxLoad() {
   }
 }
 
-function abxInView(tries = 25) { // a phone: the question, the transport and both answers on one screen (issue 29)
+function abxInView(tries = 25) { // a phone: the question, the transport and both answers on one screen
   const answer = document.querySelector("#abx-answer-b"), prompt = document.getElementById("abx-prompt");
   if (!answer || !prompt) return;
   if (!answer.offsetParent) { if (tries > 0) setTimeout(() => abxInView(tries - 1), 200); return; } // not shown yet

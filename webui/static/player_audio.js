@@ -7,7 +7,7 @@
 // per block, and their byte offsets; webui/jobs/heard.py), a block is its byte range, decoded by the
 // browser: lossless 16-bit PCM, exactly the samples that were measured, ≈4× fewer bytes than WAV.
 // Only the sources in manifest.prefetch (the original and the reconstruction in the lab; every
-// source where it is absent) and those the listener has chosen are fetched ahead (issue 29).
+// source where it is absent) and those the listener has chosen are fetched ahead.
 //
 // cwAudio(P) installs on the player object P: load(manifest), play, pause, seek, select, time,
 // levels, tick. It calls P.render() (whole view) and P.draw() (canvases) when they exist.

@@ -22,7 +22,7 @@ function cwView(P) {
 
   // Without a waveform (the blind test: X's picture would give the answer away) the canvas is a thin
   // track, the playhead and the loop over the time axis, so that on a phone the answer buttons are on
-  // the first screen instead of under an empty box (issue 29, item 9).
+  // the first screen instead of under an empty box.
   const CW_TRACK_PX = 40;
 
   function skeleton(root) {
@@ -76,7 +76,7 @@ function cwView(P) {
       const b = button("cw-moment", `${i + 1}. ${cwClock(m.time_s)} · ${m.mel_distance_db.toFixed(1)} dB mel${snr}`, () => {
         P.loop = {on: true, a: Math.max(0, m.time_s - CW_MOMENT_S), b: Math.min(P.duration(), m.time_s + CW_MOMENT_S)};
         P.seek(P.loop.a); P.render();
-        if (!P.playing) P.play(); // a worst moment is there to be heard (issue 29: it only set the loop)
+        if (!P.playing) P.play(); // a worst moment is there to be heard: play it, not only set the loop
       });
       b.dataset.time = m.time_s;
       box.appendChild(b);
@@ -107,7 +107,7 @@ function cwView(P) {
     sources.innerHTML = "";
     for (const s of M.sources) sources.appendChild(sourceButton(s));
     worstMoments(root.querySelector(".cw-worst"));
-    const legend = root.querySelector(".cw-legend"); // under the timeline, never over its curves (issue 29, the phone)
+    const legend = root.querySelector(".cw-legend"); // under the timeline, never over its curves (on a phone too)
     if (legend) {
       legend.innerHTML = "";
       legend.hidden = !M.timeline;

@@ -1,6 +1,6 @@
 () => {
   // The round trip has landed (webui/tabs/roundtrip.py): on a narrow screen the verdict card is far
-  // below the button that was tapped, so the first screen after the job looked unchanged (issue 29);
+  // below the button that was tapped, so the first screen after the job would look unchanged;
   // scroll the card to the top once it has a height. A wide screen keeps its place.
   if (window.innerWidth > 768) return;
   const smooth = !window.matchMedia("(prefers-reduced-motion: reduce)").matches;

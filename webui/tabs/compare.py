@@ -128,7 +128,7 @@ class CompareHandlers(TabHandlers):
     def add_anchors(self, original_path, reconstruction_path, anchors, details, request: gr.Request | None = None):
         """An anchor ticked (or unticked) once a result is on screen: the missing ones made from the
         round trip's original and added to its sources, the unticked ones dropped; nothing is
-        encoded again (issue 29: ticking did nothing until a full re-run). The player's timeline and
+        encoded again (a tick acts at once, without a full re-run). The player's timeline and
         the table follow. Before a result, or with nothing to change, nothing happens."""
         lang = i18n.language_of(request)
         if not details or not original_path or not reconstruction_path:

@@ -72,14 +72,14 @@ class EvaluateHandlers(TabHandlers):
     def open_in_lab(self, path, files, request: gr.Request | None = None):
         """The chosen file into the Round trip's input, that tab in front; the page then runs it: its
         round trip is the evaluation's (the same checkpoint, the same codes), in the lab's flip player
-        with the verdict and the blind test (issue 29, item 8)."""
+        with the verdict and the blind test."""
         lang = i18n.language_of(request)
         if not path or path not in (files or []) or not Path(path).is_file():  # only this session's evaluated files
             raise gr.Error(i18n.text("evaltab.open_gone", lang))
         return path, gr.Tabs(selected="roundtrip")
 
 
-_ERRNO = re.compile(r"\[Errno -?\d+\]\s*")  # a library's error number says nothing to a person (issue 29)
+_ERRNO = re.compile(r"\[Errno -?\d+\]\s*")  # a library's error number says nothing to a person
 
 
 def _heading(column: str, lang: str) -> str:

@@ -15,7 +15,7 @@ def audio_input(elem_id: str) -> gr.Audio:
 
 def examples(inputs: gr.Audio, paths: tuple[Path, ...], api_name: str, then_focus: str | None = None) -> None:
     """The example clips, one click away; ``then_focus``: the element id the keyboard goes to once one
-    is loaded (the round trip's *Encode → Decode*: 22 Tabs away from the examples before issue 29)."""
+    is loaded (the round trip's *Encode → Decode*, a Tab or two away, not 22)."""
     if paths:
         chosen = gr.Examples(
             [[str(p)] for p in paths],

@@ -73,7 +73,7 @@ class LabHandlers(TabHandlers):
 
     def first_look(self, original_path, reconstruction_path, details=None, request: gr.Request | None = None):
         """The player as soon as the reconstruction exists (original, reconstruction, the sources made
-        beside them): a 10-minute clip plays long before its timeline and verdict (issue 29)."""
+        beside them): a 10-minute clip plays long before its timeline and verdict."""
         lang = i18n.language_of(request)
         original = need_file(original_path, "what.original", lang)
         reconstruction = need_file(reconstruction_path, "what.reconstruction", lang)
@@ -152,7 +152,7 @@ def _with_ui_text(manifest: dict, lang: str) -> dict:
     lufs = manifest.get("reference_lufs")
     if manifest.get("first_look"):
         ui["note"] = i18n.text("running.first_look", lang)
-    elif lufs is None:  # too short or silent: "? LUFS" said nothing (issue 29)
+    elif lufs is None:  # too short or silent: "? LUFS" says nothing
         ui["note"] = i18n.text("running.no_loudness", lang)
     else:
         ui["note"] = i18n.text("lab.player.note", lang, lufs=f"{lufs:.1f}")
@@ -317,7 +317,7 @@ def wire(
         api_visibility="private",
         **LAB_GROUP,
     )
-    parts.codebook.change(  # a drag's release and the arrow keys alike (issue 29: .release missed the keys)
+    parts.codebook.change(  # a drag's release and the arrow keys alike (.release misses the keys)
         lab.token_usage_of_either,
         inputs=[parts.usage_file, downloads, parts.codebook],
         outputs=parts.usage,

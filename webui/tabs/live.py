@@ -70,7 +70,7 @@ class LiveHandlers(TabHandlers):
             "lang": lang,
             "limit": self.engine.live.limit,
             "max_s": self.engine.live.max_seconds(),
-            "device": fmt.device_label(self.engine.info(), lang),  # in the page's language (issue 29)
+            "device": fmt.device_label(self.engine.info(), lang),  # in the page's language
             "texts": {key: i18n.text(f"live.widget.{key}", lang) for key in WIDGET_TEXTS},
         }
 
@@ -123,7 +123,7 @@ def build(demo: gr.Blocks, handlers: LiveHandlers, roundtrip_input: gr.Audio, ta
         timing = gr.Markdown(elem_id="live-timing")
         open_trip = gr.Button(label("live.open_roundtrip"), variant="primary", elem_id="live-open-roundtrip")
         # the session's two files, for the button above: a result is listened to in the lab (the round
-        # trip's flip player, timeline, verdict, blind test), not in two plain players (issue 29, item 11)
+        # trip's flip player, timeline, verdict, blind test), not in two plain players
         with gr.Row(visible=False):
             original = gr.Audio(
                 label=label("live.original"), type="filepath", interactive=False, elem_id="live-original"

@@ -83,8 +83,8 @@ class ReviewHandlers(TabHandlers):
         progress=gr.Progress(),
     ):
         """DistillMOS on both clips + the metrics' PESQ-WB and STOI -> the card (and its dict). The
-        metrics are the server's own for these two files (``metrics_details`` from the client is not
-        used: issue 19), computed here when the server has none."""
+        metrics are the server's own for these two files (``metrics_details`` from the client is never
+        used), computed here when the server has none."""
         lang = i18n.language_of(request)
         original = need_file(original_path, "what.original", lang)
         reconstruction = need_file(reconstruction_path, "what.reconstruction", lang)
@@ -165,7 +165,7 @@ class ReviewHandlers(TabHandlers):
         sources and the table of every source; from the server's own results for these files (round
         trip details, metrics, verdict, the table: ``webui.jobs.results``), computed here when
         missing. What the client sends in ``details``, ``metrics_details``, ``verdict_details`` and
-        ``comparison`` is not believed (issue 19: a made-up verdict was printed); only where the
+        ``comparison`` is not believed (a made-up verdict is never printed); only where the
         server has no record of the round trip are the client's sources taken, checked to be files
         this server wrote."""
         lang = i18n.language_of(request)

@@ -119,7 +119,7 @@ class RoundTripHandlers(TabHandlers):
 
     def check_upload(self, audio_path, request: gr.Request | None = None):
         """A file just given: read it now (within the limits) and say at once what is wrong with it,
-        instead of after *Encode → Decode* (issue 29). The file stays in the input either way."""
+        instead of after *Encode → Decode*. The file stays in the input either way."""
         if not audio_path:
             return
         lang = i18n.language_of(request)
@@ -240,7 +240,7 @@ def build(handlers: RoundTripHandlers, example_paths: tuple[Path, ...]) -> Round
             )
         with gr.Accordion(label("roundtrip.details"), open=False, elem_id="roundtrip-details"):
             # the engineering line (model time, ours, the memory estimate) is a detail: the first
-            # lines of a result are the verdict's (issue 29); the progress box said how long it took
+            # lines of a result are the verdict's; the progress box said how long it took
             timing = gr.Markdown(elem_id="roundtrip-timing", elem_classes="cw-hint")
             downloads = gr.File(
                 label=label("roundtrip.downloads"),
@@ -320,7 +320,7 @@ def build(handlers: RoundTripHandlers, example_paths: tuple[Path, ...]) -> Round
         show_progress="hidden",  # the verdict card says that the metrics are being measured
         **METRICS_GROUP,
     )
-    anchors_added = anchors.input(  # ticked on a result: added to it, no new encode (issue 29)
+    anchors_added = anchors.input(  # ticked on a result: added to it, no new encode
         compare.CompareHandlers(handlers.engine, handlers.workspace).add_anchors,
         inputs=[original, reconstruction, anchors, details],
         outputs=[details],

@@ -4,9 +4,9 @@ unloading it (``/second_load``, ``/second_unload``). The work is ``core.model.se
 readiness checks as the first model, and a refusal before any weight is read when both do not fit.
 
 Only folder names under the operator's DIR can be picked (never a path from the page), so the page
-cannot make the server read anything else. Loading and unloading are the operator's actions (issue 31,
-finding 4: any visitor unloaded the checkpoint the operator started with ``--compare-model``, and
-each load held the engine's lock for everyone): a client on this machine's loopback (the operator,
+cannot make the server read anything else. Loading and unloading are the operator's actions (no visitor
+unloads the checkpoint the operator started with ``--compare-model``, nor holds the engine's lock
+for everyone with a load): a client on this machine's loopback (the operator,
 or one named by a trusted proxy's ``X-Real-IP``) may; visitors only with ``--second-for-visitors``.
 The first model is never touched by either.
 """
@@ -88,8 +88,8 @@ class SecondHandlers(TabHandlers):
         return self.state(request)
 
     def folders(self, current=None):
-        """The picker's choices as the operator's folder holds them now (it was fixed at start:
-        issue 31); the current pick kept while it is still there."""
+        """The picker's choices as the operator's folder holds them now (never fixed at
+        start); the current pick kept while it is still there."""
         names = checkpoint_folders(self.root)
         return gr.Dropdown(choices=names, value=current if current in names else (names[0] if names else None))
 

@@ -56,7 +56,7 @@ def build(handlers: SystemHandlers, stats_every_s: float) -> None:
     gr.Markdown(label("system.refreshed", seconds=f"{stats_every_s:g}"))
     stats = gr.Markdown(elem_id="system-stats")
     with gr.Row():
-        on_gpu = bool(handlers.engine.settings.is_cuda)  # a CPU-only engine has no VRAM to clear (issue 29)
+        on_gpu = bool(handlers.engine.settings.is_cuda)  # a CPU-only engine has no VRAM to clear
         clear = gr.Button(label("system.clear_vram"), elem_id="clear-vram", scale=1, visible=on_gpu)
         cleared = gr.Markdown(elem_id="clear-vram-result")
     with gr.Accordion(label("common.raw_json"), open=False):

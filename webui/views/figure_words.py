@@ -1,4 +1,4 @@
-"""The figures' titles and axes in the page's language (issue 29: every matplotlib picture kept its
+"""The figures' titles and axes in the page's language (no matplotlib picture keeps
 English words on the Chinese page). Core draws with the words it is given
 (``core.analysis.metrics.FIGURE_WORDS``, ``core.analysis.token_usage.USAGE_WORDS``); the jobs hand
 these on. Chinese glyphs draw with a CJK fallback font where one is installed (``use_cjk_fallback``)."""

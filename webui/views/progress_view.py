@@ -1,6 +1,6 @@
 """The round trip's progress box in the page's language: the stage, a bar with its share done, how
 long the job has run, the time left when it is known (``webui.jobs.progress``), and the engine's
-memory estimate for it. A block with height of its own, under *Encode → Decode* (issue 29)."""
+memory estimate for it. A block with height of its own, under *Encode → Decode*."""
 
 from __future__ import annotations
 

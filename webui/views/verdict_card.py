@@ -185,9 +185,7 @@ def final(v: dict, metrics: dict, judged: str, lang: str, placing: str = "", anc
     values, signal_lights = values_and_lights(v, metrics)
     values = {**{k: metrics.get(k) for k in SHOWN}, **values}  # rows without bounds: the metrics' own
     level = str(v["level"]) if v.get("level") in _LEVELS else judging.worst(signal_lights)
-    body = (
-        reasons(signal_lights, lang, alone=False) if signal_lights else []
-    )  # the title already says it cannot judge (issue 29)
+    body = reasons(signal_lights, lang, alone=False) if signal_lights else []  # the title already says it cannot judge
     if not body and level != "unknown":
         body = [text("verdict.unknown", lang)]
     lead = text(f"verdict.sentence.{level}", lang) if level != "unknown" else ""
