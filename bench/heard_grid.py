@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.harness import table, write_results  # noqa: E402
-from core.analysis import metrics as analysis  # noqa: E402
+from core.analysis import metrics  # noqa: E402
 from core.audio.files import load_audio  # noqa: E402
 from core.codec import SAMPLE_RATE  # noqa: E402
 from webui.jobs.heard import on_grid  # noqa: E402
@@ -49,8 +49,8 @@ def _row(checkpoint: str, asset: str, engine) -> list[dict]:
     clip = load_audio(ROOT / "webui" / "assets" / asset).samples
     x = np.tile(clip, int(SECONDS * SAMPLE_RATE) // clip.size + 1)[: int(SECONDS * SAMPLE_RATE)]
     y = engine.roundtrip(audio_from_array(x, SAMPLE_RATE)).decoded.samples
-    floats = {m.name: m.value for m in analysis.compare(x, y)}
-    grid = {m.name: m.value for m in analysis.compare(on_grid(x), on_grid(y))}
+    floats = {m.name: m.value for m in metrics.compare(x, y)}
+    grid = {m.name: m.value for m in metrics.compare(on_grid(x), on_grid(y))}
     rows = []
     for name, value in floats.items():
         other = grid.get(name)

@@ -36,7 +36,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench.harness import created, host, summarize  # noqa: E402
 from core import tokens  # noqa: E402
-from core.analysis import metrics as analysis  # noqa: E402
+from core.analysis import metrics  # noqa: E402
 from core.audio.files import load_audio, resample, write_wav  # noqa: E402
 from core.model.engine import Engine  # noqa: E402
 from core.settings import Settings  # noqa: E402
@@ -112,10 +112,10 @@ def stages(engine: Engine, clip: Path, folder: Path) -> dict:
     tokens.save_tokens(tokens.make_token_file(codes, audio.samples.size, "bench"), folder / "t.npz")
     out["write 2 WAVs + token file"] = time.perf_counter() - t
     t = time.perf_counter()
-    analysis.compare(audio.samples, rec)
+    metrics.compare(audio.samples, rec)
     out["metrics (PESQ-WB/NB, STOI on 8 s; SI-SDR, log-mel on all)"] = time.perf_counter() - t
     t = time.perf_counter()
-    analysis.figure_to_png(analysis.spectrogram_figure(audio.samples, rec), folder / "s.png")
+    metrics.figure_to_png(metrics.spectrogram_figure(audio.samples, rec), folder / "s.png")
     out["spectrogram figure + PNG"] = time.perf_counter() - t
     for f in ("a.wav", "b.wav", "t.npz", "s.png"):
         (folder / f).unlink(missing_ok=True)

@@ -17,17 +17,19 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import numpy as np  # noqa: E402
 
-from core.analysis import asr as A  # noqa: E402
-from core.analysis import dwer as D  # noqa: E402
+from core.analysis import (
+    asr,  # noqa: E402
+    dwer,  # noqa: E402
+)
 from core.anchors import BY_ID  # noqa: E402
 from core.anchors.make import make_one  # noqa: E402
-from tests.core.analysis import voices as V  # noqa: E402
+from tests.core.analysis import voices  # noqa: E402
 
 
 def run(ps, rng, name, x):
     others = {aid: make_one(x, BY_ID[aid]).samples for aid in ("lp7", "mp3", "lp3.5", "amr")}
     others["noise-60dB"] = x + 0.0005 * rng.standard_normal(x.size).astype(np.float32)
-    r = D.dwer(x, others, 24000, ps, "en")
+    r = dwer.dwer(x, others, 24000, ps, "en")
     print(
         name,
         f"{r.seconds:.1f}s for {x.size / 24000:.1f}s x6",
@@ -38,10 +40,10 @@ def run(ps, rng, name, x):
 
 
 def main() -> int:
-    ps, rng = A.recogniser().load(), np.random.default_rng(0)
-    run(ps, rng, "alsa", V.recorded_sentence())
-    for v in V.VOICES[:1]:
-        run(ps, rng, v, np.concatenate([V.espeak(s, v, 130) for s in V.SENTENCES]))
+    ps, rng = asr.recogniser().load(), np.random.default_rng(0)
+    run(ps, rng, "alsa", voices.recorded_sentence())
+    for v in voices.VOICES[:1]:
+        run(ps, rng, v, np.concatenate([voices.espeak(s, v, 130) for s in voices.SENTENCES]))
     return 0
 
 

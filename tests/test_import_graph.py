@@ -1,4 +1,4 @@
-"""The house has no import circles and core never reaches up into webui (docs/core.md, issue 18).
+"""The house has no import circles and core never reaches up into webui (docs/core.md).
 
 Every import is read with ``ast`` — those inside functions too, since a lazy import still ties two
 modules together (a merge brought in ``core/dataset/inputs.py`` -> ``tables.py`` -> ``inputs.py``

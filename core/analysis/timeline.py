@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from core.analysis import metrics as analysis
+from core.analysis import metrics
 from core.codec import SAMPLE_RATE, SAMPLES_PER_FRAME
 
 RESOLUTION_S = 0.05  # s per timeline cell (the issue asks for <= 100 ms)
@@ -85,12 +85,12 @@ def timeline(
     ``mels``: their :func:`log_mel_blocks`, when the caller has them already (the ladder does)."""
     if not 0 < resolution_s <= 0.1:
         raise ValueError("resolution_s must be in (0, 0.1] seconds")
-    ref, deg = analysis._mono(original), analysis._mono(reconstruction)
+    ref, deg = metrics._mono(original), metrics._mono(reconstruction)
     n = min(ref.size, deg.size)
     ref, deg = ref[:n], deg[:n]
     cell = max(1, round(resolution_s * SAMPLE_RATE))
     a, b = mels if mels is not None else (log_mel_blocks(ref), log_mel_blocks(deg))
-    frames = 1 + n // analysis.HOP
+    frames = 1 + n // metrics.HOP
     distance = _mel_distance_cells(a[:, :frames], b[:, :frames], n, cell)
     snr = _seg_snr_cells(ref, deg, cell)
     silent = np.isnan(snr)
@@ -104,8 +104,8 @@ def timeline(
 
 
 def _mel_distance_cells(a: np.ndarray, b: np.ndarray, samples: int, cell: int) -> np.ndarray:
-    hop = analysis.HOP
-    per_frame = analysis.mel_difference_db(a, b).mean(axis=0)  # (frames,): the whole-clip metric, per frame
+    hop = metrics.HOP
+    per_frame = metrics.mel_difference_db(a, b).mean(axis=0)  # (frames,): the whole-clip metric, per frame
     cells = -(-samples // cell)
     owner = np.minimum((np.arange(per_frame.size) * hop) // cell, cells - 1)  # cell holding each frame's centre
     total = np.bincount(owner, weights=per_frame, minlength=cells)
@@ -117,19 +117,19 @@ def log_mel_blocks(x) -> np.ndarray:
     """``analysis.log_mel(x)`` computed ``BLOCK_S`` at a time: each block gets half a window of real
     neighbours on both sides, and only frames whose window lies inside the padded block are kept,
     so the result equals the whole-clip pass."""
-    x = analysis._mono(x)
-    hop, half = analysis.HOP, analysis.N_FFT // 2
+    x = metrics._mono(x)
+    hop, half = metrics.HOP, metrics.N_FFT // 2
     frames = 1 + x.size // hop
     block = max(1, int(BLOCK_S * SAMPLE_RATE) // hop) * hop
     if x.size <= block:
-        return analysis.log_mel(x)
+        return metrics.log_mel(x)
     parts = []
     for start in range(0, frames * hop, block):
         first, last = start // hop, min(frames, (start + block) // hop)  # frames [first, last)
         lo, hi = start - half, (last - 1) * hop + half  # samples those frames' windows cover
         piece = x[max(0, lo) : min(x.size, hi)]
         piece = np.pad(piece, (max(0, -lo), max(0, hi - x.size)))
-        mel = analysis.log_mel(piece)  # frame j centred at lo + j * hop; frame first is j = half // hop
+        mel = metrics.log_mel(piece)  # frame j centred at lo + j * hop; frame first is j = half // hop
         skip = half // hop
         parts.append(mel[:, skip : skip + last - first])
     return np.concatenate(parts, axis=1)
@@ -197,7 +197,7 @@ def _rounded(values: np.ndarray, digits: int) -> list:
 
 def waveform_envelope(x, columns: int = PLOT_POINTS) -> dict:
     """Min and max of the waveform in ``columns`` equal groups: enough to draw it at that width."""
-    audio = analysis._mono(x)
+    audio = metrics._mono(x)
     factor = max(1, -(-audio.size // columns))
     pad = (-audio.size) % factor
     groups = np.pad(audio, (0, pad)).reshape(-1, factor)

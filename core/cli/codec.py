@@ -152,7 +152,7 @@ def cmd_ladder(args) -> int:
     the bitrates, and for audio input SI-SDR and log-mel distance against the input."""
     from tqdm import tqdm
 
-    from core.analysis import metrics as analysis
+    from core.analysis import metrics
     from core.audio.files import load_audio, write_wav
     from core.codec import SAMPLE_RATE, check_duration
     from core.nn import ladder
@@ -177,7 +177,7 @@ def cmd_ladder(args) -> int:
         path = write_wav(out_path(args.output_dir, args.file, f".k{k:02d}.wav"), rung.samples)
         row = {"codebooks": k, "bitrate_bps": rung.bitrate_bps, "wav": str(path), "decode_s": rung.seconds}
         if audio is not None:
-            row |= {m.name: m.value for m in analysis.quick_compare(audio, rung.samples)}
+            row |= {m.name: m.value for m in metrics.quick_compare(audio, rung.samples)}
         rows.append(row)
         print(f"k={k:2d} {rung.bitrate_bps:7.1f} bit/s -> {path}")
     report = out_path(args.output_dir, args.file, ".ladder.json")

@@ -16,7 +16,7 @@ import math
 import random
 from dataclasses import asdict, dataclass
 
-from core import anchors as anchor_lib
+from core import anchors
 from core.codec import NUM_CODEBOOKS
 from core.errors import CodecError
 from core.judging import sources
@@ -78,7 +78,7 @@ def source_kind(source_id: str) -> str:
     """The kind of a stored source id (the source catalogue's, ``core.judging.sources.entry``); ""
     for an id no source has (a marked answer from before ids)."""
     kind = sources.entry(source_id).kind if source_id else ""
-    return "" if kind == sources.ANCHOR and source_id not in anchor_lib.BY_ID else kind
+    return "" if kind == sources.ANCHOR and source_id not in anchors.BY_ID else kind
 
 
 def english_name(source_id: str, detail: str = "") -> str:
@@ -92,7 +92,7 @@ def english_name(source_id: str, detail: str = "") -> str:
     if kind == sources.CHECKPOINT:
         return sources.checkpoint().label + (f" ({detail})" if detail else "")
     if kind == sources.ANCHOR:
-        return anchor_lib.BY_ID[source_id].label
+        return anchors.BY_ID[source_id].label
     if kind == sources.LEVEL:
         return sources.level(int(source_id[1:])).label
     return source_id or "unknown"

@@ -32,8 +32,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from core.analysis import catalog
-from core.analysis import metrics as analysis
+from core.analysis import catalog, metrics
 from core.analysis.judges import Judges
 from core.anchors import parse_anchors
 from core.audio.files import load_audio, write_wav
@@ -152,7 +151,7 @@ def evaluate_one(
         row["reconstruction"] = f"reconstructions/{stem}.wav"
         t = time.perf_counter()
         judges = Judges.of(engine.settings)
-        values = verdict.metric_values(analysis.compare(audio.samples, result.decoded.samples, judges=judges))
+        values = verdict.metric_values(metrics.compare(audio.samples, result.decoded.samples, judges=judges))
         row.update(values)
         row["metrics_s"] = time.perf_counter() - t
         judged = verdict.judge(
@@ -276,7 +275,7 @@ def summary(rows: list[dict]) -> list[list]:
 def _histogram_png(rows: list[dict], path: Path) -> Path:
     from matplotlib.figure import Figure
 
-    fig = Figure(figsize=(10, 2.6), dpi=analysis.FIG_DPI)
+    fig = Figure(figsize=(10, 2.6), dpi=metrics.FIG_DPI)
     axes = fig.subplots(1, len(PLOTTED))
     for ax, column in zip(axes, PLOTTED, strict=True):
         values = averages.column(rows, column).values
@@ -285,7 +284,7 @@ def _histogram_png(rows: list[dict], path: Path) -> Path:
         ax.tick_params(labelsize=8)
     axes[0].set_ylabel("files")
     fig.subplots_adjust(left=0.06, right=0.98, bottom=0.15, top=0.85, wspace=0.3)
-    return analysis.figure_to_png(fig, path)
+    return metrics.figure_to_png(fig, path)
 
 
 def write_html(

@@ -359,7 +359,7 @@ def build_roundtrip_report(
 ) -> tuple[Path, Path]:
     """Draw the pictures from the files (read within ``limits``, a core.settings.AudioLimits), then
     write the zip and the HTML (see write_roundtrip_report; ``render`` makes the page)."""
-    from core.analysis import metrics as analysis
+    from core.analysis import metrics as analysis_metrics
     from core.analysis import token_usage
     from core.audio.files import load_audio
 
@@ -369,11 +369,11 @@ def build_roundtrip_report(
     codes = tokens.load_tokens(token_file, max_duration_s=limits.max_duration_s).codes
     words = figure_words or {}  # the figures' words in the reader's language (English: core's own)
     pngs = {
-        "spectrograms": analysis.figure_to_png(
-            analysis.spectrogram_figure(original, reconstruction, words=words.get("spectrogram")),
+        "spectrograms": analysis_metrics.figure_to_png(
+            analysis_metrics.spectrogram_figure(original, reconstruction, words=words.get("spectrogram")),
             folder / f"{stem}_spectrograms.png",
         ),
-        "token_usage": analysis.figure_to_png(
+        "token_usage": analysis_metrics.figure_to_png(
             token_usage.usage_figure(codes, words=words.get("usage")), folder / f"{stem}_token_usage.png"
         ),
     }

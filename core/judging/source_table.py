@@ -17,8 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from core.analysis import catalog
-from core.analysis import metrics as analysis
+from core.analysis import catalog, metrics
 from core.analysis.judges import DEFAULT_JUDGES, Judges
 from core.codec import SAMPLE_RATE
 from core.judging.sources import Source
@@ -32,7 +31,7 @@ BITRATE = "Bitrate"  # bit/s
 ROWS = (*catalog.ids(_ROWS), BITRATE)
 HIGHER_IS_BETTER = {m.id: m.higher_is_better for m in _ROWS}
 UNITS = {m.id: m.unit for m in _ROWS if m.unit} | {BITRATE: "bit/s"}
-WINDOW_S = analysis.METRIC_WINDOW_S  # DistillMOS looks at the same first seconds as PESQ and STOI
+WINDOW_S = metrics.METRIC_WINDOW_S  # DistillMOS looks at the same first seconds as PESQ and STOI
 
 
 @dataclass(frozen=True)
@@ -140,7 +139,7 @@ def _original_column(original: Source, ref, device, mos, cache, ref_key) -> Colu
 def _measure_one(ref: np.ndarray, samples: np.ndarray, device: str, mos: bool, judges: Judges) -> tuple[dict, dict]:
     values: dict = {}
     notes: dict = {}
-    for m in analysis.compare(ref, samples, metrics=METRICS, judges=judges):  # no PESQ-NB: the table has none
+    for m in metrics.compare(ref, samples, metrics=METRICS, judges=judges):  # no PESQ-NB: the table has none
         values[m.name] = m.value
         if m.note:
             notes[m.name] = m.note

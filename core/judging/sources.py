@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from core import anchors as anchor_lib
+from core import anchors as core_anchors
 from core.codec import NUM_CODEBOOKS, bitrate_bps
 from core.model.results import RoundTripResult
 
@@ -63,7 +63,7 @@ def entry(source_id: str) -> SourceEntry:
         return fixed[source_id]
     if source_id[:1] == "k" and source_id[1:].isdigit() and 1 <= int(source_id[1:]) <= NUM_CODEBOOKS:
         return SourceEntry(source_id, LEVEL, f"k = {int(source_id[1:])}", "lab.source.level")
-    a = anchor_lib.BY_ID.get(source_id)
+    a = core_anchors.BY_ID.get(source_id)
     if a is None:
         return SourceEntry(source_id, ANCHOR, source_id, f"compare.source.{source_id}")
     return SourceEntry(a.id, ANCHOR, a.short or a.label or a.id, f"compare.source.{a.id}", a.familiarity)
@@ -116,7 +116,7 @@ def level(codebooks: int, samples=None, key: str = "") -> Source:
     )
 
 
-def anchor(made: anchor_lib.AnchorAudio) -> Source:
+def anchor(made: core_anchors.AnchorAudio) -> Source:
     a = made.anchor
     return Source(a.id, ANCHOR, a.label, a.key, made.bitrate_bps, made.samples)
 
@@ -125,7 +125,7 @@ def anchor(made: anchor_lib.AnchorAudio) -> Source:
 class SourceSet:
     original: Source
     sources: tuple[Source, ...]  # the codec first, then the second checkpoint, then the anchors
-    problems: tuple[anchor_lib.Problem, ...]  # anchors that could not be made, and why
+    problems: tuple[core_anchors.Problem, ...]  # anchors that could not be made, and why
     trip: RoundTripResult  # the codec's: codes, reconstruction, timings
     second_trip: RoundTripResult | None  # the second checkpoint's, when one is loaded
     agreement: list[float] | None  # share of codes equal per codebook, first model against second
@@ -138,7 +138,7 @@ class SourceSet:
 def make_sources(
     engine,
     audio,
-    anchors: Iterable[anchor_lib.Anchor],
+    anchors: Iterable[core_anchors.Anchor],
     compare: bool = True,
     progress: Callable[[float], None] | None = None,
 ) -> SourceSet:
@@ -155,7 +155,7 @@ def make_sources(
     else:
         trip, second_trip, agreement = engine.roundtrip(audio, lambda f: report(0.9 * f)), None, None
     started = time.perf_counter()
-    made = anchor_lib.make_anchors(x, anchors, lambda f: report(0.9 + 0.1 * f))
+    made = core_anchors.make_anchors(x, anchors, lambda f: report(0.9 + 0.1 * f))
     sources = [codec(trip.decoded.samples)]
     if second_trip is not None:
         sources.append(checkpoint(second_trip.decoded.samples))

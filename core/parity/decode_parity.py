@@ -20,7 +20,7 @@ import numpy as np
 
 from core.analysis.timeline import decimate
 from core.codec import SAMPLE_RATE
-from core.parity import alignment as align
+from core.parity import alignment as parity_alignment
 from core.parity import seams, verdict
 from core.parity.inputs import Codes, TheirAudio, load_codes, load_their_wav
 from core.parity.precision import tf32
@@ -47,8 +47,8 @@ class DecodeParity:
     their_samples: int
     trimmed: bool  # their WAV ends at the token file's original length (and the reference was trimmed to it)
     length_difference: int  # their samples - reference samples (after the offset is taken off)
-    alignment: align.Alignment
-    drift: list[align.Drift]
+    alignment: parity_alignment.Alignment
+    drift: list[parity_alignment.Drift]
     compared_samples: int
     correlation: float
     snr_db: float  # inf when identical
@@ -118,7 +118,7 @@ def compare(ours: np.ndarray, their: TheirAudio, codes: Codes) -> DecodeParity:
     """Their audio against ``ours`` (the reference decode, frames × 1920 samples)."""
     started = time.perf_counter()
     theirs = their.samples
-    found = align.find_offset(ours, theirs)
+    found = parity_alignment.find_offset(ours, theirs)
     offset = found.offset_samples
     trimmed = False
     if codes.original_samples is not None and codes.original_samples != ours.size:
@@ -126,7 +126,7 @@ def compare(ours: np.ndarray, their: TheirAudio, codes: Codes) -> DecodeParity:
         if abs(end - codes.original_samples) < abs(end - ours.size):  # they trimmed, as the token file says
             ours, trimmed = ours[: codes.original_samples], True
     flipped = theirs if found.polarity > 0 else -theirs
-    a, b, first = align.aligned(ours, flipped, offset)
+    a, b, first = parity_alignment.aligned(ours, flipped, offset)
     diff = -ours.copy()  # where they have nothing, the difference is all of ours
     diff[first : first + a.size] = b - a
     errors = np.abs(diff)
@@ -152,7 +152,7 @@ def compare(ours: np.ndarray, their: TheirAudio, codes: Codes) -> DecodeParity:
         trimmed=trimmed,
         length_difference=int(theirs.size - offset - ours.size),
         alignment=found,
-        drift=align.drift(ours, flipped, offset) if over.size else [],
+        drift=parity_alignment.drift(ours, flipped, offset) if over.size else [],
         compared_samples=int(a.size),
         correlation=_correlation(a, b),
         snr_db=snr,

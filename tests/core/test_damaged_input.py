@@ -1,5 +1,5 @@
 """Issue 19, finding 12: a damaged MP3 (valid head, corrupt body) is refused alike on every way in
-that is not the page (tests/webui/test_webui_trust.py has the page): the CLI, core evaluate and
+that is not the page (tests/webui/test_webui_untrusted_input.py has the page): the CLI, core evaluate and
 core tokenize's decode step. It was round-tripped, evaluated and tokenized as a 0.24 s clip."""
 
 from __future__ import annotations

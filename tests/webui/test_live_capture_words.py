@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from core.audio.blocks import Source, _warnings
-from webui.views import formatting as fmt
+from webui.views import formatting
 
 
 def _facts(rate: int, channels: int) -> dict:
@@ -33,12 +33,12 @@ def _facts(rate: int, channels: int) -> dict:
     ],
 )
 def test_live_says_what_the_browser_chose(lang, words):
-    live = fmt.facts_markdown(_facts(44_100, 2), lang, captured=True)
+    live = formatting.facts_markdown(_facts(44_100, 2), lang, captured=True)
     for w in words:
         assert w in live, live
     assert "Resampled from" not in live and "downmixed" not in live
 
 
 def test_an_upload_keeps_cores_words():
-    upload = fmt.facts_markdown(_facts(44_100, 2), "en")
+    upload = formatting.facts_markdown(_facts(44_100, 2), "en")
     assert "Resampled from 44100 Hz to 24000 Hz." in upload and "Stereo downmixed to mono." in upload

@@ -11,7 +11,7 @@ import numpy as np
 
 from core.model import live as core_live
 from tests.webui import live_routes
-from webui.jobs import live as jobs
+from webui.jobs import live
 
 live_app, one_slot = live_routes.live_app, live_routes.one_slot  # the route's fixtures (tests/webui/live_routes.py)
 
@@ -36,7 +36,7 @@ def test_an_exception_while_saving_is_a_sentence_and_leaves_no_folder(live_app, 
     def broken(*_args, **_kwargs):
         raise ValueError("cannot convert float NaN to integer")  # what huge samples made the figure raise
 
-    monkeypatch.setattr(jobs.analysis, "spectrogram_figure", broken)
+    monkeypatch.setattr(live.analysis, "spectrogram_figure", broken)
     with client.websocket_connect("/live/ws?rate=48000&lang=zh-CN") as ws:
         _talk(ws, speech)
         ws.send_text(json.dumps({"type": "stop"}))

@@ -13,7 +13,7 @@ import pytest
 from starlette.websockets import WebSocketDisconnect
 
 from tests.webui import live_routes
-from webui.jobs import live as jobs
+from webui.jobs import live
 from webui.serving import live_socket
 from webui.serving.limits import ClientLimits, LimitSettings
 
@@ -43,12 +43,12 @@ def test_blocks_in_frames_out_then_stop_gives_a_round_trip_result(live_app, spee
                 done = json.loads(reply["text"])
                 break
     assert done["type"] == "done" and done["stats"]["frames"] == 13
-    out = jobs.load_result(workspace.root, done["id"])
+    out = live.load_result(workspace.root, done["id"])
     assert out is not None and out.token_file.is_file() and out.reconstruction_wav.is_file()
     assert out.facts["sample_rate"] == 48_000 and out.timing["live"]["frames"] == 13
     assert engine.live.in_use == 0
     assert (
-        jobs.load_result(workspace.root, "../etc") is None and jobs.load_result(workspace.root, "req-live-nope") is None
+        live.load_result(workspace.root, "../etc") is None and live.load_result(workspace.root, "req-live-nope") is None
     )
 
 

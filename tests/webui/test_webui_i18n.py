@@ -14,16 +14,16 @@ import gradio as gr
 import pytest
 
 import core.errors
-from core import anchors as anchor_lib
+from core import anchors
 from core.analysis import catalog as metric_catalog
 from core.codec import NUM_CODEBOOKS
-from core.judging import sources as source_catalog
+from core.judging import sources
 from core.judging.sources import CODEC_ID, COMPARE_ID, ORIGINAL_ID, RESIDUAL_ID
 from tests.webui.tab_handlers import Tabs
 from webui import i18n
 from webui.serving import url_input
 from webui.serving.workspace import Workspace
-from webui.views import formatting as fmt
+from webui.views import formatting
 
 WEBUI = Path(i18n.__file__).resolve().parent
 ZH = gr.Request(headers={"accept-language": "zh-CN,zh;q=0.9"})  # what Chromium sends with a zh-CN locale
@@ -126,10 +126,10 @@ def test_every_metric_and_source_has_its_words_in_every_language():
     """A row of the metric catalogue or the source catalogue is named on the page by its keys: each
     language has every one (core.analysis.catalog.MetricRow.locale_keys, core.judging.sources.entry)."""
     source_ids = [ORIGINAL_ID, CODEC_ID, RESIDUAL_ID, COMPARE_ID, *(f"k{k}" for k in range(1, NUM_CODEBOOKS + 1))]
-    source_ids += [a.id for a in anchor_lib.ANCHORS]
+    source_ids += [a.id for a in anchors.ANCHORS]
     needed = {key: f"metric {m.id}" for m in metric_catalog.METRICS for key in m.locale_keys()}
-    needed |= {source_catalog.entry(sid).key: f"source {sid}" for sid in source_ids}
-    assert len(needed) > len(metric_catalog.METRICS) + len(anchor_lib.ANCHORS)  # the test reads the catalogues
+    needed |= {sources.entry(sid).key: f"source {sid}" for sid in source_ids}
+    assert len(needed) > len(metric_catalog.METRICS) + len(anchors.ANCHORS)  # the test reads the catalogues
     missing = [
         f"{lang}: {key} ({owner})"
         for lang, words in i18n.catalogues().items()
@@ -144,10 +144,10 @@ def test_keys_built_from_names_exist(engine):
     for operation in ("roundtrip", "encode", "decode"):  # jobs._preflight
         assert f"job.estimate.{operation}" in english
     steps = [step.name for step in engine.last_report.steps]
-    assert tuple(steps) == fmt.READINESS_STEPS
+    assert tuple(steps) == formatting.READINESS_STEPS
     for name in steps:
         assert f"status.step.{name}" in english
-    for word in fmt.STATUS_ICONS:
+    for word in formatting.STATUS_ICONS:
         assert f"status.word.{word}" in english
     for name in metric_catalog.ids(metric_catalog.COMPARED):
         assert f"metrics.meaning.{name}" in english

@@ -14,7 +14,7 @@ from webui.jobs.codec import stem_of
 from webui.options import UiOptions
 from webui.queues import MODEL_GROUP
 from webui.serving.workspace import Workspace
-from webui.views import formatting as fmt
+from webui.views import formatting
 
 # --------------------------------------------------------------------------- workspace
 
@@ -64,14 +64,14 @@ INFO = {
 
 
 def test_status_html_escapes_and_explains_failure():
-    html = fmt.status_html({"ok": False, "steps": STEPS}, INFO)
+    html = formatting.status_html({"ok": False, "steps": STEPS}, INFO)
     assert "&lt;b&gt;x&lt;/b&gt; missing" in html and "<b>x</b>" not in html
     assert "Not ready" in html and "Model directory /m does not exist." in html
     assert "Resident weights:</b> none" in html
 
 
 def test_status_html_before_any_check_shows_three_pending_steps():
-    html = fmt.status_html(None, {**INFO, "state": "unloaded", "error": None})
+    html = formatting.status_html(None, {**INFO, "state": "unloaded", "error": None})
     assert html.count('cw-detail">not checked yet') == 3 and "cw-fix" not in html
 
 
@@ -94,11 +94,11 @@ def test_gpu_stats_and_clear_vram_before_after():
         "cpu_percent": 37.0,
         "cpu_count": 16,
     }
-    text = fmt.stats_markdown(stats)
+    text = formatting.stats_markdown(stats)
     for expected in ("NVIDIA H100", "1500 MiB", "6000 MiB", "70000 of 81559 MiB", "2048 MiB", "37% of 16 cores"):
         assert expected in text
     after = {**gpu, "reserved_mib": 1600.0, "free_mib": 74400.0}
-    text = fmt.vram_markdown({"before": gpu, "after": after})
+    text = formatting.vram_markdown({"before": gpu, "after": after})
     assert "| Reserved | 6000 MiB | 1600 MiB |" in text and "| Free | 70000 MiB | 74400 MiB |" in text
 
 
@@ -114,7 +114,7 @@ def test_metric_table_shows_missing_values_with_their_note():
         },
         {"name": "SI-SDR", "value": 12.3456, "meaning": "fidelity", "better": "higher", "note": "", "unit": "dB"},
     ]
-    text = fmt.metrics_markdown(metrics)
+    text = formatting.metrics_markdown(metrics)
     assert "| – |" in text and "the original is silent" in text and "12.346 dB" in text
 
 
@@ -131,9 +131,9 @@ def test_facts_show_warnings_or_say_there_are_none():
         "near_silent": False,
         "warnings": ["12 samples are clipped."],
     }
-    text = fmt.facts_markdown(facts)
+    text = formatting.facts_markdown(facts)
     assert "⚠ 12 samples are clipped." in text and "a\\|b.wav" in text and "0.0 dBFS" in text
-    assert "No warnings" in fmt.facts_markdown({**facts, "warnings": [], "peak": 0.0})
+    assert "No warnings" in formatting.facts_markdown({**facts, "warnings": [], "peak": 0.0})
 
 
 # --------------------------------------------------------------------------- command line
@@ -221,14 +221,14 @@ def test_url_row_only_when_enabled(engine, tmp_path):
 
 def test_timing_line_shows_peak_gpu_memory_only_when_there_is_one():
     timing = {"encode_s": 1.0, "decode_s": 2.0, "model_s": 3.0, "total_s": 3.2, "ui_s": 0.2, "peak_gpu_mib": None}
-    assert "GPU" not in fmt.timing_markdown(timing) and "**3.00 s**" in fmt.timing_markdown(timing)
-    assert "peak GPU memory 2345 MiB" in fmt.timing_markdown({**timing, "peak_gpu_mib": 2345.4})
+    assert "GPU" not in formatting.timing_markdown(timing) and "**3.00 s**" in formatting.timing_markdown(timing)
+    assert "peak GPU memory 2345 MiB" in formatting.timing_markdown({**timing, "peak_gpu_mib": 2345.4})
 
 
 def test_timing_line_shows_the_engines_decode_warnings():
     timing = {"encode_s": 1.0, "decode_s": 2.0, "model_s": 3.0, "total_s": 3.2, "ui_s": 0.2, "peak_gpu_mib": None}
-    assert "⚠️" not in fmt.timing_markdown({**timing, "warnings": []})
-    text = fmt.timing_markdown({**timing, "warnings": ["2 of 3 decode chunk(s) came out broken <in bf16>"]})
+    assert "⚠️" not in formatting.timing_markdown({**timing, "warnings": []})
+    text = formatting.timing_markdown({**timing, "warnings": ["2 of 3 decode chunk(s) came out broken <in bf16>"]})
     assert "⚠️ 2 of 3 decode chunk(s) came out broken &lt;in bf16&gt;" in text
 
 
@@ -238,15 +238,15 @@ def test_decode_warnings_reach_the_timing_the_page_formats():
     import numpy as np
 
     from core.model.engine import DecodeResult
-    from webui.jobs import codec as jobs
+    from webui.jobs import codec
 
     decoded = DecodeResult(np.zeros(10, np.float32), 24_000, 0.5, None, ("redone in float32",))
-    assert jobs._timing(time.perf_counter(), decoded=decoded)["warnings"] == ["redone in float32"]
-    assert jobs._timing(time.perf_counter())["warnings"] == []
+    assert codec._timing(time.perf_counter(), decoded=decoded)["warnings"] == ["redone in float32"]
+    assert codec._timing(time.perf_counter())["warnings"] == []
 
 
 def test_commands_in_the_load_error_are_shown_as_code():
-    html = fmt.status_html({"ok": False, "steps": STEPS}, {**INFO, "error": "run `python -m core <x>` then"})
+    html = formatting.status_html({"ok": False, "steps": STEPS}, {**INFO, "error": "run `python -m core <x>` then"})
     assert "<code>python -m core &lt;x&gt;</code>" in html
 
 

@@ -10,13 +10,12 @@ import numpy as np
 import pytest
 import soundfile as sf
 
-from core.analysis import metrics as analysis
+from core.analysis import metrics
 from core.audio.files import load_audio
 from core.errors import AudioInputError
 from core.settings import Settings
 from tests.webui.english import english_sentences
-from webui.views import formatting as fmt
-from webui.views import words
+from webui.views import formatting, words
 from webui.views.words import codec_error_text
 
 RATE = 24_000
@@ -52,8 +51,8 @@ def test_input_warnings_of_a_real_file(tmp_path, speech):
 
 
 def test_metric_notes_of_real_clips(speech):
-    notes = [m.note for m in analysis.compare(speech(0.2), speech(0.2, seed=3)) if m.note]
-    notes += [m.note for m in analysis.compare(np.zeros(RATE, np.float32), speech(1.0)) if m.note]
+    notes = [m.note for m in metrics.compare(speech(0.2), speech(0.2, seed=3)) if m.note]
+    notes += [m.note for m in metrics.compare(np.zeros(RATE, np.float32), speech(1.0)) if m.note]
     assert len(notes) >= 4
     for note in notes:
         _zh_clean(note)
@@ -72,7 +71,7 @@ def test_readiness_details_and_the_memory_estimate(engine):
     }
     estimate = words.estimate(figures | {"operation": "roundtrip"}, "zh-CN")
     assert "可以容纳" in estimate and english_sentences(estimate) == []
-    status = fmt.status_html(engine.last_report.to_dict(), engine.info(), "zh-CN")
+    status = formatting.status_html(engine.last_report.to_dict(), engine.info(), "zh-CN")
     shown = re.sub(r"<[^>]+>", " ", status).replace(str(engine.info().get("model_path")), "")
     assert english_sentences(shown) == [], shown
 

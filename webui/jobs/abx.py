@@ -1,7 +1,7 @@
 """The blind test's audio work, without Gradio: the region cut from the clip, B made from it, A and
 B written as dithered 16-bit WAVs, and X written anew for every trial.
 
-Issue 19: A and B are 16-bit WAVs with their own dither, and X is written for each trial from A's
+A and B are 16-bit WAVs with their own dither, and X is written for each trial from A's
 or B's samples with a fresh dither (one least significant bit, -96 dBFS: inaudible), so X's bytes
 (and hash) never equal A's or B's; a script can still tell them apart by decoding and comparing
 samples, a listener cannot. Every file lives in a folder found from the session's token alone (no
@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import soundfile as sf
 
-from core import anchors as anchor_lib
+from core import anchors
 from core.codec import SAMPLE_RATE
 from core.errors import CodecError
 from core.judging import abx
@@ -89,8 +89,8 @@ def make_b(engine, what_b: tuple[str, object], samples: np.ndarray, audio) -> Ma
     an Anchor) a reference codec, ("compare", None) the second checkpoint's reconstruction."""
     kind, value = what_b
     if kind == "anchor":
-        assert isinstance(value, anchor_lib.Anchor)
-        made = anchor_lib.make_anchors(samples, [value])
+        assert isinstance(value, anchors.Anchor)
+        made = anchors.make_anchors(samples, [value])
         if not made.made:
             raise CodecError(made.problems[0].message)
         return MadeB(made.made[0].samples, value.id, "")

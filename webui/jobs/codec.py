@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from core import tokens
-from core.analysis import metrics as analysis
+from core.analysis import metrics as analysis_metrics
 from core.analysis import token_usage
 from core.analysis.judges import DEFAULT_JUDGES, Judges
 from core.audio.files import load_audio, write_wav
@@ -170,8 +170,8 @@ def roundtrip(
     reconstruction = write_heard(folder / f"{stem}_reconstruction.wav", made)
     token_path = tokens.save_tokens(token_file, folder / f"{stem}_tokens.npz")
     words = (figure_words or {}).get("spectrogram")
-    figure = analysis.spectrogram_figure(heard, made, words=words)
-    png = analysis.figure_to_png(figure, folder / f"{stem}_spectrogram.png")
+    figure = analysis_metrics.spectrogram_figure(heard, made, words=words)
+    png = analysis_metrics.figure_to_png(figure, folder / f"{stem}_spectrogram.png")
     return RoundTripOutput(
         original,
         reconstruction,
@@ -202,7 +202,7 @@ def measure(
     progress(0.1, "job.metrics")
     original = load_audio(original_path, limits).samples
     reconstruction = load_audio(reconstruction_path, limits).samples
-    metrics = [asdict(m) for m in analysis.compare(original, reconstruction, judges=judges)]
+    metrics = [asdict(m) for m in analysis_metrics.compare(original, reconstruction, judges=judges)]
     return MetricsOutput(metrics, time.perf_counter() - start)
 
 
@@ -222,7 +222,7 @@ def encode(
     token_file = _token_file(engine, encoded.codes, encoded.original_samples)
     path = tokens.save_tokens(token_file, folder / f"{stem}_tokens.npz")
     usage = token_usage.usage_figure(encoded.codes, words=(figure_words or {}).get("usage"))
-    heatmap = analysis.figure_to_png(usage, folder / f"{stem}_usage.png")
+    heatmap = analysis_metrics.figure_to_png(usage, folder / f"{stem}_usage.png")
     return EncodeOutput(
         path,
         heatmap,
@@ -251,8 +251,8 @@ def decode(
     wav = write_wav(folder / f"{stem}_decoded.wav", decoded.samples)
     words = figure_words or {}
     title = words.get("decoded") or "Decoded audio: log-mel spectrogram"  # i18n-exempt: the CLI's, in English
-    figure = analysis.single_spectrogram_figure(decoded.samples, title=title, words=words.get("spectrogram"))
-    png = analysis.figure_to_png(figure, folder / f"{stem}_spectrogram.png")
+    figure = analysis_metrics.single_spectrogram_figure(decoded.samples, title=title, words=words.get("spectrogram"))
+    png = analysis_metrics.figure_to_png(figure, folder / f"{stem}_spectrogram.png")
     meta = {
         "model_source": token_file.model_source,
         "created": token_file.created,

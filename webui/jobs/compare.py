@@ -16,8 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from core import anchors as anchor_lib
-from core import tokens
+from core import anchors, tokens
 from core.analysis import token_usage
 from core.analysis.judges import DEFAULT_JUDGES, Judges
 from core.audio.files import load_audio
@@ -86,11 +85,11 @@ def extra_sources(
         token_file = tokens.make_token_file(trip.encoded.codes, trip.encoded.original_samples, other.settings.model)
         token_path = tokens.save_tokens(token_file, folder / f"{stem}_{sources.COMPARE_ID}_tokens.npz")
         agreement = sources.agreement_rows(token_usage.agreement(first_codes, trip.encoded.codes))
-    wanted = anchor_lib.parse_anchors([c for c in chosen if c != sources.COMPARE_ID])
+    wanted = anchors.parse_anchors([c for c in chosen if c != sources.COMPARE_ID])
     started = time.perf_counter()
     if wanted:
         progress((low + high) / 2, "compare.job.anchors")
-    made = anchor_lib.make_anchors(samples, wanted)
+    made = anchors.make_anchors(samples, wanted)
     for anchor in made.made:
         wav = write_heard(folder / f"{stem}_{anchor.id}.wav", anchor.samples)  # 16-bit, as played
         out.append(sources.anchor(anchor).facts() | {WAV: str(wav)})

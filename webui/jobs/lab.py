@@ -18,7 +18,7 @@ import numpy as np
 
 from core import tokens
 from core.analysis import catalog, timeline, token_usage
-from core.analysis import metrics as analysis
+from core.analysis import metrics as analysis_metrics
 from core.audio import loudness
 from core.audio.files import load_audio
 from core.codec import SAMPLE_RATE, check_duration
@@ -299,7 +299,9 @@ def run_ladder(
     kept = {s["path"] for s in sources} | set(residuals.values())  # copies the page had, passed back as they were
     copies = {p: c for p, c in ((manifest or {}).get("listen") or {}).items() if p in kept}
     rows: list[dict] = []
-    original_png = analysis.mel_png(ref_mel, folder / f"{stem}_original.png", top - analysis.TOP_DB, top)
+    original_png = analysis_metrics.mel_png(
+        ref_mel, folder / f"{stem}_original.png", top - analysis_metrics.TOP_DB, top
+    )
     pictures = [(str(original_png), "original")]  # the page names it in the reader's language
     for rung in rungs:
         samples = on_grid(rung.samples)  # as written: what is measured is what the player plays
@@ -307,8 +309,10 @@ def run_ladder(
         _copy(copies, wav, samples)
         level = _analyse(samples)
         mel = level.mel
-        metrics = {m.name: m.value for m in analysis.quick_compare(original, samples, (ref_mel, mel))}
-        png = analysis.mel_png(mel, folder / f"{stem}_k{rung.codebooks:02d}.png", top - analysis.TOP_DB, top)
+        metrics = {m.name: m.value for m in analysis_metrics.quick_compare(original, samples, (ref_mel, mel))}
+        png = analysis_metrics.mel_png(
+            mel, folder / f"{stem}_k{rung.codebooks:02d}.png", top - analysis_metrics.TOP_DB, top
+        )
         key = str(rung.codebooks) if str(rung.codebooks) in LADDER_KEYS else ""  # [3] is k = 3, not the third level
         label = f"k{rung.codebooks}"  # the page shows it in the reader's language
         source = _source(
@@ -367,7 +371,7 @@ def usage_of(
     token_file = tokens.load_tokens(token_path, max_duration_s=max_duration_s)
     rows = [asdict(r) for r in token_usage.usage(token_file.codes)]
     stem = stem_of(token_path).removesuffix("_tokens")
-    png = analysis.figure_to_png(
+    png = analysis_metrics.figure_to_png(
         token_usage.usage_figure(token_file.codes, codebook, words), folder / f"{stem}_usage_cb{codebook}.png"
     )
     return rows, png

@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from core import tokens
-from core.analysis import metrics as analysis
+from core.analysis import metrics
 from core.audio.files import write_wav
 from core.errors import CodecError, LiveSessionError
 from core.model.live import LiveResult
@@ -127,8 +127,8 @@ def save_result(engine, result: LiveResult, folder: Path, latency: dict | None =
     original = write_wav(folder / f"{STEM}_24k_mono.wav", recording.samples)
     reconstruction = write_wav(folder / f"{STEM}_reconstruction.wav", result.reconstruction)
     token_path = tokens.save_tokens(token_file, folder / f"{STEM}_tokens.npz")
-    figure = analysis.spectrogram_figure(recording.samples, result.reconstruction)
-    png = analysis.figure_to_png(figure, folder / f"{STEM}_spectrogram.png")
+    figure = metrics.spectrogram_figure(recording.samples, result.reconstruction)
+    png = metrics.figure_to_png(figure, folder / f"{STEM}_spectrogram.png")
     model_s = result.stats["compute_ms_median"] * result.stats["frames"] / 1000
     timing = {
         "encode_s": 0.0,

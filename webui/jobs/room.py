@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import soundfile as sf
 
-from core import anchors as anchor_lib
+from core import anchors as core_anchors
 from core.codec import NUM_CODEBOOKS, SAMPLE_RATE
 from core.errors import CodecError
 from core.judging import abx, mushra
@@ -39,9 +39,9 @@ def make_conditions(engine, samples: np.ndarray, source_ids, audio) -> dict[str,
     """Each of ``source_ids`` made from ``samples`` (one region, float32 mono): original, anchors,
     ``reconstruction``, ``k<n>`` and ``compare``; CodecError naming any that cannot be made."""
     made: dict[str, np.ndarray] = {}
-    anchors = [anchor_lib.BY_ID[s] for s in source_ids if s in anchor_lib.BY_ID]
+    anchors = [core_anchors.BY_ID[s] for s in source_ids if s in core_anchors.BY_ID]
     if anchors:
-        done = anchor_lib.make_anchors(samples, anchors)
+        done = core_anchors.make_anchors(samples, anchors)
         if done.problems:
             raise CodecError(done.problems[0].message)
         made.update({a.anchor.id: a.samples for a in done.made})

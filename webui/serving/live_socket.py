@@ -39,7 +39,7 @@ from fastapi.routing import APIWebSocketRoute
 from core.errors import CodecError
 from webui import i18n
 from webui.i18n import TranslatedError
-from webui.jobs import live as jobs
+from webui.jobs import live
 from webui.serving.guard import signed_in
 from webui.serving.limits import ClientLimits, Refusal
 from webui.serving.origins import OriginPolicy
@@ -51,7 +51,7 @@ logger = logging.getLogger(__name__)
 
 PATH = "/live/ws"
 IDLE_S = 3.0  # a socket with no message for this long is closed, and its session with it
-QUEUE_S = jobs.MAX_BEHIND_S + 1.0  # audio read ahead of the session's work, at most (then backpressure)
+QUEUE_S = live.MAX_BEHIND_S + 1.0  # audio read ahead of the session's work, at most (then backpressure)
 
 
 def live_routes(
@@ -105,9 +105,9 @@ async def serve(ws: WebSocket, engine, workspace: Workspace, origins: OriginPoli
 
 async def _serve(ws: WebSocket, engine, workspace: Workspace, rate: int, channels: int, lang: str) -> None:
     try:
-        jobs.check_format(rate, channels)
+        live.check_format(rate, channels)
         session = await anyio.to_thread.run_sync(lambda: engine.live.open(rate, channels))
-    except (jobs.LiveEnd, CodecError) as e:
+    except (live.LiveEnd, CodecError) as e:
         await _error(ws, _text(e, lang))
         return
     except Exception:  # noqa: BLE001 - whatever broke, the page gets a sentence, never a bare 1006
@@ -127,7 +127,7 @@ async def _serve(ws: WebSocket, engine, workspace: Workspace, rate: int, channel
                 }
             )
         )
-        await _loop(ws, engine, workspace, jobs.LiveRun(session, rate, channels), lang)
+        await _loop(ws, engine, workspace, live.LiveRun(session, rate, channels), lang)
     except WebSocketDisconnect:
         logger.info("live page went away after %.1f s of audio", session.input.seconds)
     except Exception:  # noqa: BLE001 - whatever broke, the page gets a sentence, never a bare 1006
@@ -139,7 +139,7 @@ async def _serve(ws: WebSocket, engine, workspace: Workspace, rate: int, channel
 
 def _text(e: Exception, lang: str) -> str:
     """The sentence the page gets for what ended its session."""
-    if isinstance(e, jobs.LiveEnd):
+    if isinstance(e, live.LiveEnd):
         return codec_error_text(e.cause, lang) if e.cause else i18n.text(e.key, lang, **e.params)
     return codec_error_text(e, lang)  # type: ignore[arg-type]
 
@@ -181,7 +181,7 @@ class _Inbox:
         return message, arrived
 
 
-async def _loop(ws: WebSocket, engine, workspace: Workspace, run: jobs.LiveRun, lang: str) -> None:
+async def _loop(ws: WebSocket, engine, workspace: Workspace, run: live.LiveRun, lang: str) -> None:
     inbox = _Inbox(int(QUEUE_S * run.rate * run.channels * 4))
     reader = asyncio.create_task(inbox.read(ws))
     try:
@@ -190,7 +190,7 @@ async def _loop(ws: WebSocket, engine, workspace: Workspace, run: jobs.LiveRun, 
         reader.cancel()
 
 
-async def _work(ws: WebSocket, engine, workspace: Workspace, run: jobs.LiveRun, lang: str, inbox: _Inbox) -> None:
+async def _work(ws: WebSocket, engine, workspace: Workspace, run: live.LiveRun, lang: str, inbox: _Inbox) -> None:
     while True:
         try:
             message, arrived = await asyncio.wait_for(inbox.get(), timeout=IDLE_S)
@@ -211,7 +211,7 @@ async def _work(ws: WebSocket, engine, workspace: Workspace, run: jobs.LiveRun, 
             continue
         try:
             reply = await anyio.to_thread.run_sync(run.push, message.get("bytes") or b"", arrived)
-        except jobs.LiveEnd as e:
+        except live.LiveEnd as e:
             if e.keep:
                 await _finish(ws, engine, workspace, run, lang, _text(e, lang))
             else:
@@ -221,7 +221,7 @@ async def _work(ws: WebSocket, engine, workspace: Workspace, run: jobs.LiveRun, 
             await ws.send_bytes(reply)
 
 
-async def _finish(ws: WebSocket, engine, workspace: Workspace, run: jobs.LiveRun, lang: str, note: str | None = None):
+async def _finish(ws: WebSocket, engine, workspace: Workspace, run: live.LiveRun, lang: str, note: str | None = None):
     """Stop the session and save it as a round-trip result; tell the page its id."""
     try:
         folder = workspace.new_dir("live")

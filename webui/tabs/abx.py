@@ -9,7 +9,7 @@ waveforms, and X is written anew for every trial under a name only the session's
 neither the picture nor the file name gives the answer away. Nothing is shown about the answers
 until the last one is in: before it, no output carries the score, only how many are left.
 
-Issue 19: A and B are 16-bit WAVs with their own dither, and X is written for each trial from A's
+A and B are 16-bit WAVs with their own dither, and X is written for each trial from A's
 or B's samples with a fresh dither (one least significant bit, -96 dBFS: inaudible), so X's bytes
 (and hash) never equal A's or B's; a script can still tell them apart by decoding and comparing
 samples, a listener cannot. A repeated or stale answer writes nothing. The SQLite store is never
@@ -33,7 +33,7 @@ from pathlib import Path
 
 import gradio as gr
 
-from core import anchors as anchor_lib
+from core import anchors as core_anchors
 from core.audio.files import audio_from_array, load_audio
 from core.codec import NUM_CODEBOOKS, SAMPLE_RATE, bitrate_bps
 from core.judging import abx, abx_store
@@ -248,11 +248,11 @@ def _what_b(level) -> tuple[str, object]:
     try:
         value = float(text)
     except ValueError:
-        anchors = anchor_lib.parse_anchors(text) if text.lower() in anchor_lib.anchor_names() else ()
+        anchors = core_anchors.parse_anchors(text) if text.lower() in core_anchors.anchor_names() else ()
         if len(anchors) == 1:
             return "anchor", anchors[0]
         raise i18n.TranslatedError(
-            "compare.abx_bad_b", level=level, max=NUM_CODEBOOKS, anchors=", ".join(a.id for a in anchor_lib.ANCHORS)
+            "compare.abx_bad_b", level=level, max=NUM_CODEBOOKS, anchors=", ".join(a.id for a in core_anchors.ANCHORS)
         ) from None
     if not (value.is_integer() and 1 <= value <= NUM_CODEBOOKS):
         raise i18n.TranslatedError("abx.bad_level", level=level, max=NUM_CODEBOOKS)
@@ -262,7 +262,7 @@ def _what_b(level) -> tuple[str, object]:
 def b_choices() -> list[tuple[str, str]]:
     """B beyond the codec's levels: each reference codec, and ② the second checkpoint (neutral
     labels: the dropdown is not translated; its info line says what ② is)."""
-    return [(short_label(a.id), a.id) for a in anchor_lib.ANCHORS] + [(short_label(COMPARE_ID), COMPARE_ID)]
+    return [(short_label(a.id), a.id) for a in core_anchors.ANCHORS] + [(short_label(COMPARE_ID), COMPARE_ID)]
 
 
 def _trial_number(value) -> int:

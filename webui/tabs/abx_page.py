@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import gradio as gr
 
-from core import anchors as anchor_lib
+from core import anchors
 from core.codec import NUM_CODEBOOKS, bitrate_bps
 from core.judging import abx
 from core.judging.sources import ANCHOR, familiar_first
@@ -83,7 +83,7 @@ class AbxPageHandlers(AbxHandlers):
     def other_source(self, level) -> str | None:
         """The reference codec to test against next: the most familiar of the server's anchors that
         B was not (None without anchors)."""
-        made = anchor_lib.anchor_ids(self.engine.settings.anchors)  # in the table's order
+        made = anchors.anchor_ids(self.engine.settings.anchors)  # in the table's order
         return next((a for a in familiar_first(made) if a != str(level)), None)
 
     @staticmethod

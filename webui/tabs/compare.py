@@ -16,9 +16,9 @@ from pathlib import Path
 
 import gradio as gr
 
-from core import anchors as anchor_lib
+from core import anchors as core_anchors
 from core.analysis.judges import Judges
-from core.judging import sources as source_lib
+from core.judging import sources
 from webui import i18n
 from webui.common import TabHandlers, need_file, user_errors
 from webui.jobs import compare as compare_jobs
@@ -34,8 +34,8 @@ MAX_SOURCES = 48  # sources a client may hand back (every anchor, ladder level a
 def chosen(anchors, with_second, settings) -> list[str]:
     """What the round trip makes beside the codec: the ticked anchors (None: the server's
     --anchors) and ``compare`` for the second checkpoint."""
-    ids = anchor_lib.anchor_ids(settings.anchors if anchors is None else anchors)
-    return ids + ([source_lib.COMPARE_ID] if with_second is None or with_second else [])
+    ids = core_anchors.anchor_ids(settings.anchors if anchors is None else anchors)
+    return ids + ([sources.COMPARE_ID] if with_second is None or with_second else [])
 
 
 def sources_of(value) -> list[dict]:
@@ -48,9 +48,9 @@ def sources_of(value) -> list[dict]:
     items = value.get("sources", []) if isinstance(value, dict) else value or []
     if not isinstance(items, list):
         return []
-    skip = (source_lib.ORIGINAL, source_lib.CODEC, source_lib.RESIDUAL)
+    skip = (sources.ORIGINAL, sources.CODEC, sources.RESIDUAL)
     return [
-        s for s in items if isinstance(s, dict) and s.get("kind") not in skip and s.get("id") != source_lib.RESIDUAL_ID
+        s for s in items if isinstance(s, dict) and s.get("kind") not in skip and s.get("id") != sources.RESIDUAL_ID
     ]
 
 
@@ -78,7 +78,7 @@ def checked_sources(value, root: Path) -> list[dict]:
                 "id": item["id"],
                 compare_jobs.WAV: str(path),
                 "label": str(item.get("label") or item["id"])[:80],
-                "kind": str(item.get("kind") or source_lib.ANCHOR),
+                "kind": str(item.get("kind") or sources.ANCHOR),
                 "key": str(item.get("key") or "")[:1],
                 "bitrate_bps": float(bitrate) if isinstance(bitrate, int | float) else None,
             }
@@ -99,7 +99,7 @@ class CompareHandlers(TabHandlers):
         random_weights = bool(self.engine.info().get("random_weights"))
         with user_errors("action.compare_table", lang):
             listed = checked_sources(manifest, self.workspace.root)
-            codec = source_lib.codec().facts() | {compare_jobs.WAV: str(reconstruction)}
+            codec = sources.codec().facts() | {compare_jobs.WAV: str(reconstruction)}
             items = [codec, *listed]
             for mos in (False, True):
                 out = compare_jobs.table_of(
@@ -137,8 +137,8 @@ class CompareHandlers(TabHandlers):
         reconstruction = need_file(reconstruction_path, "what.reconstruction", lang)
         with user_errors("action.compare_table", lang):
             have = checked_sources(details, self.workspace.root)
-            wanted = anchor_lib.anchor_ids(anchors or [])
-            kept = [s for s in have if s["kind"] != source_lib.ANCHOR or s["id"] in wanted]
+            wanted = core_anchors.anchor_ids(anchors or [])
+            kept = [s for s in have if s["kind"] != sources.ANCHOR or s["id"] in wanted]
             missing = [a for a in wanted if a not in {s["id"] for s in have}]
             if not missing and len(kept) == len(have):
                 return gr.skip()
@@ -165,8 +165,8 @@ class CompareHandlers(TabHandlers):
 def inputs(settings) -> tuple[gr.CheckboxGroup, gr.Checkbox]:
     """The round trip's choice of what to make beside the codec (call in its input column)."""
     anchors = gr.CheckboxGroup(  # short labels, the same in every language (the player's buttons are translated)
-        [(source_lib.short_label(a.id), a.id) for a in anchor_lib.ANCHORS],
-        value=anchor_lib.anchor_ids(settings.anchors),
+        [(sources.short_label(a.id), a.id) for a in core_anchors.ANCHORS],
+        value=core_anchors.anchor_ids(settings.anchors),
         label=i18n.label("compare.anchors"),
         info=i18n.label("compare.anchors_info"),
         elem_id="roundtrip-anchors",

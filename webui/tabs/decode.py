@@ -10,10 +10,9 @@ import gradio as gr
 from webui import i18n
 from webui.common import TabHandlers, need_file, user_errors
 from webui.i18n import label
-from webui.jobs import codec as jobs
+from webui.jobs import codec
 from webui.queues import MODEL_GROUP
-from webui.views import figure_words
-from webui.views import formatting as fmt
+from webui.views import figure_words, formatting
 
 logger = logging.getLogger(__name__)
 
@@ -26,7 +25,7 @@ class DecodeHandlers(TabHandlers):
         lang = i18n.language_of(request)
         source = need_file(token_path, "what.token_file", lang)
         with user_errors("action.decode", lang, self.workspace.root):
-            out = jobs.decode(
+            out = codec.decode(
                 self.engine,
                 source,
                 self.workspace.new_dir("decode"),
@@ -34,7 +33,12 @@ class DecodeHandlers(TabHandlers):
                 figure_words.of(lang),
             )
         details = {"token_file": out.meta, "tokens": out.summary, "timing": out.timing}
-        return str(out.wav), fmt.token_file_markdown(out.meta, out.summary, lang), str(out.spectrogram_png), details
+        return (
+            str(out.wav),
+            formatting.token_file_markdown(out.meta, out.summary, lang),
+            str(out.spectrogram_png),
+            details,
+        )
 
 
 def build(handlers: DecodeHandlers) -> None:

@@ -11,11 +11,10 @@ import gradio as gr
 from webui import i18n
 from webui.common import TabHandlers, need_file, user_errors
 from webui.i18n import label
-from webui.jobs import codec as jobs
+from webui.jobs import codec
 from webui.queues import MODEL_GROUP
 from webui.tabs.inputs import audio_input, examples
-from webui.views import figure_words
-from webui.views import formatting as fmt
+from webui.views import figure_words, formatting
 
 logger = logging.getLogger(__name__)
 
@@ -28,7 +27,7 @@ class EncodeHandlers(TabHandlers):
         lang = i18n.language_of(request)
         source = need_file(audio_path, "what.audio", lang)
         with user_errors("action.encode", lang, self.workspace.root):
-            out = jobs.encode(
+            out = codec.encode(
                 self.engine,
                 source,
                 self.workspace.new_dir("encode"),
@@ -37,7 +36,7 @@ class EncodeHandlers(TabHandlers):
                 figure_words.of(lang),
             )
         details = {"input": out.facts, "tokens": out.summary, "timing": out.timing}
-        text = fmt.facts_markdown(out.facts, lang) + "\n\n" + fmt.tokens_markdown(out.summary, lang)
+        text = formatting.facts_markdown(out.facts, lang) + "\n\n" + formatting.tokens_markdown(out.summary, lang)
         return str(out.token_file), text, str(out.heatmap_png), details
 
 

@@ -20,11 +20,11 @@ from core.codec import SAMPLE_RATE, SAMPLES_PER_FRAME
 from webui import i18n
 from webui.common import TabHandlers
 from webui.i18n import label
-from webui.jobs import live as jobs
+from webui.jobs import live as jobs_live
 from webui.queues import STATUS_GROUP
 from webui.serving.live_socket import PATH
 from webui.tabs.roundtrip import RoundTripView
-from webui.views import formatting as fmt
+from webui.views import formatting
 
 logger = logging.getLogger(__name__)
 
@@ -70,7 +70,7 @@ class LiveHandlers(TabHandlers):
             "lang": lang,
             "limit": self.engine.live.limit,
             "max_s": self.engine.live.max_seconds(),
-            "device": fmt.device_label(self.engine.info(), lang),  # in the page's language
+            "device": formatting.device_label(self.engine.info(), lang),  # in the page's language
             "texts": {key: i18n.text(f"live.widget.{key}", lang) for key in WIDGET_TEXTS},
         }
 
@@ -78,7 +78,7 @@ class LiveHandlers(TabHandlers):
         """A stopped session's result (the id the widget got), shown as the Round trip shows one."""
         lang = i18n.language_of(request)
         result_id = str((getattr(event, "_data", None) or {}).get("id", ""))
-        out = jobs.load_result(self.workspace.root, result_id)
+        out = jobs_live.load_result(self.workspace.root, result_id)
         if out is None:
             raise gr.Error(i18n.text("live.error.result_gone", lang))
         live = out.timing.get("live", {})
@@ -94,8 +94,8 @@ class LiveHandlers(TabHandlers):
                 p95=f"{live.get('compute_ms_p95', 0):.1f}",
                 rtf=f"{live.get('realtime_factor', 0):.2f}",
             ),
-            facts=fmt.facts_markdown(out.facts, lang, captured=True),  # the browser chose rate and channels
-            tokens=fmt.tokens_markdown(out.summary, lang),
+            facts=formatting.facts_markdown(out.facts, lang, captured=True),  # the browser chose rate and channels
+            tokens=formatting.tokens_markdown(out.summary, lang),
             spectrogram=str(out.spectrogram_png),
             downloads=[str(out.token_file), str(out.original_wav), str(out.reconstruction_wav)],
             details=details,

@@ -12,9 +12,9 @@ import gradio as gr
 
 from webui import i18n
 from webui.common import TabHandlers, path_of, user_errors
-from webui.jobs import parity as jobs
+from webui.jobs import parity
 from webui.queues import MODEL_GROUP
-from webui.views import parity_view as view
+from webui.views import parity_view
 
 logger = logging.getLogger(__name__)
 
@@ -39,21 +39,21 @@ class ParityHandlers(TabHandlers):
         lang = i18n.language_of(request)
         codes_path, wav_path = _need(codes, "parity.what_codes", lang), _need(wav, "parity.what_wav", lang)
         with user_errors("parity.action.decode", lang, self.workspace.root):
-            out = jobs.decode_check(
+            out = parity.decode_check(
                 self.engine,
                 codes_path,
                 wav_path,
                 self.workspace.new_dir("parity"),
-                view.words(lang),
-                view.labels(lang),
+                parity_view.words(lang),
+                parity_view.labels(lang),
                 lang,
                 i18n.progress_in(lang, progress),
             )
         details = out.result.to_dict() | {"seconds_total": round(out.seconds, 3)}
         return (
-            view.decode_markdown(out.result, lang, bool(self.engine.info().get("random_weights"))),
+            parity_view.decode_markdown(out.result, lang, bool(self.engine.info().get("random_weights"))),
             str(out.png),
-            view.measures_markdown(out.result, lang),
+            parity_view.measures_markdown(out.result, lang),
             str(out.html),
             details,
         )
@@ -62,15 +62,15 @@ class ParityHandlers(TabHandlers):
         lang = i18n.language_of(request)
         audio_path, codes_path = _need(audio, "parity.what_audio", lang), _need(codes, "parity.what_codes", lang)
         with user_errors("parity.action.encode", lang, self.workspace.root):
-            result = jobs.encode_check(self.engine, audio_path, codes_path, i18n.progress_in(lang, progress))
-        return view.encode_markdown(result, lang), result.to_dict()
+            result = parity.encode_check(self.engine, audio_path, codes_path, i18n.progress_in(lang, progress))
+        return parity_view.encode_markdown(result, lang), result.to_dict()
 
     def precision(self, clip, request: gr.Request | None = None, progress=gr.Progress()):
         lang = i18n.language_of(request)
         clip_path = _need(clip, "parity.what_clip", lang)
         with user_errors("parity.action.precision", lang, self.workspace.root):
-            sweep = jobs.precision_sweep(self.engine, clip_path, i18n.progress_in(lang, progress))
-        return view.sweep_markdown(sweep, lang), sweep.to_dict()
+            sweep = parity.precision_sweep(self.engine, clip_path, i18n.progress_in(lang, progress))
+        return parity_view.sweep_markdown(sweep, lang), sweep.to_dict()
 
 
 def build(handlers: ParityHandlers) -> None:

@@ -19,15 +19,13 @@ from core.units import MIB
 from webui import i18n
 from webui.common import TabHandlers, need_file, path_of, user_errors
 from webui.i18n import label
-from webui.jobs import codec as jobs
-from webui.jobs import results
+from webui.jobs import codec, results
 from webui.jobs.progress import ProgressBoard
 from webui.queues import FETCH_GROUP, LAB_GROUP, METRICS_GROUP, MODEL_GROUP
 from webui.serving import url_input
 from webui.tabs import compare, lab, review
 from webui.tabs.inputs import audio_input, examples
-from webui.views import figure_words, progress_view
-from webui.views import formatting as fmt
+from webui.views import figure_words, formatting, progress_view
 
 logger = logging.getLogger(__name__)
 
@@ -75,7 +73,7 @@ class RoundTripHandlers(TabHandlers):
         audio_s = None
         try:
             with user_errors("action.roundtrip", lang, self.workspace.root):
-                out = jobs.roundtrip(
+                out = codec.roundtrip(
                     self.engine,
                     source,
                     self.workspace.new_dir("roundtrip"),
@@ -96,9 +94,9 @@ class RoundTripHandlers(TabHandlers):
         return RoundTripView(
             original=str(out.original_wav),
             reconstruction=str(out.reconstruction_wav),
-            timing=fmt.timing_markdown(out.timing, lang),
-            facts=fmt.facts_markdown(out.facts, lang),
-            tokens=fmt.tokens_markdown(out.summary, lang),
+            timing=formatting.timing_markdown(out.timing, lang),
+            facts=formatting.facts_markdown(out.facts, lang),
+            tokens=formatting.tokens_markdown(out.summary, lang),
             spectrogram=str(out.spectrogram_png),
             downloads=[str(out.token_file), str(out.reconstruction_wav)],
             details=details,
@@ -112,10 +110,10 @@ class RoundTripHandlers(TabHandlers):
         reconstruction = need_file(reconstruction_path, "what.reconstruction", lang)
         with user_errors("action.metrics", lang):
             progress_in = i18n.progress_in(lang, progress)
-            out = jobs.measure(original, reconstruction, self.limits, progress_in, Judges.of(self.engine.settings))
+            out = codec.measure(original, reconstruction, self.limits, progress_in, Judges.of(self.engine.settings))
             measured = {"metrics": out.metrics, "seconds": out.seconds}
             results.remember("metrics", original, reconstruction, measured, results.scope(self.engine))
-        return fmt.metrics_markdown(out.metrics, out.seconds, lang), measured
+        return formatting.metrics_markdown(out.metrics, out.seconds, lang), measured
 
     def check_upload(self, audio_path, request: gr.Request | None = None):
         """A file just given: read it now (within the limits) and say at once what is wrong with it,
@@ -184,7 +182,7 @@ def blind_choices(timeline_data, request: gr.Request | None = None):
     lang = i18n.language_of(request)
     choices = [(i18n.text("roundtrip.blind.whole", lang), "whole"), (i18n.text("roundtrip.blind.loop", lang), "loop")]
     for n, moment in enumerate((timeline_data or {}).get("worst") or [], start=1):
-        words = i18n.text("roundtrip.blind.worst", lang, n=n, time=fmt.clock(moment["time_s"]))
+        words = i18n.text("roundtrip.blind.worst", lang, n=n, time=formatting.clock(moment["time_s"]))
         choices.append((words, f"worst{n}"))
     return gr.Radio(choices=choices, value="whole")
 

@@ -13,7 +13,7 @@ from webui import i18n
 from webui.common import TabHandlers, user_errors
 from webui.i18n import label
 from webui.queues import MODEL_GROUP, STATUS_GROUP
-from webui.views import formatting as fmt
+from webui.views import formatting
 
 logger = logging.getLogger(__name__)
 
@@ -25,7 +25,7 @@ class StatusHandlers(TabHandlers):
     def status(self, request: gr.Request | None = None):
         """The status bar as it stands (no new check), in the browser's language."""
         report = self.engine.last_report.to_dict() if self.engine.last_report else None
-        html = fmt.status_html(report, self.engine.info(), i18n.language_of(request))
+        html = formatting.status_html(report, self.engine.info(), i18n.language_of(request))
         return html, {"readiness": report, "engine": self.engine.info()}
 
     def readiness(self, request: gr.Request | None = None, progress=gr.Progress()):

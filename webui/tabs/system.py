@@ -15,8 +15,7 @@ from webui.common import TabHandlers, user_errors
 from webui.i18n import label
 from webui.queues import DOCTOR_GROUP, MODEL_GROUP, STATS_GROUP
 from webui.serving import visitors
-from webui.views import doctor_panel
-from webui.views import formatting as fmt
+from webui.views import doctor_panel, formatting
 
 logger = logging.getLogger(__name__)
 
@@ -33,7 +32,7 @@ class SystemHandlers(TabHandlers):
         lang = i18n.language_of(request)
         with user_errors("action.clear_vram", lang):
             result = self.engine.clear_vram()
-        return fmt.vram_markdown(result, lang), result
+        return formatting.vram_markdown(result, lang), result
 
     def doctor(self, request: gr.Request | None = None):
         """Every doctor check (``python -m core doctor``) as a panel, plus its JSON report."""
@@ -49,7 +48,7 @@ class SystemHandlers(TabHandlers):
         lang = i18n.language_of(request)
         with user_errors("action.stats", lang):
             stats = self.engine.stats()
-        return fmt.stats_markdown(stats, lang), stats
+        return formatting.stats_markdown(stats, lang), stats
 
 
 def build(handlers: SystemHandlers, stats_every_s: float) -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import html
 import math
 
-from core.analysis import metrics as analysis
+from core.analysis import metrics
 from core.codec import SAMPLE_RATE, bitrate_bps
 from core.judging.sources import LEVEL, ORIGINAL
 from webui.i18n import text
@@ -42,9 +42,9 @@ def spectrograms_html(pictures: list[tuple[str, str]], duration_s: float, lang: 
     """``pictures``: (PNG path, source id) from webui.jobs.lab.run_ladder, the original's first."""
     if not pictures:
         return ""
-    ticks, labels = analysis._khz_ticks(SAMPLE_RATE, analysis.N_MELS)  # the original's figure's ticks
+    ticks, labels = metrics._khz_ticks(SAMPLE_RATE, metrics.N_MELS)  # the original's figure's ticks
     y_axis = "".join(
-        f"<span style='bottom:{100 * t / analysis.N_MELS:.1f}%'>{_esc(label)}</span>"
+        f"<span style='bottom:{100 * t / metrics.N_MELS:.1f}%'>{_esc(label)}</span>"
         for t, label in zip(ticks, labels, strict=True)
     )
     figures = []
@@ -55,7 +55,7 @@ def spectrograms_html(pictures: list[tuple[str, str]], duration_s: float, lang: 
             "<figure class='cw-spec'>"
             f"<figcaption>{_esc(name)}</figcaption>"
             f"<div class='cw-spec-plot'><div class='cw-spec-y' aria-hidden='true'>{y_axis}</div>"
-            f"<img src='gradio_api/file={_esc(path)}' alt='{_esc(alt)}' height='{2 * analysis.N_MELS}'></div>"
+            f"<img src='gradio_api/file={_esc(path)}' alt='{_esc(alt)}' height='{2 * metrics.N_MELS}'></div>"
             "</figure>"
         )
     x_axis = "".join(

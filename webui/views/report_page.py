@@ -9,7 +9,7 @@ import html
 from pathlib import Path
 
 from core.judging import report
-from core.judging import verdict as judging
+from core.judging import verdict as judging_verdict
 from webui.i18n import text
 from webui.views import verdict_card, words
 from webui.views.formatting import metric_name
@@ -35,7 +35,7 @@ def _esc(value) -> str:
 def _verdict_block(v: dict | None, metrics: list[dict], lang: str) -> str:
     if not v:
         return f'<p class="verdict unknown">{_esc(text("report.no_verdict", lang))}</p>'
-    _values, signal_lights = verdict_card.values_and_lights(v, judging.metric_values(metrics))
+    _values, signal_lights = verdict_card.values_and_lights(v, judging_verdict.metric_values(metrics))
     level = str(v.get("level")) if v.get("level") in ("green", "amber", "red") else "unknown"
     lead = text(f"verdict.sentence.{level}", lang) if level != "unknown" else ""
     reasons = "".join(f"<li>{_esc(r)}</li>" for r in verdict_card.reasons(signal_lights, lang))

@@ -19,7 +19,7 @@ import html
 import math
 
 from core.analysis import catalog
-from core.judging import verdict as judging
+from core.judging import verdict
 from core.judging.sources import ANCHOR
 from webui.i18n import text
 from webui.views import compare_view
@@ -27,7 +27,7 @@ from webui.views.formatting import clock
 
 SIGNALS = catalog.ids(catalog.VOTERS_ON_CARD)  # the verdict's signals, in the order a listener cares
 SHOWN = catalog.ids(catalog.CARD)  # the rows of the card's numbers: the signals, then those without bounds
-_LEVELS = (*judging.LEVELS, "unknown")
+_LEVELS = (*verdict.LEVELS, "unknown")
 
 
 def _esc(value) -> str:
@@ -40,8 +40,8 @@ def values_and_lights(v: dict | None, metrics: dict[str, float | None]) -> tuple
     ``metrics`` and ``v``'s two MOS predictions (a dict from before the verdict carried its lights)."""
     v = v or {}
     if isinstance(v.get("values"), dict) and isinstance(v.get("lights"), dict):
-        return v["values"], {k: str(light) for k, light in v["lights"].items() if light in judging.LEVELS}
-    found = judging.combine(metrics, v.get("mos_original"), v.get("mos_reconstruction"), random_weights=False)
+        return v["values"], {k: str(light) for k, light in v["lights"].items() if light in verdict.LEVELS}
+    found = verdict.combine(metrics, v.get("mos_original"), v.get("mos_reconstruction"), random_weights=False)
     return found.values, found.lights
 
 
@@ -70,7 +70,7 @@ def reasons(signal_lights: dict[str, str], lang: str, limit: int = 3, alone: boo
             for kv in signal_lights.items()
             if kv[0] in catalog.BY_ID and (alone or not catalog.BY_ID[kv[0]].said_alone)
         ),
-        key=lambda kv: (-judging.LEVELS.index(kv[1]), SIGNALS.index(kv[0]) if kv[0] in SIGNALS else len(SIGNALS)),
+        key=lambda kv: (-verdict.LEVELS.index(kv[1]), SIGNALS.index(kv[0]) if kv[0] in SIGNALS else len(SIGNALS)),
     )
     return [text(f"metrics.reason.{catalog.BY_ID[name].key}.{light}", lang) for name, light in ordered[:limit]]
 
@@ -81,7 +81,7 @@ def alone_lines(signal_lights: dict[str, str], lang: str) -> list[tuple[str, str
     return [
         (name, signal_lights[name], text(f"metrics.reason.{catalog.BY_ID[name].key}.{signal_lights[name]}", lang))
         for name in SIGNALS
-        if catalog.BY_ID[name].said_alone and signal_lights.get(name) in judging.LEVELS
+        if catalog.BY_ID[name].said_alone and signal_lights.get(name) in verdict.LEVELS
     ]
 
 
@@ -163,7 +163,7 @@ def measuring(lang: str, random_weights: bool) -> str:
 
 def preliminary(metrics: dict, estimate_s: float | None, judged: str, lang: str, random_weights: bool) -> str:
     """The metrics are in: a light from the metrics alone (core's), and when the final verdict will come."""
-    found = judging.combine(metrics, None, None, random_weights=False)
+    found = verdict.combine(metrics, None, None, random_weights=False)
     values, signal_lights, level = found.values, found.lights, found.level
     title = text("verdict.preliminary", lang, words=text(f"verdict.{level}", lang))
     waiting = (
@@ -184,7 +184,7 @@ def final(v: dict, metrics: dict, judged: str, lang: str, placing: str = "", anc
     ``anchors``: :func:`beside` of the table of every source (None until it is in)."""
     values, signal_lights = values_and_lights(v, metrics)
     values = {**{k: metrics.get(k) for k in SHOWN}, **values}  # rows without bounds: the metrics' own
-    level = str(v["level"]) if v.get("level") in _LEVELS else judging.worst(signal_lights)
+    level = str(v["level"]) if v.get("level") in _LEVELS else verdict.worst(signal_lights)
     body = reasons(signal_lights, lang, alone=False) if signal_lights else []  # the title already says it cannot judge
     if not body and level != "unknown":
         body = [text("verdict.unknown", lang)]

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from core.analysis import catalog, signal_metrics
-from core.analysis import metrics as analysis
+from core.analysis import metrics as analysis_metrics
 from core.analysis.metrics import log_mel
 
 SR = 24_000  # Hz
@@ -15,7 +15,7 @@ SIGNAL = catalog.ids(m for m in catalog.COMPARED if not m.judge)  # the rows no 
 
 def compare(reference, degraded, **kwargs):
     """The signal metrics only: these tests do not pay for the speaker model (test_speaker does)."""
-    return analysis.compare(reference, degraded, metrics=SIGNAL, **kwargs)
+    return analysis_metrics.compare(reference, degraded, metrics=SIGNAL, **kwargs)
 
 
 def by_name(metrics) -> dict:
@@ -134,11 +134,11 @@ def test_a_caller_asks_for_the_rows_it_shows_by_id_and_pays_for_no_other(speech,
 
     monkeypatch.setattr(speaker, "ge2e_metric", never)
     x = speech(1.0)
-    assert [m.name for m in analysis.compare(x, x, metrics=["STOI", "SI-SDR"])] == ["STOI", "SI-SDR"]
+    assert [m.name for m in analysis_metrics.compare(x, x, metrics=["STOI", "SI-SDR"])] == ["STOI", "SI-SDR"]
     assert [m.name for m in compare(x, x)] == list(SIGNAL)
     with pytest.raises(KeyError, match="unknown metric 'Speaker similarity'"):  # ids, never display text
-        analysis.compare(x, x, metrics=["Speaker similarity"])
-    asked = {m.name: m for m in analysis.compare(x, x, metrics=["SIM-GE2E", "STOI"])}  # asked for: computed
+        analysis_metrics.compare(x, x, metrics=["Speaker similarity"])
+    asked = {m.name: m for m in analysis_metrics.compare(x, x, metrics=["SIM-GE2E", "STOI"])}  # asked for: computed
     assert "AssertionError" in asked["SIM-GE2E"].note and asked["STOI"].value is not None
 
 
@@ -195,14 +195,14 @@ def htk_triangles(sample_rate: int, n_fft: int, n_mels: int) -> np.ndarray:
 @pytest.mark.parametrize("sample_rate, n_fft, n_mels", [(SR, 1024, 80), (16_000, 512, 40)])
 def test_mel_filterbank_is_the_htk_triangles(sample_rate, n_fft, n_mels):
     # torchaudio's melscale_fbanks replaced the hand-written filters: same numbers, pinned here
-    ours = analysis._mel_filterbank(sample_rate, n_fft, n_mels)
+    ours = analysis_metrics._mel_filterbank(sample_rate, n_fft, n_mels)
     assert ours.shape == (n_mels, n_fft // 2 + 1)
     np.testing.assert_allclose(ours, htk_triangles(sample_rate, n_fft, n_mels), atol=1e-5)
     assert ours.max() <= 1.0 and (ours.sum(axis=0)[1:-1] > 0).all()  # unnormalised; every inner bin is covered
 
 
 def test_khz_ticks_sit_where_the_formula_puts_them():
-    ticks, labels = analysis._khz_ticks(SR, 80)
+    ticks, labels = analysis_metrics._khz_ticks(SR, 80)
     assert labels == ["0.5", "1", "2", "4", "8"]
     centres = htk_mel_centres_hz(SR, 80)
     for tick, label in zip(ticks, labels, strict=True):
@@ -230,7 +230,7 @@ def image_axes(fig):
 def test_spectrogram_figure(speech, tmp_path):
     x = speech(2.0)
     quieter = 0.1 * x  # on its own scale it would look the same; on the shared one, darker
-    fig = analysis.spectrogram_figure(x, quieter)
+    fig = analysis_metrics.spectrogram_figure(x, quieter)
     axes = image_axes(fig)
     assert len(axes) == 3
     (a,), (b,), (d,) = (ax.images for ax in axes)
@@ -243,28 +243,28 @@ def test_spectrogram_figure(speech, tmp_path):
         assert ax.get_title()
     assert len(fig.axes) == 6  # one colourbar each
     assert np.ma.median(d.get_array()) < -10  # the reconstruction is 20 dB quieter
-    png = analysis.figure_to_png(fig, tmp_path / "spec.png")
+    png = analysis_metrics.figure_to_png(fig, tmp_path / "spec.png")
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_spectrogram_figure_aligns_lengths(speech):
     x = speech(2.0)
-    fig = analysis.spectrogram_figure(x, x[: int(1.5 * SR)])
+    fig = analysis_metrics.spectrogram_figure(x, x[: int(1.5 * SR)])
     for ax in image_axes(fig):
         assert ax.get_xlim() == pytest.approx((0.0, 1.5))
 
 
 def test_long_clip_is_pooled_but_spans_the_clip(speech):
     x = speech(40.0)
-    fig = analysis.spectrogram_figure(x, x)
+    fig = analysis_metrics.spectrogram_figure(x, x)
     for ax in image_axes(fig):
-        assert ax.images[0].get_array().shape[1] <= analysis.MAX_IMAGE_COLUMNS
+        assert ax.images[0].get_array().shape[1] <= analysis_metrics.MAX_IMAGE_COLUMNS
         assert ax.images[0].get_extent()[1] == pytest.approx(40.0, abs=0.02)
         assert ax.get_xlim() == pytest.approx((0.0, 40.0))
 
 
 def test_single_spectrogram_figure(speech):
-    fig = analysis.single_spectrogram_figure(speech(1.2), title="Input")
+    fig = analysis_metrics.single_spectrogram_figure(speech(1.2), title="Input")
     (ax,) = image_axes(fig)
     assert ax.get_title() == "Input"
     assert ax.get_xlim() == pytest.approx((0.0, 1.2))

@@ -10,7 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 import soundfile as sf
 
-from core.cli import main as cli
+from core.cli import main
 from core.dataset import shards
 from core.dataset.job import tokenize
 from core.dataset.pipeline import TokenizeOptions
@@ -72,7 +72,7 @@ def test_folder_codes_equal_cli_encodes_and_bad_files_are_listed(local_ray, tiny
     for key, codes in found.items():
         encoded = tmp_path / "single" / key.replace("/", "_")
         flags = ["--model", str(tiny_checkpoint), "--device", "cpu", "--max-duration", "4", "--max-file-mb", "0.12"]
-        assert cli.main(["encode", str(data / key), "-o", str(encoded), *flags]) == 0
+        assert main.main(["encode", str(data / key), "-o", str(encoded), *flags]) == 0
         single = load_tokens(next(encoded.glob("*.npz"))).codes
         assert codes.shape == single.shape
         differing += int((codes != single).any(axis=1).sum())
@@ -118,7 +118,7 @@ def test_jsonl_and_parquet_manifests_keep_their_fields(local_ray, tiny_checkpoin
 
 def _cli_codes(path: Path, folder: Path, checkpoint) -> np.ndarray:
     """``python -m core encode`` of one file (in process), its codes."""
-    assert cli.main(["encode", str(path), "-o", str(folder), "--model", str(checkpoint), "--device", "cpu"]) == 0
+    assert main.main(["encode", str(path), "-o", str(folder), "--model", str(checkpoint), "--device", "cpu"]) == 0
     return load_tokens(next(folder.glob("*.npz"))).codes
 
 

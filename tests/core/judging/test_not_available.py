@@ -10,8 +10,7 @@ import math
 import numpy as np
 import pytest
 
-from core.analysis import catalog
-from core.analysis import metrics as analysis
+from core.analysis import catalog, metrics
 from core.judging import averages, evaluate, per_source, verdict
 from tests.conftest import speechlike
 
@@ -33,9 +32,9 @@ def test_a_verdict_with_nan_signals_is_cannot_judge_never_amber():
 
 def test_metrics_of_audio_far_over_full_scale_are_not_available_never_nan():
     huge = (speechlike(2.0, 1) * 1e30).astype(np.float32), (speechlike(2.0, 2) * 1e30).astype(np.float32)
-    for m in analysis.compare(*huge):
+    for m in metrics.compare(*huge):
         assert m.value is None or math.isfinite(m.value), m
-    mel = next(m for m in analysis.compare(*huge) if m.name == "Log-mel distance")
+    mel = next(m for m in metrics.compare(*huge) if m.name == "Log-mel distance")
     assert mel.value is None and "not available" in mel.note
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from core import anchors as anchor_lib
+from core import anchors
 from core.codec import NUM_CODEBOOKS
 from core.judging import sources
 
@@ -23,7 +23,7 @@ SHOWN_BEFORE = {
 
 def test_every_source_kind_has_an_entry():
     ids = ["original", "reconstruction", "residual", "compare", *(f"k{k}" for k in range(1, NUM_CODEBOOKS + 1))]
-    ids += [a.id for a in anchor_lib.ANCHORS]
+    ids += [a.id for a in anchors.ANCHORS]
     kinds = {sources.entry(i).kind for i in ids}
     assert kinds == {
         sources.ORIGINAL,
@@ -40,19 +40,19 @@ def test_every_source_kind_has_an_entry():
 
 
 def test_the_short_labels_are_those_the_page_showed():
-    assert {a.id: sources.short_label(a.id) for a in anchor_lib.ANCHORS} == SHOWN_BEFORE
+    assert {a.id: sources.short_label(a.id) for a in anchors.ANCHORS} == SHOWN_BEFORE
     assert sources.short_label(sources.COMPARE_ID) == "② 2.2 kbit/s"
 
 
 def test_the_best_known_reference_codec_comes_first():
-    every = [a.id for a in anchor_lib.ANCHORS]
+    every = [a.id for a in anchors.ANCHORS]
     assert sources.familiar_first(every) == ["opus6", "amr", "mp3", "opus12", "lp7", "lp3.5"]
     assert sources.familiar_first(["lp3.5", "new", "amr"]) == ["amr", "lp3.5", "new"]  # unranked last
 
 
 def test_an_anchor_without_a_label_or_rank_still_has_an_entry(monkeypatch):
-    bare = dataclasses.replace(anchor_lib.ANCHORS[0], id="g711", label="", short="", familiarity=0)
-    monkeypatch.setitem(anchor_lib.BY_ID, "g711", bare)
+    bare = dataclasses.replace(anchors.ANCHORS[0], id="g711", label="", short="", familiarity=0)
+    monkeypatch.setitem(anchors.BY_ID, "g711", bare)
     e = sources.entry("g711")
     assert (e.short, e.kind, e.key, e.familiarity) == ("g711", sources.ANCHOR, "compare.source.g711", 0)
     assert sources.entry("unheard-of").short == "unheard-of"

@@ -1,4 +1,4 @@
-"""Issue 31 through the tabs' handlers (tiny checkpoint): audio far over full scale refused on the
+"""Audio far over full scale through the tabs' handlers (tiny checkpoint): refused on the
 page, in the page's language."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""Issue 19 through the tabs' handlers (tiny checkpoint): token bombs where nothing is decoded, the
-report from server-side results, the doctor's own address, and the small items of finding 13."""
+"""Untrusted input through the tabs' handlers (tiny checkpoint): token bombs where nothing is decoded, the
+report from server-side results, the doctor's own address, and a damaged MP3."""
 
 from __future__ import annotations
 

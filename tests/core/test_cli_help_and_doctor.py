@@ -1,4 +1,4 @@
-"""Issue 29, item 10: a command's help shows its own options first and the engine's after, in their
+"""A command's help shows its own options first and the engine's after, in their
 own group; the source table names its units (the bitrate in kbit/s); a model that cannot be loaded
 is said once; the doctor checks the port the service is configured with and does not quote an old
 run's exit or error as the present one."""

@@ -1,4 +1,4 @@
-"""Issue 29's smaller findings, as a user reads them: the second checkpoint named by its folder, the
+"""Words as a user reads them: the second checkpoint named by its folder, the
 Evaluate tab's table in words (no ``mos_original``, no "red", no errno), core's `commands` quoted
 in a toast rather than shown with raw backticks."""
 
