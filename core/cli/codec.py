@@ -66,7 +66,7 @@ def cmd_check(args) -> int:
     if args.json:
         print(json.dumps({"engine": engine.info(), **report.to_dict()}, indent=2))
     else:
-        print(f"model {engine.settings.model} on {engine.info()['device_label']} ({engine.settings.dtype})")
+        print(f"model {engine.settings.model} on {engine.device_label} ({engine.settings.dtype})")
         for i, step in enumerate(report.steps, 1):
             print(f"{i}. {step.title:<18} {step.status.upper():<8} {step.detail} ({step.seconds:.2f} s)")
         print("READY" if report.ok else "NOT READY")
@@ -143,7 +143,7 @@ def cmd_roundtrip(args) -> int:
         if made.agreement:
             shares = " ".join(f"{v:.0%}" for v in made.agreement)
             print(f"codes equal to the second checkpoint's, per codebook: {shares}")
-        print(placing.place(table, random_weights=bool(engine.info().get("random_weights"))).sentence)
+        print(placing.place(table, random_weights=engine.random_weights).sentence)
     return 0
 
 

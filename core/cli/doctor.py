@@ -57,7 +57,7 @@ def cmd_doctor(args) -> int:
     if args.json:
         print(json.dumps({**report.to_dict(), "engine": engine.info()}, indent=2))
     else:
-        print(f"model {engine.settings.model} on {engine.info()['device_label']} ({engine.settings.dtype})")
+        print(f"model {engine.settings.model} on {engine.device_label} ({engine.settings.dtype})")
         if engine.error:
             print(f"model not loaded: {engine.error}")
         print(report.to_text())

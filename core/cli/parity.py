@@ -66,7 +66,7 @@ def cmd_parity(args) -> int:
         args.report.parent.mkdir(parents=True, exist_ok=True)
         png = args.report.with_suffix(".png")
         report.curve_png(result, png)
-        random_weights = bool(engine.info().get("random_weights"))
+        random_weights = engine.random_weights
         with open(args.report, "x", encoding="utf-8") as f:
             f.write(report.html_page(result, png, random_weights=random_weights))
     if args.json:

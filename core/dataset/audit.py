@@ -113,7 +113,7 @@ def audit(inputs: Inputs, engine, n: int) -> dict:
         except Exception as e:  # noqa: BLE001 - one clip that fails is a row with its error
             row["error"] = f"{type(e).__name__}: {e}"
         clips.append(row)
-    return summarise(clips, inputs, ge2e.label, bool(engine.info().get("random_weights")))
+    return summarise(clips, inputs, ge2e.label, engine.random_weights)
 
 
 def summarise(clips: list[dict], inputs: Inputs, model: str, random_weights: bool) -> dict:

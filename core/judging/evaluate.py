@@ -160,7 +160,7 @@ def evaluate_one(
             values,
             SAMPLE_RATE,
             engine.device,
-            bool(engine.info().get("random_weights")),
+            engine.random_weights,
             engine.settings.mos_windows,
         )
         row.update(
@@ -172,7 +172,7 @@ def evaluate_one(
         if judged.mos_original is not None and judged.mos_reconstruction is not None:
             row["mos_drop"] = judged.mos_original - judged.mos_reconstruction
         if made is not None and (anchors or made.second_trip is not None):
-            row.update(per_source.row_values(made, engine.device, bool(engine.info().get("random_weights")), judges))
+            row.update(per_source.row_values(made, engine.device, engine.random_weights, judges))
         if table is not None and made is not None:  # --table: the README's layout (core.judging.paper_table)
             table.append(paper_table.measure(audio.samples, made.sources, engine.settings.mos_windows, judges))
     except Exception as e:  # noqa: BLE001 - one bad file is a row with its error, never the end of the run
@@ -229,7 +229,7 @@ def evaluate_files(
             rows.append(row)
             writer.writerow(row)
             table.flush()  # each row is on disk as soon as its file is done
-    random_weights = bool(engine.info().get("random_weights"))
+    random_weights = engine.random_weights
     judges = Judges.of(engine.settings)
     table_md = _write_table(out_dir, per_file, anchors, random_weights, len(rows), judges) if with_table else None
     html_path = write_html(out_dir, rows, files, limits, worst, random_weights, ids if extra else [], table_md)

@@ -62,6 +62,8 @@ class Engine:
         self.model_path: Path | None = None  # the local directory the weights came from
         self.last_report: readiness.ReadinessReport | None = None
         self.load_seconds: float | None = None
+        self.random_weights = False  # a checkpoint this project built with random weights: no quality claims
+        self.resident_mib: float | None = None  # the loaded weights' size, counted once at load
         self._tokenizer = None
         self._dims: planner.ModelDims | None = None  # read once at load, for the memory planner
         self._fast: fast_decode.FastDecoder | None = None  # decodes: precision, compiled graphs, bf16 guard
@@ -75,6 +77,10 @@ class Engine:
     @property
     def device(self) -> str:
         return self.settings.device
+
+    @property
+    def device_label(self) -> str:
+        return "GPU " + self.device if self.settings.is_cuda else "CPU (no GPU in use)"
 
     @property
     def ready(self) -> bool:
@@ -108,7 +114,7 @@ class Engine:
             with self._lock:
                 self._drop_model()
                 self.state, self.error = EngineState.LOADING, None
-                self.model_path, self.load_seconds = None, None  # nothing from an earlier load survives a failed one
+                self.model_path, self.load_seconds, self.random_weights = None, None, False  # none survives a failure
             try:
                 loaded = self._torch_call(loading.load_model, self.settings)
             except CodecError as e:
@@ -116,9 +122,11 @@ class Engine:
             except Exception as e:  # anything else still must not kill the server
                 logger.exception("unexpected error while loading")
                 return self._fail(f"{type(e).__name__}: {e}")
+            resident_mib = round(readiness.model_bytes(loaded.tokenizer.model) / MIB, 1)  # every parameter, once
             with self._lock:  # the swap: a few references
                 self._tokenizer, self._dims, self._fast = loaded.tokenizer, loaded.dims, loaded.fast
                 self.model_path, self.load_seconds, self.state = loaded.path, loaded.seconds, EngineState.READY
+                self.random_weights, self.resident_mib = is_random_checkpoint(loaded.path), resident_mib
             logger.info("model loaded from %s in %.2f s", self.model_path, self.load_seconds)
             return True
 
@@ -142,7 +150,7 @@ class Engine:
 
     def _drop_model(self) -> None:
         self.live.close_all()  # their state belongs to the model that goes
-        self._tokenizer, self._dims, self._fast = None, None, None
+        self._tokenizer, self._dims, self._fast, self.resident_mib = None, None, None, None
         memory.release_cached(self.device)
 
     # ---- readiness ---------------------------------------------------------------------
@@ -362,23 +370,20 @@ class Engine:
         return memory.system_stats(self.device)
 
     def info(self) -> dict:
-        """What is loaded where: shown in the status bar and /health."""
-        tokenizer, resident = self._tokenizer, None  # one read: a reload may swap it meanwhile (no lock here)
-        if tokenizer is not None:
-            resident = round(readiness.model_bytes(tokenizer.model) / MIB, 1)
+        """What is loaded where (status bar, /health): fields read, none counted; one field: read it directly."""
         return {
             "state": self.state.value,
             "error": self.error,
             "model": self.settings.model,
             "model_path": str(self.model_path) if self.model_path else None,
             "device": self.device,
-            "device_label": "GPU " + self.device if self.settings.is_cuda else "CPU (no GPU in use)",
+            "device_label": self.device_label,
             "dtype": self.settings.dtype,
             "decode_dtype": self.settings.decode_dtype or self.settings.dtype,
             "decoder_compiled": bool(self._fast and self._fast.warm_shapes),  # False until a background compile ends
-            "resident_mib": resident,
+            "resident_mib": self.resident_mib,
             "load_seconds": self.load_seconds,
-            "random_weights": is_random_checkpoint(self.model_path),  # a test checkpoint: no quality claims
+            "random_weights": self.random_weights,
             "compare": self.compare.info() if self.compare else None,  # a second checkpoint (core.model.second)
         }
 

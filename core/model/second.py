@@ -54,11 +54,6 @@ def second_settings(primary: Engine, model: str, dtype: str | None = None, decod
     return dataclasses.replace(s, model=model, dtype=dtype, decode_dtype=decode, compare_model="")
 
 
-def fit_estimate(primary: Engine, settings) -> planner.MemoryEstimate:
-    """Whether the second checkpoint of ``settings`` fits beside ``primary`` now (nothing is loaded)."""
-    return _fit(primary, settings)[0]
-
-
 def _fit(primary: Engine, settings) -> tuple[planner.MemoryEstimate, float]:
     """(the estimate, the bytes the second checkpoint's weights will take)."""
     if not primary.ready:

@@ -122,7 +122,7 @@ def _read_and_encode(
 
 
 def _token_file(engine, codes, original_samples: int) -> tokens.TokenFile:
-    return tokens.make_token_file(codes, original_samples, engine.info()["model"])
+    return tokens.make_token_file(codes, original_samples, engine.settings.model)
 
 
 def _trip_steps(progress: Progress, low: float, high: float) -> Callable[[float], None]:

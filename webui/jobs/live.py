@@ -123,7 +123,7 @@ def save_result(engine, result: LiveResult, folder: Path, latency: dict | None =
     """Write a stopped session's files as a round trip does; return them as a RoundTripOutput."""
     start = time.perf_counter()
     recording = result.recording
-    token_file = tokens.make_token_file(result.codes, recording.samples.size, engine.info()["model"])
+    token_file = tokens.make_token_file(result.codes, recording.samples.size, engine.settings.model)
     original = write_wav(folder / f"{STEM}_24k_mono.wav", recording.samples)
     reconstruction = write_wav(folder / f"{STEM}_reconstruction.wav", result.reconstruction)
     token_path = tokens.save_tokens(token_file, folder / f"{STEM}_tokens.npz")

@@ -39,7 +39,7 @@ def decode_check(
         engine, codes_path, wav_path, lambda f: progress(0.8 * f, "parity.job.reference")
     )
     progress(0.85, "parity.job.report")
-    random_weights = bool(engine.info().get("random_weights"))
+    random_weights = engine.random_weights
     png, html = report.write_report(result, folder, stem_of(wav_path), words, labels, lang, random_weights)
     return DecodeCheck(result, png, html, time.perf_counter() - started)
 

@@ -109,7 +109,7 @@ def add_health_routes(app: FastAPI, engine, started_at: float | None = None, tem
 
     async def ready():
         ok, reason = readiness_verdict(engine, temp_root)
-        body = {"ready": ok, "state": engine.info()["state"], "reason": reason}
+        body = {"ready": ok, "state": engine.state.value, "reason": reason}
         return JSONResponse(body, status_code=200 if ok else 503, headers={"Cache-Control": "no-store"})
 
     before = len(app.router.routes)

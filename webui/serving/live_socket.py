@@ -123,7 +123,7 @@ async def _serve(ws: WebSocket, engine, workspace: Workspace, rate: int, channel
                     "limit": engine.live.limit,
                     "max_s": session.max_s,
                     "packet_frames": engine.live.packet_frames(),  # frames encoded together: the codec's latency
-                    "device": engine.info()["device_label"],
+                    "device": engine.device_label,
                 }
             )
         )

@@ -96,7 +96,7 @@ class CompareHandlers(TabHandlers):
         lang = i18n.language_of(request)
         original = need_file(original_path, "what.original", lang)
         reconstruction = need_file(reconstruction_path, "what.reconstruction", lang)
-        random_weights = bool(self.engine.info().get("random_weights"))
+        random_weights = self.engine.random_weights
         with user_errors("action.compare_table", lang):
             listed = checked_sources(manifest, self.workspace.root)
             codec = sources.codec().facts() | {compare_jobs.WAV: str(reconstruction)}

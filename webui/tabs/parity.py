@@ -51,7 +51,7 @@ class ParityHandlers(TabHandlers):
             )
         details = out.result.to_dict() | {"seconds_total": round(out.seconds, 3)}
         return (
-            parity_view.decode_markdown(out.result, lang, bool(self.engine.info().get("random_weights"))),
+            parity_view.decode_markdown(out.result, lang, self.engine.random_weights),
             str(out.png),
             parity_view.measures_markdown(out.result, lang),
             str(out.html),

@@ -47,7 +47,7 @@ class ReviewHandlers(TabHandlers):
     pace: list[float] = field(default_factory=lambda: [DEFAULT_MOS_S_PER_AUDIO_S])
 
     def _random(self) -> bool:
-        return bool(self.engine.info().get("random_weights"))
+        return self.engine.random_weights
 
     def measuring(self, request: gr.Request | None = None):
         """The round trip is done, the metrics are being measured: the card says so, Report waits."""

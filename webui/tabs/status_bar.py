@@ -25,8 +25,8 @@ class StatusHandlers(TabHandlers):
     def status(self, request: gr.Request | None = None):
         """The status bar as it stands (no new check), in the browser's language."""
         report = self.engine.last_report.to_dict() if self.engine.last_report else None
-        html = formatting.status_html(report, self.engine.info(), i18n.language_of(request))
-        return html, {"readiness": report, "engine": self.engine.info()}
+        info = self.engine.info()
+        return formatting.status_html(report, info, i18n.language_of(request)), {"readiness": report, "engine": info}
 
     def readiness(self, request: gr.Request | None = None, progress=gr.Progress()):
         """Re-run the three checks; loads the model first if it is not loaded."""

@@ -148,6 +148,19 @@ def test_info_labels_cpu_mode(tiny_engine):
     assert info["resident_mib"] > 1
 
 
+def test_info_counts_nothing_and_its_fields_are_read_directly(tiny_engine, monkeypatch):
+    """``info()`` is called for one field in many places: it reads what the load counted once and
+    never walks the model's parameters again."""
+    from core.model import readiness
+
+    resident = readiness.model_bytes(tiny_engine.model) / 2**20
+    monkeypatch.setattr(readiness, "model_bytes", lambda model: pytest.fail("info() walked every parameter"))
+    info = tiny_engine.info()
+    assert info["resident_mib"] == pytest.approx(resident, abs=0.05)
+    assert info["random_weights"] is tiny_engine.random_weights is True
+    assert info["device_label"] == tiny_engine.device_label
+
+
 def test_empty_batches_give_empty_results(tiny_engine):
     # a batch page with no files must not crash with "max() arg is an empty sequence"
     assert tiny_engine.encode_batch([]) == []
