@@ -5,6 +5,8 @@
 #   make test-fast  the edit-test loop: no browser, no service, no slow tests (a few minutes)
 #   make test-slow  the slow end-to-end tests make test leaves out (nginx replicas, supervisord, Ray, flows)
 #   make test-long  the long tests make test leaves out (a 10-minute clip, the soak); CI runs both after make test
+#   make screenshots  the docs' screenshots (docs/*.png) and the browser figures in bench/results, written
+#                   only here (DOCS_SCREENSHOTS=1): the test groups leave a fresh clone's git status clean
 #
 # Both work on a fresh Debian machine with Python 3.11+; the Debian packages are installed
 # (apt-get, non-interactive) only when missing. The virtual environment is reused while the
@@ -54,7 +56,7 @@ export PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD := 1
 export GRADIO_ANALYTICS_ENABLED := False
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: help run start stop restart status tail test test-fast test-slow test-long lint test-service system-deps test-system-deps venv clean-venv
+.PHONY: help run start stop restart status tail test test-fast test-slow test-long screenshots lint test-service system-deps test-system-deps venv clean-venv
 
 help:
 	@echo "make run           set up and start the service in the foreground (Ctrl-C stops it)"
@@ -64,6 +66,7 @@ help:
 	@echo "make test-fast     no browser, no service, no slow tests: the edit-test loop"
 	@echo "make test-slow     the slow end-to-end tests make test leaves out (replicas, supervisord, Ray, flows)"
 	@echo "make test-long     the long tests make test leaves out (10-minute clip, soak); CI runs all three"
+	@echo "make screenshots   the docs' screenshots and the browser figures in bench/results (DOCS_SCREENSHOTS=1)"
 	@echo "make lint          ruff check, ruff format --check, mypy, eslint webui/static"
 
 # ---- virtual environment -------------------------------------------------------------------
@@ -162,6 +165,14 @@ test-slow: test-system-deps $(VENV)/.stamp-test node_modules/.package-lock.json
 
 test-long: test-system-deps $(VENV)/.stamp-test node_modules/.package-lock.json
 	$(TEST_ENV) $(PY) -m pytest -m "$(LONG_MARKERS)" $(XDIST) --timeout=1200 --durations=5 $(PYTEST_ARGS)
+
+# The browser tests that save the docs' pictures (and bench/results/live_browser.json); every other run of
+# them takes and checks the same screenshots but writes nothing into the tree (tests/docs_output.py).
+SCREENSHOT_TESTS := $(addprefix tests/webui/,test_demo_flow_browser.py test_lab_browser.py test_compare_browser.py \
+	test_live_browser.py test_parity_browser.py test_share_browser.py test_voice_card_browser.py \
+	test_webui_browser_i18n.py test_webui_abx.py)
+screenshots: test-system-deps $(VENV)/.stamp-test node_modules/.package-lock.json
+	DOCS_SCREENSHOTS=1 $(TEST_ENV) $(PY) -m pytest -m "not gpu" $(XDIST) --timeout=900 $(PYTEST_ARGS) $(SCREENSHOT_TESTS)
 
 test-fast: $(VENV)/.stamp-test
 	$(TEST_ENV) $(PY) -m pytest -m "$(FAST_MARKERS)" $(XDIST) --timeout=300 --durations=10 $(PYTEST_ARGS)

@@ -2,7 +2,7 @@
 the codec's audio comes back, the recording's codes equal the offline encode of what the server
 received, the next user is told "busy" with the count, and a dropped tab frees its session within
 5 s; a server that encodes 2 frames per packet shows the packet's wait on a phone in Chinese. Saves docs/live.png
-and the mouth-to-ear latency measured here to bench/results/live_browser.json."""
+and the mouth-to-ear latency measured here to bench/results/live_browser.json (both under `make screenshots`)."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ import soundfile as sf
 from core.audio.files import load_audio, resample
 from core.model.engine import Engine
 from core.settings import Settings
+from tests import docs_output
 from tests.webui.conftest import _free_port
 from tests.webui.test_webui_browser import CHROMIUM, CHROMIUM_ARGS, REPO, _save_small
 from webui.app import UiOptions, build_app
@@ -127,7 +128,8 @@ def test_live_streams_and_the_recordings_codes_equal_the_offline_encode(browser,
     expect(result).to_be_visible(timeout=TRIP_TIMEOUT_MS)
     expect(result).to_contain_text("Blind-test this clip", timeout=TRIP_TIMEOUT_MS)
     expect(page.locator("#roundtrip-input")).to_contain_text("0:0")
-    FIGURES.write_text(
+    docs_output.save_text(  # under `make screenshots` only: a test run leaves the tree clean
+        FIGURES,
         json.dumps(
             {
                 "what": "Live tab in headless Debian chromium with a fake microphone, tiny checkpoint on this CPU",
@@ -136,13 +138,13 @@ def test_live_streams_and_the_recordings_codes_equal_the_offline_encode(browser,
                 "playback_queue_drops": running["dropped"],
                 "page_output_latency_ms": running["outputLatencyMs"],
                 "page_sample_rate": running["sampleRate"],
-                "server_device": engine.info()["device_label"],
+                "server_device": engine.device_label,
                 "loadavg": os.getloadavg(),
                 "cpus": os.cpu_count(),
             },
             indent=2,
         )
-        + "\n"
+        + "\n",
     )
     context.close()
 

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from tests import docs_output
+
 pytestmark = pytest.mark.browser
 
 CHROMIUM = "/usr/bin/chromium"
@@ -74,12 +76,8 @@ def test_roundtrip_from_an_uploaded_file(page):
 
 
 def _save_small(source: Path, target: Path) -> None:
-    """256 colours: a third of the bytes, no visible change (flat UI, colour-mapped plots)."""
-    from PIL import Image
-
-    target.parent.mkdir(exist_ok=True)
-    image = Image.open(source).convert("RGB")
-    image.quantize(colors=256, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE).save(target, optimize=True)
+    """The docs' screenshot, written only under ``make screenshots`` (``tests/docs_output.py``)."""
+    docs_output.save_picture(source, target)
 
 
 def test_decode_a_token_file(page, tabs, clip):
