@@ -6,9 +6,10 @@ from __future__ import annotations
 import os
 import pwd
 import shutil
-import socket
 import subprocess
 from pathlib import Path
+
+from tests.ports import reserve_port
 
 BIN: Path = next(
     (p for p in sorted(Path("/usr/lib/postgresql").glob("*/bin"), reverse=True) if (p / "initdb").exists()),
@@ -16,17 +17,11 @@ BIN: Path = next(
 )
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 class Postgres:
     """A throw-away PostgreSQL server in ``folder``."""
 
     def __init__(self, folder: Path):
-        self.folder, self.port = folder, _free_port()
+        self.folder, self.port = folder, reserve_port()
         self.user = "postgres" if os.geteuid() == 0 else pwd.getpwuid(os.geteuid()).pw_name
         self.data = folder / "data"
         folder.mkdir(parents=True, exist_ok=True)

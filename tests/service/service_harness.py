@@ -13,7 +13,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -23,17 +22,13 @@ from pathlib import Path
 
 import psutil
 
+from tests.ports import reserve_port
+
 REPO = Path(__file__).resolve().parents[2]
 CONFIG = REPO / "supervisord.conf"
 HOST = "127.0.0.1"
 CTL_TIMEOUT_S = 60  # one supervisorctl call
 SHUTDOWN_TIMEOUT_S = 40  # supervisord stops the app (stopwaitsecs 20) and exits
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind((HOST, 0))
-        return s.getsockname()[1]
 
 
 class Service:
@@ -50,7 +45,7 @@ class Service:
         extra_env: dict[str, str] | None = None,
     ):
         self.root = Path(root)
-        self.port = port or free_port()
+        self.port = port or reserve_port()
         self.conf = self.root / "supervisord.conf"
         self.logs = self.root / "logs"
         self.app_log = self.logs / "webui.log"

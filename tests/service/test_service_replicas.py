@@ -13,10 +13,8 @@ starts in all, against two now, with every check as it was."""
 from __future__ import annotations
 
 import json
-import random
 import re
 import shutil
-import socket
 import sys
 import tempfile
 import time
@@ -27,10 +25,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 import soundfile as sf
-from service_harness import HOST, REPO, Service, free_port
+from service_harness import HOST, REPO, Service
 
 from core.judging import mushra, room_db, room_results
 from core.judging.room_store import RoomStore
+from tests.ports import reserve_block, reserve_port
 
 REPLICAS_CONF = REPO / "deploy" / "supervisord.replicas.conf"
 pytestmark = [
@@ -42,24 +41,6 @@ pytestmark = [
 ]
 
 
-def _port_free(port: int) -> bool:
-    with socket.socket() as s:
-        try:
-            s.bind((HOST, port))
-        except OSError:
-            return False
-    return True
-
-
-def _base_port() -> int:
-    """A free pair base, base + 1 with base a multiple of 100 (the config writes PP%(process_num)02d)."""
-    for _ in range(50):
-        base = random.randrange(200, 600) * 100
-        if _port_free(base) and _port_free(base + 1):
-            return base
-    raise RuntimeError("no free port pair")
-
-
 def _replace_once(text: str, old: str, new: str) -> str:
     assert text.count(old) == 1, f"{REPLICAS_CONF.name} no longer contains {old!r}: update this test"
     return text.replace(old, new)
@@ -68,8 +49,8 @@ def _replace_once(text: str, old: str, new: str) -> str:
 class Replicas(Service):
     def __init__(self, root: Path, model: str):
         super().__init__(root, model)
-        self.base = _base_port()
-        self.listen = free_port()
+        self.base = reserve_block(2, align=100)  # the config numbers its ports PP%(process_num)02d
+        self.listen = reserve_port()
 
     def write_config(self) -> None:
         self.logs.mkdir(parents=True, exist_ok=True)

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import socket
 from pathlib import Path
 
 import numpy as np
 import pytest
 import soundfile as sf
 
+from tests.ports import reserve_port
 from tests.webui.tab_handlers import Tabs
 from webui.app import build_app
 from webui.options import UiOptions
@@ -21,16 +21,10 @@ def pytest_configure(config):
     config.addinivalue_line("filterwarnings", "ignore:'HTTP_422_UNPROCESSABLE_ENTITY' is deprecated")
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture
 def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nobody listens on right now."""
-    return _free_port()
+    """A TCP port on 127.0.0.1 that nobody listens on, reserved for this test process (tests/ports.py)."""
+    return reserve_port()
 
 
 @pytest.fixture
@@ -72,7 +66,7 @@ def server(engine, tmp_path_factory):
     """A live server on a free loopback port; yields (url, demo)."""
     ui = UiOptions(temp_root=tmp_path_factory.mktemp("server-work"))
     demo = build_app(engine, ui)
-    _app, url = launch(demo, engine, ui, ServerOptions(port=_free_port()))
+    _app, url = launch(demo, engine, ui, ServerOptions(port=reserve_port()))
     yield url, demo
     demo.close()
 

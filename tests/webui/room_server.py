@@ -4,21 +4,15 @@ free port."""
 
 from __future__ import annotations
 
-import socket
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 from core.model.engine import Engine
 from core.settings import Settings
+from tests.ports import reserve_port
 from webui.app import build_app
 from webui.options import UiOptions
 from webui.server import ServerOptions, launch
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @contextmanager
@@ -30,7 +24,7 @@ def room_server(checkpoint, tmp_path_factory, name: str) -> Iterator[tuple[str, 
     assert engine.warm_up().ok, engine.error
     ui = UiOptions(temp_root=tmp_path_factory.mktemp(f"{name}-work"))
     demo = build_app(engine, ui)
-    _app, url = launch(demo, engine, ui, ServerOptions(port=_free_port()))
+    _app, url = launch(demo, engine, ui, ServerOptions(port=reserve_port()))
     try:
         yield url.rstrip("/"), engine, ui
     finally:

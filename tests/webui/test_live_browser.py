@@ -19,7 +19,7 @@ from core.audio.files import load_audio, resample
 from core.model.engine import Engine
 from core.settings import Settings
 from tests import docs_output
-from tests.webui.conftest import _free_port
+from tests.ports import reserve_port
 from tests.webui.test_webui_browser import CHROMIUM, CHROMIUM_ARGS, REPO, _save_small
 from webui.app import UiOptions, build_app
 from webui.server import ServerOptions, launch
@@ -49,7 +49,7 @@ def live_server(tiny_checkpoint, tmp_path_factory):
     assert engine.warm_up().ok
     ui = UiOptions(temp_root=tmp_path_factory.mktemp("live-work"))
     demo = build_app(engine, ui)
-    _app, url = launch(demo, engine, ui, ServerOptions(port=_free_port()))
+    _app, url = launch(demo, engine, ui, ServerOptions(port=reserve_port()))
     yield url, engine, ui.temp_root
     demo.close()
 

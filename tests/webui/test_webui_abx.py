@@ -7,7 +7,6 @@ from __future__ import annotations
 import csv
 import html
 import re
-import socket
 from pathlib import Path
 
 import gradio as gr
@@ -19,6 +18,7 @@ from core.audio.files import load_audio
 from core.judging import abx_store
 from core.model.engine import Engine
 from core.settings import Settings
+from tests.ports import reserve_port
 from webui.app import build_app
 from webui.options import ASSETS, UiOptions
 from webui.server import ServerOptions, launch
@@ -33,12 +33,6 @@ SCREENSHOT = REPO / "docs" / "abx.png"
 TIMEOUT_MS = 90_000  # a round trip on 2 busy CPU cores
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def abx_server(tiny_checkpoint, tmp_path_factory):
     """A live server whose answers go to a data folder of its own."""
@@ -47,7 +41,7 @@ def abx_server(tiny_checkpoint, tmp_path_factory):
     assert engine.warm_up().ok, engine.error  # loaded and checked: /ready can say 200
     ui = UiOptions(temp_root=tmp_path_factory.mktemp("abx-work"))
     demo = build_app(engine, ui)
-    _app, url = launch(demo, engine, ui, ServerOptions(port=_free_port()))
+    _app, url = launch(demo, engine, ui, ServerOptions(port=reserve_port()))
     yield url, data
     demo.close()
 

@@ -8,6 +8,7 @@ import socket
 import gradio as gr
 from starlette.requests import Request
 
+from tests.ports import reserve_port
 from webui.i18n import catalogues
 from webui.views import doctor_panel
 
@@ -27,18 +28,12 @@ def _request(port: int, language: str) -> gr.Request:
     return gr.Request(request=Request(scope))
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_diagnose_in_chinese(tabs):
     from webui.tabs.system import SystemHandlers
 
-    port = _free_port()
+    port = reserve_port()
     system = SystemHandlers(tabs.engine, tabs.workspace, lambda: ("127.0.0.1", port))
-    html, report = system.doctor(_request(_free_port(), "zh-CN,zh;q=0.9"))
+    html, report = system.doctor(_request(reserve_port(), "zh-CN,zh;q=0.9"))
     for name in ("gpu_torch", "tones", "port", "temp_dir"):
         assert catalogues()["zh-CN"][f"doctor.check.{name}"] in html
     assert ("没有失败项" in html) == report["ok"] and "Nothing failed" not in html

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 import soundfile as sf
 
+from tests.ports import reserve_port
 from tests.webui.test_webui_browser import CHROMIUM, CHROMIUM_ARGS
 from webui.app import UiOptions, build_app
 from webui.server import ServerOptions, launch
@@ -61,7 +62,7 @@ def served(engine, tmp_path_factory):
     storage.use_for_process(root)
     ui = UiOptions(temp_root=root)
     demo = build_app(engine, ui)
-    _app, url = launch(demo, engine, ui, ServerOptions(port=_free_port()))
+    _app, url = launch(demo, engine, ui, ServerOptions(port=reserve_port()))
     try:
         yield url, root
     finally:
@@ -74,14 +75,6 @@ def served(engine, tmp_path_factory):
         tempfile.tempdir = saved_tempdir
         for module, value in zip(modules, saved_defaults, strict=True):
             module.DEFAULT_TEMP_DIR = value
-
-
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")

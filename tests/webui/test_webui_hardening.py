@@ -19,6 +19,7 @@ import pytest
 from gradio import processing_utils
 from gradio_client import Client, handle_file
 
+from tests.ports import reserve_port
 from tests.webui.tab_handlers import Tabs
 from webui.app import build_app
 from webui.options import UiOptions
@@ -50,15 +51,9 @@ def hardened(engine, tmp_path_factory):
     root = tmp_path_factory.mktemp("hardened") / "root"
     ui = UiOptions(temp_root=root)
     demo = build_app(engine, ui)
-    _app, url = launch(demo, engine, ui, ServerOptions(port=_free_port()))
+    _app, url = launch(demo, engine, ui, ServerOptions(port=reserve_port()))
     yield url, root
     demo.close()
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _port(url: str) -> int:
@@ -268,7 +263,7 @@ def locked(engine, tmp_path_factory):
     root = tmp_path_factory.mktemp("locked")
     ui = UiOptions(temp_root=root)
     demo = build_app(engine, ui)
-    server = ServerOptions(port=_free_port(), auth=("ann", "s3cret"), trusted_proxies=frozenset({"127.0.0.1"}))
+    server = ServerOptions(port=reserve_port(), auth=("ann", "s3cret"), trusted_proxies=frozenset({"127.0.0.1"}))
     _app, url = launch(demo, engine, ui, server)  # behind deploy/nginx: the replicas trust 127.0.0.1
     yield url
     demo.close()
@@ -353,7 +348,7 @@ def test_python_m_webui_writes_nothing_outside_its_temp_root(tiny_checkpoint, tm
     import os
     import sys
 
-    system_tmp, root, port = tmp_path / "system-tmp", tmp_path / "root", _free_port()
+    system_tmp, root, port = tmp_path / "system-tmp", tmp_path / "root", reserve_port()
     system_tmp.mkdir()
     env = {**os.environ, "TMPDIR": str(system_tmp), "GRADIO_ANALYTICS_ENABLED": "False"}
     env.pop("GRADIO_TEMP_DIR", None)

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import statistics
 import threading
 import time
@@ -19,6 +18,7 @@ import gradio as gr
 import pytest
 import soundfile as sf
 
+from tests.ports import reserve_port
 from webui.app import build_app
 from webui.options import UiOptions
 from webui.server import ServerOptions, launch
@@ -28,12 +28,6 @@ from webui.serving.throttle import LOOPBACK, client_key, trusted_set
 from webui.serving.workspace import EVICT_AFTER_S, Workspace
 
 MIB = 1 << 20
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _request(url, data=None, headers=None, method=None, timeout=60.0):
@@ -51,7 +45,7 @@ def limited(engine, tmp_path_factory):
     root = tmp_path_factory.mktemp("limited") / "root"
     ui = UiOptions(temp_root=root)
     demo = build_app(engine, ui)
-    server = ServerOptions(port=_free_port(), trusted_proxies=LOOPBACK, limits=LimitSettings(unread=5))
+    server = ServerOptions(port=reserve_port(), trusted_proxies=LOOPBACK, limits=LimitSettings(unread=5))
     _app, url = launch(demo, engine, ui, server)
     yield url, root
     demo.close()
@@ -169,7 +163,7 @@ def test_the_heartbeat_needs_the_login(engine, tmp_path):
     """Finding 13: with a login, Gradio's heartbeat route answered anonymous clients."""
     ui = UiOptions(temp_root=tmp_path / "root")
     demo = build_app(engine, ui)
-    _app, url = launch(demo, engine, ui, ServerOptions(port=_free_port(), auth=("ann", "s3cret")))
+    _app, url = launch(demo, engine, ui, ServerOptions(port=reserve_port(), auth=("ann", "s3cret")))
     try:
         status, _, _ = _request(url + "gradio_api/heartbeat/abc", timeout=5)
         assert status == 401
@@ -196,7 +190,7 @@ def test_the_temp_folder_cap_evicts_old_results_then_refuses(tmp_path):
 def test_an_upload_over_the_cap_is_refused(engine, tmp_path):
     ui = UiOptions(temp_root=tmp_path / "root", max_temp_bytes=MIB)
     demo = build_app(engine, ui)
-    _app, url = launch(demo, engine, ui, ServerOptions(port=_free_port()))
+    _app, url = launch(demo, engine, ui, ServerOptions(port=reserve_port()))
     try:
         (tmp_path / "root" / "req-x").mkdir(parents=True)
         (tmp_path / "root" / "req-x" / "big.wav").write_bytes(b"\0" * (2 * MIB))
@@ -281,7 +275,7 @@ def test_a_read_call_leaves_no_session_behind(engine, tmp_path):
     configuration) kept until 10,000 existed: 8 clients' calls grew the server by ~3.7 MB a loop."""
     ui = UiOptions(temp_root=tmp_path / "root")
     demo = build_app(engine, ui)
-    _app, url = launch(demo, engine, ui, ServerOptions(port=_free_port()))
+    _app, url = launch(demo, engine, ui, ServerOptions(port=reserve_port()))
     try:
         before = len(demo.state_holder.session_data)
         for _ in range(12):

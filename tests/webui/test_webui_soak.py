@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import gc
 import json
-import socket
 import sys
 import time
 import urllib.error
@@ -18,6 +17,7 @@ import pytest
 import soundfile as sf
 import torch
 
+from tests.ports import reserve_port
 from webui.app import build_app
 from webui.options import UiOptions
 from webui.server import ServerOptions, launch
@@ -77,9 +77,7 @@ def _roundtrip(url: str, server_path: str) -> dict:
 def test_memory_is_flat_over_200_round_trips(engine, tmp_path, speech):
     clip = tmp_path / "short.wav"
     sf.write(clip, speech(CLIP_S), 24_000, subtype="PCM_16")
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = reserve_port()
     ui = UiOptions(temp_root=tmp_path / "root")
     demo = build_app(engine, ui)
     _app, url = launch(demo, engine, ui, ServerOptions(port=port))

@@ -14,7 +14,8 @@ from room_cases import AUDIO, GOOD, PLAN, abx_flow, limits_flow, mushra_flow
 
 from core.judging import room_db
 from core.judging.room_store import RoomStore
-from tests.postgres_server import BIN, Postgres, _free_port
+from tests.ports import reserve_port
+from tests.postgres_server import BIN, Postgres
 
 pytestmark = pytest.mark.service
 
@@ -57,7 +58,7 @@ def test_a_server_restart_loses_nothing(postgres):
 
 
 def test_an_unreachable_server_is_said_in_words():
-    store = RoomStore(room_db.Database(url=f"postgresql://nobody@127.0.0.1:{_free_port()}/x"))
+    store = RoomStore(room_db.Database(url=f"postgresql://nobody@127.0.0.1:{reserve_port()}/x"))
     with pytest.raises(room_db.RoomDbError, match="Cannot reach the PostgreSQL server"):
         store.open_test("A" * 32)
 
