@@ -1,5 +1,5 @@
 """What rounding to 16-bit PCM does to each metric (the player is sent 16-bit FLAC,
-so the page measures 16-bit PCM; webui/jobs/heard.py).
+so the page measures 16-bit PCM; webui/jobs/pcm16_copies.py).
 
     python -m bench.heard_grid                      # tiny random-weight checkpoint, built here
     python -m bench.heard_grid --full /path/to/ckpt # and a full-size random checkpoint
@@ -28,7 +28,7 @@ from bench.harness import table, write_results  # noqa: E402
 from core.analysis import metrics  # noqa: E402
 from core.audio.files import load_audio  # noqa: E402
 from core.codec import SAMPLE_RATE  # noqa: E402
-from webui.jobs.heard import on_grid  # noqa: E402
+from webui.jobs.pcm16_copies import on_grid  # noqa: E402
 
 ASSETS = ("speech_male_24k.wav", "speech_female_16k_stereo.wav")
 SECONDS = 10.0

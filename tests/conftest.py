@@ -57,7 +57,7 @@ LONGEST_FIRST = (
     "webui/test_lab_browser.py",  # 40 s
     "webui/test_webui_browser.py",  # 35 s
     "webui/test_live_browser.py",  # 35 s
-    "webui/test_heard_browser.py",  # slow, 35 s
+    "webui/test_pcm16_copies_browser.py",  # slow, 35 s
     "test_install.py",  # slow, 35 s
     "core/parity/test_decode_parity.py",  # slow, 30 s
     "webui/test_webui_abx.py",  # 30 s

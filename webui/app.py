@@ -25,7 +25,7 @@ from webui.tabs import (
     parity,
     roundtrip,
     second_model,
-    share,
+    shared_test,
     status_bar,
     system,
 )
@@ -74,7 +74,7 @@ def build_app(engine, options: UiOptions | None = None) -> gr.Blocks:
                 second_model.build(demo, second)
         abx_page.wire_from_result(blind, result.blind_run, result.original, result.blind_what, tabs)
         if blind.shared is not None and result.report_files is not None:  # a shared test's results in the report
-            share.wire_report(blind.shared, result.report_files)
+            shared_test.wire_report(blind.shared, result.report_files)
         demo.load(None, js=PAGE_JS, api_name="page_keys", api_visibility="private")
     return demo
 

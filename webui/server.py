@@ -19,7 +19,7 @@ from fastapi import FastAPI
 from fastapi.routing import APIRoute
 from starlette.middleware import Middleware
 
-from core.judging.room_store import store_for
+from core.listening.shared_test_store import store_for
 from core.settings import DEFAULT_HOST, DEFAULT_PORT
 from webui.app import CSS
 from webui.i18n import gradio_i18n
@@ -31,7 +31,7 @@ from webui.serving.limits import ClientLimits, LimitSettings
 from webui.serving.live_socket import live_routes
 from webui.serving.origins import Origin, OriginPolicy
 from webui.serving.report_route import report_routes
-from webui.serving.room_routes import room_routes
+from webui.serving.shared_test_routes import shared_test_routes
 from webui.serving.workspace import Workspace
 
 logger = logging.getLogger(__name__)
@@ -83,7 +83,7 @@ def launch(demo: gr.Blocks, engine, ui: UiOptions, server: ServerOptions, starte
                 *live_routes(  # the Live tab's audio
                     engine, Workspace(ui.temp_root, ui.max_age_s, ui.max_temp_bytes), server.origins(), limits
                 ),
-                *room_routes(store_for(engine.settings), server.trusted_proxies),  # shared tests: /listen/<link>
+                *shared_test_routes(store_for(engine.settings), server.trusted_proxies),  # shared tests: /listen/<link>
             ],
             "middleware": [
                 Middleware(

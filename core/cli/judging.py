@@ -37,7 +37,7 @@ def cmd_evaluate(args) -> int:
 
 
 def cmd_abx_export(args) -> int:
-    from core.judging.abx_store import AbxStore
+    from core.listening.abx_store import AbxStore
     from core.settings import settings_from_args
 
     path = AbxStore(settings_from_args(args).data_dir).export_csv(args.output)
@@ -53,7 +53,7 @@ LISTENING_FIELDS = (
 def cmd_listening_export(args) -> int:
     import csv
 
-    from core.judging.room_store import store_for
+    from core.listening.shared_test_store import store_for
     from core.settings import settings_from_args
 
     rows = store_for(settings_from_args(args)).export_rows()

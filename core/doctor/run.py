@@ -112,7 +112,7 @@ def _model(engine):
 
 
 def _blind_test_store(data_dir: Path) -> tuple[str, str | None]:
-    from core.judging.abx_db import DB_NAME, store_problem
+    from core.listening.abx_db import DB_NAME, store_problem
 
     return str(Path(data_dir) / DB_NAME), store_problem(data_dir)
 

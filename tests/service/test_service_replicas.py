@@ -7,7 +7,7 @@ database, and the pooled result counts them all.
 
 One start of the replicas per database serves every test here (a module fixture with the database
 as its parameter): a start is two app processes, supervisord and nginx, about a minute of both
-cores. The room tests had a start of their own before (a test file of their own): three
+cores. The shared-test tests had a start of their own before (a test file of their own): three
 starts in all, against two now, with every check as it was."""
 
 from __future__ import annotations
@@ -27,8 +27,8 @@ import pytest
 import soundfile as sf
 from service_harness import HOST, REPO, Service
 
-from core.judging import mushra, room_db, room_results
-from core.judging.room_store import RoomStore
+from core.listening import mushra, shared_test_db, shared_test_results
+from core.listening.shared_test_store import SharedTestStore
 from tests.ports import reserve_block, reserve_port
 
 REPLICAS_CONF = REPO / "deploy" / "supervisord.replicas.conf"
@@ -81,7 +81,7 @@ class Replicas(Service):
             return r.status, {k.lower(): v for k, v in r.headers.items()}
 
 
-class RoomReplicas(Replicas):
+class SharedTestReplicas(Replicas):
     """The shipped replicas config, with a data folder of the test's own (shared by both replicas)
     and, given one, a PostgreSQL URL."""
 
@@ -100,7 +100,7 @@ class RoomReplicas(Replicas):
 @pytest.fixture(scope="module", params=["sqlite", "postgresql"])
 def replicas(request, tmp_path_factory, tiny_checkpoint):
     """The replicas, ready (each directly, then through nginx), on one database for the module's tests."""
-    service = RoomReplicas(tmp_path_factory.mktemp(f"replicas-{request.param}"), str(tiny_checkpoint))
+    service = SharedTestReplicas(tmp_path_factory.mktemp(f"replicas-{request.param}"), str(tiny_checkpoint))
     server = None
     if request.param == "postgresql":
         from tests.postgres_server import BIN, Postgres
@@ -178,7 +178,9 @@ def _call(replicas, path: str, replica_cookie: str | None, listener: str | None 
 
 
 def test_listeners_on_two_replicas_pool_into_one_result(replicas):
-    store = RoomStore(room_db.Database(replicas.root / "data", url=replicas.database_url or None))  # the same database
+    store = SharedTestStore(
+        shared_test_db.Database(replicas.root / "data", url=replicas.database_url or None)
+    )  # the same database
     plan = mushra.plan(["reconstruction"], [(0.0, 1.0)])
     audio = {(0, c): (np.arange(24_000) % 300).astype(np.int16) for c in plan.conditions}
     link, owner = store.create("mushra", "sha", plan.to_dict(), audio)
@@ -196,21 +198,21 @@ def test_listeners_on_two_replicas_pool_into_one_result(replicas):
         assert headers["x-codec-replica"] == upstream and state["joined"]
         key = re.search(r"cw_listener=([^;]+)", headers["set-cookie"]).group(1)
         info, who = store.listener(link, key)
-        from webui.jobs import room as room_jobs
+        from webui.jobs import shared_test
 
-        slots = room_jobs.mushra_slots(info.seed, who.listener, 0, info.plan["conditions"])
+        slots = shared_test.mushra_slots(info.seed, who.listener, 0, info.plan["conditions"])
         ratings = {h: GOOD[slots[h]] + n for h in state["sounds"]}
         done, headers = _call(replicas, f"/listen/{link}/rate", cookie, key, {"screen": 0, "ratings": ratings})
         assert headers["x-codec-replica"] == upstream and done["screen"] is None
     got = store.responses(link, owner)
-    pooled = room_results.pool_mushra(plan.conditions, got["ratings"])
+    pooled = shared_test_results.pool_mushra(plan.conditions, got["ratings"])
     assert (pooled.listeners, pooled.kept) == (2, 2)
     codec = next(r for r in pooled.conditions if r.condition == "reconstruction")
     assert codec.ci.mean == 70.5 and codec.ci.n == 2
 
     # The answer limit is counted in that database too: one client's answers spread over both
     # replicas are refused after the limit, not after twice it.
-    from webui.serving.room_routes import ANSWERS_PER_MIN
+    from webui.serving.shared_test_routes import ANSWERS_PER_MIN
 
     while time.time() % 60 > 50:  # the burst stays inside one clock minute (the window slides over two)
         time.sleep(1)

@@ -12,7 +12,7 @@ import soundfile as sf
 
 from core.anchors import BY_ID, make_anchors
 from core.audio.files import load_audio
-from core.judging import abx_store
+from core.listening import abx_store
 from webui.serving.workspace import Workspace
 from webui.tabs.abx import AbxHandlers
 

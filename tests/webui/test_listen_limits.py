@@ -1,5 +1,5 @@
-"""The shared tests' limits (webui.serving.room_routes) key on the client's address as the trusted
-proxies name it, and are counted in the room's database, so two replicas on one database share them.
+"""The shared tests' limits (webui.serving.shared_test_routes) key on the client's address as the trusted
+proxies name it, and are counted in the shared tests' database, so two replicas on one database share them.
 The routes run in process (Starlette's test client sets the peer's address); the replicas behind a
 real nginx share them too (tests/service/test_service_replicas.py)."""
 
@@ -9,24 +9,26 @@ import numpy as np
 from fastapi import FastAPI
 from starlette.testclient import TestClient
 
-from core.judging import room_db
-from core.judging.room_store import RoomStore
-from webui.serving.room_routes import room_routes
+from core.listening import shared_test_db
+from core.listening.shared_test_store import SharedTestStore
+from webui.serving.shared_test_routes import shared_test_routes
 
 PROXY = "10.0.0.2"  # the operator's --trusted-proxies
 STRANGER = "198.51.100.7"  # a peer that is no trusted proxy
 PER_MIN = 3  # answers per listener (here: per address, no listener cookie) and minute
 
 
-def _replica(data_dir) -> tuple[TestClient, TestClient, RoomStore]:
-    """One replica on the room's database in ``data_dir``: (a client through the proxy, a stranger, its store)."""
-    store = RoomStore(room_db.Database(data_dir))
+def _replica(data_dir) -> tuple[TestClient, TestClient, SharedTestStore]:
+    """One replica on the shared tests' database in ``data_dir``: (a client through the proxy, a stranger, its store)."""
+    store = SharedTestStore(shared_test_db.Database(data_dir))
     app = FastAPI()
-    app.router.routes.extend(room_routes(store, frozenset({PROXY}), answers_per_min=PER_MIN, joins_per_min=PER_MIN))
+    app.router.routes.extend(
+        shared_test_routes(store, frozenset({PROXY}), answers_per_min=PER_MIN, joins_per_min=PER_MIN)
+    )
     return TestClient(app, client=(PROXY, 40000)), TestClient(app, client=(STRANGER, 40000)), store
 
 
-def _link(store: RoomStore) -> str:
+def _link(store: SharedTestStore) -> str:
     plan = {"a_source": "original", "b_source": "reconstruction", "trials": 4}
     audio = {(0, s): np.zeros(2400, dtype=np.int16) for s in ("original", "reconstruction")}
     return store.create("abx", "sha", plan, audio)[0]

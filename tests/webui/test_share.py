@@ -17,11 +17,11 @@ import numpy as np
 import pytest
 import soundfile as sf
 
-from core.judging import mushra
-from tests.webui.room_server import room_server
+from core.listening import mushra
+from tests.webui.shared_test_server import shared_test_server
 from webui.options import ASSETS
 from webui.serving.workspace import Workspace
-from webui.tabs.share import ShareHandlers
+from webui.tabs.shared_test import ShareHandlers
 
 EN = gr.Request(headers={"accept-language": "en-US,en;q=0.9", "host": "x"})
 ZH = gr.Request(headers={"accept-language": "zh-CN,zh;q=0.9", "host": "x"})
@@ -33,7 +33,7 @@ CONDITION_WORDS = ("original", "reconstruction", "opus", "lp3", "lp7", "k2", "co
 
 @pytest.fixture(scope="module")
 def served(tiny_checkpoint, tmp_path_factory):
-    with room_server(tiny_checkpoint, tmp_path_factory, "share") as (url, engine, ui):
+    with shared_test_server(tiny_checkpoint, tmp_path_factory, "share") as (url, engine, ui):
         yield url, ShareHandlers(engine, Workspace(ui.temp_root))
 
 
@@ -55,9 +55,9 @@ def _listener(url: str, owned: dict, nickname: str) -> tuple[httpx.Client, dict]
 def _rate(client: httpx.Client, state: dict, want: dict[str, int], handlers, owned) -> dict:
     """Rate each sound by what it is (the test looks the handles up on the server side, as only it can)."""
     info, who = handlers.store.listener(owned["link"], client.cookies["cw_listener"])
-    from webui.jobs import room as room_jobs
+    from webui.jobs import shared_test
 
-    slots = room_jobs.mushra_slots(info.seed, who.listener, state["screen"], info.plan["conditions"])
+    slots = shared_test.mushra_slots(info.seed, who.listener, state["screen"], info.plan["conditions"])
     ratings = {h: want[slots[h]] for h in state["sounds"]}
     r = client.post("/rate", json={"screen": state["screen"], "ratings": ratings})
     assert r.status_code == 200, r.text

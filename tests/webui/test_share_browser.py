@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from core.judging import room_store
-from tests.webui.room_server import room_server
+from core.listening import shared_test_store
+from tests.webui.shared_test_server import shared_test_server
 from tests.webui.test_webui_browser import CHROMIUM, CHROMIUM_ARGS, CLIP, REPO, TIMEOUT_MS, _save_small
-from webui.jobs import room as room_jobs
+from webui.jobs import shared_test
 
 pytestmark = pytest.mark.browser
 SCREENSHOT = REPO / "docs" / "listening.png"
@@ -29,8 +29,8 @@ CARELESS = dict(GOOD, original=55)  # the hidden reference below 90: screened ou
 
 @pytest.fixture(scope="module")
 def app(tiny_checkpoint, tmp_path_factory):
-    with room_server(tiny_checkpoint, tmp_path_factory, "share-browser") as (url, engine, _ui):
-        yield url, room_store.store_for(engine.settings)
+    with shared_test_server(tiny_checkpoint, tmp_path_factory, "share-browser") as (url, engine, _ui):
+        yield url, shared_test_store.store_for(engine.settings)
 
 
 @pytest.fixture(scope="module")
@@ -88,7 +88,7 @@ def _listener(chromium, url: str, nickname: str, phone: bool = False):
 def _slots(store, link: str, page) -> dict[str, str]:
     key = next(c["value"] for c in page.context.cookies() if c["name"] == "cw_listener")
     info, who = store.listener(link, key)
-    return room_jobs.mushra_slots(info.seed, who.listener, 0, info.plan["conditions"])
+    return shared_test.mushra_slots(info.seed, who.listener, 0, info.plan["conditions"])
 
 
 def _rate(page, slots: dict[str, str], want: dict[str, int], phone: bool) -> None:

@@ -15,7 +15,7 @@ import pytest
 import soundfile as sf
 
 from core.audio.files import load_audio
-from core.judging import abx_store
+from core.listening import abx_store
 from core.model.engine import Engine
 from core.settings import Settings
 from tests.ports import reserve_port

@@ -23,8 +23,8 @@ import soundfile as sf
 from core import anchors
 from core.codec import SAMPLE_RATE
 from core.errors import CodecError
-from core.judging import abx
 from core.judging.sources import COMPARE_ID
+from core.listening import abx
 from core.model import second
 
 MIN_REGION_S = 1.0  # s; shorter regions are too short to judge

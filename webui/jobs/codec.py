@@ -23,12 +23,12 @@ from core.model.engine import ROUNDTRIP_ENCODE_SHARE
 from core.settings import AudioLimits
 from webui.jobs import compare as compare_jobs
 from webui.jobs.common import Progress, quiet, stem_of
-from webui.jobs.heard import on_grid, write_heard
+from webui.jobs.pcm16_copies import on_grid, write_pcm16
 
 
 @dataclass(frozen=True)
 class RoundTripOutput:
-    original_wav: Path  # the codec's input: 24 kHz mono float WAV of 16-bit PCM values (webui.jobs.heard)
+    original_wav: Path  # the codec's input: 24 kHz mono float WAV of 16-bit PCM values (webui.jobs.pcm16_copies)
     reconstruction_wav: Path  # the decoder's output: the same
     token_file: Path  # .npz token file
     spectrogram_png: Path  # original / reconstruction / difference
@@ -166,8 +166,8 @@ def roundtrip(
     progress(0.9, "job.writing")
     token_file = _token_file(engine, encoded.codes, encoded.original_samples)
     heard, made = on_grid(audio.samples), on_grid(decoded.samples)  # 16-bit PCM: what is measured and played
-    original = write_heard(folder / f"{stem}_24k_mono.wav", heard)
-    reconstruction = write_heard(folder / f"{stem}_reconstruction.wav", made)
+    original = write_pcm16(folder / f"{stem}_24k_mono.wav", heard)
+    reconstruction = write_pcm16(folder / f"{stem}_reconstruction.wav", made)
     token_path = tokens.save_tokens(token_file, folder / f"{stem}_tokens.npz")
     words = (figure_words or {}).get("spectrogram")
     figure = analysis_metrics.spectrogram_figure(heard, made, words=words)

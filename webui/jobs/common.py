@@ -9,6 +9,7 @@ from core.names import safe_name
 
 Progress = Callable[..., None]  # progress(fraction, key, **fields): a catalogue key (webui.i18n.progress_in)
 STEM_CHARS = 60  # longest name stem we keep from the input's file name
+REQUEST_PREFIX = "req-"  # a request folder's name starts so (webui.serving.workspace makes them; only they are deleted)
 
 
 def quiet(*_args, **_kwargs) -> None:

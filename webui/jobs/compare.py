@@ -24,7 +24,7 @@ from core.judging import placing, source_table, sources
 from core.model import second
 from core.settings import AudioLimits
 from webui.jobs.common import Progress, quiet
-from webui.jobs.heard import write_heard
+from webui.jobs.pcm16_copies import write_pcm16
 
 WAV = "wav"  # a source dict's file (in JSON that reaches clients)
 CACHE_ENTRIES = 64  # measured columns remembered (the table grows when the ladder adds levels)
@@ -79,7 +79,7 @@ def extra_sources(
         progress(low, "compare.job.second")
         trip = other.roundtrip(_audio(samples))
         compare_s = trip.encoded.seconds + trip.decoded.seconds
-        wav = write_heard(folder / f"{stem}_{sources.COMPARE_ID}.wav", trip.decoded.samples)
+        wav = write_pcm16(folder / f"{stem}_{sources.COMPARE_ID}.wav", trip.decoded.samples)
         folder_name = Path(str(other.settings.model)).name  # which second checkpoint: its folder's name
         out.append(sources.checkpoint().facts() | {WAV: str(wav), "label": folder_name or sources.COMPARE_ID})
         token_file = tokens.make_token_file(trip.encoded.codes, trip.encoded.original_samples, other.settings.model)
@@ -91,7 +91,7 @@ def extra_sources(
         progress((low + high) / 2, "compare.job.anchors")
     made = anchors.make_anchors(samples, wanted)
     for anchor in made.made:
-        wav = write_heard(folder / f"{stem}_{anchor.id}.wav", anchor.samples)  # 16-bit, as played
+        wav = write_pcm16(folder / f"{stem}_{anchor.id}.wav", anchor.samples)  # 16-bit, as played
         out.append(sources.anchor(anchor).facts() | {WAV: str(wav)})
     timing = {"compare_s": compare_s, "anchors_s": time.perf_counter() - started}
     return ExtraSources(out, missing + [p.to_dict() for p in made.problems], agreement, token_path, timing)

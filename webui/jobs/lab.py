@@ -26,8 +26,8 @@ from core.judging.sources import CODEC_BPS
 from core.nn import ladder
 from core.settings import AudioLimits
 from webui.jobs.common import Progress, quiet, stem_of
-from webui.jobs.heard import listening_copy, on_grid, write_heard
 from webui.jobs.lab_analysis import analyse as _analyse
+from webui.jobs.pcm16_copies import listening_copy, on_grid, write_pcm16
 
 RESIDUAL_GAIN_DB = 0.0  # the residual plays at its own level: what was lost, as loud as it was lost
 PREFETCH = ("original", "reconstruction")  # fetched ahead from the start; the others once chosen
@@ -94,14 +94,14 @@ def _residual(
     ``of``), on the 16-bit grid like everything the player plays; its FLAC copy goes into ``copies``."""
     n = min(original.size, samples.size)
     residual = on_grid(original[:n] - samples[:n])
-    path = write_heard(folder / f"{stem}_residual_{of}.wav", residual)
+    path = write_pcm16(folder / f"{stem}_residual_{of}.wav", residual)
     if copies is not None:
         _copy(copies, path, residual)
     return path
 
 
 def _copy(copies: dict, path: Path | str, samples: np.ndarray) -> None:
-    """The player's FLAC copy of ``path`` (webui.jobs.heard) into ``copies`` (the manifest's ``listen``)."""
+    """The player's FLAC copy of ``path`` (webui.jobs.pcm16_copies) into ``copies`` (the manifest's ``listen``)."""
     copy = listening_copy(Path(path), samples)
     if copy is not None:
         copies[str(path)] = copy
@@ -182,7 +182,7 @@ def first_manifest(original_path: Path, reconstruction_path: Path, limits: Audio
         "reference_lufs": None,
         "residuals": {},
         "residual_of": "reconstruction",
-        "listen": copies,  # {WAV path: its FLAC copy} (webui.jobs.heard; docs/lab.md)
+        "listen": copies,  # {WAV path: its FLAC copy} (webui.jobs.pcm16_copies; docs/lab.md)
         "prefetch": list(PREFETCH),
         "first_look": True,  # the loudness gains, the residual and the timeline follow (base_manifest)
     }
@@ -207,7 +207,7 @@ def base_manifest(
     residual = original[:n] - reconstruction[:n]
     stem = stem_of(original_path).removesuffix("_24k_mono")
     residual = on_grid(residual)  # as written: what the player plays
-    residual_path = write_heard(folder / f"{stem}_residual.wav", residual)
+    residual_path = write_pcm16(folder / f"{stem}_residual.wav", residual)
     copies: dict = {}
     for path, samples in ((original_path, original), (reconstruction_path, reconstruction), (residual_path, residual)):
         _copy(copies, path, samples)
@@ -242,7 +242,7 @@ def base_manifest(
         "reference_lufs": ref.lufs,
         "residuals": {"reconstruction": str(residual_path), **residuals},  # R against each source (docs/lab.md)
         "residual_of": "reconstruction",
-        "listen": copies,  # {WAV path: its FLAC copy} (webui.jobs.heard)
+        "listen": copies,  # {WAV path: its FLAC copy} (webui.jobs.pcm16_copies)
         "prefetch": list(PREFETCH),
     }
     return TimelineOutput(manifest, tl, time.perf_counter() - start)
@@ -305,7 +305,7 @@ def run_ladder(
     pictures = [(str(original_png), "original")]  # the page names it in the reader's language
     for rung in rungs:
         samples = on_grid(rung.samples)  # as written: what is measured is what the player plays
-        wav = write_heard(folder / f"{stem}_k{rung.codebooks:02d}.wav", samples)
+        wav = write_pcm16(folder / f"{stem}_k{rung.codebooks:02d}.wav", samples)
         _copy(copies, wav, samples)
         level = _analyse(samples)
         mel = level.mel

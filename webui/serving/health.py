@@ -22,7 +22,7 @@ from pathlib import Path
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
-from core.judging import abx_db
+from core.listening import abx_db
 from core.versions import installed_versions
 from webui.serving import guard, storage
 
@@ -47,7 +47,7 @@ def versions() -> dict[str, str | None]:
 def readiness_verdict(engine, temp_root: Path | None = None) -> tuple[bool, str | None]:
     """(ready, reason): ready only when the engine is loaded, its last check passed, the
     app can write its files under ``temp_root`` (a missing root is recreated first) and the
-    blind test can store answers (``core.judging.abx_db.store_problem``)."""
+    blind test can store answers (``core.listening.abx_db.store_problem``)."""
     if temp_root is not None and (trouble := storage.problem(temp_root)):
         return False, trouble
     data_dir = getattr(getattr(engine, "settings", None), "data_dir", None)

@@ -9,7 +9,7 @@ only from the proxies the operator names (``--trusted-proxies`` / ``CODEC_TRUSTE
 default; the replicas' supervisord config sets 127.0.0.1): a client talking to the app directly, or
 through some other local proxy that passes the headers on, cannot pick its own key, and what a client
 writes into X-Forwarded-For itself stands left of what the trusted proxy appended, so it is never
-read. The same key counts the shared tests' limits (``webui.serving.room_routes``)."""
+read. The same key counts the shared tests' limits (``webui.serving.shared_test_routes``)."""
 
 from __future__ import annotations
 

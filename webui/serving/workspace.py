@@ -22,6 +22,7 @@ from pathlib import Path
 
 from core.units import MIB
 from webui.i18n import TranslatedError
+from webui.jobs.common import REQUEST_PREFIX
 from webui.serving import storage
 
 logger = logging.getLogger(__name__)
@@ -29,7 +30,7 @@ logger = logging.getLogger(__name__)
 DEFAULT_MAX_AGE_S = 3600.0  # seconds a request's files stay downloadable
 DEFAULT_MAX_TEMP_MB = 8192.0  # MiB the temp root may hold before new work is refused (--max-temp-mb)
 EVICT_AFTER_S = 600.0  # over the cap, request folders untouched this long go first (oldest first)
-PREFIX = "req-"  # folder name prefix; only folders with it are ever deleted
+PREFIX = REQUEST_PREFIX  # folder name prefix; only folders with it are ever deleted
 
 
 class Workspace:

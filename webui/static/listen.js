@@ -1,6 +1,6 @@
 // The shared test's listener page (webui/views/listen_page.py; the cw* player functions come from
 // player_*.js, loaded before this file). CW_LISTEN: {kind, rate, words}. The server hands out only
-// sound handles (webui/serving/room_routes.py): nothing here knows which condition a sound is.
+// sound handles (webui/serving/shared_test_routes.py): nothing here knows which condition a sound is.
 // MUSHRA: the reference (key R) and the sounds (keys 1..9) in one same-moment transport, a 0-100
 // slider per sound, the scale's words above them. ABX: A, B and X (keys 1, 2, 3), X is A / X is B.
 // window.cwListen.state() is there for tests.

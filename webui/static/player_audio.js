@@ -4,7 +4,7 @@
 // HTTP Range requests that stay inside the file, only around the playhead, so a 30-minute clip is
 // never loaded in one piece. A file that is not a WAV is decoded whole (the blind test's X may be).
 // Where the manifest has a FLAC copy of a file (manifest.listen[path]: independent FLAC streams, one
-// per block, and their byte offsets; webui/jobs/heard.py), a block is its byte range, decoded by the
+// per block, and their byte offsets; webui/jobs/pcm16_copies.py), a block is its byte range, decoded by the
 // browser: lossless 16-bit PCM, exactly the samples that were measured, ≈4× fewer bytes than WAV.
 // Only the sources in manifest.prefetch (the original and the reconstruction in the lab; every
 // source where it is absent) and those the listener has chosen are fetched ahead.
@@ -26,7 +26,7 @@ function cwAudio(P) {
   P.chosen = new Set(); // sources the listener has selected: fetched ahead from then on
 
   function fileUrl(path) {
-    if (path.startsWith("/listen/")) return path; // a shared test's sound (webui/serving/room_routes.py)
+    if (path.startsWith("/listen/")) return path; // a shared test's sound (webui/serving/shared_test_routes.py)
     const cfg = window.gradio_config || {};
     const root = (cfg.root || location.origin + location.pathname).replace(/\/$/, "");
     return root + "/gradio_api/file=" + path.split("/").map(encodeURIComponent).join("/");

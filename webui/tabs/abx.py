@@ -1,7 +1,7 @@
 """The blind test's server side: can a listener tell the original from the codec's output?
 
 A is the original (or the codec's full-rate output), B the reconstruction, X one of them at random
-(core.judging.abx plans it and keeps the answers, with what A and B are, in SQLite). B is the full
+(core.listening.abx plans it and keeps the answers, with what A and B are, in SQLite). B is the full
 rate (16 codebooks) or a ladder level: the decode of the clip's codes with their first k codebooks
 (core.nn.ladder), to find the lowest bitrate a listener cannot tell apart; or a reference codec made
 from the same region (core.anchors), or the second checkpoint's reconstruction (core.model.second). The page (``webui.tabs.abx_page``) plays A, B and X in one transport without
@@ -36,8 +36,8 @@ import gradio as gr
 from core import anchors as core_anchors
 from core.audio.files import audio_from_array, load_audio
 from core.codec import NUM_CODEBOOKS, SAMPLE_RATE, bitrate_bps
-from core.judging import abx, abx_store
 from core.judging.sources import COMPARE_ID, LEVEL, short_label
+from core.listening import abx, abx_store
 from webui import i18n
 from webui.common import TabHandlers, need_file, user_errors
 from webui.jobs import abx as abx_jobs
@@ -195,7 +195,7 @@ class AbxHandlers(TabHandlers):
 
 
 def score_sentence(score: abx.Score, lang: str) -> str:
-    """The score's sentence in ``lang``, A and B worded by their source ids (core.judging.abx words
+    """The score's sentence in ``lang``, A and B worded by their source ids (core.listening.abx words
     it in English for the CSV and the CLI)."""
     words = i18n.text("abx.words_none" if score.trials == 0 else f"abx.words_{score.verdict}", lang)
     sentence = i18n.text(

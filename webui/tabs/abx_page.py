@@ -14,13 +14,13 @@ import gradio as gr
 
 from core import anchors
 from core.codec import NUM_CODEBOOKS, bitrate_bps
-from core.judging import abx
 from core.judging.sources import ANCHOR, familiar_first
+from core.listening import abx
 from webui import i18n
 from webui.common import path_of
 from webui.jobs.common import stem_of
 from webui.queues import ABX_GROUP, MODEL_GROUP
-from webui.tabs import share
+from webui.tabs import shared_test
 from webui.tabs.abx import AbxHandlers, b_choices
 from webui.views import compare_view
 from webui.views.player_assets import STATIC, player_css, player_js
@@ -151,7 +151,7 @@ class AbxPage:
     last: gr.State
     clip: gr.Markdown
     running: list  # answer A, answer B, test again (fewer codebooks, against a reference codec)
-    shared: share.SharePanel | None = None  # *Share with listeners*
+    shared: shared_test.SharePanel | None = None  # *Share with listeners*
 
 
 def build(handlers: AbxPageHandlers) -> AbxPage:
@@ -266,7 +266,9 @@ def build(handlers: AbxPageHandlers) -> AbxPage:
     token.submit(
         handlers.results, inputs=[token], outputs=[results, csv_file, raw], api_name="abx_results", **ABX_GROUP
     )
-    shared = share.build(share.ShareHandlers(handlers.engine, handlers.workspace), last)  # *Share with listeners*
+    shared = shared_test.build(
+        shared_test.ShareHandlers(handlers.engine, handlers.workspace), last
+    )  # *Share with listeners*
     return AbxPage(handlers, trials, level, started, last, clip, running, shared)
 
 

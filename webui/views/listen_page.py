@@ -3,7 +3,7 @@
 One HTML document with the flip transport (``webui/static/player_*.js``, the same modules as the
 lab and the blind test) and ``webui/static/listen.js`` inline: a nickname box, then MUSHRA sliders
 (the scale's words beside them) or ABX buttons. It names no condition: the sounds are handles the
-server hands out per listener (``webui.serving.room_routes``).
+server hands out per listener (``webui.serving.shared_test_routes``).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import html
 import json
 
 from core.codec import SAMPLE_RATE
-from core.judging import mushra
+from core.listening import mushra
 from webui import i18n
 from webui.views.player_assets import STATIC, player_css, player_js
 

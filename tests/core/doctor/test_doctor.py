@@ -415,7 +415,7 @@ def test_an_unreadable_checkpoint_fails_without_loading_it(tiny_checkpoint, tmp_
 
 def test_a_damaged_blind_test_database_fails_the_doctor(tmp_path):
     from core.doctor.run import _blind_test_store
-    from core.judging.abx_db import DB_NAME
+    from core.listening.abx_db import DB_NAME
 
     assert needs.check_blind_test_store(*_blind_test_store(tmp_path / "data")).status == PASS  # made on first use
     (tmp_path / "data").mkdir()

@@ -32,7 +32,7 @@ _SECOND_PREFIX = "second checkpoint "  # how the old code named the second check
 
 
 def _old_level_name(codebooks: int) -> str:
-    """``core.judging.abx.level_name`` as it was: "2 of 16 codebooks, 275 bit/s"."""
+    """``core.listening.abx.level_name`` as it was: "2 of 16 codebooks, 275 bit/s"."""
     return f"{codebooks} of {NUM_CODEBOOKS} codebooks, {bitrate_bps(codebooks):g} bit/s"
 
 

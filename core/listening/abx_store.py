@@ -1,14 +1,14 @@
-"""The blind test's store: sessions and answers in SQLite (:mod:`core.judging.abx` plans the
+"""The blind test's store: sessions and answers in SQLite (:mod:`core.listening.abx` plans the
 trials and scores them).
 
 Sessions are private: ``start`` returns a token made by ``secrets`` (256 bits) that only the
 client holds; the store keeps its SHA-256, never the token, and every read or write needs the
 token. What A and B are is stored by source id (``a_source``, ``b_source``; the second checkpoint's
 model path as ``b_detail``); a database written before ids is rewritten once on opening
-(:mod:`core.judging.abx_migrate`: every answer kept, those whose names map to no id marked in
+(:mod:`core.listening.abx_migrate`: every answer kept, those whose names map to no id marked in
 ``stored_as``). Answers are written to SQLite as they come (WAL, one connection per call), so they
 survive a restart of the server. The file itself (tables, repair, faults in words, and
-``store_problem`` for /ready and the doctor) is :mod:`core.judging.abx_db`.
+``store_problem`` for /ready and the doctor) is :mod:`core.listening.abx_db`.
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 
-from core.judging.abx import A_ORIGINAL, CHOICES, DEFAULT_TRIALS, AbxError, Score, plan_trials, score
-from core.judging.abx_db import BUSY_TIMEOUT_S, AbxFile
+from core.listening.abx import A_ORIGINAL, CHOICES, DEFAULT_TRIALS, AbxError, Score, plan_trials, score
+from core.listening.abx_db import BUSY_TIMEOUT_S, AbxFile
 
 TOKEN_BYTES = 32  # 256 random bits per session token
 CSV_FIELDS = (
@@ -112,7 +112,7 @@ class AbxStore:
         busy_timeout_s: float = BUSY_TIMEOUT_S,
         session_ttl_s: float = SESSION_TTL_S,
     ):
-        self.file = AbxFile(data_dir, busy_timeout_s)  # core.judging.abx_db: the tables, repair, faults in words
+        self.file = AbxFile(data_dir, busy_timeout_s)  # core.listening.abx_db: the tables, repair, faults in words
         self.path = self.file.path
         self._clock = clock
         self._lock = self.file.lock  # one lock for the file and the sessions kept in memory

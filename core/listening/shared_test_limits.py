@@ -1,4 +1,4 @@
-"""How often a client may call a shared test: counted in the room's database, so every replica behind
+"""How often a client may call a shared test: counted in the shared tests' database, so every replica behind
 nginx (and every host sharing a PostgreSQL server) counts the same calls.
 
 A limit is "at most ``per_min`` calls of one thing in any minute", as a sliding window over two
@@ -16,7 +16,7 @@ import hashlib
 import math
 import time
 
-from core.judging.room_db import Database
+from core.listening.shared_test_db import Database
 
 WINDOW_S = 60.0  # the limits are per minute
 
@@ -31,7 +31,7 @@ CREATE INDEX IF NOT EXISTS room_limits_minute ON room_limits (minute)
 """
 
 
-class RoomLimits:
+class SharedTestLimits:
     """Per-minute limits shared through a :class:`Database` (SQLite or PostgreSQL)."""
 
     def __init__(self, db: Database, clock=time.time):

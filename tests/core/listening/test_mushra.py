@@ -8,7 +8,7 @@ import math
 import pytest
 from scipy import stats
 
-from core.judging import mushra, mushra_screening, pooled_stats, room_results
+from core.listening import mushra, mushra_screening, pooled_stats, shared_test_results
 
 CONDITIONS = ("original", "lp3.5", "lp7", "reconstruction", "opus6")
 
@@ -96,7 +96,7 @@ def test_screening_excludes_a_listener_who_misses_the_reference_or_prefers_the_a
     swapped = dict(GOOD, original=92, **{"lp3.5": 95})  # the 3.5 kHz anchor above the reference
     ratings = _ratings("ann", [GOOD]) + _ratings("bob", [dict(GOOD, reconstruction=66)]) + _ratings("cy", [careless])
     ratings += _ratings("dee", [swapped])
-    pooled = room_results.pool_mushra(CONDITIONS, ratings)
+    pooled = shared_test_results.pool_mushra(CONDITIONS, ratings)
     reasons = {s.listener: (s.excluded, s.reason) for s in pooled.screened}
     assert reasons == {
         "ann": (False, ""),
@@ -107,7 +107,7 @@ def test_screening_excludes_a_listener_who_misses_the_reference_or_prefers_the_a
     assert (pooled.listeners, pooled.kept) == (4, 2)
     codec = next(r for r in pooled.conditions if r.condition == "reconstruction")
     assert codec.ci.n == 2 and codec.ci.mean == 69 and codec.word == "good"
-    both = room_results.pool_mushra(CONDITIONS, ratings, include_excluded=True)
+    both = shared_test_results.pool_mushra(CONDITIONS, ratings, include_excluded=True)
     assert next(r for r in both.conditions if r.condition == "original").ci.n == 4  # the toggle includes them
     assert "Excluded" in pooled.rule and "90" in pooled.rule and "15%" in pooled.rule
 
@@ -124,9 +124,9 @@ def test_one_item_in_ten_below_90_is_within_the_rule_and_incomplete_screens_do_n
 def test_the_sentence_names_conditions_best_first():
     ratings = _ratings("ann", [GOOD]) + _ratings("bob", [dict(GOOD, reconstruction=70, opus6=52, original=94)])
     ratings += _ratings("cy", [dict(GOOD, original=50)])
-    pooled = room_results.pool_mushra(CONDITIONS, ratings)
+    pooled = shared_test_results.pool_mushra(CONDITIONS, ratings)
     names = {"original": "the hidden reference", "reconstruction": "the codec", "opus6": "Opus 6 kbit/s"}
-    text = room_results.mushra_sentence(pooled, lambda c: names.get(c, c))
+    text = shared_test_results.mushra_sentence(pooled, lambda c: names.get(c, c))
     assert text.startswith("3 listeners, 2 kept: rated the hidden reference 'excellent' (96 ± ")
     assert "the codec 'good' (71 ± " in text and text.index("the codec") < text.index("Opus 6 kbit/s")
 
@@ -134,8 +134,8 @@ def test_the_sentence_names_conditions_best_first():
 def test_pooled_abx_is_total_correct_of_total_trials_with_exact_p():
     answers = [{"listener": "a", "correct": c} for c in [1] * 9 + [0]]
     answers += [{"listener": "b", "correct": c} for c in [1] * 5 + [0] * 5]
-    pooled = room_results.pool_abx(answers)
+    pooled = shared_test_results.pool_abx(answers)
     assert (pooled.correct, pooled.trials) == (14, 20)
     assert pooled.p_value == pytest.approx(stats.binomtest(14, 20, 0.5, alternative="greater").pvalue)
     assert [(r.listener, r.correct, r.trials) for r in pooled.listeners] == [("a", 9, 10), ("b", 5, 10)]
-    assert room_results.abx_sentence(pooled).startswith("2 listeners, 14 of 20 correct: ")
+    assert shared_test_results.abx_sentence(pooled).startswith("2 listeners, 14 of 20 correct: ")

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from core.judging import abx, abx_db, abx_store
+from core.listening import abx, abx_db, abx_store
 
 
 def _answer_all(store: abx_store.AbxStore, token: str, first: abx_store.Trial) -> None:

@@ -1,5 +1,5 @@
 """Blind ABX listening test: the trial plan, the score and its sentence (the SQLite store of
-sessions and answers is :mod:`core.judging.abx_store`).
+sessions and answers is :mod:`core.listening.abx_store`).
 
 A is the original (or the codec's full-rate output) and B what it is compared with: the codec's
 output at full rate or a ladder level, a reference codec (core.anchors) or the second checkpoint;

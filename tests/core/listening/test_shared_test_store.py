@@ -5,16 +5,16 @@ from __future__ import annotations
 import math
 
 import pytest
-from room_cases import AUDIO, GOOD, PLAN, abx_flow, mushra_flow
+from shared_test_cases import AUDIO, GOOD, PLAN, abx_flow, mushra_flow
 
-from core.judging import room_db
-from core.judging.room_schema import RoomError
-from core.judging.room_store import RoomStore
+from core.listening import shared_test_db
+from core.listening.shared_test_schema import SharedTestError
+from core.listening.shared_test_store import SharedTestStore
 
 
 @pytest.fixture
-def store(tmp_path) -> RoomStore:
-    return RoomStore(room_db.Database(tmp_path))
+def store(tmp_path) -> SharedTestStore:
+    return SharedTestStore(shared_test_db.Database(tmp_path))
 
 
 def test_mushra_flow_on_sqlite(store):
@@ -26,11 +26,11 @@ def test_abx_flow_on_sqlite(store):
 
 
 def test_a_restart_loses_nothing(tmp_path):
-    first = RoomStore(room_db.Database(tmp_path))
+    first = SharedTestStore(shared_test_db.Database(tmp_path))
     link, owner = first.create("mushra", "sha", PLAN.to_dict(), AUDIO)
     key, _ = first.join(link, "ann")
     first.rate(link, key, 0, GOOD)
-    again = RoomStore(room_db.Database(tmp_path))  # a new process on the same file
+    again = SharedTestStore(shared_test_db.Database(tmp_path))  # a new process on the same file
     assert len(again.responses(link, owner)["ratings"]) == len(GOOD)
     assert again.rated_items(link, key) == {0}
 
@@ -58,45 +58,45 @@ def test_bad_ratings_are_refused_in_words_and_nothing_is_written(store, ratings,
 def test_a_screen_that_is_not_in_the_test_and_an_unjoined_listener_are_refused(store):
     link, _owner = store.create("mushra", "sha", PLAN.to_dict(), AUDIO)
     key, _ = store.join(link)
-    with pytest.raises(RoomError, match="not in this test"):
+    with pytest.raises(SharedTestError, match="not in this test"):
         store.rate(link, key, 1, GOOD)
-    with pytest.raises(RoomError, match="not joined") as e:
+    with pytest.raises(SharedTestError, match="not joined") as e:
         store.rate(link, "A" * 32, 0, GOOD)
     assert e.value.reason == "forbidden"
     for bad in (None, "", "short", "../../etc/passwd", "\ud800" * 30):
-        with pytest.raises(RoomError, match="not valid"):
+        with pytest.raises(SharedTestError, match="not valid"):
             store.open_test(bad)
 
 
 def test_an_expired_test_says_so(tmp_path):
     now = [1000.0]
-    store = RoomStore(room_db.Database(tmp_path), clock=lambda: now[0])
+    store = SharedTestStore(shared_test_db.Database(tmp_path), clock=lambda: now[0])
     link, _owner = store.create("mushra", "sha", PLAN.to_dict(), AUDIO, ttl_s=3600)
     key, _ = store.join(link)
     now[0] += 3601
-    with pytest.raises(RoomError, match="expired") as e:
+    with pytest.raises(SharedTestError, match="expired") as e:
         store.rate(link, key, 0, GOOD)
     assert e.value.reason == "expired" and store.open_test(link).state(now[0]) == "expired"
 
 
 def test_links_are_long_random_and_only_their_hash_is_stored(tmp_path):
-    store = RoomStore(room_db.Database(tmp_path))
+    store = SharedTestStore(shared_test_db.Database(tmp_path))
     links = {
         store.create("abx", "sha", {"a_source": "original", "b_source": "k2", "trials": 2}, {})[0] for _ in range(20)
     }
     assert len(links) == 20 and min(len(x) for x in links) >= 32
-    data = b"".join(p.read_bytes() for p in tmp_path.glob(room_db.DB_NAME + "*"))
+    data = b"".join(p.read_bytes() for p in tmp_path.glob(shared_test_db.DB_NAME + "*"))
     assert data
     assert not any(link.encode() in data for link in links)
 
 
 def test_a_database_url_that_is_not_postgresql_is_refused():
-    with pytest.raises(room_db.RoomDbError, match="postgresql://"):
-        room_db.Database(url="mysql://x")
+    with pytest.raises(shared_test_db.SharedTestDbError, match="postgresql://"):
+        shared_test_db.Database(url="mysql://x")
 
 
 def test_the_operator_exports_every_shared_test_by_id(tmp_path, cli):
-    store = RoomStore(room_db.Database(tmp_path / "data"))
+    store = SharedTestStore(shared_test_db.Database(tmp_path / "data"))
     link, _owner = store.create("mushra", "sha", PLAN.to_dict(), AUDIO)
     key, _ = store.join(link, "ann")
     store.rate(link, key, 0, GOOD)

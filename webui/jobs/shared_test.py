@@ -26,8 +26,8 @@ import soundfile as sf
 from core import anchors as core_anchors
 from core.codec import NUM_CODEBOOKS, SAMPLE_RATE
 from core.errors import CodecError
-from core.judging import abx, mushra
 from core.judging.sources import COMPARE_ID
+from core.listening import abx, mushra
 from core.model import second
 from webui.jobs.abx import BlindInputError, no_second
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from core.judging import abx, abx_db, abx_migrate, abx_store
+from core.listening import abx, abx_db, abx_migrate, abx_store
 
 FIXTURE = Path(__file__).parent / "fixtures" / "abx_before_ids.sqlite3"
 # what the fixture's eight sessions were started with (fixtures/README.md), as ids: (A, B, detail)

@@ -23,7 +23,7 @@ DB_NAME = "room.sqlite3"  # file under the data folder
 BUSY_TIMEOUT_S = 5.0  # longest wait for a locked SQLite file
 
 
-class RoomDbError(CodecError):
+class SharedTestDbError(CodecError):
     """The shared tests' database cannot be used; the message names it and what to check."""
 
 
@@ -33,7 +33,7 @@ class Database:
     def __init__(self, data_dir: str | Path | None = None, url: str | None = None):
         self.url = (url or "").strip()
         if self.url and not self.url.startswith(("postgresql://", "postgres://")):
-            raise RoomDbError(
+            raise SharedTestDbError(
                 f"CODEC_DATABASE_URL must be a postgresql:// URL (got {self.url.split('://')[0]!r}://...); "
                 "leave it empty for the SQLite file under the data folder."
             )
@@ -70,33 +70,39 @@ class Database:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S)
         except (OSError, sqlite3.Error) as e:
-            raise RoomDbError(f"Cannot open the shared-tests database {self.path} ({e}); check --data-dir.") from e
+            raise SharedTestDbError(
+                f"Cannot open the shared-tests database {self.path} ({e}); check --data-dir."
+            ) from e
         try:
             conn.execute("PRAGMA journal_mode=WAL")
             with closing(conn), conn:
                 yield _Cursor(conn, "?")
         except sqlite3.OperationalError as e:
-            raise RoomDbError(f"The shared-tests database {self.path} failed ({e}); try again in a moment.") from e
+            raise SharedTestDbError(
+                f"The shared-tests database {self.path} failed ({e}); try again in a moment."
+            ) from e
 
     def _postgres(self):
         try:
             import psycopg
         except ImportError as e:
-            raise RoomDbError(
+            raise SharedTestDbError(
                 "CODEC_DATABASE_URL names a PostgreSQL server but psycopg is not installed: "
                 "pip install 'codec-workbench[postgres]' (or -r requirements-postgres.txt)."
             ) from e
         try:
             conn = psycopg.connect(self.url, connect_timeout=5)
         except psycopg.Error as e:
-            raise RoomDbError(
+            raise SharedTestDbError(
                 f"Cannot reach the PostgreSQL server {self.describe()} ({e}); check CODEC_DATABASE_URL."
             ) from e
         try:
             with conn:  # commits on success, rolls back on an exception, closes
                 yield _Cursor(conn, "%s")
         except psycopg.OperationalError as e:
-            raise RoomDbError(f"The PostgreSQL server {self.describe()} failed ({e}); try again in a moment.") from e
+            raise SharedTestDbError(
+                f"The PostgreSQL server {self.describe()} failed ({e}); try again in a moment."
+            ) from e
 
 
 class _Cursor:

@@ -9,8 +9,8 @@ from __future__ import annotations
 import html
 import math
 
-from core.judging import mushra_screening, room_results
-from core.judging.mushra import HIDDEN_REFERENCE
+from core.listening import mushra_screening, shared_test_results
+from core.listening.mushra import HIDDEN_REFERENCE
 from webui import i18n
 from webui.views.player_assets import STATIC
 
@@ -20,7 +20,7 @@ def condition_words(condition: str, lang: str, name_of) -> str:
     return i18n.text("share.hidden_reference", lang) if condition == HIDDEN_REFERENCE else name_of(condition)
 
 
-def mushra_sentence(pooled: room_results.MushraPooled, lang: str, name_of) -> str:
+def mushra_sentence(pooled: shared_test_results.MushraPooled, lang: str, name_of) -> str:
     """ "7 listeners, 6 kept: the codec was rated 'good' (71 ± 8), ..." in ``lang``."""
     if not pooled.listeners:
         return i18n.text("share.no_answers", lang)
@@ -31,7 +31,7 @@ def mushra_sentence(pooled: room_results.MushraPooled, lang: str, name_of) -> st
             lang,
             name=condition_words(r.condition, lang, name_of),
             word=i18n.text(f"listen.scale.{r.word}", lang),
-            value=room_results.plus_minus(r.ci),
+            value=shared_test_results.plus_minus(r.ci),
         )
         for r in rows
     ]
@@ -40,7 +40,7 @@ def mushra_sentence(pooled: room_results.MushraPooled, lang: str, name_of) -> st
     return head + i18n.text("share.list_sep", lang).join(parts)
 
 
-def chart(pooled: room_results.MushraPooled, lang: str, name_of) -> str:
+def chart(pooled: shared_test_results.MushraPooled, lang: str, name_of) -> str:
     """A bar per condition (0-100) with its interval as a whisker; plain HTML, no image to fetch."""
     bars = []
     for r in pooled.conditions:
@@ -54,12 +54,12 @@ def chart(pooled: room_results.MushraPooled, lang: str, name_of) -> str:
             f'<div class="cw-bar-row" data-condition="{html.escape(r.condition)}"><span>{name}</span>'
             f'<div class="cw-bar-track"><div class="cw-bar" style="width:{r.ci.mean:.1f}%"></div>'
             f'<div class="cw-whisker" style="left:{low:.1f}%;width:{max(high - low, 0.4):.1f}%"></div></div>'
-            f"<b>{html.escape(room_results.plus_minus(r.ci))}</b></div>"
+            f"<b>{html.escape(shared_test_results.plus_minus(r.ci))}</b></div>"
         )
     return f'<div class="cw-bars" role="img" aria-label="{html.escape(i18n.text("share.chart", lang))}">{"".join(bars)}</div>'
 
 
-def mushra_html(pooled: room_results.MushraPooled, nicknames: dict[str, str], lang: str, name_of) -> str:
+def mushra_html(pooled: shared_test_results.MushraPooled, nicknames: dict[str, str], lang: str, name_of) -> str:
     """Sentence, chart, listener rows, the rule."""
     rows = []
     for s in pooled.screened:
@@ -86,17 +86,17 @@ def mushra_html(pooled: room_results.MushraPooled, nicknames: dict[str, str], la
     )
     rule = i18n.text("share.rule", lang, min=mushra_screening.REFERENCE_MIN, share=f"{mushra_screening.MAX_SHARE:.0%}")
     return (
-        f'<div class="cw-room-result"><p class="cw-room-sentence">{html.escape(mushra_sentence(pooled, lang, name_of))}</p>'
+        f'<div class="cw-shared-result"><p class="cw-shared-sentence">{html.escape(mushra_sentence(pooled, lang, name_of))}</p>'
         f"{chart(pooled, lang, name_of)}"
-        f'<table class="cw-room-listeners"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
-        f'<p class="cw-hint cw-room-rule">{html.escape(rule)}</p></div>'
+        f'<table class="cw-shared-listeners"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
+        f'<p class="cw-hint cw-shared-rule">{html.escape(rule)}</p></div>'
     )
 
 
-def abx_html(pooled: room_results.AbxPooled, nicknames: dict[str, str], lang: str) -> str:
+def abx_html(pooled: shared_test_results.AbxPooled, nicknames: dict[str, str], lang: str) -> str:
     """Total correct of total trials with the exact p, and each listener's own."""
     if not pooled.trials:
-        return f'<div class="cw-room-result"><p>{html.escape(i18n.text("share.no_answers", lang))}</p></div>'
+        return f'<div class="cw-shared-result"><p>{html.escape(i18n.text("share.no_answers", lang))}</p></div>'
     p = pooled.p_value
     verdict = "can" if p < 0.05 else "probably" if p < 0.10 else "cannot"
     sentence = i18n.text(
@@ -118,9 +118,9 @@ def abx_html(pooled: room_results.AbxPooled, nicknames: dict[str, str], lang: st
         for k in ("share.col_listener", "share.col_correct", "share.col_p")
     )
     return (
-        f'<div class="cw-room-result"><p class="cw-room-sentence">{html.escape(sentence)}</p>'
-        f'<table class="cw-room-listeners"><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table></div>'
+        f'<div class="cw-shared-result"><p class="cw-shared-sentence">{html.escape(sentence)}</p>'
+        f'<table class="cw-shared-listeners"><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table></div>'
     )
 
 
-CSS = (STATIC / "room_result.css").read_text(encoding="utf-8")  # the chart and the listener rows
+CSS = (STATIC / "shared_test_result.css").read_text(encoding="utf-8")  # the chart and the listener rows

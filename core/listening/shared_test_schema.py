@@ -1,6 +1,6 @@
-"""The shared tests' tables in the room's database (``core.judging.room_db``), and the records read from them.
+"""The shared tests' tables in the shared tests' database (``core.listening.shared_test_db``), and the records read from them.
 
-Every secret is stored as its SHA-256 only (``core.judging.room_keys``); conditions are source ids
+Every secret is stored as its SHA-256 only (``core.listening.shared_test_keys``); conditions are source ids
 (``core.judging.sources``); each condition's audio is kept in the database itself as 16-bit samples,
 so every replica and every host that shares the database serves the same test. The SQL is portable
 (SQLite and PostgreSQL).
@@ -63,7 +63,7 @@ CREATE TABLE IF NOT EXISTS room_abx (
 """
 
 
-class RoomError(CodecError):
+class SharedTestError(CodecError):
     """A shared-test request that cannot be served; ``reason`` says which kind (for HTTP codes)."""
 
     def __init__(self, message: str, reason: str = "bad"):

@@ -11,7 +11,7 @@ refuses answers and says which.
 
 Conditions are source ids (``core.judging.sources``), stored by id; the audio of each condition
 and item is stored with the test as 16-bit samples, in the database itself, so every replica and
-every host that shares the database serves the same test (``core.judging.room_db``).
+every host that shares the database serves the same test (``core.listening.shared_test_db``).
 """
 
 from __future__ import annotations
@@ -24,10 +24,10 @@ import unicodedata
 
 import numpy as np
 
-from core.judging import abx, mushra
-from core.judging.room_db import Database
-from core.judging.room_keys import LINK_BYTES, LISTENER_BYTES, OWNER_BYTES, key_hash
-from core.judging.room_schema import KINDS, SCHEMA, Listener, RoomError, TestInfo
+from core.listening import abx, mushra
+from core.listening.shared_test_db import Database
+from core.listening.shared_test_keys import LINK_BYTES, LISTENER_BYTES, OWNER_BYTES, key_hash
+from core.listening.shared_test_schema import KINDS, SCHEMA, Listener, SharedTestError, TestInfo
 
 DEFAULT_TTL_S = 7 * 24 * 3600.0  # a test expires 7 days after it is made unless the owner says otherwise
 MAX_TTL_S = 90 * 24 * 3600.0
@@ -41,7 +41,7 @@ def clean_nickname(value) -> str:
     return " ".join(text.split())[:MAX_NICKNAME]
 
 
-class RoomStore:
+class SharedTestStore:
     """Shared tests in a :class:`Database`. Every call opens its own connection (safe across
     threads, processes and replicas); answers are committed as they come."""
 
@@ -64,9 +64,9 @@ class RoomStore:
     ) -> tuple[str, str]:
         """A new test: (link, owner key). ``audio``: (item, source id) -> 16-bit samples."""
         if kind not in KINDS:
-            raise RoomError(f"A shared test is 'mushra' or 'abx' (got {kind!r}).")
+            raise SharedTestError(f"A shared test is 'mushra' or 'abx' (got {kind!r}).")
         if not (isinstance(ttl_s, int | float) and 60 <= ttl_s <= MAX_TTL_S):
-            raise RoomError(f"A test expires after 1 minute to {MAX_TTL_S / 86400:.0f} days (got {ttl_s!r} s).")
+            raise SharedTestError(f"A test expires after 1 minute to {MAX_TTL_S / 86400:.0f} days (got {ttl_s!r} s).")
         link, owner = secrets.token_urlsafe(LINK_BYTES), secrets.token_urlsafe(OWNER_BYTES)
         now = self._clock()
         test = key_hash(link)
@@ -93,12 +93,12 @@ class RoomStore:
         return link, owner
 
     def owned(self, link: str, owner_key: str) -> TestInfo:
-        """The test, for its owner only (RoomError otherwise)."""
+        """The test, for its owner only (SharedTestError otherwise)."""
         with self._conn() as c:
             info = self._test(c, link)
             row = c.execute("SELECT owner FROM room_tests WHERE test = ?", (info.test,)).fetchone()
         if row[0] != key_hash(owner_key, "owner key"):
-            raise RoomError("Only the owner of this test can see its responses or close it.", "forbidden")
+            raise SharedTestError("Only the owner of this test can see its responses or close it.", "forbidden")
         return info
 
     def close(self, link: str, owner_key: str) -> None:
@@ -181,7 +181,9 @@ class RoomStore:
             info = self._open(c, link)
             count = c.execute("SELECT COUNT(*) FROM room_listeners WHERE test = ?", (info.test,)).fetchone()[0]
             if count >= MAX_LISTENERS:
-                raise RoomError(f"This test has its {MAX_LISTENERS} listeners; ask its owner for a new one.", "closed")
+                raise SharedTestError(
+                    f"This test has its {MAX_LISTENERS} listeners; ask its owner for a new one.", "closed"
+                )
             number = c.execute(
                 "SELECT COALESCE(MAX(number), 0) + 1 FROM room_listeners WHERE test = ?", (info.test,)
             ).fetchone()[0]
@@ -205,7 +207,7 @@ class RoomStore:
                 "SELECT pcm FROM room_audio WHERE test = ? AND item = ? AND source = ?", (info.test, item, source)
             ).fetchone()
         if row is None:
-            raise RoomError("This sound is not part of the test.", "unknown")
+            raise SharedTestError("This sound is not part of the test.", "unknown")
         return np.frombuffer(bytes(row[0]), dtype="<i2")
 
     def rated_items(self, link: str, key: str) -> set[int]:
@@ -222,20 +224,20 @@ class RoomStore:
         with self._conn() as c:
             info = self._open(c, link)
             if info.kind != "mushra":
-                raise RoomError("This test is a blind ABX test: answer A or B.")
+                raise SharedTestError("This test is a blind ABX test: answer A or B.")
             who = self._listener(c, info, key)
             plan = mushra.Plan.from_dict(info.plan)
             if not (isinstance(item, int) and 0 <= item < len(plan.items)):
-                raise RoomError(f"Screen {item!r} is not in this test (it has {len(plan.items)}).")
+                raise SharedTestError(f"Screen {item!r} is not in this test (it has {len(plan.items)}).")
             if set(ratings) != set(plan.conditions):
-                raise RoomError("Rate every sound on the screen before sending (each slider once).")
+                raise SharedTestError("Rate every sound on the screen before sending (each slider once).")
             checked = {c_id: mushra.check_rating(v) for c_id, v in ratings.items()}
             done = c.execute(
                 "SELECT COUNT(*) FROM room_ratings WHERE test = ? AND listener = ? AND item = ?",
                 (info.test, who.listener, item),
             ).fetchone()[0]
             if done:
-                raise RoomError("This screen's ratings were already sent; they cannot be changed.", "replay")
+                raise SharedTestError("This screen's ratings were already sent; they cannot be changed.", "replay")
             now = self._clock()
             for condition, rating in checked.items():
                 c.execute(
@@ -262,20 +264,20 @@ class RoomStore:
         """Answer ``trial`` (the current one only); returns the next trial's number."""
         answer = str(answer).strip().upper()
         if answer not in abx.CHOICES:
-            raise RoomError(f"Answer A or B (got {answer!r}).")
+            raise SharedTestError(f"Answer A or B (got {answer!r}).")
         with self._conn() as c:
             info = self._open(c, link)
             if info.kind != "abx":
-                raise RoomError("This test is a MUSHRA test: rate the sounds with the sliders.")
+                raise SharedTestError("This test is a MUSHRA test: rate the sounds with the sliders.")
             who = self._listener(c, info, key)
             plan = self.abx_plan(info, who)
             done = c.execute(
                 "SELECT COUNT(*) FROM room_abx WHERE test = ? AND listener = ?", (info.test, who.listener)
             ).fetchone()[0]
             if done >= len(plan):
-                raise RoomError("You have answered every trial of this test.", "replay")
+                raise SharedTestError("You have answered every trial of this test.", "replay")
             if trial != done:
-                raise RoomError(f"Trial {trial + 1} is not the current one (trial {done + 1}).", "replay")
+                raise SharedTestError(f"Trial {trial + 1} is not the current one (trial {done + 1}).", "replay")
             x_is = plan[trial]
             c.execute(
                 "INSERT INTO room_abx (test, listener, trial, x_is, answer, correct, at) VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -290,7 +292,7 @@ class RoomStore:
             (key_hash(link),),
         ).fetchone()
         if row is None:
-            raise RoomError("This test does not exist (the link may be mistyped or the test removed).", "unknown")
+            raise SharedTestError("This test does not exist (the link may be mistyped or the test removed).", "unknown")
         test, kind, created, expires, closed, sha, plan, seed = row
         return TestInfo(test, kind, created, expires, closed, sha, json.loads(plan), int(seed))
 
@@ -298,9 +300,11 @@ class RoomStore:
         info = self._test(c, link)
         state = info.state(self._clock())
         if state == "closed":
-            raise RoomError("This test is closed: its owner stopped new answers. Thank you for listening.", "closed")
+            raise SharedTestError(
+                "This test is closed: its owner stopped new answers. Thank you for listening.", "closed"
+            )
         if state == "expired":
-            raise RoomError("This test has expired: ask its owner for a new link.", "expired")
+            raise SharedTestError("This test has expired: ask its owner for a new link.", "expired")
         return info
 
     def _listener(self, c, info: TestInfo, key: str) -> Listener:
@@ -309,10 +313,10 @@ class RoomStore:
             (info.test, key_hash(key, "listener key")),
         ).fetchone()
         if row is None:
-            raise RoomError("You have not joined this test yet: open its link again.", "forbidden")
+            raise SharedTestError("You have not joined this test yet: open its link again.", "forbidden")
         return Listener(row[0], int(row[1]), row[2])
 
 
-def store_for(settings) -> RoomStore:
+def store_for(settings) -> SharedTestStore:
     """The shared tests' store a server's settings name (``data_dir``, ``database_url``)."""
-    return RoomStore(Database(settings.data_dir, url=settings.database_url or None))
+    return SharedTestStore(Database(settings.data_dir, url=settings.database_url or None))

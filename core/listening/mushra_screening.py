@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from core.judging.mushra import HIDDEN_REFERENCE, LOW_ANCHOR
+from core.listening.mushra import HIDDEN_REFERENCE, LOW_ANCHOR
 
 REFERENCE_MIN = 90  # the hidden reference rated below this counts against the listener
 MAX_SHARE = 0.15  # more than this share of items against a listener: excluded

@@ -3,7 +3,7 @@
 The page holds only that test (no upload, no lab, no other results). A listener joins with at most
 a nickname; the server answers with a listener key in an HttpOnly cookie scoped to the test's path,
 so answers cannot be sent for another listener. Every sound is named by an opaque handle
-(``webui.jobs.room``): the page, its URLs and the response headers say nothing of which condition
+(``webui.jobs.shared_test``): the page, its URLs and the response headers say nothing of which condition
 a sound is (same length, own dither, ``Cache-Control: no-store``, no ETag or Last-Modified, no file
 name).
 
@@ -17,7 +17,7 @@ Routes (``<link>`` is the test's secret link):
 Errors are JSON ``{"error": sentence}`` with 400 (bad input), 403 (not joined / not yours), 404
 (unknown link or sound), 409 (already answered), 410 (closed or expired), 429 (too many answers).
 Answers are limited per listener (:data:`ANSWERS_PER_MIN` a minute) and per address, joins per
-address and test. The limits are counted in the room's database (``core.judging.room_limits``), so
+address and test. The limits are counted in the shared tests' database (``core.listening.shared_test_limits``), so
 they hold across the replicas behind nginx; the address is the client's as the trusted proxies
 (``--trusted-proxies``) name it (``throttle.client_key``), so a client behind nginx is not counted as
 nginx, and a client that is no trusted proxy cannot pick its own address with ``X-Forwarded-For``.
@@ -33,12 +33,12 @@ from fastapi.responses import HTMLResponse, JSONResponse, Response
 from fastapi.routing import APIRoute
 
 from core.errors import CodecError
-from core.judging import mushra
-from core.judging.room_limits import RoomLimits
-from core.judging.room_schema import RoomError
-from core.judging.room_store import RoomStore
+from core.listening import mushra
+from core.listening.shared_test_limits import SharedTestLimits
+from core.listening.shared_test_schema import SharedTestError
+from core.listening.shared_test_store import SharedTestStore
 from webui import i18n
-from webui.jobs import room as room_jobs
+from webui.jobs import shared_test
 from webui.serving.guard import signed_in
 from webui.serving.throttle import client_key
 from webui.views import listen_page
@@ -62,8 +62,8 @@ class _Refused(i18n.TranslatedError):
         super().__init__(key, **fields)
 
 
-def room_routes(
-    store: RoomStore,
+def shared_test_routes(
+    store: SharedTestStore,
     trusted: frozenset[str] = frozenset(),
     answers_per_min: int = ANSWERS_PER_MIN,
     joins_per_min: int = JOINS_PER_MIN,
@@ -72,7 +72,7 @@ def room_routes(
     """The listener routes, to hand to Gradio's FastAPI app beside /health. ``trusted``: the
     operator's ``--trusted-proxies``, whose X-Forwarded-For names the client."""
     app = FastAPI()
-    limits = RoomLimits(store.db)  # counted in the room's database: every replica counts the same calls
+    limits = SharedTestLimits(store.db)  # counted in the shared tests' database: every replica counts the same calls
 
     def answer_allowed(request: Request, link: str) -> bool:
         """An answer counts against its address, then its listener (their cookie, else the address) in this test."""
@@ -91,7 +91,7 @@ def room_routes(
     def failed(request: Request, e: Exception) -> JSONResponse:
         if isinstance(e, _Refused):
             return JSONResponse({"error": e.in_language(lang_of(request))}, status_code=e.status, headers=NO_STORE)
-        if isinstance(e, RoomError):
+        if isinstance(e, SharedTestError):
             return refuse(request, _STATUS.get(e.reason, 400), f"listen.error.{e.reason}", str(e))
         if isinstance(e, mushra.MushraError):
             return refuse(request, 400, "listen.error.bad", str(e))
@@ -106,7 +106,7 @@ def room_routes(
             return refuse(request, 401, "listen.error.sign_in")
         try:
             info = store.open_test(link)
-        except (RoomError, CodecError, _Refused) as e:
+        except (SharedTestError, CodecError, _Refused) as e:
             return failed(request, e)
         return HTMLResponse(listen_page.page(info.kind, lang_of(request)), headers=NO_STORE)
 
@@ -115,7 +115,7 @@ def room_routes(
             return refuse(request, 401, "listen.error.sign_in")
         try:
             return JSONResponse(_state(store, link, key_of(request)), headers=NO_STORE)
-        except (RoomError, CodecError, _Refused) as e:
+        except (SharedTestError, CodecError, _Refused) as e:
             return failed(request, e)
 
     async def join(link: str, request: Request):
@@ -129,13 +129,13 @@ def room_routes(
                 try:
                     store.listener(link, key_of(request))
                     return JSONResponse(_state(store, link, key_of(request)), headers=NO_STORE)
-                except RoomError:
+                except SharedTestError:
                     pass
             key, _who = store.join(link, body.get("nickname", ""))
             out = JSONResponse(_state(store, link, key), headers=NO_STORE)
             out.set_cookie(COOKIE, key, httponly=True, samesite="strict", path=PREFIX + link, max_age=90 * 86400)
             return out
-        except (RoomError, CodecError, _Refused) as e:
+        except (SharedTestError, CodecError, _Refused) as e:
             return failed(request, e)
 
     async def rate_screen(link: str, request: Request):
@@ -148,7 +148,7 @@ def room_routes(
             screen = body.get("screen")
             if not isinstance(screen, int) or isinstance(screen, bool):
                 raise _Refused(400, "listen.bad_screen", value=repr(screen))
-            slots = room_jobs.mushra_slots(info.seed, who.listener, screen, info.plan["conditions"])
+            slots = shared_test.mushra_slots(info.seed, who.listener, screen, info.plan["conditions"])
             given = body.get("ratings")
             if not isinstance(given, dict):
                 raise _Refused(400, "listen.bad_ratings")
@@ -157,7 +157,7 @@ def room_routes(
                 raise _Refused(400, "listen.not_on_screen", n=len(unknown))
             store.rate(link, key, screen, {slots[h]: v for h, v in given.items()})
             return JSONResponse(_state(store, link, key), headers=NO_STORE)
-        except (RoomError, CodecError, _Refused) as e:
+        except (SharedTestError, CodecError, _Refused) as e:
             return failed(request, e)
 
     async def answer_abx(link: str, request: Request):
@@ -170,7 +170,7 @@ def room_routes(
                 raise _Refused(400, "listen.bad_trial", value=repr(trial))
             store.answer_abx(link, key_of(request), trial, body.get("answer", ""))
             return JSONResponse(_state(store, link, key_of(request)), headers=NO_STORE)
-        except (RoomError, CodecError, _Refused) as e:
+        except (SharedTestError, CodecError, _Refused) as e:
             return failed(request, e)
 
     async def audio(link: str, handle: str, request: Request):
@@ -178,7 +178,7 @@ def room_routes(
             return refuse(request, 401, "listen.error.sign_in")
         try:
             data = _sound(store, link, key_of(request), handle)
-        except (RoomError, CodecError, _Refused) as e:
+        except (SharedTestError, CodecError, _Refused) as e:
             return failed(request, e)
         return _ranged(request, data)
 
@@ -202,7 +202,7 @@ async def _body(request: Request) -> dict:
     return body
 
 
-def _state(store: RoomStore, link: str, key: str) -> dict:
+def _state(store: SharedTestStore, link: str, key: str) -> dict:
     """What the page shows now: the test's state, and the listener's current screen or trial (only
     handles, never condition ids)."""
     info = store.open_test(link)
@@ -211,7 +211,7 @@ def _state(store: RoomStore, link: str, key: str) -> dict:
         return out
     try:
         _info, who = store.listener(link, key)
-    except RoomError:
+    except SharedTestError:
         return out
     out |= {"joined": True, "listener": who.number, "nickname": who.nickname}
     if info.kind == "mushra":
@@ -220,7 +220,7 @@ def _state(store: RoomStore, link: str, key: str) -> dict:
         screen = next((i for i in range(len(plan.items)) if i not in done), None)
         out |= {"screens": len(plan.items), "screen": screen}
         if screen is not None:
-            slots = room_jobs.mushra_slots(info.seed, who.listener, screen, plan.conditions)
+            slots = shared_test.mushra_slots(info.seed, who.listener, screen, plan.conditions)
             out["reference"] = next(h for h, c in slots.items() if c == "reference")
             out["sounds"] = [h for h, c in slots.items() if c != "reference"]  # the listener's own order
         return out
@@ -228,33 +228,33 @@ def _state(store: RoomStore, link: str, key: str) -> dict:
     trial = store.abx_done(link, key)
     out |= {"trials": len(plan_x), "trial": trial if trial < len(plan_x) else None}
     if trial < len(plan_x):
-        out["sounds"] = [room_jobs.handle(info.seed, who.listener, trial, slot) for slot in range(3)]  # A, B, X
+        out["sounds"] = [shared_test.handle(info.seed, who.listener, trial, slot) for slot in range(3)]  # A, B, X
     return out
 
 
-def _sound(store: RoomStore, link: str, key: str, handle: str) -> bytes:
+def _sound(store: SharedTestStore, link: str, key: str, handle: str) -> bytes:
     """The WAV behind a handle of this listener's current screen or trial."""
-    if not (len(handle) == room_jobs.HANDLE_CHARS and all(c in "0123456789abcdef" for c in handle)):
+    if not (len(handle) == shared_test.HANDLE_CHARS and all(c in "0123456789abcdef" for c in handle)):
         raise _Refused(404, "listen.no_sound")
     info, who = store.listener(link, key)
     if info.kind == "mushra":
         plan = mushra.Plan.from_dict(info.plan)
         for screen in range(len(plan.items)):
-            slots = room_jobs.mushra_slots(info.seed, who.listener, screen, plan.conditions)
+            slots = shared_test.mushra_slots(info.seed, who.listener, screen, plan.conditions)
             if handle in slots:
                 source = "original" if slots[handle] == "reference" else slots[handle]
-                return room_jobs.listener_wav(store.audio(link, screen, source), handle)
+                return shared_test.listener_wav(store.audio(link, screen, source), handle)
         raise _Refused(404, "listen.no_sound")
     trial = store.abx_done(link, key)
     plan_x = store.abx_plan(info, who)
     if trial >= len(plan_x):
         raise _Refused(409, "listen.all_answered")
-    names = [room_jobs.handle(info.seed, who.listener, trial, slot) for slot in range(3)]
+    names = [shared_test.handle(info.seed, who.listener, trial, slot) for slot in range(3)]
     if handle not in names:
         raise _Refused(404, "listen.no_sound")
     which = "AB"[names.index(handle)] if names.index(handle) < 2 else plan_x[trial]
     source = info.plan["a_source"] if which == "A" else info.plan["b_source"]
-    return room_jobs.listener_wav(store.audio(link, 0, source), handle)
+    return shared_test.listener_wav(store.audio(link, 0, source), handle)
 
 
 def _ranged(request: Request, data: bytes) -> Response:

@@ -4,7 +4,7 @@ From the clip and region the blind test holds (started from a round trip's resul
 the owner makes a MUSHRA test (hidden reference, both low-pass anchors, up to 6 chosen conditions)
 or a blind ABX test, with an expiry (default 7 days, ``--share-ttl-s``). The page shows the link
 and a QR code for phones in the room; responses arrive live (a timer reads the store every few
-seconds); *Close the test* stops new answers. The pooled result (``core.judging.room_results``)
+seconds); *Close the test* stops new answers. The pooled result (``core.listening.shared_test_results``)
 is shown as the sentence, a bar chart with intervals and the listener rows, with the screening
 rule and a toggle to include the excluded; the CSV has one row per rating, by id.
 
@@ -25,16 +25,16 @@ import gradio as gr
 
 from core.audio.files import audio_from_array, load_audio
 from core.codec import SAMPLE_RATE
-from core.judging import abx, abx_store, mushra, room_results
-from core.judging.room_store import RoomStore, store_for
 from core.judging.sources import short_label
+from core.listening import abx, abx_store, mushra, shared_test_results
+from core.listening.shared_test_store import SharedTestStore, store_for
 from webui import i18n
 from webui.common import TabHandlers, user_errors
 from webui.jobs import abx as abx_jobs
-from webui.jobs import room as room_jobs
+from webui.jobs import shared_test
 from webui.queues import MODEL_GROUP
 from webui.tabs.abx import job_words, source_words
-from webui.views import room_view
+from webui.views import shared_test_view
 
 logger = logging.getLogger(__name__)
 
@@ -60,7 +60,7 @@ CSV_FIELDS = (
 
 @dataclass
 class ShareHandlers(TabHandlers):
-    store: RoomStore = field(init=False)
+    store: SharedTestStore = field(init=False)
 
     def __post_init__(self):
         self.store = store_for(self.engine.settings)
@@ -82,15 +82,15 @@ class ShareHandlers(TabHandlers):
             ttl = float(expiry_s or self.engine.settings.share_ttl_s)
             if kind == "abx":
                 b = str((chosen or [abx.A_CODEC])[0])
-                made = room_jobs.make_conditions(self.engine, samples, [abx.A_ORIGINAL, b], audio)
+                made = shared_test.make_conditions(self.engine, samples, [abx.A_ORIGINAL, b], audio)
                 count = int(trials or abx.DEFAULT_TRIALS)
                 abx.plan_trials(count, 0)  # the range check, before anything is stored
                 plan = {"a_source": abx.A_ORIGINAL, "b_source": b, "trials": count}
             else:
                 mplan = mushra.plan(chosen, [(0.0, samples.size / SAMPLE_RATE)], known=set(CHOICES))
-                made = room_jobs.make_conditions(self.engine, samples, mplan.conditions, audio)
+                made = shared_test.make_conditions(self.engine, samples, mplan.conditions, audio)
                 plan = mplan.to_dict()
-            steps = {(0, sid): room_jobs.to_steps(x) for sid, x in made.items()}
+            steps = {(0, sid): shared_test.to_steps(x) for sid, x in made.items()}
             link, owner = self.store.create(
                 "abx" if kind == "abx" else "mushra", abx_store.clip_checksum(samples), plan, steps, ttl
             )
@@ -122,11 +122,11 @@ class ShareHandlers(TabHandlers):
         head = i18n.text("share.joined", lang, n=len(got["listeners"]), state=state)
         name_of = lambda sid: source_words(sid, lang)  # noqa: E731
         if info.kind == "mushra":
-            pooled = room_results.pool_mushra(info.plan["conditions"], got["ratings"], bool(include_excluded))
-            body = room_view.mushra_html(pooled, nicknames, lang, name_of)
+            pooled = shared_test_results.pool_mushra(info.plan["conditions"], got["ratings"], bool(include_excluded))
+            body = shared_test_view.mushra_html(pooled, nicknames, lang, name_of)
             excluded = {s.listener for s in pooled.screened if s.excluded}
         else:
-            body = room_view.abx_html(room_results.pool_abx(got["answers"]), nicknames, lang)
+            body = shared_test_view.abx_html(shared_test_results.pool_abx(got["answers"]), nicknames, lang)
             excluded = set()
         return f"<p>{html.escape(head)}</p>{body}", (got, nicknames, excluded)
 
@@ -156,15 +156,17 @@ class ShareHandlers(TabHandlers):
         csv_path = self._csv(got, nicknames, excluded)
         pooled = self._pooled_dict(got)
         paths = [Path(str(f.get("path") if isinstance(f, dict) else getattr(f, "path", f))) for f in files]
-        room_jobs.add_to_report(paths, shown, pooled, csv_path, i18n.text("share.report_title", lang), room_view.CSS)
+        shared_test.add_to_report(
+            paths, shown, pooled, csv_path, i18n.text("share.report_title", lang), shared_test_view.CSS
+        )
 
     @staticmethod
     def _pooled_dict(got: dict) -> dict:
         info = got["info"]
         if info.kind == "mushra":
-            pooled = room_results.pool_mushra(info.plan["conditions"], got["ratings"]).to_dict()
+            pooled = shared_test_results.pool_mushra(info.plan["conditions"], got["ratings"]).to_dict()
         else:
-            pooled = room_results.pool_abx(got["answers"]).to_dict()
+            pooled = shared_test_results.pool_abx(got["answers"]).to_dict()
         return {"kind": info.kind, "plan": info.plan, "listeners": got["listeners"], "pooled": pooled}
 
     def close(self, owned, include_excluded, request: gr.Request):
@@ -251,7 +253,7 @@ def build(handlers: ShareHandlers, last: gr.State) -> SharePanel:
         button = gr.Button(i18n.label("share.button"), variant="primary", elem_id="share-button")
         link = gr.HTML(elem_id="share-link")
         include = gr.Checkbox(False, label=i18n.label("share.include_excluded"), elem_id="share-include")
-        results = gr.HTML(elem_id="share-results", css_template=room_view.CSS)
+        results = gr.HTML(elem_id="share-results", css_template=shared_test_view.CSS)
         with gr.Row():
             close = gr.Button(i18n.label("share.close"), variant="stop", elem_id="share-close")
             export = gr.Button(i18n.label("share.csv_button"), elem_id="share-csv-button")

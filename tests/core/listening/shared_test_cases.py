@@ -1,14 +1,14 @@
-"""The shared-test store's behaviour, run on SQLite (test_room_store.py) and on a real PostgreSQL
-server (tests/core/judging/test_room_postgres.py): one body of checks for both databases."""
+"""The shared-test store's behaviour, run on SQLite (test_shared_test_store.py) and on a real PostgreSQL
+server (tests/core/listening/test_shared_test_postgres.py): one body of checks for both databases."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from core.judging import mushra, room_results
-from core.judging.room_schema import RoomError
-from core.judging.room_store import RoomStore
+from core.listening import mushra, shared_test_results
+from core.listening.shared_test_schema import SharedTestError
+from core.listening.shared_test_store import SharedTestStore
 
 CHOSEN = ["reconstruction", "opus6"]
 PLAN = mushra.plan(CHOSEN, [(0.0, 2.0)])
@@ -16,34 +16,34 @@ AUDIO = {(0, c): np.arange(48_000, dtype=np.int16) % 200 for c in PLAN.condition
 GOOD = {"original": 97, "lp3.5": 12, "lp7": 35, "reconstruction": 70, "opus6": 45}
 
 
-def mushra_flow(store: RoomStore) -> None:
+def mushra_flow(store: SharedTestStore) -> None:
     link, owner = store.create("mushra", "sha", PLAN.to_dict(), AUDIO)
     assert len(link) >= 32  # 192 bits, url-safe
     keys = [store.join(link, name)[0] for name in ("ann", "bob", "cy")]
     store.rate(link, keys[0], 0, GOOD)
     store.rate(link, keys[1], 0, dict(GOOD, reconstruction=74))
     store.rate(link, keys[2], 0, dict(GOOD, original=40))  # fails screening
-    with pytest.raises(RoomError, match="already sent") as replay:
+    with pytest.raises(SharedTestError, match="already sent") as replay:
         store.rate(link, keys[0], 0, dict(GOOD, reconstruction=0))  # nobody changes a screen once sent
     assert replay.value.reason == "replay"
     got = store.responses(link, owner)
     assert [x["nickname"] for x in got["listeners"]] == ["ann", "bob", "cy"]
-    pooled = room_results.pool_mushra(PLAN.conditions, got["ratings"])
+    pooled = shared_test_results.pool_mushra(PLAN.conditions, got["ratings"])
     assert (pooled.listeners, pooled.kept) == (3, 2)
     assert next(r for r in pooled.conditions if r.condition == "reconstruction").ci.mean == 72
     assert np.array_equal(store.audio(link, 0, "opus6"), AUDIO[(0, "opus6")])
-    with pytest.raises(RoomError, match="owner") as other:
+    with pytest.raises(SharedTestError, match="owner") as other:
         store.responses(link, keys[0])  # a listener's key is not the owner's
     assert other.value.reason == "forbidden"
     store.close(link, owner)
-    with pytest.raises(RoomError, match="closed"):
+    with pytest.raises(SharedTestError, match="closed"):
         store.join(link, "late")
-    with pytest.raises(RoomError, match="closed"):
+    with pytest.raises(SharedTestError, match="closed"):
         store.rate(link, keys[0], 0, GOOD)
     assert len(store.responses(link, owner)["ratings"]) == 15  # closing keeps every answer
 
 
-def abx_flow(store: RoomStore) -> None:
+def abx_flow(store: SharedTestStore) -> None:
     link, owner = store.create("abx", "sha", {"a_source": "original", "b_source": "k2", "trials": 4}, {})
     keys = [store.join(link)[0] for _ in range(2)]
     for key in keys:
@@ -51,10 +51,10 @@ def abx_flow(store: RoomStore) -> None:
         plan = store.abx_plan(info, who)
         for trial, x in enumerate(plan):
             assert store.answer_abx(link, key, trial, x) == trial + 1
-        with pytest.raises(RoomError, match="every trial"):
+        with pytest.raises(SharedTestError, match="every trial"):
             store.answer_abx(link, key, 0, "A")
     got = store.responses(link, owner)
-    pooled = room_results.pool_abx(got["answers"])
+    pooled = shared_test_results.pool_abx(got["answers"])
     assert (pooled.correct, pooled.trials) == (8, 8)
     assert pooled.p_value == pytest.approx(1 / 256)
 
@@ -64,10 +64,10 @@ def limits_flow(make_db) -> None:
     sliding minute, and when both count at once (the last call cannot be taken twice)."""
     import threading
 
-    from core.judging.room_limits import RoomLimits
+    from core.listening.shared_test_limits import SharedTestLimits
 
     now = [60_050.0]  # 50 s into a minute
-    replicas = [RoomLimits(make_db(), clock=lambda: now[0]) for _ in range(2)]
+    replicas = [SharedTestLimits(make_db(), clock=lambda: now[0]) for _ in range(2)]
     assert [r.allow("answers of ann in t", 4) for r in replicas * 3] == [True] * 4 + [False] * 2
     assert replicas[1].allow("answers of bob in t", 4)  # another bucket counts apart
     now[0] = 60_090.0  # the next minute, half through: half of the last minute's 4 still count
@@ -77,7 +77,7 @@ def limits_flow(make_db) -> None:
 
     allowed: list[bool] = []
 
-    def hammer(limits: RoomLimits) -> None:
+    def hammer(limits: SharedTestLimits) -> None:
         for _ in range(10):
             allowed.append(limits.allow("answers of cy in t", 15))
 

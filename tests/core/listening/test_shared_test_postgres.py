@@ -10,10 +10,10 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from room_cases import AUDIO, GOOD, PLAN, abx_flow, limits_flow, mushra_flow
+from shared_test_cases import AUDIO, GOOD, PLAN, abx_flow, limits_flow, mushra_flow
 
-from core.judging import room_db
-from core.judging.room_store import RoomStore
+from core.listening import shared_test_db
+from core.listening.shared_test_store import SharedTestStore
 from tests.ports import reserve_port
 from tests.postgres_server import BIN, Postgres
 
@@ -38,30 +38,30 @@ def postgres():
 
 
 def test_mushra_flow_on_postgresql(postgres):
-    mushra_flow(RoomStore(room_db.Database(url=postgres.url)))
+    mushra_flow(SharedTestStore(shared_test_db.Database(url=postgres.url)))
 
 
 def test_abx_flow_on_postgresql(postgres):
-    abx_flow(RoomStore(room_db.Database(url=postgres.url)))
+    abx_flow(SharedTestStore(shared_test_db.Database(url=postgres.url)))
 
 
 def test_a_server_restart_loses_nothing(postgres):
-    store = RoomStore(room_db.Database(url=postgres.url))
+    store = SharedTestStore(shared_test_db.Database(url=postgres.url))
     link, owner = store.create("mushra", "sha", PLAN.to_dict(), AUDIO)
     key, _ = store.join(link, "ann")
     store.rate(link, key, 0, GOOD)
     postgres.stop()
     postgres.start()
-    again = RoomStore(room_db.Database(url=postgres.url))
+    again = SharedTestStore(shared_test_db.Database(url=postgres.url))
     assert len(again.responses(link, owner)["ratings"]) == len(GOOD)
     assert (again.audio(link, 0, "opus6") == AUDIO[(0, "opus6")]).all()
 
 
 def test_an_unreachable_server_is_said_in_words():
-    store = RoomStore(room_db.Database(url=f"postgresql://nobody@127.0.0.1:{reserve_port()}/x"))
-    with pytest.raises(room_db.RoomDbError, match="Cannot reach the PostgreSQL server"):
+    store = SharedTestStore(shared_test_db.Database(url=f"postgresql://nobody@127.0.0.1:{reserve_port()}/x"))
+    with pytest.raises(shared_test_db.SharedTestDbError, match="Cannot reach the PostgreSQL server"):
         store.open_test("A" * 32)
 
 
 def test_limits_on_postgresql_are_shared_by_two_replicas(postgres):
-    limits_flow(lambda: room_db.Database(url=postgres.url))
+    limits_flow(lambda: shared_test_db.Database(url=postgres.url))

@@ -1,11 +1,11 @@
 """The blind test's SQLite file: its tables, a connection that repairs what it finds, and the look
-/ready and the doctor take at it (:mod:`core.judging.abx_store` keeps the sessions and answers in it).
+/ready and the doctor take at it (:mod:`core.listening.abx_store` keeps the sessions and answers in it).
 
 ``abx.sqlite3`` under the data folder, WAL, one connection per call. Every connection makes the
 tables if they are missing (a deleted file is recreated), rewrites a database from before source ids
-once (:mod:`core.judging.abx_migrate`) and waits at most ``busy_timeout_s`` for a lock; a damaged file
+once (:mod:`core.listening.abx_migrate`) and waits at most ``busy_timeout_s`` for a lock; a damaged file
 is moved aside (``abx.sqlite3.damaged-<time>``) and a new one made, once per call. Faults become an
-:class:`core.judging.abx.AbxError` in words. :func:`store_problem` says what is wrong without writing.
+:class:`core.listening.abx.AbxError` in words. :func:`store_problem` says what is wrong without writing.
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ import time
 from contextlib import closing, contextmanager
 from pathlib import Path
 
-from core.judging import abx_migrate
-from core.judging.abx import AbxError
+from core.listening import abx_migrate
+from core.listening.abx import AbxError
 
 logger = logging.getLogger(__name__)
 

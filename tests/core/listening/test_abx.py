@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy.stats import binomtest
 
-from core.judging import abx, abx_db, abx_store
+from core.listening import abx, abx_db, abx_store
 
 
 def test_trial_plan_is_random_but_reproducible_from_the_seed():

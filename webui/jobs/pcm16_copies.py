@@ -29,7 +29,7 @@ import soundfile as sf
 
 from core.audio.files import write_wav
 from core.codec import SAMPLE_RATE
-from webui.serving.workspace import PREFIX
+from webui.jobs.common import REQUEST_PREFIX
 
 GRID_BITS = 16  # what the player is sent, and so what is measured
 BLOCK_S = 8  # seconds per FLAC stream: webui/static/player_audio.js's CW_BLOCK_S (tests check both)
@@ -48,7 +48,7 @@ def on_grid(samples: np.ndarray, bits: int = GRID_BITS) -> np.ndarray:
     return (np.round(x * scale) / scale).astype(np.float32)
 
 
-def write_heard(path: Path, samples: np.ndarray) -> Path:
+def write_pcm16(path: Path, samples: np.ndarray) -> Path:
     """``samples`` on the grid, written as the request's WAV (never overwriting: core's write_wav)."""
     return write_wav(path, on_grid(samples))
 
@@ -77,7 +77,7 @@ def listening_copy(wav: Path, samples: np.ndarray) -> dict | None:
 
 def _ours(wav: Path) -> bool:
     folder = wav.resolve().parent
-    if folder.name.startswith(PREFIX):
+    if folder.name.startswith(REQUEST_PREFIX):
         return True
     # Gradio's cache, as Gradio finds it (under the app's temp root once webui.serving.storage set it)
     cache = os.environ.get("GRADIO_TEMP_DIR") or str(Path(tempfile.gettempdir()) / "gradio")

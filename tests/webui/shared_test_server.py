@@ -16,7 +16,7 @@ from webui.server import ServerOptions, launch
 
 
 @contextmanager
-def room_server(checkpoint, tmp_path_factory, name: str) -> Iterator[tuple[str, Engine, UiOptions]]:
+def shared_test_server(checkpoint, tmp_path_factory, name: str) -> Iterator[tuple[str, Engine, UiOptions]]:
     """(the server's URL without a trailing slash, its engine, its UI options) while it runs;
     ``name`` names its data and work folders."""
     data = tmp_path_factory.mktemp(f"{name}-data")

@@ -2,7 +2,7 @@
 the scale's word) after BS.1534 post-screening, and ABX as total correct of total trials with the
 exact binomial p and each listener's own p; the plain sentence for the room; the CSV rows.
 
-Inputs are what the store (``core.judging.room_store``) keeps, by id: ratings as dicts with
+Inputs are what the store (``core.listening.shared_test_store``) keeps, by id: ratings as dicts with
 ``listener``, ``item``, ``condition``, ``rating``; ABX answers with ``listener``, ``correct``.
 """
 
@@ -12,9 +12,9 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from core.judging import mushra_screening
-from core.judging.mushra import HIDDEN_REFERENCE, scale_word
-from core.judging.pooled_stats import MeanCi, binomial_tail, mean_ci
+from core.listening import mushra_screening
+from core.listening.mushra import HIDDEN_REFERENCE, scale_word
+from core.listening.pooled_stats import MeanCi, binomial_tail, mean_ci
 
 
 @dataclass(frozen=True)
