@@ -36,7 +36,7 @@ def test_an_exception_while_saving_is_a_sentence_and_leaves_no_folder(live_app, 
     def broken(*_args, **_kwargs):
         raise ValueError("cannot convert float NaN to integer")  # what huge samples made the figure raise
 
-    monkeypatch.setattr(live.analysis, "spectrogram_figure", broken)
+    monkeypatch.setattr(live.metrics, "spectrogram_figure", broken)
     with client.websocket_connect("/live/ws?rate=48000&lang=zh-CN") as ws:
         _talk(ws, speech)
         ws.send_text(json.dumps({"type": "stop"}))
