@@ -9,7 +9,7 @@ load average at each run (the development machine is shared; figures are noisy):
 - each anchor alone (``core.anchors.make_anchors``: the real FFmpeg encoder and decoder through
   PyAV, or the low-pass filter), and its bitrate from the encoded bytes;
 - what the page adds to a round trip for the default anchors (``--anchors`` default): the round
-  trip's ``extra_sources`` (the anchors and their WAVs, ``webui.jobs.compare``) plus the player's
+  trip's anchors and their WAVs (``webui.jobs.compare.anchors_of``) plus the player's
   manifest for them (loudness gain and residual WAV each, ``webui.jobs.lab.base_manifest`` with and
   without them). Budget: under 1 s together;
 - the same for every anchor;
@@ -62,13 +62,10 @@ def page_extra(samples: np.ndarray, ids: list[str], folder: Path, original_wav: 
     from webui.jobs import lab as lab_jobs
     from webui.jobs import lab_analysis
 
-    class NoSecond:  # the engine as extra_sources sees it when no second checkpoint is loaded
-        compare = None
-
     limits = Settings().audio_limits()
     run = Path(tempfile.mkdtemp(dir=folder))
     wall, cpu = time.perf_counter(), time.process_time()
-    extra = compare_jobs.extra_sources(NoSecond(), samples, np.zeros((1, 1)), ids, run, "clip")
+    extra = compare_jobs.anchors_of(samples, ids, run, "clip")
     roundtrip = time.perf_counter() - wall, time.process_time() - cpu
     timings = []
     for sources in ([], extra.sources):

@@ -26,9 +26,8 @@ sys.path.insert(0, str(ROOT))
 
 from bench.harness import table, write_results  # noqa: E402
 from core.analysis import metrics  # noqa: E402
-from core.audio.files import load_audio  # noqa: E402
+from core.audio.files import load_audio, on_grid  # noqa: E402
 from core.codec import SAMPLE_RATE  # noqa: E402
-from webui.jobs.pcm16_copies import on_grid  # noqa: E402
 
 ASSETS = ("speech_male_24k.wav", "speech_female_16k_stereo.wav")
 SECONDS = 10.0

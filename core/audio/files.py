@@ -52,10 +52,13 @@ __all__ = [
     "load_audio_bytes",
     "resample",
     "write_wav",
+    "write_pcm16",
+    "on_grid",
 ]
 
 logger = logging.getLogger(__name__)
 
+PCM_BITS = 16  # the grid of every file a listener hears, and so of what is measured (``write_pcm16``)
 URL_PREFIXES = ("http://", "https://", "ftp://", "rtmp://", "rtsp://", "s3://", "data:")
 
 
@@ -131,6 +134,21 @@ def write_wav(path, samples, sample_rate: int = SAMPLE_RATE) -> Path:
             path.unlink(missing_ok=True)
             raise
     return path
+
+
+def on_grid(samples, bits: int = PCM_BITS) -> np.ndarray:
+    """``samples`` rounded to the nearest ``bits``-bit PCM value (float32, full scale clipped as
+    PCM clips it): exactly what a ``bits``-bit file stores and a decoder gives back."""
+    scale = 2.0 ** (bits - 1)
+    x = np.clip(np.asarray(samples, dtype=np.float64), -1.0, 1.0 - 1.0 / scale)
+    return (np.round(x * scale) / scale).astype(np.float32)
+
+
+def write_pcm16(path, samples, sample_rate: int = SAMPLE_RATE) -> Path:
+    """The one writer of every file a listener hears (a round trip's sources on the page, in Live,
+    the CLI and ``evaluate``): ``samples`` on the 16-bit grid (``on_grid``), written by
+    :func:`write_wav` (never overwriting). What is measured from the file is what is played."""
+    return write_wav(path, on_grid(samples), sample_rate)
 
 
 def describe_formats() -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from functools import partial
 from pathlib import Path
 
 from core.analysis.judges import Judges
@@ -115,7 +116,7 @@ def cmd_roundtrip(args) -> int:
     from tqdm import tqdm
 
     from core.anchors import parse_anchors
-    from core.audio.files import load_audio, write_wav
+    from core.audio.files import load_audio
     from core.judging import placing, source_table, sources
     from core.settings import settings_from_args
 
@@ -127,9 +128,8 @@ def cmd_roundtrip(args) -> int:
     for source in tqdm(args.files, desc="round trips", unit="file", disable=None):
         made = sources.make_sources(engine, load_audio(source, engine.settings.audio_limits()), anchors)
         tokens = _save_codes(engine, made.trip.encoded, source, args.output_dir)
-        wav = write_wav(out_path(args.output_dir, source, ".decoded.wav"), made.trip.decoded.samples)
-        for other in made.sources[1:]:
-            write_wav(out_path(args.output_dir, source, f".{other.id}.wav"), other.samples)
+        written = sources.write_sources(made.sources, partial(_source_path, args.output_dir, source))
+        wav = written[sources.CODEC_ID]
         if made.second_trip is not None:
             _save_codes(engine.compare, made.second_trip.encoded, source, args.output_dir, ".compare.npz")
         for problem in made.problems:
@@ -145,6 +145,13 @@ def cmd_roundtrip(args) -> int:
             print(f"codes equal to the second checkpoint's, per codebook: {shares}")
         print(placing.place(table, random_weights=engine.random_weights).sentence)
     return 0
+
+
+def _source_path(output_dir, source, made) -> Path:
+    """A round trip's source beside its input: ``.decoded.wav`` (the codec's), ``.<id>.wav`` (the others)."""
+    from core.judging.sources import CODEC_ID
+
+    return out_path(output_dir, source, ".decoded.wav" if made.id == CODEC_ID else f".{made.id}.wav")
 
 
 def cmd_ladder(args) -> int:

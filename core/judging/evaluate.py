@@ -35,7 +35,7 @@ from pathlib import Path
 from core.analysis import catalog, metrics
 from core.analysis.judges import Judges
 from core.anchors import parse_anchors
-from core.audio.files import load_audio, write_wav
+from core.audio.files import load_audio
 from core.audio.readers import AUDIO_SUFFIXES  # the one list of what the readers open
 from core.codec import SAMPLE_RATE
 from core.errors import CodecError
@@ -147,7 +147,9 @@ def evaluate_one(
         else:
             result = engine.roundtrip(audio)
         row["encode_s"], row["decode_s"] = result.encoded.seconds, result.decoded.seconds
-        write_wav(out_dir / "reconstructions" / f"{stem}.wav", result.decoded.samples)
+        sources.write_sources(
+            [sources.codec(result.decoded.samples)], lambda _s: out_dir / "reconstructions" / f"{stem}.wav"
+        )
         row["reconstruction"] = f"reconstructions/{stem}.wav"
         t = time.perf_counter()
         judges = Judges.of(engine.settings)
@@ -248,6 +250,11 @@ def _write_table(out_dir: Path, per_file: list[dict], anchors, random_weights: b
     return text
 
 
+def _write_original(path: Path, samples) -> Path:
+    """An original beside its reconstruction in listen/, by the one writer (the 16-bit grid)."""
+    return sources.write_sources([sources.original(samples)], lambda _s: path)[sources.ORIGINAL_ID]
+
+
 def worst_rows(rows: list[dict], n: int) -> list[dict]:
     """The n evaluated files a listener should hear first: worst light, then largest MOS drop,
     then lowest PESQ-WB."""
@@ -333,9 +340,8 @@ def write_html(
     for i, row in enumerate(queue, 1):
         rec = row["reconstruction"]
         stem = Path(rec).stem
-        original = write_wav(
-            out_dir / "listen" / f"{i:02d}_{stem}_original.wav", load_audio(source_of[id(row)], limits).samples
-        )
+        named = out_dir / "listen" / f"{i:02d}_{stem}_original.wav"
+        original = _write_original(named, load_audio(source_of[id(row)], limits).samples)
         heard = out_dir / "listen" / f"{i:02d}_{stem}_reconstruction.wav"  # both of the pair in listen/
         shutil.copyfile(out_dir / rec, heard)
         rec = os.path.relpath(heard, out_dir)

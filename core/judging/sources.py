@@ -12,8 +12,10 @@ come from its row in ``core.anchors.catalog``; an id nothing knows gets safe def
 label, unranked), so a new anchor without them never stops the page from building.
 
 :func:`make_sources` runs a clip through the codec (and the second checkpoint when one is loaded,
-under the same lock) and makes the chosen anchors: what ``python -m core roundtrip``, the folder
-evaluation and the web page's round trip share.
+under the same lock) and makes the chosen anchors; :func:`write_sources` writes them, every file on
+the 16-bit grid (``core.audio.files.write_pcm16``). They are the one producer and the one writer of a
+round trip's sources: ``python -m core roundtrip``, the folder evaluation, the web page's round trip
+(``webui.jobs.codec``, ``webui.jobs.compare``) and a Live session's result (``webui.jobs.live``).
 """
 
 from __future__ import annotations
@@ -21,10 +23,12 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
 from core import anchors as core_anchors
+from core.audio.files import write_pcm16
 from core.codec import NUM_CODEBOOKS, bitrate_bps
 from core.model.results import RoundTripResult
 
@@ -39,6 +43,7 @@ ORIGINAL_ID, CODEC_ID, COMPARE_ID = (
 RESIDUAL_ID = RESIDUAL
 COMPARE_KEY = "c"  # the second checkpoint's key in the player
 UNRANKED = 0  # SourceEntry.familiarity of a source nobody ranked
+FILE_NAMES = {ORIGINAL_ID: "{stem}_24k_mono.wav", CODEC_ID: "{stem}_reconstruction.wav"}  # others: {stem}_{id}.wav
 
 
 @dataclass(frozen=True)
@@ -155,16 +160,38 @@ def make_sources(
     else:
         trip, second_trip, agreement = engine.roundtrip(audio, lambda f: report(0.9 * f)), None, None
     started = time.perf_counter()
-    made = core_anchors.make_anchors(x, anchors, lambda f: report(0.9 + 0.1 * f))
+    made, problems = anchor_sources(x, anchors, lambda f: report(0.9 + 0.1 * f))
     sources = [codec(trip.decoded.samples)]
     if second_trip is not None:
         sources.append(checkpoint(second_trip.decoded.samples))
-    sources += [anchor(a) for a in made.made]
+    sources += made
     model_s = trip.encoded.seconds + trip.decoded.seconds
     if second_trip is not None:
         model_s += second_trip.encoded.seconds + second_trip.decoded.seconds
     timing = {"model_s": model_s, "anchors_s": time.perf_counter() - started}
-    return SourceSet(original(x), tuple(sources), made.problems, trip, second_trip, agreement, timing)
+    return SourceSet(original(x), tuple(sources), problems, trip, second_trip, agreement, timing)
+
+
+def anchor_sources(
+    samples, anchors: Iterable[core_anchors.Anchor], progress: Callable[[float], None] | None = None
+) -> tuple[list[Source], tuple[core_anchors.Problem, ...]]:
+    """The ``anchors`` of ``samples`` (the original, 24 kHz mono) as sources, and those that could not
+    be made with why (a round trip's, and an anchor ticked on a result already on the page)."""
+    made = core_anchors.make_anchors(np.asarray(samples, dtype=np.float32), anchors, progress or (lambda f: None))
+    return [anchor(a) for a in made.made], made.problems
+
+
+def file_name(stem: str, source_id: str) -> str:
+    """A source's WAV in a result folder: ``{stem}_24k_mono.wav``, ``{stem}_reconstruction.wav``,
+    ``{stem}_{id}.wav``."""
+    return FILE_NAMES.get(source_id, "{stem}_{id}.wav").format(stem=stem, id=source_id)
+
+
+def write_sources(listed: Iterable[Source], path_of: Callable[[Source], Path]) -> dict[str, Path]:
+    """The one writer of the files a listener hears: each source at ``path_of(source)``, on the 16-bit
+    grid (``core.audio.files.write_pcm16``: what is measured from the file is what is played), never
+    over an existing file. Source id -> its WAV."""
+    return {s.id: write_pcm16(path_of(s), s.samples) for s in listed}
 
 
 def agreement_rows(agreement: list[float] | None) -> list[dict]:

@@ -13,6 +13,7 @@ import pytest
 from core.audio.files import audio_from_array
 from core.codec import SAMPLE_RATE
 from core.errors import EngineNotReady
+from core.judging import sources
 from core.model import second
 from core.model.engine import Engine, EngineState
 from core.settings import Settings
@@ -60,7 +61,8 @@ def test_the_operator_can_allow_visitors(with_second):
 def test_a_round_trip_that_asked_for_the_second_and_has_none_lists_the_problem(engine, tmp_path, speech):
     assert second.ready_second(engine) is None
     x = speech(1.0)
-    extra = compare_jobs.extra_sources(engine, x, engine.encode_array(x).codes, ["compare"], tmp_path, "clip")
+    made = sources.make_sources(engine, audio_from_array(x, SAMPLE_RATE), [], compare=True)
+    extra = compare_jobs.page_sources(engine, made, ["compare"], {}, tmp_path, "clip")
     assert extra.sources == [] and [p["reason"] for p in extra.problems] == [compare_jobs.NO_SECOND]
     assert "none is loaded now" in problems_markdown(extra.problems, "en")
     assert "没有第二个检查点" in problems_markdown(extra.problems, "zh-CN")
@@ -83,19 +85,18 @@ def test_a_second_checkpoint_that_is_loading_or_failed_is_said_so_not_missing(ti
     engine = Engine(Settings(model=str(tiny_checkpoint), device="cpu"))
     assert engine.load()
     x = speech(1.0)
-    codes = engine.encode_array(x).codes
 
     def said():
         """(the comparison's problem in en and zh-CN, a blind test's B refusal in zh-CN, roundtrip_both's error
         in en and as the zh-CN page words it)"""
-        extra = compare_jobs.extra_sources(engine, x, codes, ["compare"], tmp_path, "clip")
-        assert [p["reason"] for p in extra.problems] == [compare_jobs.NO_SECOND]
+        problems = compare_jobs.missing_second(engine, ["compare"])
+        assert [p["reason"] for p in problems] == [compare_jobs.NO_SECOND]
         with pytest.raises(abx_jobs.BlindInputError) as blind:
             abx_jobs.make_b(engine, ("compare", None), x, audio_from_array(x, SAMPLE_RATE))
         with pytest.raises(EngineNotReady) as both:
             second.roundtrip_both(engine, audio_from_array(x, SAMPLE_RATE))
         b_zh = i18n.TranslatedError(blind.value.key, **blind.value.fields).in_language("zh-CN")
-        page = (problems_markdown(extra.problems, "en"), problems_markdown(extra.problems, "zh-CN"), b_zh)
+        page = (problems_markdown(problems, "en"), problems_markdown(problems, "zh-CN"), b_zh)
         return page + (str(both.value), codec_error_text(both.value, "zh-CN"))
 
     loading = Engine(second.second_settings(engine, str(tiny_checkpoint)), lock=engine._lock)

@@ -72,7 +72,7 @@ def test_roundtrip_returns_players_facts_tokens_metrics_and_downloads(tabs):
 def test_reconstruction_wav_holds_the_decoder_output_exactly(tabs, engine, clip):
     """Written by us as float WAV: not peak-normalized; the decoder's output on the 16-bit grid the
     lab plays and the metrics read (webui/jobs/pcm16_copies.py), nothing else changed."""
-    from webui.jobs.pcm16_copies import on_grid
+    from core.audio.files import on_grid
 
     out = _roundtrip(tabs, clip)
     codes = load_tokens(out["downloads"][0]).codes

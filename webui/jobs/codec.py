@@ -13,17 +13,17 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from core import tokens
+from core import anchors, tokens
 from core.analysis import metrics as analysis_metrics
 from core.analysis import token_usage
 from core.analysis.judges import DEFAULT_JUDGES, Judges
-from core.audio.files import load_audio, write_wav
+from core.audio.files import load_audio, on_grid, write_wav
 from core.codec import SAMPLES_PER_FRAME
+from core.judging import sources
 from core.model.engine import ROUNDTRIP_ENCODE_SHARE
 from core.settings import AudioLimits
 from webui.jobs import compare as compare_jobs
 from webui.jobs.common import Progress, quiet, stem_of
-from webui.jobs.pcm16_copies import on_grid, write_pcm16
 
 
 @dataclass(frozen=True)
@@ -35,7 +35,7 @@ class RoundTripOutput:
     facts: dict  # AudioFacts.to_dict()
     summary: dict  # TokenFile.summary(original_pcm_bps)
     timing: dict  # encode_s, decode_s, model_s, total_s, ui_s
-    # the sources beside the codec (webui.jobs.compare.extra_sources): sources, problems, agreement, token_file
+    # the sources beside the codec (webui.jobs.compare.page_sources): sources, problems, agreement, token_file
     compare: dict = field(default_factory=dict)
 
 
@@ -140,6 +140,20 @@ def _trip_steps(progress: Progress, low: float, high: float) -> Callable[[float]
     return step
 
 
+def _made_steps(progress: Progress) -> Callable[[float], None]:
+    """``make_sources``' progress (the model work to 0.9, the anchors after) on the page's bar: the
+    encode and decode on [0.2, 0.8], the anchors on [0.8, 0.9]."""
+    trip = _trip_steps(progress, 0.2, 0.8)
+
+    def step(fraction: float) -> None:
+        if fraction <= 0.9:
+            trip(fraction / 0.9)
+        else:
+            progress(0.8 + (fraction - 0.9), "compare.job.anchors")
+
+    return step
+
+
 def roundtrip(
     engine,
     source: Path,
@@ -157,24 +171,23 @@ def roundtrip(
     audio = load_audio(source, limits)
     estimate = _preflight(engine, "roundtrip", audio.samples.size, progress, 0.15)
     progress(0.2, "job.encoding")
-    trip = engine.roundtrip(audio, progress=_trip_steps(progress, 0.2, 0.8))
-    encoded, decoded = trip.encoded, trip.decoded
+    chosen = list(compare_with or [])
+    wanted = anchors.parse_anchors([c for c in chosen if c != sources.COMPARE_ID])
+    made = sources.make_sources(engine, audio, wanted, sources.COMPARE_ID in chosen, _made_steps(progress))
+    encoded, decoded = made.trip.encoded, made.trip.decoded
     stem = stem_of(source)
-    extra = compare_jobs.extra_sources(
-        engine, audio.samples, encoded.codes, compare_with, folder, stem, progress, at=(0.8, 0.9)
-    )
     progress(0.9, "job.writing")
+    written = sources.write_sources((made.original, *made.sources), lambda s: folder / sources.file_name(stem, s.id))
+    extra = compare_jobs.page_sources(engine, made, chosen, written, folder, stem)
     token_file = _token_file(engine, encoded.codes, encoded.original_samples)
-    heard, made = on_grid(audio.samples), on_grid(decoded.samples)  # 16-bit PCM: what is measured and played
-    original = write_pcm16(folder / f"{stem}_24k_mono.wav", heard)
-    reconstruction = write_pcm16(folder / f"{stem}_reconstruction.wav", made)
     token_path = tokens.save_tokens(token_file, folder / f"{stem}_tokens.npz")
+    heard, out = on_grid(audio.samples), on_grid(decoded.samples)  # as written: what is measured and played
     words = (figure_words or {}).get("spectrogram")
-    figure = analysis_metrics.spectrogram_figure(heard, made, words=words)
+    figure = analysis_metrics.spectrogram_figure(heard, out, words=words)
     png = analysis_metrics.figure_to_png(figure, folder / f"{stem}_spectrogram.png")
     return RoundTripOutput(
-        original,
-        reconstruction,
+        written[sources.ORIGINAL_ID],
+        written[sources.CODEC_ID],
         token_path,
         png,
         audio.facts.to_dict(),

@@ -17,14 +17,12 @@ from pathlib import Path
 import numpy as np
 
 from core import anchors, tokens
-from core.analysis import token_usage
 from core.analysis.judges import DEFAULT_JUDGES, Judges
 from core.audio.files import load_audio
 from core.judging import placing, source_table, sources
 from core.model import second
 from core.settings import AudioLimits
 from webui.jobs.common import Progress, quiet
-from webui.jobs.pcm16_copies import write_pcm16
 
 WAV = "wav"  # a source dict's file (in JSON that reaches clients)
 CACHE_ENTRIES = 64  # measured columns remembered (the table grows when the ladder adds levels)
@@ -44,57 +42,62 @@ class ExtraSources:
     timing: dict  # compare_s (the second model), anchors_s
 
 
-def extra_sources(
-    engine,
-    samples: np.ndarray,
-    first_codes: np.ndarray,
-    chosen,
-    folder: Path,
-    stem: str,
-    progress: Progress = quiet,
-    at: tuple[float, float] = (0.0, 1.0),
-) -> ExtraSources:
-    """The second checkpoint's reconstruction (when one is ready and ``chosen`` names ``compare``)
-    and the ``chosen`` anchors of ``samples``, each written as ``{stem}_{id}.wav`` into ``folder``."""
-    low, high = at
-    chosen = list(chosen or [])
+def missing_second(engine, chosen) -> list[dict]:
+    """The problem to list when ``chosen`` asks for the second checkpoint and none is ready."""
+    if sources.COMPARE_ID not in (chosen or []) or second.ready_second(engine) is not None:
+        return []
+    state, error = second.not_ready(engine)
+    return [
+        {
+            "id": sources.COMPARE_ID,
+            "reason": NO_SECOND,
+            "state": state,  # second.LOADING, FAILED or NONE: the page says which (compare_view)
+            "error": error,
+            "message": second.not_ready_message(engine),  # core's English for logs and the API
+        }
+    ]
+
+
+def page_sources(engine, made: sources.SourceSet, chosen, written: dict[str, Path], folder: Path, stem: str):
+    """The sources beside the codec of a round trip ``core.judging.sources.make_sources`` made and
+    ``write_sources`` wrote (``written``: id -> WAV), as the page carries them: source dicts, the
+    problems (an anchor that could not be made, a second checkpoint asked for and not ready), the
+    second checkpoint's codes and their agreement with the first's."""
     out: list[dict] = []
     agreement: list[dict] = []
     token_path = None
-    compare_s = 0.0
-    other = second.ready_second(engine) if sources.COMPARE_ID in chosen else None
-    missing: list[dict] = []
-    if sources.COMPARE_ID in chosen and other is None:  # asked for, and none is ready: say so
-        state, error = second.not_ready(engine)
-        missing.append(
-            {
-                "id": sources.COMPARE_ID,
-                "reason": NO_SECOND,
-                "state": state,  # second.LOADING, FAILED or NONE: the page says which (compare_view)
-                "error": error,
-                "message": second.not_ready_message(engine),  # core's English for logs and the API
-            }
-        )
-    if other is not None:
-        progress(low, "compare.job.second")
-        trip = other.roundtrip(_audio(samples))
-        compare_s = trip.encoded.seconds + trip.decoded.seconds
-        wav = write_pcm16(folder / f"{stem}_{sources.COMPARE_ID}.wav", trip.decoded.samples)
-        folder_name = Path(str(other.settings.model)).name  # which second checkpoint: its folder's name
-        out.append(sources.checkpoint().facts() | {WAV: str(wav), "label": folder_name or sources.COMPARE_ID})
-        token_file = tokens.make_token_file(trip.encoded.codes, trip.encoded.original_samples, other.settings.model)
-        token_path = tokens.save_tokens(token_file, folder / f"{stem}_{sources.COMPARE_ID}_tokens.npz")
-        agreement = sources.agreement_rows(token_usage.agreement(first_codes, trip.encoded.codes))
-    wanted = anchors.parse_anchors([c for c in chosen if c != sources.COMPARE_ID])
+    for source in made.sources:
+        if source.id == sources.CODEC_ID:
+            continue
+        facts = source.facts() | {WAV: str(written[source.id])}
+        if source.id == sources.COMPARE_ID and made.second_trip is not None:
+            other = second.ready_second(engine)
+            model = other.settings.model if other is not None else ""
+            folder_name = Path(str(model)).name  # which second checkpoint: its folder's name
+            facts = sources.checkpoint().facts() | {WAV: str(written[source.id]), "label": folder_name or source.id}
+            encoded = made.second_trip.encoded
+            token_file = tokens.make_token_file(encoded.codes, encoded.original_samples, model)
+            token_path = tokens.save_tokens(token_file, folder / f"{stem}_{sources.COMPARE_ID}_tokens.npz")
+            agreement = sources.agreement_rows(made.agreement)
+        out.append(facts)
+    trip = made.second_trip
+    timing = {
+        "compare_s": trip.encoded.seconds + trip.decoded.seconds if trip is not None else 0.0,
+        "anchors_s": made.timing["anchors_s"],
+    }
+    problems = missing_second(engine, chosen) + [p.to_dict() for p in made.problems]
+    return ExtraSources(out, problems, agreement, token_path, timing)
+
+
+def anchors_of(samples: np.ndarray, chosen, folder: Path, stem: str) -> ExtraSources:
+    """The ``chosen`` anchors of ``samples`` (an original, 24 kHz mono), made and written as
+    ``{stem}_{id}.wav`` into ``folder`` by core's one producer and writer."""
     started = time.perf_counter()
-    if wanted:
-        progress((low + high) / 2, "compare.job.anchors")
-    made = anchors.make_anchors(samples, wanted)
-    for anchor in made.made:
-        wav = write_pcm16(folder / f"{stem}_{anchor.id}.wav", anchor.samples)  # 16-bit, as played
-        out.append(sources.anchor(anchor).facts() | {WAV: str(wav)})
-    timing = {"compare_s": compare_s, "anchors_s": time.perf_counter() - started}
-    return ExtraSources(out, missing + [p.to_dict() for p in made.problems], agreement, token_path, timing)
+    made, problems = sources.anchor_sources(samples, anchors.parse_anchors(list(chosen or [])))
+    written = sources.write_sources(made, lambda s: folder / sources.file_name(stem, s.id))
+    out = [s.facts() | {WAV: str(written[s.id])} for s in made]
+    timing = {"compare_s": 0.0, "anchors_s": time.perf_counter() - started}
+    return ExtraSources(out, [p.to_dict() for p in problems], [], None, timing)
 
 
 def add_anchors(original_wav: Path, chosen: list[str], folder: Path, limits: AudioLimits) -> ExtraSources:
@@ -102,14 +105,7 @@ def add_anchors(original_wav: Path, chosen: list[str], folder: Path, limits: Aud
     into ``folder``: the result on screen gains them without encoding the clip again."""
     samples = load_audio(original_wav, limits).samples
     stem = Path(original_wav).stem.removesuffix("_24k_mono")
-    return extra_sources(None, samples, np.zeros((0, 16), dtype=np.int64), chosen, folder, stem)
-
-
-def _audio(samples: np.ndarray):
-    from core.audio.files import audio_from_array
-    from core.codec import SAMPLE_RATE
-
-    return audio_from_array(samples, SAMPLE_RATE)
+    return anchors_of(samples, [c for c in chosen if c != sources.COMPARE_ID], folder, stem)
 
 
 @dataclass(frozen=True)

@@ -20,14 +20,14 @@ from core import tokens
 from core.analysis import catalog, timeline, token_usage
 from core.analysis import metrics as analysis_metrics
 from core.audio import loudness
-from core.audio.files import load_audio
+from core.audio.files import load_audio, on_grid, write_pcm16
 from core.codec import SAMPLE_RATE, check_duration
 from core.judging.sources import CODEC_BPS
 from core.nn import ladder
 from core.settings import AudioLimits
 from webui.jobs.common import Progress, quiet, stem_of
 from webui.jobs.lab_analysis import analyse as _analyse
-from webui.jobs.pcm16_copies import listening_copy, on_grid, write_pcm16
+from webui.jobs.pcm16_copies import listening_copy
 
 RESIDUAL_GAIN_DB = 0.0  # the residual plays at its own level: what was lost, as loud as it was lost
 PREFETCH = ("original", "reconstruction")  # fetched ahead from the start; the others once chosen

@@ -6,7 +6,8 @@
 :class:`LiveEnd` naming the sentence the page gets (a locale key, or the codec error it came from).
 
 ``save_result`` writes what ``webui.jobs.codec.roundtrip`` writes (the 24 kHz mono original, the
-reconstruction, the token file, the spectrogram comparison) into the session's request folder, from
+reconstruction, the token file, the spectrogram comparison) into the session's request folder, the
+WAVs by the round trip's one writer (``core.judging.sources.write_sources``, the 16-bit grid), from
 the session itself: the recording as the codec heard it and the audio streamed back while it ran
 (whose codes equal the offline encode of the recording: tests/core/nn/test_streaming.py). The facts,
 token summary and timing go into ``live.json`` beside them, so ``load_result`` can show the result
@@ -28,8 +29,9 @@ import numpy as np
 
 from core import tokens
 from core.analysis import metrics
-from core.audio.files import write_wav
+from core.audio.files import on_grid
 from core.errors import CodecError, LiveSessionError
+from core.judging import sources
 from core.model.live import LiveResult
 from webui.jobs.codec import RoundTripOutput
 
@@ -124,10 +126,11 @@ def save_result(engine, result: LiveResult, folder: Path, latency: dict | None =
     start = time.perf_counter()
     recording = result.recording
     token_file = tokens.make_token_file(result.codes, recording.samples.size, engine.settings.model)
-    original = write_wav(folder / f"{STEM}_24k_mono.wav", recording.samples)
-    reconstruction = write_wav(folder / f"{STEM}_reconstruction.wav", result.reconstruction)
+    made = (sources.original(recording.samples), sources.codec(result.reconstruction))
+    written = sources.write_sources(made, lambda s: folder / sources.file_name(STEM, s.id))  # on the 16-bit grid
+    original, reconstruction = written[sources.ORIGINAL_ID], written[sources.CODEC_ID]
     token_path = tokens.save_tokens(token_file, folder / f"{STEM}_tokens.npz")
-    figure = metrics.spectrogram_figure(recording.samples, result.reconstruction)
+    figure = metrics.spectrogram_figure(on_grid(recording.samples), on_grid(result.reconstruction))
     png = metrics.figure_to_png(figure, folder / f"{STEM}_spectrogram.png")
     model_s = result.stats["compute_ms_median"] * result.stats["frames"] / 1000
     timing = {

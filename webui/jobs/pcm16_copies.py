@@ -2,7 +2,7 @@
 
 Every source the lab plays (the original as the codec heard it, the reconstruction, the second
 checkpoint's, the anchors, the ladder levels, the residuals) is put on the 16-bit PCM grid
-(``on_grid``) before it is written, so the metrics, the source table and the timeline, which all
+(``core.audio.files.on_grid``, written by its one writer ``write_pcm16``) before it is written, so the metrics, the source table and the timeline, which all
 read those files, measure 16-bit PCM. The player then gets each source as FLAC, lossless on that
 grid: ``listening_copy`` writes one independent FLAC stream per player block (BLOCK_S seconds),
 back to back in one file, and returns their byte offsets, so the player still fetches one block
@@ -27,30 +27,16 @@ from pathlib import Path
 import numpy as np
 import soundfile as sf
 
-from core.audio.files import write_wav
+from core.audio.files import on_grid
 from core.codec import SAMPLE_RATE
 from webui.jobs.common import REQUEST_PREFIX
 
-GRID_BITS = 16  # what the player is sent, and so what is measured
 BLOCK_S = 8  # seconds per FLAC stream: webui/static/player_audio.js's CW_BLOCK_S (tests check both)
 SUFFIX = ".listen.flac"  # the player's copy beside each WAV
 INDEX_SUFFIX = ".listen.json"  # its block offsets, written last: a copy whose index exists is complete
 WAIT_S = 10.0  # how long a second job waits for a copy another job is writing
 
 logger = logging.getLogger(__name__)
-
-
-def on_grid(samples: np.ndarray, bits: int = GRID_BITS) -> np.ndarray:
-    """``samples`` rounded to the nearest ``bits``-bit PCM value (float32, full scale clipped as
-    PCM clips it): exactly what a ``bits``-bit file stores and a decoder gives back."""
-    scale = 2.0 ** (bits - 1)
-    x = np.clip(np.asarray(samples, dtype=np.float64), -1.0, 1.0 - 1.0 / scale)
-    return (np.round(x * scale) / scale).astype(np.float32)
-
-
-def write_pcm16(path: Path, samples: np.ndarray) -> Path:
-    """``samples`` on the grid, written as the request's WAV (never overwriting: core's write_wav)."""
-    return write_wav(path, on_grid(samples))
 
 
 def listening_copy(wav: Path, samples: np.ndarray) -> dict | None:
