@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import soundfile as sf
 
-from core.audio.files import load_audio, write_wav
+from core.audio.files import load_audio, on_grid, write_pcm16, write_wav
 from core.codec import SAMPLE_RATE
 from tests.conftest import speechlike
 from webui.jobs import lab, pcm16_copies
@@ -18,8 +18,8 @@ from webui.serving.workspace import PREFIX
 def test_the_copy_decodes_to_exactly_the_measured_samples(tmp_path):
     folder = tmp_path / f"{PREFIX}x"
     folder.mkdir()
-    x = pcm16_copies.on_grid(0.3 * speechlike(20.0))
-    wav = pcm16_copies.write_pcm16(folder / "a.wav", x)
+    x = on_grid(0.3 * speechlike(20.0))
+    wav = write_pcm16(folder / "a.wav", x)
     copy = pcm16_copies.listening_copy(wav, load_audio(wav).samples)
     assert copy is not None and copy["frames"] == x.size
     assert len(copy["offsets"]) == 1 + -(-x.size // (pcm16_copies.BLOCK_S * SAMPLE_RATE))  # one stream per block
@@ -34,7 +34,7 @@ def test_no_copy_of_what_is_not_on_the_grid_or_not_a_request_file(tmp_path):
     folder.mkdir()
     x = (0.3 * speechlike(2.0)).astype(np.float32)
     assert pcm16_copies.listening_copy(write_wav(folder / "float.wav", x), x) is None  # the player reads the WAV
-    elsewhere = pcm16_copies.write_pcm16(tmp_path / "example.wav", x)
+    elsewhere = write_pcm16(tmp_path / "example.wav", x)
     assert pcm16_copies.listening_copy(elsewhere, load_audio(elsewhere).samples) is None
 
 
@@ -48,7 +48,7 @@ def test_a_round_trip_measures_and_serves_the_same_samples(engine, tmp_path, cli
     folder.mkdir()
     out = roundtrip(engine, clip, folder, engine.settings.audio_limits())
     original, made = load_audio(out.original_wav).samples, load_audio(out.reconstruction_wav).samples
-    assert np.array_equal(pcm16_copies.on_grid(made), made) and np.array_equal(pcm16_copies.on_grid(original), original)
+    assert np.array_equal(on_grid(made), made) and np.array_equal(on_grid(original), original)
     manifest = lab.first_manifest(out.original_wav, out.reconstruction_wav, engine.settings.audio_limits())
     assert manifest["prefetch"] == ["original", "reconstruction"]
     for path, samples in ((out.original_wav, original), (out.reconstruction_wav, made)):
