@@ -13,6 +13,8 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+import numpy as np
+
 from core import anchors, tokens
 from core.analysis import metrics as analysis_metrics
 from core.analysis import token_usage
@@ -37,6 +39,8 @@ class RoundTripOutput:
     timing: dict  # encode_s, decode_s, model_s, total_s, ui_s
     # the sources beside the codec (webui.jobs.compare.page_sources): sources, problems, agreement, token_file
     compare: dict = field(default_factory=dict)
+    # both WAVs' samples as written (the 16-bit grid): the result's record keeps them (webui.jobs.results)
+    samples: tuple[np.ndarray, np.ndarray] | None = field(default=None, repr=False)
 
 
 @dataclass(frozen=True)
@@ -199,6 +203,7 @@ def roundtrip(
             "agreement": extra.agreement,
             "token_file": str(extra.token_file) if extra.token_file else None,
         },
+        (heard, out),
     )
 
 
@@ -215,6 +220,12 @@ def measure(
     progress(0.1, "job.metrics")
     original = load_audio(original_path, limits).samples
     reconstruction = load_audio(reconstruction_path, limits).samples
+    return measure_samples(original, reconstruction, judges, start)
+
+
+def measure_samples(original, reconstruction, judges: Judges = DEFAULT_JUDGES, start: float | None = None):
+    """:func:`measure` of two clips' samples (a round trip's record holds them: nothing is read)."""
+    start = time.perf_counter() if start is None else start
     metrics = [asdict(m) for m in analysis_metrics.compare(original, reconstruction, judges=judges)]
     return MetricsOutput(metrics, time.perf_counter() - start)
 

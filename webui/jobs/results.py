@@ -1,11 +1,16 @@
-"""What the server computed about a pair of clips (round trip details, metrics, verdict), kept by
-the clips' content so that later events use the server's own results, never what a client sends
-back (a ``/report`` must never print "Close to the original" from a verdict a client made up,
-without the random-weights caveat).
+"""The server's record of each round trip, found by its result id (its request folder's name): the
+WAVs it wrote, a digest of their samples, the samples themselves while the record is among the
+newest, and what the follow-up events computed (metrics, verdict, the table of every source, the
+round trip's details). Later events read the record, never what a client sends back (a ``/report``
+must never print "Close to the original" from a verdict a client made up, without the
+random-weights caveat), and never decode or hash the two WAVs again: the round trip hands the record
+the samples it wrote.
 
-Keyed by a digest of both files' bytes (the events receive Gradio's copies of the round trip's
-WAVs, byte for byte the same) and by a ``scope`` (the engine whose results they are); a bounded
-number of entries, the oldest forgotten first. Whatever is missing is recomputed by the caller.
+A client names the record by the ``result_id`` of the round trip's details (``/roundtrip``'s JSON,
+and ``/metrics``' JSON after it); the id only chooses among results this server computed, under
+the engine (``scope``) that computed them, and what is measured is always the record's own WAVs.
+A bounded number of records is kept, the oldest forgotten first; an event without a record (an API
+call with any two clips, or a record forgotten) computes from the files it was given.
 """
 
 from __future__ import annotations
@@ -13,25 +18,32 @@ from __future__ import annotations
 import hashlib
 import threading
 from collections import OrderedDict
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from core.units import MIB
+import numpy as np
 
-MAX_ENTRIES = 256  # results remembered (each a few KB of JSON)
-_CHUNK = MIB  # bytes read at a time for a digest
+from core.audio.files import load_audio
 
-_memo: OrderedDict[tuple, Any] = OrderedDict()
+MAX_RECORDS = 256  # round trips remembered (each a few KB of JSON without its samples)
+KEEP_SAMPLES = 4  # the newest records keep their samples in memory (10 minutes of both clips: 115 MB)
+ID_KEY = "result_id"  # the record's id in the details and metrics JSON
+
+_records: OrderedDict[str, Record] = OrderedDict()
 _lock = threading.Lock()
 
 
-def digest(path: Path | str) -> str:
-    """blake2b of the file's bytes (about 0.1 s for 10 minutes of float WAV)."""
-    h = hashlib.blake2b(digest_size=16)
-    with open(path, "rb") as f:
-        while block := f.read(_CHUNK):
-            h.update(block)
-    return h.hexdigest()
+@dataclass
+class Record:
+    result_id: str
+    scope: str  # the engine whose result it is (``scope``)
+    original: Path  # the round trip's WAVs, in its request folder
+    reconstruction: Path
+    digest: str  # of both clips' samples as written, taken once
+    values: dict[str, Any] = field(default_factory=dict)  # "roundtrip", "metrics", "verdict", "comparison"
+    samples: tuple[np.ndarray, np.ndarray] | None = field(default=None, repr=False)
+    decodes: int = 0  # WAVs read back from disk for this record (the samples had been let go)
 
 
 def scope(engine) -> str:
@@ -39,22 +51,72 @@ def scope(engine) -> str:
     return f"{engine.settings.model}|{engine.model_path}|{engine.settings.mos_windows}"
 
 
-def _key(kind: str, original, reconstruction, scope: str) -> tuple:
-    return kind, scope, digest(original), digest(reconstruction)
+def samples_digest(original: np.ndarray, reconstruction: np.ndarray) -> str:
+    """blake2b of both clips' float32 samples."""
+    h = hashlib.blake2b(digest_size=16)
+    for x in (original, reconstruction):
+        h.update(np.ascontiguousarray(x, dtype=np.float32).tobytes())
+    return h.hexdigest()
 
 
-def remember(kind: str, original, reconstruction, value, scope: str = "") -> None:
-    """Keep ``value`` as the ``kind`` result ("roundtrip", "metrics", "verdict") of this pair."""
-    key = _key(kind, original, reconstruction, scope)
+def open_record(engine, original: Path, reconstruction: Path, samples: tuple[np.ndarray, np.ndarray]) -> Record:
+    """The record of a round trip just written (``samples``: exactly what its two WAVs hold)."""
+    result_id = Path(original).parent.name
+    record = Record(result_id, scope(engine), Path(original), Path(reconstruction), samples_digest(*samples))
+    record.samples = samples
     with _lock:
-        _memo.pop(key, None)
-        _memo[key] = value
-        while len(_memo) > MAX_ENTRIES:
-            _memo.popitem(last=False)
+        _records.pop(result_id, None)
+        _records[result_id] = record
+        while len(_records) > MAX_RECORDS:
+            _records.popitem(last=False)
+        _let_go_of_old_samples()
+    return record
 
 
-def recall(kind: str, original, reconstruction, scope: str = ""):
-    """The ``kind`` result the server computed for this pair, or None."""
-    key = _key(kind, original, reconstruction, scope)
+def find(engine, data) -> Record | None:
+    """The record a follow-up event names (``data``: the round trip's details or the metrics JSON
+    with ``result_id``, or the id itself) under this engine, or None."""
+    result_id = data.get(ID_KEY) if isinstance(data, dict) else data
+    if not isinstance(result_id, str):
+        return None
     with _lock:
-        return _memo.get(key)
+        record = _records.get(result_id)
+    return record if record is not None and record.scope == scope(engine) else None
+
+
+def remember(record: Record | None, kind: str, value) -> None:
+    """Keep ``value`` as the record's ``kind`` result ("roundtrip", "metrics", "verdict", "comparison")."""
+    if record is not None:
+        with _lock:
+            record.values[kind] = value
+
+
+def recall(record: Record | None, kind: str):
+    """The record's ``kind`` result, or None."""
+    if record is None:
+        return None
+    with _lock:
+        return record.values.get(kind)
+
+
+def samples_of(record: Record, limits) -> tuple[np.ndarray, np.ndarray]:
+    """Both clips' samples: held since the round trip, or read back once from the record's WAVs."""
+    with _lock:
+        held = record.samples
+    if held is not None:
+        return held
+    held = (load_audio(record.original, limits).samples, load_audio(record.reconstruction, limits).samples)
+    with _lock:
+        record.decodes += 2
+        record.samples = held
+        if record.result_id in _records:
+            _records.move_to_end(record.result_id)
+        _let_go_of_old_samples()
+    return held
+
+
+def _let_go_of_old_samples() -> None:
+    """Only the newest ``KEEP_SAMPLES`` records hold samples (call under the lock)."""
+    holding = [r for r in _records.values() if r.samples is not None]
+    for old in holding[: max(0, len(holding) - KEEP_SAMPLES)]:
+        old.samples = None

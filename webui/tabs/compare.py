@@ -90,7 +90,7 @@ def checked_sources(value, root: Path) -> list[dict]:
 class CompareHandlers(TabHandlers):
     """The table of every source."""
 
-    def table(self, original_path, reconstruction_path, manifest, request: gr.Request | None = None):
+    def table(self, original_path, reconstruction_path, manifest, request: gr.Request | None = None, details=None):
         """Every source against the original: a column each (the fast metrics first, then DistillMOS),
         and where the codec stands among them. A generator: the page shows the first table at once."""
         lang = i18n.language_of(request)
@@ -113,7 +113,7 @@ class CompareHandlers(TabHandlers):
                 )
                 outputs = self._outputs(out, lang, pending=not mos)
                 if mos:  # the report takes the server's table, never the client's (webui.jobs.results)
-                    results.remember("comparison", original, reconstruction, outputs[-1], results.scope(self.engine))
+                    results.remember(results.find(self.engine, details), "comparison", outputs[-1])
                 yield outputs
 
     def _outputs(self, out: compare_jobs.TableOutput, lang: str, pending: bool):
@@ -134,7 +134,7 @@ class CompareHandlers(TabHandlers):
         if not details or not original_path or not reconstruction_path:
             return gr.skip()
         original = need_file(original_path, "what.original", lang)
-        reconstruction = need_file(reconstruction_path, "what.reconstruction", lang)
+        need_file(reconstruction_path, "what.reconstruction", lang)  # a result on screen: both clips
         with user_errors("action.compare_table", lang):
             have = checked_sources(details, self.workspace.root)
             wanted = core_anchors.anchor_ids(anchors or [])
@@ -147,8 +147,7 @@ class CompareHandlers(TabHandlers):
         compare["sources"] = kept + extra.sources
         compare["problems"] = [p for p in compare.get("problems") or [] if p.get("id") not in missing] + extra.problems
         updated = dict(details) | {"compare": compare}
-        scope = results.scope(self.engine)
-        results.remember("roundtrip", original, reconstruction, updated, scope)  # the report takes these
+        results.remember(results.find(self.engine, details), "roundtrip", updated)  # the report takes these
         return updated
 
     def problems(self, details, request: gr.Request | None = None):
@@ -199,7 +198,7 @@ def build(
     for done, name in after:
         done.success(
             handlers.table,
-            inputs=[original, reconstruction, player],
+            inputs=[original, reconstruction, player, details],
             outputs=[table, placing, raw],
             api_name=name,
             api_visibility="public" if name == "compare_table" else "private",

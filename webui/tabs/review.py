@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import gradio as gr
+import numpy as np
 import soundfile
 
 from core import tokens
@@ -80,74 +81,80 @@ class ReviewHandlers(TabHandlers):
         reconstruction_path,
         metrics_details,
         request: gr.Request | None = None,
-        progress=gr.Progress(),
+        progress=gr.Progress(),  # noqa: B008 - Gradio's way to ask for a progress bar
     ):
         """DistillMOS on both clips + the metrics' PESQ-WB and STOI -> the card (and its dict). The
-        metrics are the server's own for these two files (``metrics_details`` from the client is never
-        used), computed here when the server has none."""
+        round trip's record (named by ``metrics_details["result_id"]``) gives the clips and their
+        metrics; without one the two files are read and measured here. The client's metric values
+        are never used."""
         lang = i18n.language_of(request)
         original = need_file(original_path, "what.original", lang)
         reconstruction = need_file(reconstruction_path, "what.reconstruction", lang)
+        record = results.find(self.engine, metrics_details)
         with user_errors("action.verdict", lang):
             progress(0.2, desc=i18n.text("verdict.running", lang))
-            a = load_audio(original, self.limits).samples
-            b = load_audio(reconstruction, self.limits).samples
-            values = verdict.metric_values(self._metrics(original, reconstruction)["metrics"])
-            v = verdict.judge(
-                a, b, values, SAMPLE_RATE, self.engine.device, self._random(), self.engine.settings.mos_windows
-            ).to_dict()
-            results.remember("verdict", original, reconstruction, v, results.scope(self.engine))
-        duration_s = a.size / SAMPLE_RATE
+            clips = self._clips(record, original, reconstruction)
+            measured = self._metrics(record, clips)
+            v = self._judge(record, clips, measured)
+        duration_s = clips[0].size / SAMPLE_RATE
         heard_s = _heard_s([tuple(w) for w in v.get("windows") or [(0.0, duration_s)]], duration_s)
         if heard_s > 0 and v.get("seconds"):
             self.pace[0] = v["seconds"] / (2 * heard_s)
-        comparison = results.recall("comparison", original, reconstruction, results.scope(self.engine))
-        placing, anchors = compare_view.card_placing(comparison, lang), verdict_card.beside(comparison, lang)
-        card = verdict_card.final(v, values, verdict_card.judged_words(v, duration_s, lang), lang, placing, anchors)
-        return card, v
+        return self._final_card(record, v, measured, duration_s, lang), v
 
-    def placing_card(self, original_path, reconstruction_path, request: gr.Request | None = None):
+    def placing_card(self, original_path, reconstruction_path, request: gr.Request | None = None, details=None):
         """The table of every source is in: the final card again, now saying where the codec stands
         among the clip's other sources (nothing changes before the verdict and the table are both in)."""
+        record = results.find(self.engine, details)
+        v, measured = results.recall(record, "verdict"), results.recall(record, "metrics")
+        if record is None or not v or not measured:
+            return gr.skip()
         lang = i18n.language_of(request)
-        original, reconstruction = path_of(original_path), path_of(reconstruction_path)
-        if not original or not reconstruction or not Path(original).is_file() or not Path(reconstruction).is_file():
+        comparison = results.recall(record, "comparison")
+        if not (compare_view.card_placing(comparison, lang) or verdict_card.beside(comparison, lang)):
             return gr.skip()
-        scope = results.scope(self.engine)
-        v = results.recall("verdict", original, reconstruction, scope)
-        comparison = results.recall("comparison", original, reconstruction, scope)
+        return self._final_card(record, v, measured, _duration_s(record.original), lang)
+
+    def _final_card(self, record, v: dict, measured: dict, duration_s: float, lang: str) -> str:
+        """The final card: the verdict, its numbers, and where the codec stands when the table is in."""
+        comparison = results.recall(record, "comparison")
         placing, anchors = compare_view.card_placing(comparison, lang), verdict_card.beside(comparison, lang)
-        if not v or not (placing or anchors):
-            return gr.skip()
-        values = verdict.metric_values(self._metrics(original, reconstruction)["metrics"])
-        duration_s = _duration_s(original)
-        judged = verdict_card.judged_words(v, duration_s, lang)
-        return verdict_card.final(v, values, judged, lang, placing, anchors)
+        values = verdict.metric_values(measured["metrics"])
+        return verdict_card.final(v, values, verdict_card.judged_words(v, duration_s, lang), lang, placing, anchors)
 
     @staticmethod
     def report_ready(request: gr.Request | None = None):
         """The verdict is in (or failed: the report goes without it): Report can be pressed."""
         return gr.Button(value=i18n.text("report.button", i18n.language_of(request)), interactive=True)
 
-    def _metrics(self, original, reconstruction) -> dict:
-        """The server's metrics of these two files: remembered from /metrics, or computed now."""
-        scope = results.scope(self.engine)
-        measured = results.recall("metrics", original, reconstruction, scope)
+    def _clips(self, record, original, reconstruction) -> tuple[np.ndarray, np.ndarray]:
+        """Both clips' samples: the record's (held since the round trip), else read from the files."""
+        if record is not None:
+            return results.samples_of(record, self.limits)
+        return load_audio(original, self.limits).samples, load_audio(reconstruction, self.limits).samples
+
+    def _metrics(self, record, clips) -> dict:
+        """The server's metrics of these clips: the record's (from /metrics), or measured now."""
+        measured = results.recall(record, "metrics")
         if measured is None:
-            judges = Judges.of(self.engine.settings)
-            out = jobs_codec.measure(original, reconstruction, self.limits, judges=judges)
+            out = jobs_codec.measure_samples(clips[0], clips[1], Judges.of(self.engine.settings))
             measured = {"metrics": out.metrics, "seconds": out.seconds}
-            results.remember("metrics", original, reconstruction, measured, scope)
+            results.remember(record, "metrics", measured)
         return measured
 
-    def _verdict(self, original, reconstruction, measured: dict) -> dict:
-        a = load_audio(original, self.limits).samples
-        b = load_audio(reconstruction, self.limits).samples
+    def _judge(self, record, clips, measured: dict) -> dict:
+        """The one verdict path (the card's and the report's): DistillMOS on both clips with the metrics."""
         values = verdict.metric_values(measured["metrics"])
         v = verdict.judge(
-            a, b, values, SAMPLE_RATE, self.engine.device, self._random(), self.engine.settings.mos_windows
+            clips[0],
+            clips[1],
+            values,
+            SAMPLE_RATE,
+            self.engine.device,
+            self._random(),
+            self.engine.settings.mos_windows,
         ).to_dict()
-        results.remember("verdict", original, reconstruction, v, results.scope(self.engine))
+        results.remember(record, "verdict", v)
         return v
 
     def report(
@@ -166,8 +173,8 @@ class ReviewHandlers(TabHandlers):
         trip details, metrics, verdict, the table: ``webui.jobs.results``), computed here when
         missing. What the client sends in ``details``, ``metrics_details``, ``verdict_details`` and
         ``comparison`` is not believed (a made-up verdict is never printed); only where the
-        server has no record of the round trip are the client's sources taken, checked to be files
-        this server wrote."""
+        server has no record of the round trip (``details["result_id"]``) are the client's sources
+        taken, checked to be files this server wrote."""
         lang = i18n.language_of(request)
         original = need_file(original_path, "what.original", lang)
         reconstruction = need_file(reconstruction_path, "what.reconstruction", lang)
@@ -175,16 +182,17 @@ class ReviewHandlers(TabHandlers):
         token_file = need_file(path_of(token_files[0]) if token_files else None, "what.token_file", lang)
         with user_errors("action.report", lang):
             tokens.load_tokens(token_file, max_duration_s=self.limits.max_duration_s)  # a bad one: refused first
-            scope = results.scope(self.engine)
-            made = results.recall("roundtrip", original, reconstruction, scope) or {}
+            record = results.find(self.engine, details)
+            if record is not None:  # the record's own files, never others a client names beside its id
+                original, reconstruction = record.original, record.reconstruction
+            made = results.recall(record, "roundtrip") or {}
             others = compare.checked_sources(made or details or {}, self.workspace.root)
-            comparison = results.recall("comparison", original, reconstruction, scope)
+            comparison = results.recall(record, "comparison")
             folder = self.workspace.new_dir("report")
             stem = stem_of(original).removesuffix("_24k_mono")
-            measured = self._metrics(original, reconstruction)
-            judged = results.recall("verdict", original, reconstruction, scope) or self._verdict(
-                original, reconstruction, measured
-            )
+            clips = self._clips(record, original, reconstruction)
+            measured = self._metrics(record, clips)
+            judged = results.recall(record, "verdict") or self._judge(record, clips, measured)
             timings = (made.get("timing") or {}) | {"metrics_s": measured["seconds"], "verdict_s": judged["seconds"]}
             zip_path, html_path = report.build_roundtrip_report(
                 folder,
@@ -289,7 +297,7 @@ def wire(handlers: ReviewHandlers, roundtrip_done, after_metrics, parts: dict) -
     if parts.get("comparison") is not None:  # the table of every source is in: the card says where the codec stands
         parts["comparison"].change(
             handlers.placing_card,
-            inputs=[parts["original"], parts["reconstruction"]],
+            inputs=[parts["original"], parts["reconstruction"], parts["details"]],
             outputs=[card],
             api_name="verdict_placing",
             api_visibility="private",

@@ -89,8 +89,16 @@ class RoundTripHandlers(TabHandlers):
         logger.info(
             "round trip of %s: model %.2f s, ours %.3f s", source.name, out.timing["model_s"], out.timing["ui_s"]
         )
-        details = {"input": out.facts, "tokens": out.summary, "timing": out.timing, "compare": out.compare}
-        results.remember("roundtrip", out.original_wav, out.reconstruction_wav, details, results.scope(self.engine))
+        assert out.samples is not None  # the round trip hands its record what it wrote
+        record = results.open_record(self.engine, out.original_wav, out.reconstruction_wav, out.samples)
+        details: dict[str, Any] = {
+            "input": out.facts,
+            "tokens": out.summary,
+            "timing": out.timing,
+            "compare": out.compare,
+        }
+        details[results.ID_KEY] = record.result_id  # the follow-up events read the record by it
+        results.remember(record, "roundtrip", details)
         return RoundTripView(
             original=str(out.original_wav),
             reconstruction=str(out.reconstruction_wav),
@@ -102,17 +110,31 @@ class RoundTripHandlers(TabHandlers):
             details=details,
         )
 
-    def metrics(self, original_path, reconstruction_path, request: gr.Request | None = None, progress=gr.Progress()):
-        """Objective metrics of a reconstruction against its original (the round trip's
-        follow-up; the API accepts any two clips)."""
+    def metrics(
+        self,
+        original_path,
+        reconstruction_path,
+        request: gr.Request | None = None,
+        details=None,
+        progress=gr.Progress(),  # noqa: B008 - Gradio's way to ask for a progress bar
+    ):
+        """Objective metrics of a reconstruction against its original (the round trip's follow-up:
+        its record's samples, named by ``details["result_id"]``; the API accepts any two clips)."""
         lang = i18n.language_of(request)
         original = need_file(original_path, "what.original", lang)
         reconstruction = need_file(reconstruction_path, "what.reconstruction", lang)
+        record = results.find(self.engine, details)
         with user_errors("action.metrics", lang):
-            progress_in = i18n.progress_in(lang, progress)
-            out = codec.measure(original, reconstruction, self.limits, progress_in, Judges.of(self.engine.settings))
+            judges = Judges.of(self.engine.settings)
+            if record is not None:
+                i18n.progress_in(lang, progress)(0.1, "job.metrics")
+                out = codec.measure_samples(*results.samples_of(record, self.limits), judges)
+            else:
+                out = codec.measure(original, reconstruction, self.limits, i18n.progress_in(lang, progress), judges)
             measured = {"metrics": out.metrics, "seconds": out.seconds}
-            results.remember("metrics", original, reconstruction, measured, results.scope(self.engine))
+            results.remember(record, "metrics", measured)
+        if record is not None:
+            measured = measured | {results.ID_KEY: record.result_id}  # the verdict reads the record by it
         return formatting.metrics_markdown(out.metrics, out.seconds, lang), measured
 
     def check_upload(self, audio_path, request: gr.Request | None = None):
@@ -312,7 +334,7 @@ def build(handlers: RoundTripHandlers, example_paths: tuple[Path, ...]) -> Round
     )
     after_metrics = done.success(
         handlers.metrics,
-        inputs=[original, reconstruction],
+        inputs=[original, reconstruction, details],
         outputs=[metrics, metrics_details],
         api_name="metrics",
         show_progress="hidden",  # the verdict card says that the metrics are being measured
