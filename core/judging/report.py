@@ -356,16 +356,19 @@ def build_roundtrip_report(
     comparison: dict | None = None,
     source_words: dict | None = None,
     figure_words: dict | None = None,
+    samples: tuple | None = None,
 ) -> tuple[Path, Path]:
-    """Draw the pictures from the files (read within ``limits``, a core.settings.AudioLimits), then
-    write the zip and the HTML (see write_roundtrip_report; ``render`` makes the page)."""
+    """Draw the pictures from the files (read within ``limits``, a core.settings.AudioLimits; or from
+    ``samples``, both WAVs' samples when the caller holds them), then write the zip and the HTML (see
+    write_roundtrip_report; ``render`` makes the page)."""
     from core.analysis import metrics as analysis_metrics
     from core.analysis import token_usage
     from core.audio.files import load_audio
 
     folder = Path(folder)
-    original = load_audio(original_wav, limits).samples
-    reconstruction = load_audio(reconstruction_wav, limits).samples
+    if samples is None:
+        samples = load_audio(original_wav, limits).samples, load_audio(reconstruction_wav, limits).samples
+    original, reconstruction = samples
     codes = tokens.load_tokens(token_file, max_duration_s=limits.max_duration_s).codes
     words = figure_words or {}  # the figures' words in the reader's language (English: core's own)
     pngs = {

@@ -73,14 +73,17 @@ def open_record(engine, original: Path, reconstruction: Path, samples: tuple[np.
     return record
 
 
-def find(engine, data) -> Record | None:
-    """The record a follow-up event names (``data``: the round trip's details or the metrics JSON
-    with ``result_id``, or the id itself) under this engine, or None."""
+def find(engine, data, original=None, reconstruction=None) -> Record | None:
+    """The record a follow-up event names under this engine, or None: by ``data`` (the round trip's
+    details or the metrics JSON with ``result_id``, or the id itself), else by the two files when
+    they are a record's own WAVs (an API caller that passes the server's paths back)."""
     result_id = data.get(ID_KEY) if isinstance(data, dict) else data
-    if not isinstance(result_id, str):
-        return None
     with _lock:
-        record = _records.get(result_id)
+        if isinstance(result_id, str):
+            record = _records.get(result_id)
+        else:
+            files = (str(original), str(reconstruction))
+            record = next((r for r in _records.values() if (str(r.original), str(r.reconstruction)) == files), None)
     return record if record is not None and record.scope == scope(engine) else None
 
 

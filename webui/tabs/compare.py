@@ -20,7 +20,7 @@ from core import anchors as core_anchors
 from core.analysis.judges import Judges
 from core.judging import sources
 from webui import i18n
-from webui.common import TabHandlers, need_file, user_errors
+from webui.common import TabHandlers, need_file, path_of, user_errors
 from webui.jobs import compare as compare_jobs
 from webui.jobs import results
 from webui.queues import METRICS_GROUP
@@ -113,7 +113,9 @@ class CompareHandlers(TabHandlers):
                 )
                 outputs = self._outputs(out, lang, pending=not mos)
                 if mos:  # the report takes the server's table, never the client's (webui.jobs.results)
-                    results.remember(results.find(self.engine, details), "comparison", outputs[-1])
+                    results.remember(
+                        results.find(self.engine, details, original, reconstruction), "comparison", outputs[-1]
+                    )
                 yield outputs
 
     def _outputs(self, out: compare_jobs.TableOutput, lang: str, pending: bool):
@@ -147,7 +149,9 @@ class CompareHandlers(TabHandlers):
         compare["sources"] = kept + extra.sources
         compare["problems"] = [p for p in compare.get("problems") or [] if p.get("id") not in missing] + extra.problems
         updated = dict(details) | {"compare": compare}
-        results.remember(results.find(self.engine, details), "roundtrip", updated)  # the report takes these
+        results.remember(
+            results.find(self.engine, details, original, path_of(reconstruction_path)), "roundtrip", updated
+        )  # the report takes these
         return updated
 
     def problems(self, details, request: gr.Request | None = None):

@@ -90,7 +90,7 @@ class ReviewHandlers(TabHandlers):
         lang = i18n.language_of(request)
         original = need_file(original_path, "what.original", lang)
         reconstruction = need_file(reconstruction_path, "what.reconstruction", lang)
-        record = results.find(self.engine, metrics_details)
+        record = results.find(self.engine, metrics_details, original, reconstruction)
         with user_errors("action.verdict", lang):
             progress(0.2, desc=i18n.text("verdict.running", lang))
             clips = self._clips(record, original, reconstruction)
@@ -105,7 +105,7 @@ class ReviewHandlers(TabHandlers):
     def placing_card(self, original_path, reconstruction_path, request: gr.Request | None = None, details=None):
         """The table of every source is in: the final card again, now saying where the codec stands
         among the clip's other sources (nothing changes before the verdict and the table are both in)."""
-        record = results.find(self.engine, details)
+        record = results.find(self.engine, details, path_of(original_path), path_of(reconstruction_path))
         v, measured = results.recall(record, "verdict"), results.recall(record, "metrics")
         if record is None or not v or not measured:
             return gr.skip()
@@ -182,7 +182,7 @@ class ReviewHandlers(TabHandlers):
         token_file = need_file(path_of(token_files[0]) if token_files else None, "what.token_file", lang)
         with user_errors("action.report", lang):
             tokens.load_tokens(token_file, max_duration_s=self.limits.max_duration_s)  # a bad one: refused first
-            record = results.find(self.engine, details)
+            record = results.find(self.engine, details, original, reconstruction)
             if record is not None:  # the record's own files, never others a client names beside its id
                 original, reconstruction = record.original, record.reconstruction
             made = results.recall(record, "roundtrip") or {}
@@ -210,6 +210,7 @@ class ReviewHandlers(TabHandlers):
                 comparison if isinstance(comparison, dict) else None,
                 compare_view.report_words(comparison, lang),
                 figure_words.of(lang),
+                clips,
             )
         return [str(zip_path), str(html_path)]
 

@@ -123,7 +123,7 @@ class RoundTripHandlers(TabHandlers):
         lang = i18n.language_of(request)
         original = need_file(original_path, "what.original", lang)
         reconstruction = need_file(reconstruction_path, "what.reconstruction", lang)
-        record = results.find(self.engine, details)
+        record = results.find(self.engine, details, original, reconstruction)
         with user_errors("action.metrics", lang):
             judges = Judges.of(self.engine.settings)
             if record is not None:
