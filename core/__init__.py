@@ -2,6 +2,7 @@
 
     from core import Engine, Settings, load_audio, write_wav
     engine = Engine(Settings(model="checkpoints/tiny"))
+    engine.load()  # False, with engine.error saying why, when the weights cannot be loaded
     trip = engine.roundtrip(load_audio("speech.wav"))
     write_wav("speech.decoded.wav", trip.decoded.samples)
 

@@ -23,8 +23,10 @@ from pathlib import Path
 
 import gradio as gr
 
+from core import anchors
 from core.audio.files import audio_from_array, load_audio
 from core.codec import SAMPLE_RATE
+from core.judging import sources
 from core.judging.sources import short_label
 from core.listening import abx, abx_store, mushra, shared_test_results
 from core.listening.shared_test_store import SharedTestStore, store_for
@@ -38,8 +40,11 @@ from webui.views import shared_test_view
 
 logger = logging.getLogger(__name__)
 
-CHOICES = ("reconstruction", "k8", "k4", "k2", "opus6", "opus12", "amr", "mp3", "compare")  # what may be rated
-DEFAULT_CHOSEN = ("reconstruction", "opus6")
+# what may be rated: the codec, three ladder levels, every codec anchor of the catalogue (best known
+# first; the low-pass anchors are MUSHRA's own), the second checkpoint
+CODEC_ANCHORS = tuple(sources.familiar_first(a.id for a in anchors.ANCHORS if a.kind == "codec"))
+CHOICES = (sources.CODEC_ID, "k8", "k4", "k2", *CODEC_ANCHORS, sources.COMPARE_ID)
+DEFAULT_CHOSEN = (sources.CODEC_ID, *CODEC_ANCHORS[:1])
 EXPIRY_CHOICES_S = (3600.0, 86400.0, 7 * 86400.0, 30 * 86400.0)
 REFRESH_S = 2.0  # how often the owner's page reads the responses
 CSV_FIELDS = (
