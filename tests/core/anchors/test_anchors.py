@@ -105,9 +105,9 @@ def test_loudness_matching_brings_every_anchor_to_the_original(made, speech_clip
 def test_a_50_ms_clip_gives_a_message_for_each_codec_and_the_other_sources(speech_clip):
     clip = speech_clip[SAMPLE_RATE : SAMPLE_RATE + SAMPLE_RATE // 20]
     out = make_anchors(clip, ANCHORS)
-    assert [a.id for a in out.made] == ["lp3.5", "lp7"]
+    assert [a.id for a in out.made] == [a.id for a in ANCHORS if a.kind != "codec"] == ["lp3.5", "lp7"]
     assert all(a.samples.size == clip.size for a in out.made)
-    assert {p.anchor.id for p in out.problems} == {"amr", "opus6", "opus12", "mp3"}
+    assert {p.anchor.id for p in out.problems} == {a.id for a in ANCHORS if a.kind == "codec"} >= {"amr", "opus6"}
     for problem in out.problems:
         assert problem.reason == TOO_SHORT
         assert "at least 1 s" in problem.message and "0.05 s" in problem.message
