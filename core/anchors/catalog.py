@@ -55,7 +55,6 @@ class Anchor:
 
 
 ANCHORS: tuple[Anchor, ...] = (  # in the order the player and the tables show them: lowest quality first
-    Anchor("opus8", "Opus 8 kbit/s", "h", "codec", 8_000.0, ("libopus",), "ogg", options=(("application", "voip"), ("vbr", "off"))),
     Anchor(
         "lp3.5",
         "Low-pass 3.5 kHz",

@@ -129,8 +129,3 @@ def test_parse_anchors_names_the_valid_ids():
     assert parse_anchors("all") == ANCHORS
     with pytest.raises(SettingsError, match="opus6, opus12"):
         parse_anchors("opus7")
-
-
-def test_opus8_is_made_at_its_rate(speech_clip):
-    out = make_anchors(speech_clip, [BY_ID["opus8"]])
-    assert [a.id for a in out.made] == ["opus8"] and out.made[0].samples.size == speech_clip.size
