@@ -101,7 +101,6 @@ LIGHTS = ("green", "amber", "red")  # best to worst
 COMPUTE_HOME = "core.analysis.signal_metrics"  # the module of a bare MetricRow.compute name
 
 METRICS: tuple[MetricRow, ...] = (  # in the order the metrics table, the CSV and the reports show them
-    MetricRow("STOI-whole", "stoi_whole", "intelligibility, whole clip: 0 .. 1", HIGHER, "", "stoi", PAIR, WHOLE),
     MetricRow(
         "PESQ-WB",
         "pesq",
