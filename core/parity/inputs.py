@@ -14,6 +14,7 @@ import numpy as np
 import soundfile as sf
 
 from core import tokens
+from core.audio.blocks import dbfs
 from core.audio.files import resample
 from core.codec import CODEBOOK_SIZE, NUM_CODEBOOKS, SAMPLE_RATE, SAMPLES_PER_FRAME, check_duration, num_frames
 from core.errors import AudioInputError, TokenFileError
@@ -94,8 +95,9 @@ def _read_npy(path: Path, max_duration_s: float) -> np.ndarray:
             version = np.lib.format.read_magic(f)
             read = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
             shape, _fortran, dtype = read(f)
-        except ValueError as e:
+        except (ValueError, TypeError, SyntaxError) as e:
             raise TokenFileError(f"{path.name} is not a NumPy .npy file ({e}). Save the codes with numpy.save.") from e
+        data_bytes = path.stat().st_size - f.tell()
     if dtype.hasobject:
         raise TokenFileError(f"{path.name} holds Python objects; save the codes as an integer array (numpy.save).")
     count = int(np.prod(shape)) if shape else 1
@@ -104,7 +106,18 @@ def _read_npy(path: Path, max_duration_s: float) -> np.ndarray:
             f"{path.name} holds {count:,} values, more than {minutes(max_duration_s)} of codes "
             "(--max-duration / CODEC_MAX_DURATION_S). Check it with a shorter clip."
         )
-    return np.load(path, allow_pickle=False)
+    if count * dtype.itemsize != data_bytes:  # a header that lies about the shape or the type
+        raise TokenFileError(
+            f"{path.name}'s header declares {tuple(shape)} values of {dtype} ({count * dtype.itemsize:,} bytes), "
+            f"but the file holds {data_bytes:,} bytes after it: it is damaged or was crafted. "
+            "Save the codes again with numpy.save."
+        )
+    try:
+        return np.load(path, allow_pickle=False)
+    except (ValueError, OSError, EOFError) as e:
+        raise TokenFileError(
+            f"{path.name} cannot be read as a NumPy array ({e}). Save the codes with numpy.save."
+        ) from e
 
 
 def _read_json(path: Path):
@@ -117,6 +130,11 @@ def _read_json(path: Path):
         value = json.loads(path.read_text(encoding="utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as e:
         raise TokenFileError(f"{path.name} is not valid JSON ({e}).") from e
+    except RecursionError as e:  # lists nested far deeper than frames × codebooks ever are
+        raise TokenFileError(
+            f"{path.name} nests its lists too deep to be codes: codes are a list of frames, each a list of "
+            f"{NUM_CODEBOOKS} integers."
+        ) from e
     if isinstance(value, dict):
         key = next((k for k in JSON_KEYS if k in value), None)
         if key is None:
@@ -126,7 +144,7 @@ def _read_json(path: Path):
         value = value[key]
     try:
         return np.asarray(value)
-    except ValueError as e:  # ragged lists
+    except (ValueError, RecursionError) as e:  # ragged lists, or nested deeper than NumPy's dimensions
         raise TokenFileError(f"{path.name}: every frame must hold {NUM_CODEBOOKS} codes ({e}).") from e
 
 
@@ -205,6 +223,14 @@ def load_their_wav(path, limits: AudioLimits, codes: Codes) -> TheirAudio:
     if nonfinite:
         first = float(np.argmin(finite.all(axis=1)) / rate)
         data = np.where(finite, data, 0.0).astype(np.float32)
+    loudest = float(np.abs(data).max()) if data.size else 0.0
+    if loudest > limits.max_peak:  # the peak rule of every way audio comes in (core.audio.blocks)
+        at = float(np.argmax(np.abs(data).max(axis=1)) / rate)
+        raise AudioInputError(
+            f"'{path.name}' is far over full scale: a sample of {loudest:.3g} at {at:.2f} s is {dbfs(loudest):+.0f} "
+            f"dBFS, over the {dbfs(limits.max_peak):+.0f} dBFS limit (1.0 is full scale; --max-peak-dbfs). The other "
+            "decoder wrote it with the wrong scale or is broken: no comparison of such samples means anything."
+        )
     if data.shape[1] > 1:
         same = all(np.array_equal(data[:, 0], data[:, c]) for c in range(1, data.shape[1]))
         notes.append(Note("wav_channels_same" if same else "wav_channels_differ", {"channels": data.shape[1]}))

@@ -110,3 +110,45 @@ def test_a_wav_over_the_limits_is_refused_before_reading(tmp_path, twenty):
     (tmp_path / "junk.wav").write_bytes(b"not a wav at all" * 10)
     with pytest.raises(AudioInputError, match="is not a WAV"):
         load_their_wav(tmp_path / "junk.wav", Settings().audio_limits(), twenty)
+
+
+def _npy_with_header(path, header: str, data: bytes) -> None:
+    """A version 1.0 .npy whose header says ``header`` over ``data``: what a crafted or damaged file holds."""
+    text = header.encode("latin1")
+    pad = 64 - (10 + len(text) + 1) % 64
+    text += b" " * pad + b"\n"
+    path.write_bytes(b"\x93NUMPY\x01\x00" + len(text).to_bytes(2, "little") + text + data)
+
+
+@pytest.mark.parametrize(
+    "header",
+    [
+        "{'descr': '<i8', 'fortran_order': False, 'shape': (20, 16), }",  # more values than the file holds
+        "{'descr': '<i8', 'fortran_order': False, 'shape': (2, 16), }",  # fewer: bytes left over
+        "{'descr': '<i2', 'fortran_order': False, 'shape': (20, 16), }",  # another type than the bytes are
+        "{'descr': '<i8', 'fortran_order': False, 'shape': (-20, 16), }",  # a shape no array has
+    ],
+)
+def test_a_npy_whose_header_lies_is_one_sentence(tmp_path, header):
+    _npy_with_header(tmp_path / "lie.npy", header, codes(10).astype("<i8").tobytes())
+    with pytest.raises(TokenFileError, match="lie.npy") as refused:
+        load_codes(tmp_path / "lie.npy", LIMIT_S)
+    assert "Traceback" not in str(refused.value) and "numpy.save" in str(refused.value)
+
+
+def test_json_codes_100000_deep_are_one_sentence(tmp_path):
+    (tmp_path / "deep.json").write_text("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(TokenFileError, match="deep.json"):
+        load_codes(tmp_path / "deep.json", LIMIT_S)
+
+
+def test_their_wav_far_over_full_scale_is_refused_by_the_peak_rule(tmp_path, twenty):
+    """3.4e38 gave "inf LSB", "SNR -790 dB" and Infinity in --json: the peak rule of every way in."""
+    x = np.zeros(20 * SAMPLES_PER_FRAME, np.float32)
+    x[100] = 3.4e38
+    sf.write(tmp_path / "loud.wav", x, SAMPLE_RATE, subtype="FLOAT")
+    with pytest.raises(AudioInputError, match=r"far over full scale.*\+60 dBFS limit"):
+        load_their_wav(tmp_path / "loud.wav", Settings().audio_limits(), twenty)
+    x[100] = 0.9  # at full scale: compared as before
+    sf.write(tmp_path / "fine.wav", x, SAMPLE_RATE, subtype="FLOAT")
+    assert load_their_wav(tmp_path / "fine.wav", Settings().audio_limits(), twenty).samples.size == x.size
