@@ -28,8 +28,9 @@ def add_parsers(sub) -> dict:
 
 
 def cmd_evaluate(args) -> int:
-    from core.judging.evaluate import check_output_dir, find_audio
+    from core.judging.evaluate import check_output_dir
     from core.judging.evaluate import cmd_evaluate as run
+    from core.judging.folder_files import find_audio
 
     check_output_dir(args.directory, args.output_dir)  # a wrong folder fails before the model loads
     find_audio(args.directory)

@@ -27,6 +27,7 @@ import logging
 import os
 import shutil
 import statistics
+import sys
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -40,6 +41,7 @@ from core.audio.readers import AUDIO_SUFFIXES  # the one list of what the reader
 from core.codec import SAMPLE_RATE
 from core.errors import CodecError
 from core.judging import averages, paper_table, per_source, report, sources, verdict
+from core.judging.folder_files import scan_audio
 from core.model import second
 from core.names import safe_name
 from core.settings import AudioLimits
@@ -78,14 +80,6 @@ class Evaluation:
     html_path: Path  # report.html
     seconds: float  # wall time of the whole run
     table: str | None = None  # --table: the README's layout for this folder (table.md), markdown
-
-
-def find_audio(directory: Path) -> list[Path]:
-    """Audio files under ``directory`` (recursively, by suffix), sorted."""
-    directory = Path(directory)
-    if not directory.is_dir():
-        raise CodecError(f"{directory} is not a folder; give the folder that holds the audio files.")
-    return sorted(p for p in directory.rglob("*") if p.is_file() and p.suffix.lower() in AUDIO_SUFFIXES)
 
 
 def _prepare(out_dir: Path) -> None:
@@ -382,7 +376,9 @@ def check_output_dir(directory: Path, out_dir: Path) -> None:
 def cmd_evaluate(args, engine) -> int:
     """The CLI command: every audio file under args.directory into args.output_dir; exit 0."""
     check_output_dir(args.directory, args.output_dir)
-    files = find_audio(args.directory)
+    files, skipped = scan_audio(args.directory)
+    for line in skipped:
+        print(line, file=sys.stderr)
     if not files:
         raise CodecError(f"No audio files under {args.directory} (looked for {', '.join(AUDIO_SUFFIXES)}).")
     limits = engine.settings.audio_limits()
