@@ -121,6 +121,8 @@ def test_bad_input_gets_clear_errors_and_changes_nothing(served):
     assert post({"screen": 9, "ratings": {h: 50 for h in sounds}}).status_code == 400
     assert post({"screen": "0", "ratings": {}}).status_code == 400
     assert client.post("/rate", content=b"not json", headers={"content-type": "application/json"}).status_code == 400
+    deep = b"[" * 100_000 + b"]" * 100_000  # a RecursionError in the parser was a bare 500
+    assert client.post("/rate", content=deep, headers={"content-type": "application/json"}).status_code == 400
     assert handlers.store.responses(owned["link"], owned["owner"])["ratings"] == []  # nothing written
     assert post({"screen": 0, "ratings": {h: 60 for h in sounds}}).status_code == 200
     replay = post({"screen": 0, "ratings": {h: 10 for h in sounds}})

@@ -33,7 +33,7 @@ from http.cookies import CookieError, SimpleCookie
 from pathlib import Path
 
 from core.units import MIB
-from webui.serving import files, storage, uploads
+from webui.serving import files, json_text, storage, uploads
 from webui.serving.limits import ClientLimits, Refusal, forget_call
 from webui.serving.origins import OriginPolicy
 from webui.serving.throttle import LoginThrottle, client_key, retry_after_header
@@ -229,7 +229,7 @@ class Guard:
                 f"Request bodies are limited to {MAX_JSON_BODY_BYTES >> 10} KiB.",
             )
         try:
-            decoded = json.loads(body) if body else None
+            decoded = json_text.loads(body) if body else None
             remote = remote_file_path(decoded)
         except (ValueError, RecursionError):
             decoded, remote = None, None  # not JSON: Gradio answers it (422)

@@ -40,6 +40,7 @@ from core.errors import CodecError
 from webui import i18n
 from webui.i18n import TranslatedError
 from webui.jobs import live
+from webui.serving import json_text
 from webui.serving.guard import signed_in
 from webui.serving.limits import ClientLimits, Refusal
 from webui.serving.origins import OriginPolicy
@@ -202,7 +203,7 @@ async def _work(ws: WebSocket, engine, workspace: Workspace, run: live.LiveRun, 
             raise WebSocketDisconnect(message.get("code", 1000))
         if message.get("text") is not None:
             try:
-                command = json.loads(message["text"] or "{}")
+                command = json_text.loads(message["text"] or "{}")
             except ValueError:
                 command = {}
             if isinstance(command, dict) and command.get("type") == "stop":

@@ -39,6 +39,7 @@ from core.listening.shared_test_schema import SharedTestError
 from core.listening.shared_test_store import SharedTestStore
 from webui import i18n
 from webui.jobs import shared_test
+from webui.serving import json_text
 from webui.serving.guard import signed_in
 from webui.serving.throttle import client_key
 from webui.views import listen_page
@@ -194,7 +195,7 @@ def shared_test_routes(
 
 async def _body(request: Request) -> dict:
     try:
-        body = await request.json()
+        body = json_text.loads(await request.body())
     except ValueError:
         raise _Refused(400, "listen.bad_json") from None
     if not isinstance(body, dict):
