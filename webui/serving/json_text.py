@@ -30,5 +30,6 @@ def loads(data: bytes | str, max_depth: int = MAX_DEPTH):
     than ``max_depth``."""
     raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
     if depth(raw) > max_depth:
+        # i18n-exempt: every caller answers this ValueError with its own localized refusal
         raise ValueError(f"JSON nested deeper than {max_depth} levels")
     return json.loads(raw)
