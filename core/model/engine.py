@@ -19,16 +19,15 @@ import contextlib
 import enum
 import logging
 import threading
-import time
 from pathlib import Path
 
 import numpy as np
 import torch
 
 from core.codec import NUM_CODEBOOKS, SAMPLE_RATE, SAMPLES_PER_FRAME, Progress, check_codes, check_duration
-from core.errors import AudioInputError, CodecError, EngineNotReady, OutOfMemory
+from core.errors import CodecError, EngineNotReady
 from core.model import calls as model_calls
-from core.model import loading, memory, oom_retries, planner, readiness, torch_threads
+from core.model import loading, memory, oom_retries, planner, preflight, readiness, torch_threads
 from core.model.checkpoints import is_random_checkpoint
 from core.model.live import LiveSessions
 from core.model.planner import ChunkPlan, MemoryEstimate
@@ -164,21 +163,11 @@ class Engine:
 
     def _check(self) -> readiness.ReadinessReport:
         with self._lock:
-            cuda = readiness.check_cuda(self.device)
-            if self._tokenizer is None:
-                why = self.error or "model not loaded"
-                steps = (
-                    cuda,
-                    readiness.unchecked("weights", readiness.FAIL, why),
-                    readiness.unchecked("roundtrip", readiness.SKIPPED, "skipped: no model"),
-                )
-            else:
-                weights = readiness.check_weights(self._tokenizer.model, self.device)
-                trip = readiness.check_roundtrip(lambda x: self.encode_array(x).codes, lambda c: self.decode(c).samples)
-                steps = (cuda, weights, trip)
-            self.last_report = readiness.ReadinessReport(steps, time.time())
-            logger.info("readiness: %s", ", ".join(f"{s.name}={s.status}" for s in steps))
-            return self.last_report
+            model = self._tokenizer.model if self._tokenizer is not None else None
+            encode, decode = (lambda x: self.encode_array(x).codes), (lambda c: self.decode(c).samples)
+            self.last_report = report = readiness.run_checks(self.device, model, self.error, encode, decode)
+            logger.info("readiness: %s", ", ".join(f"{s.name}={s.status}" for s in report.steps))
+            return report
 
     # ---- jobs --------------------------------------------------------------------------
     def encode(self, audio, progress: Progress | None = None) -> EncodeResult:
@@ -188,7 +177,7 @@ class Engine:
 
     def encode_array(self, samples: np.ndarray, progress: Progress | None = None) -> EncodeResult:
         samples = np.ascontiguousarray(samples, dtype=np.float32).reshape(-1)
-        _check_not_empty([samples])
+        preflight.check_not_empty([samples])
         codes, seconds, peak = self._job(
             "encode",
             [samples.size],
@@ -241,7 +230,7 @@ class Engine:
         arrays = [np.ascontiguousarray(c.samples, dtype=np.float32).reshape(-1) for c in clips]
         if not arrays:
             return []
-        _check_not_empty(arrays)
+        preflight.check_not_empty(arrays)
         codes_list, seconds, peak = self._job(
             "encode",
             [a.size for a in arrays],
@@ -295,16 +284,10 @@ class Engine:
 
     # ---- planning, estimates, OOM retries -------------------------------------------------
     def _plan(self, operation: str, lengths: list[int]) -> tuple[ChunkPlan | None, MemoryEstimate]:
-        """The largest plan whose estimate fits now (``core.model.planner.choose``), and that estimate."""
-        dims = self._dims
-        if dims is None:
+        """The largest plan whose estimate fits now (``core.model.preflight``), and that estimate."""
+        if self._dims is None:
             raise EngineNotReady(self.not_ready_message())
-        host_free = memory.free_bytes("cpu")
-        free = memory.free_bytes(self.device) if self.settings.is_cuda else host_free
-        free = max(0.0, free - self.loading_bytes)  # a second checkpoint loading now will take that much
-        if not self.settings.is_cuda:
-            host_free = free
-        return planner.choose(dims, self.settings, operation, lengths, free, host_free)
+        return preflight.plan(self._dims, self.settings, operation, lengths, self.loading_bytes)
 
     def estimate(
         self,
@@ -323,20 +306,15 @@ class Engine:
         """
         if operation not in planner.OPERATIONS:
             raise ValueError(f"operation must be encode, decode or roundtrip; got {operation!r}")
-        if samples is None:
-            samples = frames * SAMPLES_PER_FRAME if frames is not None else int(round((seconds or 0.0) * SAMPLE_RATE))
-        if samples <= 0:
-            raise ValueError("give a positive length: seconds, samples or frames")
+        samples = preflight.input_samples(seconds, samples, frames)
         if self.state != EngineState.READY or self._dims is None:
             raise EngineNotReady(self.not_ready_message())
         return self._plan(operation, [int(samples)] * max(1, int(clips)))[1]
 
     def _refuse_if_too_big(self, operation: str, lengths: list[int]) -> ChunkPlan:
-        plan, estimate = self._plan(operation, lengths)
-        if plan is None:
-            logger.warning("refused: %s", estimate.message)
-            raise OutOfMemory(estimate.message)
-        return plan
+        if self._dims is None:
+            raise EngineNotReady(self.not_ready_message())
+        return preflight.plan_or_refuse(self._dims, self.settings, operation, lengths, self.loading_bytes)
 
     def _job(self, operation: str, lengths: list[int], work):
         """Run ``work(plan)`` under the lock with a pre-flight check, timing, peak memory, OOM
@@ -359,11 +337,7 @@ class Engine:
     def clear_vram(self) -> dict:
         """Free cached device memory; report allocated / reserved / free before and after."""
         with self._lock:
-            before = memory.device_memory(self.device).to_dict()
-            memory.release_cached(self.device)
-            after = memory.device_memory(self.device).to_dict()
-        logger.info("cleared VRAM: reserved %.0f -> %.0f MiB", before["reserved_mib"], after["reserved_mib"])
-        return {"before": before, "after": after}
+            return memory.clear_cached(self.device)
 
     def stats(self) -> dict:
         """System stats; never takes the lock, so it answers while a job runs."""
@@ -390,14 +364,3 @@ class Engine:
 
 def _no_progress(fraction: float) -> None:
     return None
-
-
-def _check_not_empty(arrays) -> None:
-    """Refuse clips without samples (the model fails on them with a convolution-size error)."""
-    for i, a in enumerate(arrays):
-        if a.size == 0:
-            which = "" if len(arrays) == 1 else f" (clip {i + 1} of {len(arrays)})"
-            raise AudioInputError(
-                f"There are no audio samples to encode{which}. Give a clip of at least one "
-                f"frame ({SAMPLES_PER_FRAME} samples, 80 ms at 24 kHz)."
-            )

@@ -60,6 +60,15 @@ def release_cached(device: str) -> None:
         torch.cuda.empty_cache()
 
 
+def clear_cached(device: str) -> dict:
+    """Free cached device memory; allocated / reserved / free before and after (the caller holds the lock)."""
+    before = device_memory(device).to_dict()
+    release_cached(device)
+    after = device_memory(device).to_dict()
+    logger.info("cleared VRAM: reserved %.0f -> %.0f MiB", before["reserved_mib"], after["reserved_mib"])
+    return {"before": before, "after": after}
+
+
 def reserved_share(device: str) -> float:
     """Reserved memory as a share of the card (0 on CPU)."""
     m = device_memory(device)

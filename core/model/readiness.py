@@ -182,3 +182,20 @@ def check_roundtrip(encode, decode) -> Step:
 def unchecked(name: str, status: str, why: str) -> Step:
     """A step that did not run, with the reason (e.g. the weights failed: no model to check)."""
     return Step(name, STEP_TITLES[name], status, why, 0.0)
+
+
+def run_checks(
+    device: str, model: torch.nn.Module | None, why_not_loaded: str | None, encode, decode
+) -> ReadinessReport:
+    """The three steps in order: CUDA, then, with a model, its weights and a round trip through
+    ``encode(samples) -> codes`` and ``decode(codes) -> samples``; without one, why not."""
+    cuda = check_cuda(device)
+    if model is None:
+        steps = (
+            cuda,
+            unchecked("weights", FAIL, why_not_loaded or "model not loaded"),
+            unchecked("roundtrip", SKIPPED, "skipped: no model"),
+        )
+    else:
+        steps = (cuda, check_weights(model, device), check_roundtrip(encode, decode))
+    return ReadinessReport(steps, time.time())
