@@ -24,7 +24,7 @@ from core.settings import DEFAULT_HOST, DEFAULT_PORT
 from webui.app import CSS
 from webui.i18n import gradio_i18n
 from webui.options import ASSETS, UiOptions
-from webui.serving import timeouts
+from webui.serving import peers, timeouts
 from webui.serving.guard import Guard
 from webui.serving.health import add_health_routes
 from webui.serving.limits import ClientLimits, LimitSettings
@@ -105,5 +105,6 @@ def launch(demo: gr.Blocks, engine, ui: UiOptions, server: ServerOptions, starte
         theme=gr.themes.Soft(),
     )
     timeouts.install(demo.server)
+    peers.install(demo.server)  # the client is the TCP peer unless --trusted-proxies names it
     logger.info("serving at %s (health at %shealth)", url, url)
     return app, url
