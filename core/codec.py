@@ -1,6 +1,9 @@
 """The codec's facts and rules, in one place: rates, sizes, and what valid codes look like.
 
-Every other module takes these from here. The rules (``codes_problem``, ``length_problem``,
+Every other module takes these from here. ``SAMPLE_RATE`` and ``SAMPLES_PER_FRAME`` are the encoder's
+*input* (24 kHz, the same for every checkpoint of the family); the rate a decoder writes is a fact of the
+loaded checkpoint, an :class:`OutputRate` (``core.model.family.output_rate_of``), 24 kHz for the published
+decoder (``BASE_OUTPUT``) and 48 kHz for the community one. The rules (``codes_problem``, ``length_problem``,
 ``check_codes``) are the one definition of "codes the codec can have made", shared by the
 engine (before decoding) and the token file reader (before trusting a file).
 """
@@ -9,19 +12,49 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 
 from core.errors import TokenFileError
 from core.units import minutes
 
-SAMPLE_RATE = 24_000  # Hz, the codec's input and output rate
-SAMPLES_PER_FRAME = 1920  # 24 kHz samples per code frame
+SAMPLE_RATE = 24_000  # Hz, the encoder's input rate (every decoder of the family reads the same codes)
+SAMPLES_PER_FRAME = 1920  # 24 kHz input samples per code frame
 FRAME_RATE = SAMPLE_RATE / SAMPLES_PER_FRAME  # code frames per second (12.5)
 SAMPLES_PER_STEP = 960  # 24 kHz samples per encoder transformer step (25 steps/s, two per frame)
 NUM_CODEBOOKS = 16  # codebooks per frame (residual quantizers the 12 Hz tokenizer keeps)
 CODEBOOK_SIZE = 2048  # entries per codebook: codes are 0..2047
 BITS_PER_CODE = 11  # log2(CODEBOOK_SIZE)
+
+
+@dataclass(frozen=True)
+class OutputRate:
+    """The rate a decoder writes and its samples per code frame (``rate_hz / samples_per_frame`` is
+    always the codes' 12.5 frames/s)."""
+
+    rate_hz: int  # output samples per second
+    samples_per_frame: int  # output samples per code frame
+
+    @property
+    def label(self) -> str:
+        """The rate as people say it: "24 kHz", "48 kHz", "44.1 kHz"."""
+        return f"{self.rate_hz / 1000:g} kHz"
+
+    @property
+    def per_input_sample(self) -> float:
+        """Output samples per 24 kHz input sample (1 for the base decoder, 2 for the 48 kHz one)."""
+        return self.samples_per_frame / SAMPLES_PER_FRAME
+
+    def samples_for(self, input_samples: int) -> int:
+        """Output samples that cover ``input_samples`` input samples (a clip's own duration)."""
+        return ceil_div(int(input_samples) * self.samples_per_frame, SAMPLES_PER_FRAME)
+
+    def frames_to_samples(self, frames: int) -> int:
+        return int(frames) * self.samples_per_frame
+
+
+BASE_OUTPUT = OutputRate(SAMPLE_RATE, SAMPLES_PER_FRAME)  # the published decoder: 24 kHz, 1,920 samples a frame
 
 Progress = Callable[[float], None]  # progress(share of a job done, 0..1), called as long jobs go
 

@@ -109,6 +109,14 @@ def tiny_checkpoint(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def tiny_checkpoint_48k(tmp_path_factory) -> Path:
+    """A tiny checkpoint of the 48 kHz recipe (decoder upsample_rates [8, 5, 4, 3, 2]; same encoder)."""
+    from core.model.checkpoints import build_tiny_checkpoint
+
+    return build_tiny_checkpoint(tmp_path_factory.mktemp("tiny-ckpt-48k"), output_rate_hz=48_000)
+
+
+@pytest.fixture(scope="session")
 def second_checkpoint(tmp_path_factory) -> Path:
     """Another tiny checkpoint with other random weights (seed 1): a second model to compare."""
     from core.model.checkpoints import build_tiny_checkpoint

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from core.analysis.judges import Judges
 from core.cli.common import check_outputs, engine_from_args, out_path
+from core.codec import SAMPLE_RATE
 from core.errors import CodecError
 
 
@@ -54,6 +55,13 @@ def add_build_checkpoint_parser(sub) -> dict:
         type=float,
         default=None,
         help="--full: set every transformer layer scale (1.0 for exactness checks: context then matters)",
+    )
+    build.add_argument(
+        "--output-rate",
+        type=int,
+        default=SAMPLE_RATE,
+        metavar="HZ",
+        help="the decoder's output rate: 24000 (published) or 48000 (the community recipe: one more x2 block)",
     )
     return {"build-checkpoint": cmd_build_checkpoint}
 
@@ -205,11 +213,22 @@ def cmd_build_checkpoint(args) -> int:
         raise CodecError(f"{args.directory} is a file, not a directory; choose a new directory.")
     if args.directory.exists() and any(args.directory.iterdir()):
         raise CodecError(f"{args.directory} is not empty; choose a new directory.")
+    from core.model.checkpoints import tiny_config
+    from core.model.family import decoder_config_for_rate
+
+    try:
+        decoder_config_for_rate(tiny_config(), args.output_rate)  # refuse a rate before writing anything
+    except ValueError as e:
+        raise CodecError(f"--output-rate: {e}.") from e
     if args.tiny:
-        path = build_tiny_checkpoint(args.directory, seed=args.seed)
+        path = build_tiny_checkpoint(args.directory, seed=args.seed, output_rate_hz=args.output_rate)
     else:
         path = build_full_checkpoint(
-            args.directory, seed=args.seed, reference=args.reference or REFERENCE_CONFIG, layer_scale=args.layer_scale
+            args.directory,
+            seed=args.seed,
+            reference=args.reference or REFERENCE_CONFIG,
+            layer_scale=args.layer_scale,
+            output_rate_hz=args.output_rate,
         )
-    print(f"wrote random-weight checkpoint to {path} (not for quality claims)")
+    print(f"wrote random-weight checkpoint to {path} ({args.output_rate} Hz out; not for quality claims)")
     return 0

@@ -9,6 +9,9 @@ checkpoints from the official architecture classes in ``qwen_tts.core``:
 - ``full``: the published architecture (153.7 M parameters) from the reference config, for
   speed and memory work on a GPU. Random weights say nothing about audio quality.
 
+Either at another output rate of the family (``output_rate_hz``: 48000 appends the community recipe's
+×2 upsample block, ``core.model.family.decoder_config_for_rate``); the encoder and codes are the same.
+
 Both are saved with ``save_pretrained`` plus a ``preprocessor_config.json`` so that they load
 through the same ``Qwen3TTSTokenizer.from_pretrained`` path as the published checkpoint.
 """
@@ -22,6 +25,7 @@ from pathlib import Path
 import torch
 
 from core.codec import CODEBOOK_SIZE, FRAME_RATE, NUM_CODEBOOKS, SAMPLE_RATE, SAMPLES_PER_FRAME
+from core.model.family import decoder_config_for_rate
 
 logger = logging.getLogger(__name__)
 
@@ -172,18 +176,25 @@ def save_checkpoint(model, directory: Path, kind: str = "random") -> Path:
     return directory
 
 
-def build_tiny_checkpoint(directory: Path, seed: int = 0) -> Path:
-    """Tiny random checkpoint for tests (seconds to build, a few MB)."""
-    return save_checkpoint(build_model(tiny_config(), seed=seed, layer_scale=1.0), directory, kind="tiny")
+def build_tiny_checkpoint(directory: Path, seed: int = 0, output_rate_hz: int = SAMPLE_RATE) -> Path:
+    """Tiny random checkpoint for tests (seconds to build, a few MB); ``output_rate_hz`` 48000 for the
+    48 kHz recipe (same encoder, one more decoder block)."""
+    config = decoder_config_for_rate(tiny_config(), output_rate_hz)
+    return save_checkpoint(build_model(config, seed=seed, layer_scale=1.0), directory, kind="tiny")
 
 
 def build_full_checkpoint(
-    directory: Path, seed: int = 0, reference: Path = REFERENCE_CONFIG, layer_scale: float | None = None
+    directory: Path,
+    seed: int = 0,
+    reference: Path = REFERENCE_CONFIG,
+    layer_scale: float | None = None,
+    output_rate_hz: int = SAMPLE_RATE,
 ) -> Path:
     """Full-size random checkpoint from the published architecture (≈682 MB on disk). ``layer_scale``
     1.0 sets every transformer layer scale (encoder and decoder) so context matters: for exactness
-    checks (None keeps the fresh init's 0.01)."""
-    model = build_model(full_config(reference), seed=seed, layer_scale=layer_scale)
+    checks (None keeps the fresh init's 0.01). ``output_rate_hz`` 48000: the 48 kHz recipe."""
+    config = decoder_config_for_rate(full_config(reference), output_rate_hz)
+    model = build_model(config, seed=seed, layer_scale=layer_scale)
     return save_checkpoint(model, directory, kind="full")
 
 
