@@ -119,10 +119,9 @@ def cmd_roundtrip(args) -> int:
     """Per file: the codes (``<stem>.npz``), the codec's reconstruction (``<stem>.decoded.wav``), each
     other source (``<stem>.<id>.wav``: the --anchors, ``compare`` for --compare-model, with its codes
     in ``<stem>.compare.npz``) and ``<stem>.metrics.csv``: one column per source (printed too)."""
-    import csv
-
     from tqdm import tqdm
 
+    from core import csv_cells
     from core.anchors import parse_anchors
     from core.audio.files import load_audio
     from core.judging import placing, source_table, sources
@@ -145,7 +144,7 @@ def cmd_roundtrip(args) -> int:
         judges = Judges.of(engine.settings)
         table = source_table.measure(made.original, made.sources, engine.device, mos=not args.no_mos, judges=judges)
         with open(out_path(args.output_dir, source, ".metrics.csv"), "x", newline="") as f:
-            csv.writer(f).writerows(table.csv_rows())
+            csv_cells.writer(f).writerows(table.csv_rows())
         print(f"{source} -> {tokens}, {wav} and {len(made.sources) - 1} other sources ({made.timing['model_s']:.2f} s)")
         print(table.text())
         if made.agreement:

@@ -52,14 +52,13 @@ LISTENING_FIELDS = (
 
 
 def cmd_listening_export(args) -> int:
-    import csv
-
+    from core import csv_cells
     from core.listening.shared_test_store import store_for
     from core.settings import settings_from_args
 
     rows = store_for(settings_from_args(args)).export_rows()
     with open(args.output, "x", newline="", encoding="utf-8") as f:
-        writer = csv.DictWriter(f, fieldnames=LISTENING_FIELDS)
+        writer = csv_cells.dict_writer(f, fieldnames=LISTENING_FIELDS)
         writer.writeheader()
         writer.writerows(rows)
     print(f"wrote {args.output} ({len(rows)} rows)")

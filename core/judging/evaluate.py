@@ -21,7 +21,6 @@ uploaded files.
 
 from __future__ import annotations
 
-import csv
 import html
 import logging
 import os
@@ -33,6 +32,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from core import csv_cells
 from core.analysis import catalog, metrics
 from core.analysis.judges import Judges
 from core.anchors import parse_anchors
@@ -211,7 +211,7 @@ def evaluate_files(
         logging_redirect_tqdm(),  # warnings about bad files print above the bar, not through it
         tqdm(files, unit="file", desc="evaluating", disable=not show_bar, dynamic_ncols=True) as bar,
     ):
-        writer = csv.DictWriter(table, fieldnames=[*COLUMNS, *extra])
+        writer = csv_cells.dict_writer(table, fieldnames=[*COLUMNS, *extra])
         writer.writeheader()
         table.flush()
         for i, (path, name) in enumerate(bar):

@@ -13,7 +13,6 @@ survive a restart of the server. The file itself (tables, repair, faults in word
 
 from __future__ import annotations
 
-import csv
 import hashlib
 import re
 import secrets
@@ -23,6 +22,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 
+from core import csv_cells
 from core.listening.abx import A_ORIGINAL, CHOICES, DEFAULT_TRIALS, AbxError, Score, plan_trials, score
 from core.listening.abx_db import BUSY_TIMEOUT_S, AbxFile
 
@@ -277,7 +277,7 @@ class AbxStore:
                 rows = self._rows(conn, "WHERE session = ?", (self._session(conn, token).session,))
         path = Path(path)
         with open(path, "x", newline="", encoding="utf-8") as f:
-            writer = csv.DictWriter(f, fieldnames=CSV_FIELDS)
+            writer = csv_cells.dict_writer(f, fieldnames=CSV_FIELDS)
             writer.writeheader()
             writer.writerows(rows)
         return path

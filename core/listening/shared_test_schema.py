@@ -67,7 +67,7 @@ class SharedTestError(CodecError):
     """A shared-test request that cannot be served; ``reason`` says which kind (for HTTP codes)."""
 
     def __init__(self, message: str, reason: str = "bad"):
-        self.reason = reason  # "unknown", "closed", "expired", "replay", "bad", "forbidden"
+        self.reason = reason  # "unknown", "closed", "expired", "full", "replay", "bad", "forbidden"
         super().__init__(message)
 
 

@@ -181,9 +181,7 @@ class SharedTestStore:
             info = self._open(c, link)
             count = c.execute("SELECT COUNT(*) FROM room_listeners WHERE test = ?", (info.test,)).fetchone()[0]
             if count >= MAX_LISTENERS:
-                raise SharedTestError(
-                    f"This test has its {MAX_LISTENERS} listeners; ask its owner for a new one.", "closed"
-                )
+                raise SharedTestError(f"It has its {MAX_LISTENERS} listeners; ask its owner for a new one.", "full")
             number = c.execute(
                 "SELECT COALESCE(MAX(number), 0) + 1 FROM room_listeners WHERE test = ?", (info.test,)
             ).fetchone()[0]
@@ -200,9 +198,10 @@ class SharedTestStore:
             return info, self._listener(c, info, key)
 
     def audio(self, link: str, item: int, source: str) -> np.ndarray:
-        """One condition's 16-bit samples of one item (the web layer re-dithers them per request)."""
+        """One condition's 16-bit samples of one item (the web layer re-dithers them per request), while
+        the test is open: a closed or expired test serves no sound."""
         with self._conn() as c:
-            info = self._test(c, link)
+            info = self._open(c, link)
             row = c.execute(
                 "SELECT pcm FROM room_audio WHERE test = ? AND item = ? AND source = ?", (info.test, item, source)
             ).fetchone()

@@ -80,7 +80,7 @@ def test_a_shared_mushra_test_pools_three_listeners_and_screens_one_out(served):
     shown = html.unescape(handlers.responses(owned, False, EN))
     assert "3 listeners, 2 kept: " in shown and "the hidden reference rated 'excellent' (96 ± 0)" in shown
     assert "Codec (2.2 kbit/s) rated 'good' (72 ± " in shown
-    assert 'data-state="excluded"><td>cy</td>' in shown and "below 90" in shown  # who, and why
+    assert 'data-state="excluded"><td>L3 · cy</td>' in shown and "below 90" in shown  # who, and why
     assert "3 listeners, 3 kept" not in handlers.responses(owned, True, EN)
     assert "隐藏参考" in handlers.responses(owned, False, ZH)
     csv_path = handlers.csv(owned, False, EN)

@@ -15,7 +15,7 @@ Routes (``<link>`` is the test's secret link):
 - ``GET|HEAD .../audio/<handle>``: a 16-bit WAV, byte ranges answered.
 
 Errors are JSON ``{"error": sentence}`` with 400 (bad input), 403 (not joined / not yours), 404
-(unknown link or sound), 409 (already answered), 410 (closed or expired), 429 (too many answers).
+(unknown link or sound), 409 (already answered, or the test is full), 410 (closed or expired: no answers, no sound), 429 (too many answers).
 Answers are limited per listener (:data:`ANSWERS_PER_MIN` a minute) and per address, joins per
 address and test. The limits are counted in the shared tests' database (``core.listening.shared_test_limits``), so
 they hold across the replicas behind nginx; the address is the client's as the trusted proxies
@@ -52,7 +52,7 @@ ANSWERS_PER_MIN = 30  # answer requests (rate, abx) per listener per minute (a q
 PER_ADDRESS_PER_MIN = 600  # any answer from one address, whatever listener it claims to be
 JOINS_PER_MIN = 120  # joins per address per test per minute (a room's phones may share one address)
 NO_STORE = {"Cache-Control": "no-store", "X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer"}
-_STATUS = {"unknown": 404, "closed": 410, "expired": 410, "replay": 409, "forbidden": 403, "bad": 400}
+_STATUS = {"unknown": 404, "closed": 410, "expired": 410, "full": 409, "replay": 409, "forbidden": 403, "bad": 400}
 
 
 class _Refused(i18n.TranslatedError):

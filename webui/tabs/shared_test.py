@@ -13,7 +13,6 @@ The owner key lives only in this page (a ``gr.State``); the store keeps its hash
 
 from __future__ import annotations
 
-import csv
 import html
 import logging
 import secrets
@@ -23,7 +22,7 @@ from pathlib import Path
 
 import gradio as gr
 
-from core import anchors
+from core import anchors, csv_cells
 from core.audio.files import audio_from_array, load_audio
 from core.codec import SAMPLE_RATE
 from core.judging import sources
@@ -142,7 +141,7 @@ class ShareHandlers(TabHandlers):
         path = Path(folder) / f"listening-test-{secrets.token_hex(4)}.csv"
         kind = got["info"].kind
         with open(path, "x", newline="", encoding="utf-8") as f:
-            writer = csv.DictWriter(f, fieldnames=CSV_FIELDS, extrasaction="ignore")
+            writer = csv_cells.dict_writer(f, fieldnames=CSV_FIELDS, extrasaction="ignore")
             writer.writeheader()
             for row in got["ratings"] + got["answers"]:
                 who = row["listener"]

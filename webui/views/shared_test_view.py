@@ -59,6 +59,13 @@ def chart(pooled: shared_test_results.MushraPooled, lang: str, name_of) -> str:
     return f'<div class="cw-bars" role="img" aria-label="{html.escape(i18n.text("share.chart", lang))}">{"".join(bars)}</div>'
 
 
+def who_label(listener: str, nicknames: dict[str, str]) -> str:
+    """ "L2 · ann": the listener's number always first (it is theirs: the server gave it), the nickname
+    they typed after it, so a nickname ("L1", another listener's name) cannot pose as another listener."""
+    nickname = nicknames.get(listener) or ""
+    return f"{listener} · {nickname}" if nickname else listener
+
+
 def mushra_html(pooled: shared_test_results.MushraPooled, nicknames: dict[str, str], lang: str, name_of) -> str:
     """Sentence, chart, listener rows, the rule."""
     rows = []
@@ -68,7 +75,7 @@ def mushra_html(pooled: shared_test_results.MushraPooled, nicknames: dict[str, s
             if s.excluded
             else i18n.text("share.kept_row", lang)
         )
-        who = html.escape(nicknames.get(s.listener) or s.listener)
+        who = html.escape(who_label(s.listener, nicknames))
         state = "excluded" if s.excluded else "kept"
         rows.append(
             f'<tr data-state="{state}"><td>{who}</td><td>{s.items}</td><td>{s.reference_low}</td>'
@@ -109,7 +116,7 @@ def abx_html(pooled: shared_test_results.AbxPooled, nicknames: dict[str, str], l
         p=f"{p:.4f}",
     )
     rows = "".join(
-        f"<tr><td>{html.escape(nicknames.get(r.listener) or r.listener)}</td><td>{r.correct} / {r.trials}</td>"
+        f"<tr><td>{html.escape(who_label(r.listener, nicknames))}</td><td>{r.correct} / {r.trials}</td>"
         f"<td>{r.p_value:.3f}</td></tr>"
         for r in pooled.listeners
     )
