@@ -11,6 +11,8 @@ The names above and the others of ``__all__`` are imported on first use (module 
 
 - ``core.model.engine.Engine``: the one object that owns the model (load, readiness, encode,
   decode, round trip, memory estimates; one lock around all model work).
+- ``core.model.stream_decoder.StreamDecoder`` (``engine.stream_decoder()``): code packets in, the
+  audio they complete out, equal to one decode of all the codes.
 - ``core.settings.Settings``: its options, from flags and ``CODEC_*`` variables
   (``core.settings.settings_from_args``); ``Settings.audio_limits()`` guards every way audio comes in.
 - ``core.audio.files.load_audio`` / ``core.audio.files.write_wav``: any common audio file to
@@ -43,6 +45,7 @@ _PUBLIC = {  # name -> the module that defines it (imported on first use)
     "NUM_CODEBOOKS": "core.codec",
     "compare": "core.analysis.metrics",
     "build_tiny_checkpoint": "core.model.checkpoints",
+    "StreamDecoder": "core.model.stream_decoder",
 }
 __all__ = ["__version__", *_PUBLIC]
 

@@ -159,6 +159,12 @@ class Settings:
         "latency; 0: auto, 4 on a CPU with a model past 64 MiB of weights (one pass over them per 320 ms), "
         "else 1; docs/live.md)",
     )
+    decode_streams: int = option(
+        64,
+        "code streams decoded at once (engine.stream_decoder(), /decode/ws, serve-decode); on a GPU they share "
+        "one batched step and are admitted while it keeps real time; 0 turns stream decoding off",
+    )
+    client_decode_streams: int = option(4, "decode streams (/decode/ws sockets) one client may hold at once")
     live_winograd: int = option(
         6,
         "on a CPU, a live session's decoder runs its kernel-7 convolutions as Winograd F(m, 7), m outputs per "
@@ -219,6 +225,8 @@ class Settings:
                 raise SettingsError(f"{name} must be in (0, 1], e.g. 0.8.")
         if self.decode_chunk_frames < 1:
             raise SettingsError("decode_chunk_frames must be at least 1.")
+        if self.decode_streams < 0 or self.client_decode_streams < 1:
+            raise SettingsError("decode_streams must be zero (off) or more, and client_decode_streams one or more.")
         if self.live_sessions < 0:
             raise SettingsError("live_sessions must be zero (live mode off) or more.")
         if self.live_winograd not in LIVE_WINOGRAD_TILES:

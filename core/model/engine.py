@@ -32,6 +32,7 @@ from core.model.checkpoints import is_random_checkpoint
 from core.model.live import LiveSessions
 from core.model.planner import ChunkPlan, MemoryEstimate
 from core.model.results import DecodeResult, EncodeResult, RoundTripResult
+from core.model.stream_decoder import StreamDecoder, StreamDecoders
 from core.model.turns import TurnLock
 from core.nn import fast_decode, ladder
 from core.settings import Settings
@@ -71,6 +72,7 @@ class Engine:
         self.loading_bytes = 0.0  # weights a load beside this model is reading now: not free for its jobs
         self.compare: Engine | None = None  # a second checkpoint beside this one, sharing the lock (core.model.second)
         self.live = LiveSessions(self)  # microphone sessions, at most settings.live_sessions (core.model.live)
+        self.streams = StreamDecoders(self)  # code streams, at most settings.decode_streams (core.model.stream_decoder)
 
     # ---- lifecycle -------------------------------------------------------------------
     @property
@@ -149,6 +151,7 @@ class Engine:
 
     def _drop_model(self) -> None:
         self.live.close_all()  # their state belongs to the model that goes
+        self.streams.close_all()
         self._tokenizer, self._dims, self._fast, self.resident_mib = None, None, None, None
         memory.release_cached(self.device)
 
@@ -264,6 +267,11 @@ class Engine:
             give()
 
         return between
+
+    def stream_decoder(self) -> StreamDecoder:
+        """A new incremental decoder: packets of codes in, the audio they complete out, equal to
+        ``decode`` of all the codes at once (``core.model.stream_decoder``); ``LiveBusy`` when full."""
+        return self.streams.open()
 
     @contextlib.contextmanager
     def model_work(self, operation: str):
