@@ -30,9 +30,10 @@ import threading
 
 import numpy as np
 
-from core.codec import NUM_CODEBOOKS, SAMPLE_RATE, SAMPLES_PER_FRAME, check_codes, num_frames
+from core.codec import NUM_CODEBOOKS, SAMPLE_RATE, check_codes, num_frames
 from core.errors import LiveBusy, LiveSessionError, TokenFileError
 from core.model import torch_threads
+from core.model.family import output_rate_of
 from core.model.stream_batcher import StreamBatcher, build_batcher, pool_wanted
 from core.nn.decode_pool import packet_steps
 from core.units import minutes
@@ -127,8 +128,8 @@ class StreamDecoder:
 
     def __init__(self, owner: StreamDecoders, batcher: StreamBatcher | None):
         self.owner, self.engine = owner, owner.engine
-        self.sample_rate = SAMPLE_RATE  # the decoder's output rate
-        self.samples_per_frame = SAMPLES_PER_FRAME
+        rate = output_rate_of(self.engine.model)  # 48 kHz decoders of the family stream too
+        self.sample_rate, self.samples_per_frame = rate.rate_hz, rate.samples_per_frame
         self.max_frames = num_frames(int(self.engine.settings.max_duration_s * SAMPLE_RATE))
         self._lock = threading.Lock()
         self._batcher = batcher

@@ -84,15 +84,15 @@ class PacketDecoderStream(BatchDecoderStream):
 class _Bucket:
     """Static buffers of one (rows, frames) step, and its graph."""
 
-    def __init__(self, size: int, frames: int, device: torch.device, dtype: torch.dtype):
+    def __init__(self, size: int, frames: int, samples_per_frame: int, device: torch.device, dtype: torch.dtype):
         pin = device.type == "cuda"
         self.size, self.frames = size, frames
         self.codes = torch.zeros(size, NUM_CODEBOOKS, frames, dtype=torch.long, device=device)
         self.index = torch.zeros(size, dtype=torch.long, device=device)
-        self.audio = torch.zeros(size, frames * SAMPLES_PER_FRAME, dtype=dtype, device=device)
+        self.audio = torch.zeros(size, frames * samples_per_frame, dtype=dtype, device=device)
         self.host_codes = torch.zeros(size, NUM_CODEBOOKS, frames, dtype=torch.long, pin_memory=pin)
         self.host_index = torch.zeros(size, dtype=torch.long, pin_memory=pin)
-        self.host_audio = torch.zeros(size, frames * SAMPLES_PER_FRAME, dtype=torch.float32, pin_memory=pin)
+        self.host_audio = torch.zeros(size, frames * samples_per_frame, dtype=torch.float32, pin_memory=pin)
         self.np_codes, self.np_index = self.host_codes.numpy(), self.host_index.numpy()
         self.graph: torch.cuda.CUDAGraph | None = None
 
@@ -116,10 +116,11 @@ class DecodePool:
         self.flags, self.capture = flags, capture
         param = next(decoder.parameters())
         self.device, self.dtype = param.device, param.dtype
+        self.samples_per_frame = int(getattr(decoder, "total_upsample", SAMPLES_PER_FRAME))  # 48 kHz decoders: 3,840
         self.free = list(range(self.slots))
         largest = bucket_for(min(self.slots, BUCKETS[-1]))
         self.buckets = {
-            (size, frames): _Bucket(size, frames, self.device, self.dtype)
+            (size, frames): _Bucket(size, frames, self.samples_per_frame, self.device, self.dtype)
             for size in BUCKETS
             if size <= largest
             for frames in PACKET_FRAMES
@@ -176,7 +177,7 @@ class DecodePool:
 
     # ---- the step ----------------------------------------------------------------------------------
     def step(self, slots: list[int], codes: list[np.ndarray]) -> np.ndarray:
-        """Audio (n, T * 1920) float32 of ``codes[i]`` (T, 16) for slot ``slots[i]`` (distinct), in order."""
+        """Audio (n, T * samples a frame) float32 of ``codes[i]`` (T, 16) for slot ``slots[i]`` (distinct), in order."""
         if len(set(slots)) != len(slots):
             raise ValueError("a decode step takes one row per stream")
         frames = int(codes[0].shape[0])

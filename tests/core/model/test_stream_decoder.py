@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import torch
 
-from core.codec import NUM_CODEBOOKS, SAMPLES_PER_FRAME
+from core.codec import NUM_CODEBOOKS
 from core.errors import LiveBusy, LiveSessionError, TokenFileError
 from core.model.engine import Engine
 from core.settings import Settings
@@ -62,7 +62,7 @@ def stream_through(decoder, codes: np.ndarray, sizes) -> np.ndarray:
     while low < codes.shape[0]:
         n = sizes[i % len(sizes)]
         audio = decoder.push(codes[low : low + n])
-        assert audio.dtype == np.float32 and audio.size == min(n, codes.shape[0] - low) * SAMPLES_PER_FRAME
+        assert audio.dtype == np.float32 and audio.size == min(n, codes.shape[0] - low) * decoder.samples_per_frame
         out.append(audio)
         low, i = low + n, i + 1
     out.append(decoder.finish())
@@ -115,6 +115,8 @@ def test_one_frame_stream_and_reset(scaled_engine, clip_codes, pooled):
 @pytest.mark.parametrize("pooled", [False, True], ids=["own-step", "batched-step"])
 def test_interleaved_streams_each_get_their_own_audio(scaled_engine, clip_codes, whole, pooled):
     scaled_engine.streams.pooled = pooled
+    if scaled_engine.streams._batcher is not None:  # the eager CPU step's measured cost admits one stream
+        scaled_engine.streams._batcher.cost_s.clear()
     other = clip_codes[::-1].copy()
     ref_other = scaled_engine.decode(other).samples
     results: dict[str, np.ndarray] = {}
@@ -174,5 +176,23 @@ def test_a_stream_takes_no_more_than_the_duration_limit(tiny_checkpoint):
             decoder.push(np.zeros((12, NUM_CODEBOOKS), np.int64))
             with pytest.raises(TokenFileError, match="--max-duration"):
                 decoder.push(np.zeros((12, NUM_CODEBOOKS), np.int64))
+    finally:
+        engine.unload()
+
+
+@pytest.mark.parametrize("pooled", [True], ids=["batched-step"])
+def test_a_48khz_decoder_streams_at_its_own_rate(tiny_checkpoint_48k, pooled):
+    """The family's 48 kHz decoder: 3,840 samples a frame, equal to the model's whole-utterance decode."""
+    from core.nn.decoding import decode_whole
+
+    engine = scaled(Engine(Settings(model=str(tiny_checkpoint_48k), device="cpu")))
+    engine.streams.pooled = pooled
+    try:
+        codes = np.random.default_rng(9).integers(0, 2048, size=(90, NUM_CODEBOOKS))
+        with torch.inference_mode():
+            ref = decode_whole(engine.model, torch.from_numpy(codes)).float().numpy()
+        with engine.stream_decoder() as decoder:
+            assert (decoder.sample_rate, decoder.samples_per_frame) == (48_000, 3840)
+            assert snr_db(stream_through(decoder, codes, [4, 1, 7]), ref) >= MIN_SNR_DB
     finally:
         engine.unload()
