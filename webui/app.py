@@ -8,12 +8,13 @@ tab list's keys: ``webui/static/page.css`` and ``page.js``. Which events share a
 
 from __future__ import annotations
 
+import json
 import logging
 from pathlib import Path
 
 import gradio as gr
 
-from webui.i18n import label
+from webui.i18n import LANGUAGES, label, text
 from webui.options import UiOptions
 from webui.serving.workspace import Workspace
 from webui.tabs import (
@@ -37,6 +38,13 @@ TITLE = "Codec Workbench"  # i18n-exempt: the product's name, in the browser tab
 STATIC = Path(__file__).resolve().parent / "static"
 CSS = (STATIC / "page.css").read_text(encoding="utf-8")  # the page's styles (server.py hands them to launch)
 PAGE_JS = (STATIC / "page.js").read_text(encoding="utf-8")  # the tab list's keyboard, run once on load
+TOAST_KINDS = {"error": "running.error_title", "warning": "running.warning_title", "info": "running.info_title"}
+
+
+def page_js() -> str:
+    """page.js with the toasts' titles in every language (Gradio's own are English)."""
+    titles = {lang: {kind: text(key, lang) for kind, key in TOAST_KINDS.items()} for lang in LANGUAGES}
+    return PAGE_JS.replace("() => {", f"() => {{\n  const TOAST_TITLES = {json.dumps(titles, ensure_ascii=False)};", 1)
 
 
 def build_app(engine, options: UiOptions | None = None) -> gr.Blocks:
@@ -75,7 +83,7 @@ def build_app(engine, options: UiOptions | None = None) -> gr.Blocks:
         abx_page.wire_from_result(blind, result.blind_run, result.original, result.blind_what, tabs)
         if blind.shared is not None and result.report_files is not None:  # a shared test's results in the report
             shared_test.wire_report(blind.shared, result.report_files)
-        demo.load(None, js=PAGE_JS, api_name="page_keys", api_visibility="private")
+        demo.load(None, js=page_js(), api_name="page_keys", api_visibility="private")
     return demo
 
 

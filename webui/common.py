@@ -106,3 +106,21 @@ def path_of(value):
     if isinstance(value, dict):
         return value.get("path")
     return getattr(value, "path", value)
+
+
+def afterwards(event, then, failure: dict | None = None, **kwargs):
+    """``then`` (with ``kwargs``) after ``event`` succeeds; after it fails, the same step, or the step
+    ``failure`` names (``.failure``'s keyword arguments, its function as ``fn``). Returns the
+    success step (chain on it).
+
+    Gradio 6 runs a ``.then`` step only after its event succeeded (or was cancelled), never after an
+    error. A step that gives the page back (a button enabled again, a progress box put away) therefore
+    needs a ``.failure`` twin, or one refused file leaves the page busy for good. Every ``.then`` in
+    webui/ is wired here (tests/webui/test_event_chains.py); a step that only follows a success is a
+    ``.success``. A twin made from ``then`` gets its ``api_name`` with ``_failed``."""
+    if failure is None:
+        failure = dict(kwargs, fn=then)
+        if failure.get("api_name"):
+            failure["api_name"] = f"{failure['api_name']}_failed"
+    event.failure(**{"api_visibility": "private", **failure})
+    return event.then(then, **kwargs)

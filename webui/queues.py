@@ -13,6 +13,8 @@ from typing import Any
 MODEL_GROUP: dict[str, Any] = dict(concurrency_limit=1, concurrency_id="model")  # one device job at a time
 METRICS_GROUP: dict[str, Any] = dict(concurrency_limit=1, concurrency_id="metrics")  # CPU: PESQ, STOI, verdict
 LAB_GROUP: dict[str, Any] = dict(concurrency_limit=1, concurrency_id="lab")  # CPU: timeline, token usage
+# CPU: a file just given, read to say at once what is wrong with it; behind no job and holding none up
+CHECK_GROUP: dict[str, Any] = dict(concurrency_limit=2, concurrency_id="check")
 # CPU: the round trip's report; not behind the verdict and the comparison table, which it does not need
 REPORT_GROUP: dict[str, Any] = dict(concurrency_limit=1, concurrency_id="report")
 ABX_GROUP: dict[str, Any] = dict(concurrency_limit=4, concurrency_id="abx")  # answers: SQLite, no model

@@ -38,6 +38,7 @@ class Snapshot:
     estimate: dict | None  # the engine's memory estimate's fields (webui.jobs.codec._preflight), once made
     done: bool = False
     audio_s: float | None = None  # the clip's length, once read
+    refused: str | None = None  # the job ended with this message to the person (a refused file, an error)
 
 
 @dataclass
@@ -52,6 +53,7 @@ class _Job:
     decoding: bool = False  # a decode step has been reported since
     done: bool = False
     end: float | None = None
+    refused: str | None = None
 
 
 class ProgressBoard:
@@ -109,6 +111,13 @@ class ProgressBoard:
             if audio_s and audio_s > 0:
                 self.pace_s_per_audio_s = (self._clock() - entry.start) / audio_s
 
+    def refuse(self, job: str, message: str) -> None:
+        """The job ended with ``message`` to the person: the box says it where the button is."""
+        with self._lock:
+            entry = self._jobs.get(job)
+            if entry is not None:
+                entry.done, entry.end, entry.refused = True, entry.end or self._clock(), message
+
     def snapshot(self, job: str) -> Snapshot | None:
         with self._lock:
             entry = self._jobs.get(job)
@@ -124,6 +133,7 @@ class ProgressBoard:
                 entry.estimate,
                 entry.done,
                 entry.audio_s,
+                entry.refused,
             )
 
     def _left_s(self, entry: _Job, now: float) -> float | None:

@@ -49,11 +49,32 @@
       if (scrolls && !el.hasAttribute("tabindex")) el.tabIndex = 0;
     }
   };
+  // Gradio's toasts title themselves "Error", "Warning", "Info" in every language: the page's
+  // language's words instead (TOAST_TITLES, filled in from the catalogues by webui/app.py).
+  const titles = TOAST_TITLES[document.documentElement.lang] || TOAST_TITLES.en;
+  // On a wide screen messages land bottom right: top right they covered *Encode -> Decode* and the
+  // box under it (the toasts live outside the part of the page the app's CSS reaches).
+  const place = () => {
+    const wrap = document.querySelector(".toast-wrap");
+    if (!wrap) return;
+    const wide = window.innerWidth >= 900;
+    if (wrap.style.top !== (wide ? "auto" : "")) {
+      wrap.style.top = wide ? "auto" : "";
+      wrap.style.bottom = wide ? "var(--size-4)" : "";
+    }
+  };
+  const retitle = () => {
+    for (const title of document.querySelectorAll(".toast-title")) {
+      const kind = ["error", "warning", "info", "success"].find((k) => title.classList.contains(k));
+      const node = [...title.childNodes].find((n) => n.nodeType === Node.TEXT_NODE && n.nodeValue.trim());
+      if (kind && titles[kind] && node && node.nodeValue.trim() !== titles[kind]) node.nodeValue = titles[kind] + " ";
+    }
+  };
   let pending = false;
   const later = () => { // at most once a frame, whatever Gradio redraws
     if (pending) return;
     pending = true;
-    requestAnimationFrame(() => { pending = false; roving(); describe(); });
+    requestAnimationFrame(() => { pending = false; roving(); describe(); retitle(); place(); });
   };
   new MutationObserver(later).observe(document.body, {subtree: true, childList: true, attributes: true,
     attributeFilter: ["aria-selected", "src", "open"]});

@@ -246,14 +246,14 @@ def build(handlers: AbxPageHandlers) -> AbxPage:
             api_name=f"abx_answer_{letter}",
             api_visibility="private",
             **ABX_GROUP,
-        ).then(
+        ).success(
             handlers.results,
             inputs=[token],
             outputs=[results, csv_file, raw],
             api_visibility="private",
             api_name=f"abx_results_after_{letter}",
             **ABX_GROUP,
-        ).then(handlers.finished, inputs=[csv_file, level], outputs=end, queue=False, api_visibility="private")
+        ).success(handlers.finished, inputs=[csv_file, level], outputs=end, queue=False, api_visibility="private")
     # the documented API: one answer endpoint taking "A" or "B", and the results on demand
     choice = gr.Textbox(visible=False)
     choice.submit(
@@ -275,7 +275,7 @@ def build(handlers: AbxPageHandlers) -> AbxPage:
 def wire_from_result(page: AbxPage, button: gr.Button, audio, what: gr.Radio, tabs: gr.Tabs) -> None:
     """The round trip's *Blind-test this clip*: to the Blind test tab, then the test on that clip."""
     region = [gr.Number(visible=False), gr.Number(visible=False)]  # filled by REGION_FROM_PLAYER_JS
-    button.click(lambda: gr.Tabs(selected="abx"), outputs=[tabs], queue=False, api_visibility="private").then(
+    button.click(lambda: gr.Tabs(selected="abx"), outputs=[tabs], queue=False, api_visibility="private").success(
         page.handlers.start_from_result,
         inputs=[audio, what, *region, page.trials, page.level],
         outputs=[*page.started, page.last, page.clip],

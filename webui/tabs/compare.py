@@ -188,7 +188,7 @@ def build(
     placing = gr.Markdown(elem_id="lab-placing")
     agreement = gr.Markdown(elem_id="lab-agreement", elem_classes="cw-tables")
     raw = gr.JSON(visible=False)
-    timeline_done.then(
+    timeline_done.success(
         handlers.problems,
         inputs=[details],
         outputs=[problems, agreement],

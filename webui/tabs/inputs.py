@@ -1,4 +1,4 @@
-"""Input widgets that several tabs place: the audio input and the example clips."""
+"""Input widgets the tabs place: the audio input, the example clips, audio from a URL."""
 
 from __future__ import annotations
 
@@ -6,7 +6,10 @@ from pathlib import Path
 
 import gradio as gr
 
+from core.units import MIB
 from webui.i18n import label
+from webui.queues import FETCH_GROUP
+from webui.serving import url_input
 
 
 def audio_input(elem_id: str) -> gr.Audio:
@@ -28,10 +31,18 @@ def examples(inputs: gr.Audio, paths: tuple[Path, ...], api_name: str, then_focu
             api_visibility="private",
         )
         if then_focus and getattr(chosen, "load_input_event", None) is not None:
-            chosen.load_input_event.then(
+            chosen.load_input_event.success(
                 None,
                 js=f"() => {{ const b = document.getElementById({then_focus!r}); if (b) b.focus(); }}",
                 api_name=f"{api_name}_focus",
                 api_visibility="private",
                 queue=False,
             )
+
+
+def url_row(fetch_url, audio_in: gr.Audio, policy: url_input.UrlPolicy) -> None:
+    """A URL box and *Fetch* (``/fetch_url``): ``fetch_url(url)`` puts the download in ``audio_in``."""
+    with gr.Row(equal_height=True):
+        url = gr.Textbox(label=label("url.label", mib=f"{policy.max_bytes / MIB:g}"), scale=4, elem_id="url-input")
+        fetch = gr.Button(label("url.fetch"), scale=1, elem_id="url-fetch")
+    fetch.click(fetch_url, inputs=[url], outputs=[audio_in], api_name="fetch_url", **FETCH_GROUP)

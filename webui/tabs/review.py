@@ -13,6 +13,7 @@ import html
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import gradio as gr
 import numpy as np
@@ -24,7 +25,7 @@ from core.audio.files import load_audio
 from core.codec import SAMPLE_RATE
 from core.judging import report, verdict
 from webui import i18n
-from webui.common import TabHandlers, need_file, path_of, user_errors
+from webui.common import TabHandlers, afterwards, need_file, path_of, user_errors
 from webui.jobs import codec as jobs_codec
 from webui.jobs import results
 from webui.jobs.common import stem_of
@@ -279,7 +280,10 @@ def wire(handlers: ReviewHandlers, roundtrip_done, after_metrics, parts: dict) -
         queue=False,
         show_progress="hidden",
     )
-    after_metrics.success(
+    # Report can be pressed once the verdict is in, or once a step before it failed (the report goes without it)
+    report_back: dict[str, Any] = dict(outputs=[button], api_name="report_ready", api_visibility="private", queue=False)
+    after_metrics.failure(handlers.report_ready, **report_back | {"api_name": "report_ready_no_metrics"})
+    preliminary = after_metrics.success(
         handlers.preliminary,
         inputs=[parts["original"], parts["metrics_details"]],
         outputs=[card],
@@ -287,14 +291,17 @@ def wire(handlers: ReviewHandlers, roundtrip_done, after_metrics, parts: dict) -
         api_visibility="private",
         queue=False,
         show_progress="hidden",
-    ).success(
+    )
+    preliminary.failure(handlers.report_ready, **report_back | {"api_name": "report_ready_no_preliminary"})
+    judged = preliminary.success(
         handlers.verdict,
         inputs=[parts["original"], parts["reconstruction"], parts["metrics_details"]],
         outputs=[card, verdict_json],
         api_name="verdict",
         show_progress="hidden",  # the card itself says what runs and for how long
         **METRICS_GROUP,
-    ).then(handlers.report_ready, outputs=[button], api_name="report_ready", api_visibility="private", queue=False)
+    )
+    afterwards(judged, handlers.report_ready, **report_back)
     if parts.get("comparison") is not None:  # the table of every source is in: the card says where the codec stands
         parts["comparison"].change(
             handlers.placing_card,

@@ -15,16 +15,15 @@ import gradio as gr
 
 from core.analysis.judges import Judges
 from core.audio.files import load_audio
-from core.units import MIB
 from webui import i18n
-from webui.common import TabHandlers, need_file, path_of, user_errors
+from webui.common import TabHandlers, afterwards, need_file, path_of, user_errors
 from webui.i18n import label
 from webui.jobs import codec, results
 from webui.jobs.progress import ProgressBoard
-from webui.queues import FETCH_GROUP, LAB_GROUP, METRICS_GROUP, MODEL_GROUP
+from webui.queues import CHECK_GROUP, LAB_GROUP, METRICS_GROUP, MODEL_GROUP
 from webui.serving import url_input
 from webui.tabs import compare, lab, review
-from webui.tabs.inputs import audio_input, examples
+from webui.tabs.inputs import audio_input, examples, url_row
 from webui.views import figure_words, formatting, progress_view
 
 logger = logging.getLogger(__name__)
@@ -66,12 +65,12 @@ class RoundTripHandlers(TabHandlers):
         the chosen reference codecs (``anchors``: ids, None for the server's --anchors) and the
         second checkpoint when one is loaded (``with_second``), listed in ``details["compare"]``."""
         lang = i18n.language_of(request)
-        source = need_file(audio_path, "what.audio", lang)
         job = _session(request)
         if job is not None:
             self.board.start(job)
         audio_s = None
         try:
+            source = need_file(audio_path, "what.audio", lang)
             with user_errors("action.roundtrip", lang, self.workspace.root):
                 out = codec.roundtrip(
                     self.engine,
@@ -83,6 +82,10 @@ class RoundTripHandlers(TabHandlers):
                     figure_words.of(lang),
                 )
             audio_s = out.facts.get("duration_s")
+        except gr.Error as e:
+            if job is not None:
+                self.board.refuse(job, str(e.message))
+            raise
         finally:
             if job is not None:
                 self.board.finish(job, audio_s)
@@ -138,16 +141,21 @@ class RoundTripHandlers(TabHandlers):
         return formatting.metrics_markdown(out.metrics, out.seconds, lang), measured
 
     def check_upload(self, audio_path, request: gr.Request | None = None):
-        """A file just given: read it now (within the limits) and say at once what is wrong with it,
-        instead of after *Encode → Decode*. The file stays in the input either way."""
-        if not audio_path:
-            return
+        """A file just given: read it now (within the limits) and say at once, in the box under the
+        button, what is wrong with it, instead of after *Encode → Decode*; a good file puts the last
+        job's box away. The file stays in the input either way; a running job's box is left alone."""
+        snap = self.board.snapshot(_session(request) or "")
+        if snap is not None and not snap.done:
+            return gr.skip()
+        if not audio_path:  # cleared
+            return gr.HTML("", visible=False)
         lang = i18n.language_of(request)
         try:
             with user_errors("action.roundtrip", lang, self.workspace.root):
                 load_audio(Path(path_of(audio_path)), self.limits)
         except gr.Error as e:
-            gr.Warning(str(e.message), title=i18n.text("running.error_title", lang))
+            return gr.HTML(progress_view.refused(str(e.message), lang, before_the_job=True), visible=True)
+        return gr.HTML("", visible=False)
 
     @staticmethod
     def clear_metrics(request: gr.Request | None = None):
@@ -165,11 +173,14 @@ class RoundTripHandlers(TabHandlers):
         return progress_view.running(snap, i18n.language_of(request))
 
     def progress_end(self, request: gr.Request | None = None):
-        """The round trip ended (well or not): the button back, the timer off, the box says how it went."""
+        """The round trip ended, well or not (after a failure too: ``webui.common.afterwards``): the
+        button back, the timer off, the box says how it went (why, when it was refused)."""
         lang = i18n.language_of(request)
         snap = self.board.snapshot(_session(request) or "")
         ok = snap is not None and snap.done and snap.fraction >= 1.0
         box = progress_view.done(snap.elapsed_s, snap.audio_s, lang) if ok and snap else ""
+        if snap is not None and snap.refused:
+            box = progress_view.refused(snap.refused, lang)
         return gr.HTML(box, visible=bool(box)), gr.Button(interactive=True), gr.Timer(active=False)
 
     def fetch_url(self, url: str, request: gr.Request | None = None, progress=gr.Progress()):
@@ -228,18 +239,19 @@ def build(handlers: RoundTripHandlers, example_paths: tuple[Path, ...]) -> Round
             gr.Markdown(label("roundtrip.hint"), elem_classes="cw-hint")
     ticks = gr.Timer(0.5, active=False)
     examples(audio_in, example_paths, "roundtrip_example", then_focus="roundtrip-run")
-    audio_in.upload(
+    audio_in.change(  # a file dropped, an example, a recording, the input cleared
         handlers.check_upload,
         inputs=[audio_in],
+        outputs=[progress_box],
         api_name="roundtrip_check_upload",
         api_visibility="private",
         show_progress="hidden",
-        **LAB_GROUP,  # CPU: a read, never behind the model
+        **CHECK_GROUP,  # CPU: a read, behind neither the model nor the lab
     )
     with gr.Accordion(label("compare.anchors"), open=False, elem_id="roundtrip-compare"):
         anchors, with_second = compare.inputs(handlers.engine.settings)
     if handlers.url_policy is not None:
-        _url_row(handlers, audio_in, handlers.url_policy)
+        url_row(handlers.fetch_url, audio_in, handlers.url_policy)
     # the codec's input and output: inputs of the lab, the metrics, the verdict and the blind test;
     # the one player is the lab's (loudness-matched, same position), so these are not shown
     original = gr.Audio(type="filepath", interactive=False, visible=False, elem_id="roundtrip-original")
@@ -299,8 +311,18 @@ def build(handlers: RoundTripHandlers, example_paths: tuple[Path, ...]) -> Round
         queue=False,
         show_progress="hidden",
     )
-    done = clicked.then(
+    give_back = dict(  # the button back, the progress box put away: after the job, and after any failure
+        fn=handlers.progress_end,
+        outputs=[progress_box, run, ticks],
+        api_name="roundtrip_progress_end",
+        api_visibility="private",
+        queue=False,
+        show_progress="hidden",
+    )
+    done = afterwards(
+        clicked,
         handlers.roundtrip,
+        failure=give_back | {"api_name": "roundtrip_clear_failed"},
         inputs=[audio_in, anchors, with_second],
         outputs=list(
             RoundTripView(
@@ -318,15 +340,9 @@ def build(handlers: RoundTripHandlers, example_paths: tuple[Path, ...]) -> Round
         show_progress="hidden",  # the progress box above says what runs (Gradio's overlay sat on an empty line)
         **MODEL_GROUP,
     )
-    done.then(
-        handlers.progress_end,
-        outputs=[progress_box, run, ticks],
-        api_name="roundtrip_progress_end",
-        api_visibility="private",
-        queue=False,
-        show_progress="hidden",
-    )
-    done.success(show_result, outputs=[result], queue=False, api_visibility="private").then(
+    ended = {k: v for k, v in give_back.items() if k != "fn"}
+    afterwards(done, handlers.progress_end, failure=give_back | {"api_name": "roundtrip_failed"}, **ended)
+    done.success(show_result, outputs=[result], queue=False, api_visibility="private").success(
         None, js=TO_RESULT_JS, api_name="roundtrip_to_result", api_visibility="private", queue=False
     )
     done.success(
@@ -371,16 +387,3 @@ def build(handlers: RoundTripHandlers, example_paths: tuple[Path, ...]) -> Round
         ),
     )
     return RoundTripPage(original, blind_what, blind_run, audio_in, report_files)
-
-
-def _url_row(handlers: RoundTripHandlers, audio_in: gr.Audio, policy: url_input.UrlPolicy) -> None:
-    with gr.Row(equal_height=True):
-        url = gr.Textbox(label=label("url.label", mib=f"{policy.max_bytes / MIB:g}"), scale=4, elem_id="url-input")
-        fetch = gr.Button(label("url.fetch"), scale=1, elem_id="url-fetch")
-    fetch.click(
-        handlers.fetch_url,
-        inputs=[url],
-        outputs=[audio_in],
-        api_name="fetch_url",
-        **FETCH_GROUP,
-    )

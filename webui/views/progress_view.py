@@ -46,6 +46,14 @@ def done(seconds: float, audio_s: float | None, lang: str = DEFAULT_LANGUAGE) ->
     return f"<div class='cw-progress cw-progress-done' data-state='done'>{html.escape(line)}</div>"
 
 
+def refused(message: str, lang: str = DEFAULT_LANGUAGE, before_the_job: bool = False) -> str:
+    """The job ended without a result, or (``before_the_job``) the file just given cannot be used:
+    why, under the button, until the next file or job (a toast goes away after a few seconds)."""
+    key = "running.refused_file" if before_the_job else "running.refused"
+    line = text(key, lang, message=message.strip())
+    return f"<div class='cw-progress cw-progress-refused' data-state='refused' role='alert'>{html.escape(line)}</div>"
+
+
 def _box(stage: str, fraction: float, times: str, note: str, state: str) -> str:
     percent = max(0, min(100, round(100 * fraction)))
     note_html = f"<div class='cw-progress-note'>{html.escape(note)}</div>" if note else ""
