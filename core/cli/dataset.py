@@ -37,8 +37,19 @@ def add_parsers(sub) -> dict:
     p.add_argument("--list-skipped", type=Path, default=None, help="write the folder's files that are not audio here")
     p.add_argument("--shard-size", type=int, default=256, help="files per Parquet shard (the unit of resume)")
     p.add_argument("--actors", type=int, default=None, help="encode actors (default: one per GPU, or 1 on CPU)")
-    p.add_argument("--batch-files", type=int, default=32, help="clips per encode call (bucketed by length)")
+    p.add_argument(
+        "--batch-files",
+        type=int,
+        default=None,
+        help="clips per encode call, of about one length (default: 128 on a GPU, 16 on a CPU)",
+    )
     p.add_argument("--num-cpus", type=int, default=None, help="local Ray: CPUs to use (default: all)")
+    p.add_argument(
+        "--cpus-per-actor",
+        type=float,
+        default=None,
+        help="CPUs each encode actor reserves (default: 1 on a GPU; on a CPU all but one decode task's)",
+    )
     p.add_argument("--object-store-mb", type=int, default=1024, help="local Ray: object store size, MiB")
     p.add_argument("--no-progress", action="store_true", help="no progress bar (logs only)")
     p.add_argument(
@@ -53,8 +64,8 @@ def cmd_tokenize(args) -> int:
     from core.dataset.progress import summary_lines
     from core.settings import settings_from_args
 
-    for name in ("shard_size", "batch_files", "object_store_mb"):
-        if getattr(args, name) < 1:
+    for name in ("shard_size", "batch_files", "object_store_mb", "num_cpus", "actors"):
+        if getattr(args, name) is not None and getattr(args, name) < 1:
             raise CodecError(f"--{name.replace('_', '-')} must be at least 1.")
     options = TokenizeOptions(
         shard_size=args.shard_size,
@@ -63,6 +74,7 @@ def cmd_tokenize(args) -> int:
         object_store_mib=args.object_store_mb,
         actors=args.actors,
         batch_files=args.batch_files,
+        cpus_per_actor=args.cpus_per_actor,
     )
     manifest = tokenize(
         args.input,

@@ -4,8 +4,8 @@ readers and limits. The read itself is the input format's read half, beside its 
 (:mod:`core.dataset.parquet_arrow`), a tar member at its offset (:mod:`core.dataset.webdataset`);
 which one is told by the keys the item's JSON locator holds.
 
-A decode task gets items of one container chunk at a time (``core.dataset.pipeline`` groups them), so
-a Parquet row group or an Arrow batch is read once per task, never the whole file.
+A decode task gets the rows of one table chunk together (``core.dataset.order`` groups them), so a
+Parquet row group or an Arrow batch is read once per task, never the whole file.
 """
 
 from __future__ import annotations
@@ -17,14 +17,6 @@ from collections.abc import Iterator
 from core.audio.blocks import Audio
 from core.dataset import audio_files, parquet_arrow, webdataset
 from core.settings import AudioLimits
-
-
-def chunk_of(path: str, locator: str) -> tuple:
-    """What a decode task reads at once for this item: its file, and its row group or record batch."""
-    if not locator:
-        return (path,)
-    where = json.loads(locator)
-    return (path, where.get("row_group", where.get("batch", -1)))
 
 
 def decode_items(paths: list[str], locators: list[str], limits: AudioLimits) -> Iterator[tuple[Audio | None, str, str]]:

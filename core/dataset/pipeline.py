@@ -1,11 +1,14 @@
 """The tokenize pipeline on Ray Data: read -> decode + resample (CPU tasks) -> encode (actor pool) -> write.
 
 Each encode actor owns one :class:`core.model.engine.Engine`: one actor per GPU (Ray gives each its own
-device through ``CUDA_VISIBLE_DEVICES``), or CPU actors when the engine runs on the CPU. An actor
-gets ``batch_files`` decoded clips at a time and the engine packs them longest-first into padded
-batches within its memory budget, so each padded batch holds clips of similar length. The driver
-writes the results into Parquet shards as they complete (:mod:`core.dataset.shards`); it alone
-knows when every item of a shard has a result.
+device through ``CUDA_VISIBLE_DEVICES``), or a CPU actor when the engine runs on the CPU; what each
+reserves and how many clips a call takes is :mod:`core.dataset.layout`. Items go to the decode tasks
+in length order within windows of whole shards (:mod:`core.dataset.order`), so an actor's call holds
+clips of about one length, which the engine packs longest-first into padded batches within its memory
+budget. An actor loads its model and runs one call's worth of clips before its first block arrives.
+The driver writes the results into Parquet shards as they complete (:mod:`core.dataset.shards`); it
+alone knows when every item of a shard has a result. A job with no result for a while says what it
+waits for (:mod:`core.dataset.stall`).
 
 Without ``--address`` (or ``RAY_ADDRESS``) a small local Ray runs inside this process: no
 dashboard, ``num_cpus`` and the object store sized by :class:`TokenizeOptions`.
@@ -14,30 +17,33 @@ dashboard, ``num_cpus`` and the object store sized by :class:`TokenizeOptions`.
 from __future__ import annotations
 
 import contextlib
-import itertools
+import functools
 import json
 import logging
 import os
 import types
 import warnings
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 
 from core.codec import NUM_CODEBOOKS, SAMPLE_RATE
 from core.dataset.fields import plan_fields
+from core.dataset.layout import Layout, plan_layout
+from core.dataset.order import decode_tasks, in_length_order
 from core.dataset.rows import Inputs, Item
 from core.dataset.shards import Done, Failed, ShardWriter, check_job, finished_shards, shard_of
+from core.dataset.stall import STALL_AFTER_S, StallWatch, waiting_for
 from core.errors import CodecError
 from core.settings import Settings
 from core.units import MIB
 
 logger = logging.getLogger(__name__)
 
-CHUNK_TASK_FACTOR = 8  # a decode task takes up to this many times --decode-files rows of one container chunk
 ROW_FIELDS = ("index", "key", "path", "locator", "source", "extra")  # an item as it travels through Ray
 
+WARM_CLIP_S = 10.0  # seconds of each clip of a GPU actor's warm-up call (a CPU actor warms on one 1 s clip)
 LOCAL_START_ATTEMPTS = 3  # tries to start the local Ray (its start times out under heavy CPU load)
 
 
@@ -48,9 +54,10 @@ class TokenizeOptions:
     num_cpus: int | None = None  # local Ray only: CPUs it may use (None: all of this machine's)
     object_store_mib: int = 1024  # local Ray only: shared-memory object store for decoded audio, MiB
     actors: int | None = None  # encode actors: None = one per GPU of the cluster (GPU engine) or 1 (CPU engine)
-    batch_files: int = 32  # clips per encode-actor call (the engine buckets them by length)
+    batch_files: int | None = None  # clips per encode-actor call; None: core.dataset.layout's for the device
     decode_files: int = 8  # audio files per decode task
-    cpus_per_actor: float = 1.0  # CPUs each encode actor reserves (torch threads on a CPU engine)
+    cpus_per_actor: float | None = None  # CPUs each encode actor reserves; None: core.dataset.layout's rule
+    stall_after_s: float = STALL_AFTER_S  # seconds without a result before the job says what it waits for
 
 
 @dataclass(frozen=True)
@@ -123,14 +130,24 @@ def run(
     audio_s, actors, gpus = 0.0, 0, 0
     if todo:
         with ray_session(options) as ray:
-            actors, gpus, encode_settings = _layout(ray, settings, options)
-            logger.info("encoding %d files with %d actor(s), %d GPU(s) each", len(todo), actors, gpus)
-            for result in _results(todo, settings, encode_settings, options, actors, gpus):
-                writer.add(result)
-                if isinstance(result, Done):
-                    audio_s += result.original_samples / SAMPLE_RATE
-                if on_result:
-                    on_result(result)
+            layout = plan_layout(
+                ray.cluster_resources(), settings, options.actors, options.cpus_per_actor, options.batch_files
+            )
+            actors, gpus = layout.actors, layout.gpus_per_actor
+            logger.info("encoding %d files: %s", len(todo), layout.describe())
+            ordered = in_length_order(todo, options.shard_size, layout.batch_files)
+
+            def describe(results: int) -> str:
+                return waiting_for(layout, ray.cluster_resources(), ray.available_resources(), results)
+
+            with StallWatch(describe, options.stall_after_s) as watch:
+                for result in _results(ordered, settings, layout, options.decode_files):
+                    watch.seen()
+                    writer.add(result)
+                    if isinstance(result, Done):
+                        audio_s += result.original_samples / SAMPLE_RATE
+                    if on_result:
+                        on_result(result)
     if not writer.complete:
         raise CodecError(f"the pipeline ended with {len(writer.pending)} shard(s) incomplete; rerun to resume.")
     return RunResult(
@@ -182,37 +199,7 @@ def ray_session(options: TokenizeOptions) -> Iterator[types.ModuleType]:
         ray.shutdown()
 
 
-def _layout(ray, settings: Settings, options: TokenizeOptions) -> tuple[int, int, Settings]:
-    """(actors, GPUs per actor, the settings each actor's engine gets)."""
-    if settings.is_cuda:
-        gpus = int(ray.cluster_resources().get("GPU", 0))
-        if gpus < 1:
-            raise CodecError(
-                "the engine is set to a GPU but the Ray cluster has none; use --device cpu "
-                "or join a cluster with GPUs (--address)."
-            )
-        # Ray makes each actor's GPU its cuda:0 (CUDA_VISIBLE_DEVICES)
-        return min(options.actors or gpus, gpus), 1, replace(settings, device="cuda:0")
-    return max(1, options.actors or 1), 0, settings
-
-
-def decode_tasks(todo: list[Item], decode_files: int) -> list[list[Item]]:
-    """Items in groups for one decode task each: up to ``decode_files`` audio files, or up to
-    ``CHUNK_TASK_FACTOR`` times that of the rows of one Parquet row group, Arrow batch or tar shard,
-    so a task reads its container chunk once."""
-    from core.dataset.decode import chunk_of
-
-    tasks: list[list[Item]] = []
-    for key, group in itertools.groupby(todo, key=lambda i: chunk_of(i.path, i.locator)):
-        items = list(group)
-        size = decode_files if len(key) == 1 else decode_files * CHUNK_TASK_FACTOR
-        tasks += [items[i : i + size] for i in range(0, len(items), size)]
-    return tasks
-
-
-def _results(
-    todo: list[Item], settings: Settings, encode_settings: Settings, options: TokenizeOptions, actors: int, gpus: int
-) -> Iterator[Done | Failed]:
+def _results(todo: list[Item], settings: Settings, layout: Layout, decode_files: int) -> Iterator[Done | Failed]:
     import ray.data
 
     context = ray.data.DataContext.get_current()
@@ -220,7 +207,7 @@ def _results(
     context.print_on_execution_start = False
     tasks = [
         {"items": json.dumps([[i.index, i.key, i.path, i.locator, i.source, i.extra] for i in task])}
-        for task in decode_tasks(todo, options.decode_files)
+        for task in decode_tasks(todo, decode_files)
     ]
     ds: ray.data.Dataset = ray.data.from_items(tasks, override_num_blocks=len(tasks))
     with warnings.catch_warnings():  # deprecated in 2.60 with no replacement that keeps the stages apart yet
@@ -229,17 +216,21 @@ def _results(
             decode_task,  # type: ignore[arg-type]  # extra arguments come through fn_kwargs
             batch_size=1,
             batch_format="numpy",
-            ray_remote_args_fn=_decode_task_args,
+            ray_remote_args_fn=functools.partial(_decode_task_args, layout.decode_cpus),
             fn_kwargs={"limits": settings.audio_limits()},
         )
     ds = ds.map_batches(
         EncodeActor,
-        batch_size=options.batch_files,
+        batch_size=layout.batch_files,
         batch_format="numpy",
-        compute=ray.data.ActorPoolStrategy(size=actors),
-        num_gpus=gpus,
-        num_cpus=options.cpus_per_actor,
-        fn_constructor_kwargs={"settings": encode_settings},
+        compute=ray.data.ActorPoolStrategy(size=layout.actors, max_concurrent_calls_per_actor=layout.calls_at_once),
+        num_gpus=layout.gpus_per_actor,
+        num_cpus=layout.cpus_per_actor,
+        fn_constructor_kwargs={
+            "settings": layout.settings,
+            "threads": layout.torch_threads,
+            "warm_files": layout.batch_files if layout.gpus_per_actor else 1,
+        },
     )
     for batch in ds.iter_batches(batch_size=None, batch_format="numpy"):
         for row in range(len(batch["index"])):
@@ -259,11 +250,11 @@ def _results(
             )
 
 
-def _decode_task_args() -> dict:
-    """Decode tasks take one CPU each. Given as a function, which also keeps them separate tasks:
-    Ray would otherwise fuse them into the encode actors whenever both ask for the same resources
-    (CPU engines), and decoding would then wait on the model."""
-    return {"num_cpus": 1}
+def _decode_task_args(cpus: float) -> dict:
+    """What a decode task reserves (``core.dataset.layout``). Given as a function, which also keeps them
+    separate tasks: Ray would otherwise fuse them into the encode actors whenever both ask for the
+    same resources (CPU engines), and decoding would then wait on the model."""
+    return {"num_cpus": cpus}
 
 
 def decode_task(batch: dict, limits) -> dict:
@@ -288,16 +279,38 @@ def _reason(e: Exception) -> str:
 
 
 class EncodeActor:
-    """Ray actor: one engine, loaded once; encodes batches of decoded clips."""
+    """Ray actor: one engine, loaded once and warmed up on a call's worth of clips (CUDA's kernels
+    loaded, cuDNN's plans chosen) while the first decode tasks run; encodes batches of decoded clips.
+    ``threads``: torch's CPU threads (CPU engines; capped at this machine's CPUs)."""
 
-    def __init__(self, settings: Settings):
+    def __init__(self, settings: Settings, threads: int | None = None, warm_files: int = 1):
+        import time
+
         from core.model.engine import Engine
 
+        start = time.perf_counter()
+        self.threads = min(threads, os.cpu_count() or 1) if threads else None
+        self._set_threads()
         self.engine = Engine(settings)
         if not self.engine.load():
             raise CodecError(f"the encode actor could not load the model: {self.engine.error}")
+        seconds = WARM_CLIP_S if settings.is_cuda else 1.0
+        warm = np.random.default_rng(0).standard_normal(int(seconds * SAMPLE_RATE)).astype(np.float32) * 0.1
+        self.engine.encode_batch([types.SimpleNamespace(samples=warm)] * max(1, warm_files))
+        logger.info(
+            "encode actor ready in %.1f s (model loaded, one call of %d clips run)",
+            time.perf_counter() - start,
+            warm_files,
+        )
+
+    def _set_threads(self) -> None:
+        import torch
+
+        if self.threads and torch.get_num_threads() != self.threads:
+            torch.set_num_threads(self.threads)
 
     def __call__(self, batch: dict) -> dict:
+        self._set_threads()
         n = len(batch["index"])
         codes: list[bytes] = [b""] * n
         original = np.zeros(n, dtype=np.int64)
