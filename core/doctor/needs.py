@@ -76,3 +76,19 @@ def check_blind_test_store(path: str, problem: str | None) -> Finding:
             database=path,
         )
     return finding(name, title, PASS, f"{path}: opens, tables present (or made on first use)", database=path)
+
+
+def check_shared_test_store(where: str, problem: str | None) -> Finding:
+    """The shared tests' database (SQLite file or PostgreSQL server) opens and is not damaged."""
+    name, title = "shared_test_store", "Shared-tests database"
+    if problem:
+        return finding(
+            name,
+            title,
+            FAIL,
+            problem,
+            "check the data folder (--data-dir) or CODEC_DATABASE_URL: free space, permissions, the server "
+            "running; a damaged SQLite file is moved aside and recreated on the next shared-test call",
+            database=where,
+        )
+    return finding(name, title, PASS, f"{where}: opens (tables made on first use)", database=where)

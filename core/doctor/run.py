@@ -89,6 +89,7 @@ def run_doctor(engine, options: DoctorOptions = DoctorOptions()) -> Report:
             options.data_need_mib,
         ),
         needs.check_blind_test_store(*_blind_test_store(data_dir)),
+        needs.check_shared_test_store(*_shared_test_store(settings, data_dir)),
         judges.check_judging_models(judges.try_judging_models(Judges.of(settings))),
     ]
     report = Report(tuple(findings), time.perf_counter() - start)
@@ -115,6 +116,16 @@ def _blind_test_store(data_dir: Path) -> tuple[str, str | None]:
     from core.listening.abx_db import DB_NAME, store_problem
 
     return str(Path(data_dir) / DB_NAME), store_problem(data_dir)
+
+
+def _shared_test_store(settings, data_dir: Path) -> tuple[str, str | None]:
+    from core.listening.shared_test_db import Database, SharedTestDbError
+
+    try:
+        db = Database(data_dir, url=settings.database_url or None)
+    except SharedTestDbError as e:
+        return str(settings.database_url), str(e)
+    return db.describe(), db.problem()
 
 
 def _named_tensors(engine) -> list:

@@ -24,7 +24,8 @@ import unicodedata
 
 import numpy as np
 
-from core.listening import abx, mushra
+from core.codec import SAMPLE_RATE
+from core.listening import abx, mushra, shared_test_fetches
 from core.listening.shared_test_db import Database
 from core.listening.shared_test_keys import LINK_BYTES, LISTENER_BYTES, OWNER_BYTES, key_hash
 from core.listening.shared_test_schema import KINDS, SCHEMA, Listener, SharedTestError, TestInfo
@@ -48,6 +49,7 @@ class SharedTestStore:
     def __init__(self, db: Database, clock=time.time):
         self.db = db
         self._clock = clock
+        self.fetches = shared_test_fetches.Fetches(db, clock)  # what each listener fetched, and when
 
     def _conn(self):
         """A connection; the first one makes the tables if they are missing."""
@@ -67,6 +69,8 @@ class SharedTestStore:
             raise SharedTestError(f"A shared test is 'mushra' or 'abx' (got {kind!r}).")
         if not (isinstance(ttl_s, int | float) and 60 <= ttl_s <= MAX_TTL_S):
             raise SharedTestError(f"A test expires after 1 minute to {MAX_TTL_S / 86400:.0f} days (got {ttl_s!r} s).")
+        lengths = [np.asarray(x).size for x in audio.values()]
+        plan = {**plan, "seconds": min(lengths) / SAMPLE_RATE if lengths else 0.0}  # the region: times answers
         link, owner = secrets.token_urlsafe(LINK_BYTES), secrets.token_urlsafe(OWNER_BYTES)
         now = self._clock()
         test = key_hash(link)
@@ -124,6 +128,15 @@ class SharedTestStore:
                 "SELECT listener, trial, x_is, answer, correct, at FROM room_abx WHERE test = ? ORDER BY at, trial",
                 (info.test,),
             ).fetchall()
+        fetched = self.fetches.of_test(info.test)
+        rated: dict[tuple[str, int], list[str]] = {}
+        for w, i, cond, _r, _at in ratings:
+            rated.setdefault((w, int(i)), []).append(cond)
+        seconds = float(info.plan.get("seconds") or 0.0)
+
+        def flag_of(w: str, item: int, about, at: float) -> str:
+            return shared_test_fetches.flag(fetched.get((w, int(item)), {}), at, about, seconds)
+
         return {
             "info": info,
             "listeners": [
@@ -131,10 +144,12 @@ class SharedTestStore:
             ],
             "ratings": [
                 {"listener": f"L{names[w]}", "item": i, "condition": cond, "rating": r, "at": at}
+                | {"flag": flag_of(w, i, rated[(w, int(i))], at)}
                 for w, i, cond, r, at in ratings
             ],
             "answers": [
                 {"listener": f"L{names[w]}", "trial": t, "x_is": x, "answer": a, "correct": k, "at": at}
+                | {"flag": flag_of(w, t, ("X",), at)}
                 for w, t, x, a, k, at in answers
             ],
         }
@@ -195,6 +210,12 @@ class SharedTestStore:
     def listener(self, link: str, key: str) -> tuple[TestInfo, Listener]:
         with self._conn() as c:
             info = self._test(c, link)
+            return info, self._listener(c, info, key)
+
+    def serving(self, link: str, key: str) -> tuple[TestInfo, Listener]:
+        """The test and its listener while the test is open (a closed or expired test serves no sound)."""
+        with self._conn() as c:
+            info = self._open(c, link)
             return info, self._listener(c, info, key)
 
     def audio(self, link: str, item: int, source: str) -> np.ndarray:

@@ -10,6 +10,7 @@ import html
 import io
 import json
 import re
+import time
 
 import gradio as gr
 import httpx
@@ -72,6 +73,10 @@ def test_a_shared_mushra_test_pools_three_listeners_and_screens_one_out(served):
     owned = _share(handlers)
     people = [_listener(url, owned, name) for name in ("ann", "bob", "cy")]
     assert len({c.cookies["cw_listener"] for c, _ in people}) == 3  # each listener a key of their own
+    for client, state in people:  # each listens to every sound of the screen, for as long as the region lasts
+        for h in (state["reference"], *state["sounds"]):
+            assert client.get(f"/audio/{h}", headers={"range": "bytes=0-1023"}).status_code == 206
+    time.sleep(LAST["end_s"] - LAST["start_s"] + 0.1)
     for (client, state), want in zip(
         people, [GOOD, dict(GOOD, reconstruction=74), dict(GOOD, original=50)], strict=True
     ):
@@ -99,8 +104,10 @@ def test_a_shared_abx_test_pools_total_correct_with_exact_p(served):
         while state["trial"] is not None:
             assert len(state["sounds"]) == 3
             state = client.post("/abx", json={"trial": state["trial"], "answer": plan[state["trial"]]}).json()
-    shown = html.unescape(handlers.responses(owned, False, EN))
+    shown = html.unescape(handlers.responses(owned, True, EN))  # answered without fetching X: flagged, counted in
     assert "2 listeners, 8 of 8 correct: the room can tell them apart, p = 0.0039" in shown
+    assert "8 answers could not come from listening" in shown
+    assert "No listener has finished" in html.unescape(handlers.responses(owned, False, EN))  # left out by default
 
 
 def test_bad_input_gets_clear_errors_and_changes_nothing(served):

@@ -17,7 +17,9 @@ Routes (``<link>`` is the test's secret link):
 Errors are JSON ``{"error": sentence}`` with 400 (bad input), 403 (not joined / not yours), 404
 (unknown link or sound), 409 (already answered, or the test is full), 410 (closed or expired: no answers, no sound), 429 (too many answers).
 Answers are limited per listener (:data:`ANSWERS_PER_MIN` a minute) and per address, joins per
-address and test. The limits are counted in the shared tests' database (``core.listening.shared_test_limits``), so
+address and test, audio requests per listener and per address (``webui.serving.shared_test_audio``
+makes each sound's WAV once, off the event loop, and records what each listener fetched). A failing
+database is 503 in words. The limits are counted in the shared tests' database (``core.listening.shared_test_limits``), so
 they hold across the replicas behind nginx; the address is the client's as the trusted proxies
 (``--trusted-proxies``) name it (``throttle.client_key``), so a client behind nginx is not counted as
 nginx, and a client that is no trusted proxy cannot pick its own address with ``X-Forwarded-For``.
@@ -29,17 +31,19 @@ import logging
 import time
 
 from fastapi import FastAPI, Request
-from fastapi.responses import HTMLResponse, JSONResponse, Response
+from fastapi.responses import HTMLResponse, JSONResponse
 from fastapi.routing import APIRoute
+from starlette.concurrency import run_in_threadpool
 
 from core.errors import CodecError
 from core.listening import mushra
+from core.listening.shared_test_db import SharedTestDbError
 from core.listening.shared_test_limits import SharedTestLimits
 from core.listening.shared_test_schema import SharedTestError
 from core.listening.shared_test_store import SharedTestStore
 from webui import i18n
 from webui.jobs import shared_test
-from webui.serving import json_text
+from webui.serving import json_text, shared_test_audio
 from webui.serving.guard import signed_in
 from webui.serving.throttle import client_key
 from webui.views import listen_page
@@ -51,7 +55,9 @@ COOKIE = "cw_listener"
 ANSWERS_PER_MIN = 30  # answer requests (rate, abx) per listener per minute (a quick ABX listener sends ~10)
 PER_ADDRESS_PER_MIN = 600  # any answer from one address, whatever listener it claims to be
 JOINS_PER_MIN = 120  # joins per address per test per minute (a room's phones may share one address)
-NO_STORE = {"Cache-Control": "no-store", "X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer"}
+AUDIO_PER_MIN = 600  # audio requests per listener per test and minute (a MUSHRA screen's page: about 50)
+AUDIO_PER_ADDRESS_PER_MIN = 6000  # any listener's audio requests from one address (a room behind one NAT)
+NO_STORE = shared_test_audio.NO_STORE
 _STATUS = {"unknown": 404, "closed": 410, "expired": 410, "full": 409, "replay": 409, "forbidden": 403, "bad": 400}
 
 
@@ -69,11 +75,14 @@ def shared_test_routes(
     answers_per_min: int = ANSWERS_PER_MIN,
     joins_per_min: int = JOINS_PER_MIN,
     per_address_per_min: int = PER_ADDRESS_PER_MIN,
+    audio_per_min: int = AUDIO_PER_MIN,
+    audio_per_address_per_min: int = AUDIO_PER_ADDRESS_PER_MIN,
 ) -> list[APIRoute]:
     """The listener routes, to hand to Gradio's FastAPI app beside /health. ``trusted``: the
     operator's ``--trusted-proxies``, whose X-Forwarded-For names the client."""
     app = FastAPI()
     limits = SharedTestLimits(store.db)  # counted in the shared tests' database: every replica counts the same calls
+    cache = shared_test_audio.WavCache()  # each sound's dithered WAV, made once
 
     def answer_allowed(request: Request, link: str) -> bool:
         """An answer counts against its address, then its listener (their cookie, else the address) in this test."""
@@ -90,12 +99,15 @@ def shared_test_routes(
         return JSONResponse({"error": words + (f" ({detail})" if detail else "")}, status_code=status, headers=NO_STORE)
 
     def failed(request: Request, e: Exception) -> JSONResponse:
-        if isinstance(e, _Refused):
+        if isinstance(e, _Refused | shared_test_audio.NoSound):
             return JSONResponse({"error": e.in_language(lang_of(request))}, status_code=e.status, headers=NO_STORE)
         if isinstance(e, SharedTestError):
             return refuse(request, _STATUS.get(e.reason, 400), f"listen.error.{e.reason}", str(e))
         if isinstance(e, mushra.MushraError):
             return refuse(request, 400, "listen.error.bad", str(e))
+        if isinstance(e, SharedTestDbError):  # the operator's to fix (the log and /ready say what); the listener waits
+            logger.error("shared test request failed: %s", e)
+            return refuse(request, 503, "listen.error.database")
         logger.exception("shared test request failed")
         return refuse(request, 500, "listen.error.server")
 
@@ -178,10 +190,15 @@ def shared_test_routes(
         if not signed_in(request.scope):
             return refuse(request, 401, "listen.error.sign_in")
         try:
-            data = _sound(store, link, key_of(request), handle)
-        except (SharedTestError, CodecError, _Refused) as e:
+            address = client_key(request.scope, trusted)
+            if not limits.allow("audio-from:" + address, audio_per_address_per_min) or not limits.allow(
+                f"audio-of:{key_of(request) or address}:{link}", audio_per_min
+            ):
+                return refuse(request, 429, "listen.error.rate")
+            data = await run_in_threadpool(shared_test_audio.sound, store, cache, link, key_of(request), handle)
+        except (SharedTestError, CodecError, _Refused, shared_test_audio.NoSound) as e:
             return failed(request, e)
-        return _ranged(request, data)
+        return shared_test_audio.ranged(request, data)
 
     base = PREFIX + "{link}"
     app.add_api_route(base, page, methods=["GET"], include_in_schema=False)
@@ -231,50 +248,3 @@ def _state(store: SharedTestStore, link: str, key: str) -> dict:
     if trial < len(plan_x):
         out["sounds"] = [shared_test.handle(info.seed, who.listener, trial, slot) for slot in range(3)]  # A, B, X
     return out
-
-
-def _sound(store: SharedTestStore, link: str, key: str, handle: str) -> bytes:
-    """The WAV behind a handle of this listener's current screen or trial."""
-    if not (len(handle) == shared_test.HANDLE_CHARS and all(c in "0123456789abcdef" for c in handle)):
-        raise _Refused(404, "listen.no_sound")
-    info, who = store.listener(link, key)
-    if info.kind == "mushra":
-        plan = mushra.Plan.from_dict(info.plan)
-        for screen in range(len(plan.items)):
-            slots = shared_test.mushra_slots(info.seed, who.listener, screen, plan.conditions)
-            if handle in slots:
-                source = "original" if slots[handle] == "reference" else slots[handle]
-                return shared_test.listener_wav(store.audio(link, screen, source), handle)
-        raise _Refused(404, "listen.no_sound")
-    trial = store.abx_done(link, key)
-    plan_x = store.abx_plan(info, who)
-    if trial >= len(plan_x):
-        raise _Refused(409, "listen.all_answered")
-    names = [shared_test.handle(info.seed, who.listener, trial, slot) for slot in range(3)]
-    if handle not in names:
-        raise _Refused(404, "listen.no_sound")
-    which = "AB"[names.index(handle)] if names.index(handle) < 2 else plan_x[trial]
-    source = info.plan["a_source"] if which == "A" else info.plan["b_source"]
-    return shared_test.listener_wav(store.audio(link, 0, source), handle)
-
-
-def _ranged(request: Request, data: bytes) -> Response:
-    """``data`` whole or the byte range asked for (the player reads WAVs in blocks)."""
-    headers = {**NO_STORE, "Accept-Ranges": "bytes", "Content-Type": "audio/wav"}
-    size = len(data)
-    spec = request.headers.get("range", "")
-    if request.method == "HEAD":
-        return Response(b"", headers={**headers, "Content-Length": str(size)})
-    if spec.startswith("bytes="):
-        first, _, last = spec[6:].partition("-")
-        try:
-            start = int(first) if first else max(0, size - int(last))
-            end = min(int(last), size - 1) if first and last else size - 1
-        except ValueError:
-            start, end = size, size
-        if not 0 <= start <= end < size:
-            return Response(b"", status_code=416, headers={**headers, "Content-Range": f"bytes */{size}"})
-        return Response(
-            data[start : end + 1], status_code=206, headers={**headers, "Content-Range": f"bytes {start}-{end}/{size}"}
-        )
-    return Response(data, headers=headers)

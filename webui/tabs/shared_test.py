@@ -59,6 +59,7 @@ CSV_FIELDS = (
     "correct",
     "at",
     "excluded",
+    "flag",
 )
 
 
@@ -125,13 +126,21 @@ class ShareHandlers(TabHandlers):
         state = i18n.text(f"share.state_{info.state(time.time())}", lang)
         head = i18n.text("share.joined", lang, n=len(got["listeners"]), state=state)
         name_of = lambda sid: source_words(sid, lang)  # noqa: E731
+        # answers that could not come from listening (core.listening.shared_test_fetches) are left out like
+        # a screening exclusion, unless the owner counts the excluded in
+        counted = lambda rows: [r for r in rows if include_excluded or not r["flag"]]  # noqa: E731
+        flagged = sum(1 for r in got["ratings"] + got["answers"] if r["flag"])
         if info.kind == "mushra":
-            pooled = shared_test_results.pool_mushra(info.plan["conditions"], got["ratings"], bool(include_excluded))
+            ratings = counted(got["ratings"])
+            pooled = shared_test_results.pool_mushra(info.plan["conditions"], ratings, bool(include_excluded))
             body = shared_test_view.mushra_html(pooled, nicknames, lang, name_of)
             excluded = {s.listener for s in pooled.screened if s.excluded}
         else:
-            body = shared_test_view.abx_html(shared_test_results.pool_abx(got["answers"]), nicknames, lang)
+            pooled_abx = shared_test_results.pool_abx(counted(got["answers"]))
+            body = shared_test_view.abx_html(pooled_abx, nicknames, lang)
             excluded = set()
+        if flagged:
+            body = shared_test_view.flagged_html(flagged, bool(include_excluded), lang) + body
         return f"<p>{html.escape(head)}</p>{body}", (got, nicknames, excluded)
 
     def _csv(self, got: dict, nicknames: dict, excluded: set) -> str | None:
@@ -166,11 +175,13 @@ class ShareHandlers(TabHandlers):
 
     @staticmethod
     def _pooled_dict(got: dict) -> dict:
+        """What the owner's panel shows by default: screening applied, flagged answers left out."""
         info = got["info"]
+        ratings, answers = ([r for r in rows if not r["flag"]] for rows in (got["ratings"], got["answers"]))
         if info.kind == "mushra":
-            pooled = shared_test_results.pool_mushra(info.plan["conditions"], got["ratings"]).to_dict()
+            pooled = shared_test_results.pool_mushra(info.plan["conditions"], ratings).to_dict()
         else:
-            pooled = shared_test_results.pool_abx(got["answers"]).to_dict()
+            pooled = shared_test_results.pool_abx(answers).to_dict()
         return {"kind": info.kind, "plan": info.plan, "listeners": got["listeners"], "pooled": pooled}
 
     def close(self, owned, include_excluded, request: gr.Request):

@@ -66,6 +66,12 @@ def who_label(listener: str, nicknames: dict[str, str]) -> str:
     return f"{listener} · {nickname}" if nickname else listener
 
 
+def flagged_html(flagged: int, counted: bool, lang: str) -> str:
+    """How many answers could not come from listening, and whether they are counted."""
+    key = "share.flagged_counted" if counted else "share.flagged_left_out"
+    return f'<p class="cw-shared-flagged">{html.escape(i18n.text(key, lang, n=flagged))}</p>'
+
+
 def mushra_html(pooled: shared_test_results.MushraPooled, nicknames: dict[str, str], lang: str, name_of) -> str:
     """Sentence, chart, listener rows, the rule."""
     rows = []

@@ -39,6 +39,7 @@ CHECK_NAMES = [
     "temp_dir",
     "data_dir",
     "abx_store",
+    "shared_test_store",
     "judging_models",
 ]  # the documented order
 CHECK_KEYS = {"name", "title", "status", "evidence", "fix", "data"}
@@ -298,6 +299,7 @@ def test_a_run_reports_every_check_with_stable_keys(tiny_engine, tmp_path):
     assert all(set(c) == CHECK_KEYS for c in doc["checks"])
     by_name = {c["name"]: c for c in doc["checks"]}
     checks = ("model", "placement", "memory", "tones", "port", "temp_dir", "data_dir", "packages", "abx_store")
+    checks = (*checks, "shared_test_store")
     for name in (*checks, "judging_models"):
         assert by_name[name]["status"] == PASS, by_name[name]
     assert "random weights" in by_name["model"]["evidence"]
@@ -421,4 +423,17 @@ def test_a_damaged_blind_test_database_fails_the_doctor(tmp_path):
     (tmp_path / "data").mkdir()
     (tmp_path / "data" / DB_NAME).write_bytes(b"not a database" * 100)
     store = needs.check_blind_test_store(*_blind_test_store(tmp_path / "data"))
+    assert store.status == FAIL and "damaged" in store.evidence
+
+
+def test_a_damaged_shared_tests_database_fails_the_doctor(tmp_path):
+    from core.doctor.run import _shared_test_store
+    from core.listening.shared_test_db import DB_NAME
+    from core.settings import Settings
+
+    settings = Settings(data_dir=str(tmp_path / "data"))
+    assert needs.check_shared_test_store(*_shared_test_store(settings, tmp_path / "data")).status == PASS
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / DB_NAME).write_bytes(b"not a database" * 100)
+    store = needs.check_shared_test_store(*_shared_test_store(settings, tmp_path / "data"))
     assert store.status == FAIL and "damaged" in store.evidence
