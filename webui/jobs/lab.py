@@ -357,6 +357,23 @@ def run_ladder(
     return LadderOutput(manifest, rows, pictures, {"model_s": model_s, "ui_s": total - model_s, "total_s": total})
 
 
+def with_levels_of(manifest: dict, before: dict | None) -> dict:
+    """``manifest`` with the ladder levels the player had ``before`` (their residuals and FLAC
+    copies as they were): sources added on a result keep the levels already decoded."""
+    levels = [s for s in (before or {}).get("sources", []) if _is_level(s)]
+    if not levels or before is None:
+        return manifest
+    ids = {s["id"] for s in levels}
+    residuals = {k: v for k, v in (before.get("residuals") or {}).items() if k in ids}
+    paths = {s["path"] for s in levels} | set(residuals.values())
+    listen = {p: c for p, c in (before.get("listen") or {}).items() if p in paths}
+    return manifest | {
+        "sources": [s for s in manifest["sources"] if not _is_level(s)] + levels,
+        "residuals": dict(manifest.get("residuals") or {}) | residuals,
+        "listen": dict(manifest.get("listen") or {}) | listen,
+    }
+
+
 def _is_level(source: dict) -> bool:
     """A ladder level (manifests from before sources had a kind: its id is k<n>)."""
     return source.get("kind") == "level" or (not source.get("kind") and source["id"].startswith("k"))

@@ -51,9 +51,17 @@ JS_TEXT_KEYS = (  # the player's words (lab.player.*), in the page's language
 class LabHandlers(TabHandlers):
     """The lab's event handlers."""
 
-    def timeline(self, original_path, reconstruction_path, request: gr.Request | None = None, details=None):
+    def timeline_again(self, original_path, reconstruction_path, details, manifest, request: gr.Request | None = None):
+        """The timeline once the sources beside the codec changed (an anchor ticked on a result),
+        keeping the ladder levels the player has (``manifest``: its state)."""
+        return self.timeline(original_path, reconstruction_path, request, details, before=manifest)
+
+    def timeline(
+        self, original_path, reconstruction_path, request: gr.Request | None = None, details=None, before=None
+    ):
         """Residual, loudness gains and the quality timeline of a reconstruction: the player's manifest;
-        with the round trip's ``details``, its other sources too (anchors, the second checkpoint)."""
+        with the round trip's ``details``, its other sources too (anchors, the second checkpoint);
+        with ``before`` (the player's manifest), the ladder levels it has."""
         lang = i18n.language_of(request)
         original = need_file(original_path, "what.original", lang)
         reconstruction = need_file(reconstruction_path, "what.reconstruction", lang)
@@ -67,7 +75,7 @@ class LabHandlers(TabHandlers):
                 self.engine.settings.decode_chunk_frames,
                 extra=extra,
             )
-        manifest = _with_ui_text(out.manifest, lang)
+        manifest = _with_ui_text(lab_jobs.with_levels_of(out.manifest, before), lang)
         logger.info("timeline of %s: %.3f s", original.name, out.seconds)
         return manifest, json.dumps(manifest), out.timeline
 
@@ -297,8 +305,8 @@ def wire(
     if sources_changed is not None:
         again.append(
             sources_changed.success(
-                lab.timeline,
-                inputs=[original, reconstruction, details],
+                lab.timeline_again,
+                inputs=[original, reconstruction, details, parts.state],
                 outputs=[parts.state, parts.player, parts.timeline_json],
                 api_name="timeline_again",
                 api_visibility="private",

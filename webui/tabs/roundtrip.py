@@ -363,6 +363,7 @@ def build(handlers: RoundTripHandlers, example_paths: tuple[Path, ...]) -> Round
         api_name="add_anchors",
         api_visibility="private",
         show_progress="hidden",
+        trigger_mode="always_last",  # a box ticked while the last one is added is added after it, never dropped
         **LAB_GROUP,
     )
     timeline_done = lab.wire(lab_handlers, parts, done, original, reconstruction, downloads, details, anchors_added)
