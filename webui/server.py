@@ -25,6 +25,7 @@ from webui.app import CSS
 from webui.i18n import gradio_i18n
 from webui.options import ASSETS, UiOptions
 from webui.serving import peers, timeouts
+from webui.serving.decode_route import decode_routes
 from webui.serving.guard import Guard
 from webui.serving.health import add_health_routes
 from webui.serving.limits import ClientLimits, LimitSettings
@@ -83,6 +84,7 @@ def launch(demo: gr.Blocks, engine, ui: UiOptions, server: ServerOptions, starte
                 *live_routes(  # the Live tab's audio
                     engine, Workspace(ui.temp_root, ui.max_age_s, ui.max_temp_bytes), server.origins(), limits
                 ),
+                *decode_routes(engine, server.origins(), limits),  # /decode/ws: codes in, PCM out (TTS servers)
                 *shared_test_routes(store_for(engine.settings), server.trusted_proxies),  # shared tests: /listen/<link>
             ],
             "middleware": [

@@ -20,6 +20,8 @@ one rule covers every endpoint, present and future:
 - **Live sessions at once**: a client may hold at most ``live_sessions`` ``/live/ws`` sockets
   (default 1), and opening one counts as a job start in the rate above (no single
   client holds every live slot with trickling sockets). The socket asks :meth:`ClientLimits.open_live`.
+- **Decode streams at once**: the same for ``/decode/ws`` with ``--client-decode-streams``
+  (:meth:`ClientLimits.open_decode`).
 
 A client is its address (``throttle.client_key``: the peer, or the client a trusted proxy names).
 """
@@ -80,6 +82,7 @@ class ClientLimits:
         self._clients: OrderedDict[str, _Client] = OrderedDict()
         self._joining: dict[tuple[str, str], int] = {}  # (client, group) -> joins admitted, not yet in the queue
         self._live: dict[str, int] = {}  # client -> live sockets open
+        self._decode: dict[str, int] = {}  # client -> /decode/ws sockets open
         self._lock = threading.Lock()
 
     def _client(self, key: str, now: float) -> _Client:
@@ -135,27 +138,41 @@ class ClientLimits:
     def open_live(self, scope, trusted: frozenset[str]) -> Refusal | str:
         """A live socket's admission: a refusal (the client holds ``live_sessions`` sockets already,
         or is over its rate), or a ticket to hand to :meth:`close_live` when the socket ends."""
+        return self._open_socket(self._live, "live sessions", self.settings.live_sessions, scope, trusted)
+
+    def close_live(self, ticket: str) -> None:
+        self._close_socket(self._live, ticket)
+
+    def open_decode(self, scope, trusted: frozenset[str], cap: int) -> Refusal | str:
+        """A ``/decode/ws`` socket's admission, as :meth:`open_live` with ``cap`` sockets per client
+        (``--client-decode-streams``); hand the ticket to :meth:`close_decode`."""
+        return self._open_socket(self._decode, "decode streams", cap, scope, trusted)
+
+    def close_decode(self, ticket: str) -> None:
+        self._close_socket(self._decode, ticket)
+
+    def _open_socket(self, held_by: dict[str, int], what: str, cap: int, scope, trusted) -> Refusal | str:
         key = client_key(scope, trusted)
         with self._lock:
             client = self._client(key, self._clock())
-            held = self._live.get(key, 0)
-            if held >= self.settings.live_sessions:
-                return Refusal(429, f"live sessions: {held} of {self.settings.live_sessions}")
+            held = held_by.get(key, 0)
+            if held >= cap:
+                return Refusal(429, f"{what}: {held} of {cap}")
             if client.calls < 1 or client.starts < 1:
                 wait = 60 / self.settings.starts_per_min
                 return Refusal(429, f"Too many requests from your address; wait {math.ceil(wait)} s.", wait)
             client.starts -= 1
             client.calls -= 1
-            self._live[key] = held + 1
+            held_by[key] = held + 1
         return key
 
-    def close_live(self, ticket: str) -> None:
+    def _close_socket(self, held_by: dict[str, int], ticket: str) -> None:
         with self._lock:
-            left = self._live.get(ticket, 0) - 1
+            left = held_by.get(ticket, 0) - 1
             if left > 0:
-                self._live[ticket] = left
+                held_by[ticket] = left
             else:
-                self._live.pop(ticket, None)
+                held_by.pop(ticket, None)
 
     def joined(self, ticket: tuple[str, str]) -> None:
         """The join of an admitted event was answered: it is in Gradio's queue now (or was refused)."""
