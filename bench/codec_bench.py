@@ -15,6 +15,10 @@ NOTES.md) and measures agreement and seams again. Random weights: nothing here i
 
 CPU smoke run: ``python -m bench.codec_bench --tiny --device cpu --dtypes float32 --lengths 3,7
 --context-lengths 7 --seam-lengths 7 --batch 3x1 --out /tmp/bench``.
+
+``--output-rate 48000`` builds (when missing) the 48 kHz recipe of the family (one more ×2 decoder block,
+``core.model.family``) and measures it the same way: decodes of 3,840 samples a frame against the official
+48 kHz decode; every row and seam report records ``output_rate_hz``.
 """
 
 from __future__ import annotations
@@ -58,12 +62,15 @@ SEAM_WINDOW_FRAMES = 25  # frames after each seam over which seam error is measu
 log = logging.getLogger("bench")
 
 
-def seam_report(ours: np.ndarray, official: np.ndarray, whole: np.ndarray, chunk: int) -> dict:
-    frames = whole.size // SAMPLES_PER_FRAME
+def seam_report(
+    ours: np.ndarray, official: np.ndarray, whole: np.ndarray, chunk: int, per_frame: int = SAMPLES_PER_FRAME
+) -> dict:
+    """Errors after each seam; ``per_frame``: decoded samples a frame (3,840 for a 48 kHz decoder)."""
+    frames = whole.size // per_frame
     seams = list(range(chunk, frames, chunk))
     per_seam = []
     for s in seams:
-        lo, hi = s * SAMPLES_PER_FRAME, min(frames, s + SEAM_WINDOW_FRAMES) * SAMPLES_PER_FRAME
+        lo, hi = s * per_frame, min(frames, s + SEAM_WINDOW_FRAMES) * per_frame
         per_seam.append(
             {
                 "frame": s,
@@ -85,7 +92,7 @@ def seams_full_fp32(engine, tok, model, codes: np.ndarray, chunk_frames: int) ->
         ours = engine.decode(codes).samples
         official = official_decode(tok, codes)
         whole = whole_decode(model, codes)
-    return seam_report(ours, official, whole, chunk_frames)
+    return seam_report(ours, official, whole, chunk_frames, engine.output_samples_per_frame)
 
 
 # ---- one dtype ---------------------------------------------------------------------------------
@@ -100,8 +107,10 @@ def run_dtype(args, dtype: str) -> dict:
     device = args.device
     chunk_frames = settings.decode_chunk_frames
     strict = dtype == "float32"
+    per_frame = engine.output_samples_per_frame
     out: dict[str, Any] = {
         "dtype": dtype,
+        "output_rate_hz": engine.output_rate,
         "settings": settings.to_dict(),
         "rows": [],
         "context_rows": [],
@@ -123,6 +132,7 @@ def run_dtype(args, dtype: str) -> dict:
             ours_wav, dec_s, dec_peak = timed(lambda: engine.decode(ours_codes).samples, device)
         row = {
             "seconds": seconds,
+            "output_rate_hz": engine.output_rate,
             "ours": {"encode_s": enc_s, "decode_s": dec_s, "encode_peak_mib": enc_peak, "decode_peak_mib": dec_peak},
         }
         off_codes = None
@@ -138,6 +148,7 @@ def run_dtype(args, dtype: str) -> dict:
         for _ in range(repeats):  # official decode of the same codes ours decoded
             off_wav, odec_s, odec_peak = timed(lambda: official_decode(tok, ours_codes), device)
         row["official"].update({"decode_s": odec_s, "decode_peak_mib": odec_peak})
+        row["decode_vs_official"] = error_stats(ours_wav, off_wav[: ours_wav.size])  # the same codes, both decoders
         if strict:  # fp32: compare with the official encode in full fp32 too, and measure TF32's own effect
             with full_fp32():
                 off_strict = try_oom(lambda: official_encode(tok, x))
@@ -155,7 +166,8 @@ def run_dtype(args, dtype: str) -> dict:
             row["agreement"] = agreement(ours_codes, off_codes)
         if seconds in args.seam_lengths:
             mode = "default (TF32 convs)" if strict else "bf16"
-            row["seams"] = {mode: seam_report(ours_wav, off_wav, whole_decode(model, ours_codes), chunk_frames)}
+            whole = whole_decode(model, ours_codes)
+            row["seams"] = {mode: seam_report(ours_wav, off_wav, whole, chunk_frames, per_frame)}
             if strict:
                 row["seams"]["full fp32"] = seams_full_fp32(engine, tok, model, ours_codes, chunk_frames)
         out["rows"].append(row)
@@ -219,6 +231,7 @@ def run_dtype(args, dtype: str) -> dict:
                         official_decode(tok, ours_codes),
                         whole_decode(model, ours_codes),
                         chunk_frames,
+                        per_frame,
                     )
                 }
         out["context_rows"].append(row)
@@ -262,6 +275,9 @@ def parse_args(argv=None):
     p.add_argument("--batch", default="32x10", help="COUNTxSECONDS batch row, or 'none'")
     p.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
     p.add_argument("--name", default="codec_bench", help="results file stem")
+    p.add_argument(
+        "--output-rate", type=int, default=SAMPLE_RATE, help="decoder output rate of a checkpoint built here (48000)"
+    )
     args = p.parse_args(argv)
     floats = lambda s: [float(v) for v in s.split(",") if v]  # noqa: E731
     args.lengths, args.context_lengths = floats(args.lengths), floats(args.context_lengths)
@@ -283,9 +299,9 @@ def main(argv=None) -> dict:
 
         start = time.perf_counter()
         if args.tiny:
-            build_tiny_checkpoint(args.checkpoint)
+            build_tiny_checkpoint(args.checkpoint, output_rate_hz=args.output_rate)
         else:
-            build_full_checkpoint(args.checkpoint, reference=args.reference)
+            build_full_checkpoint(args.checkpoint, reference=args.reference, output_rate_hz=args.output_rate)
         log.info("built checkpoint in %.1f s", time.perf_counter() - start)
     cuda = args.device.startswith("cuda")
     result: dict[str, Any] = {
@@ -296,7 +312,8 @@ def main(argv=None) -> dict:
             else platform.processor() or "CPU",
             "torch": torch.__version__,
             "cudnn": torch.backends.cudnn.version() if cuda else None,
-            "checkpoint": "tiny random" if args.tiny else "full-size random (published config)",
+            "checkpoint": ("tiny random" if args.tiny else "full-size random (published config)")
+            + (f", {args.output_rate} Hz decoder" if args.output_rate != SAMPLE_RATE else ""),
             "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
             "seam_window_frames": SEAM_WINDOW_FRAMES,
             "argv": sys.argv[1:] if argv is None else argv,

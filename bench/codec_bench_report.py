@@ -3,6 +3,8 @@ JSON result (so a result can be re-rendered without a GPU)."""
 
 from __future__ import annotations
 
+from core.codec import SAMPLE_RATE
+
 
 def worst(seams: dict, who: str) -> tuple[float | None, float | None]:
     """(largest max-abs, lowest SNR) over all seams for ``who``."""
@@ -37,6 +39,13 @@ def _fmt_err(stats):
     return f"{stats[0]:.2e} / {snr}"
 
 
+def _fmt_snr(stats: dict | None) -> str:
+    """The SNR of a decode against the official one: "—" when not measured, "identical" when equal."""
+    if not stats:
+        return "—"
+    return "identical" if stats.get("snr_db") is None else f"{stats['snr_db']:.0f}"
+
+
 def markdown(result: dict) -> str:
     meta = result["meta"]
     lines = [
@@ -65,8 +74,8 @@ def markdown(result: dict) -> str:
         "",
         "| dtype | length | ours enc s | ours dec s | official enc s | official dec s | speed-up | ours audio s/s "
         "| official audio s/s | ours enc peak GiB | official enc peak GiB | ours dec peak GiB | official dec peak GiB "
-        "| agreement | vs TF32 official | TF32 noise | fp32 noise |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| agreement | vs TF32 official | TF32 noise | fp32 noise | out kHz | decode vs official SNR dB |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for run in result["runs"]:
         for row in run["rows"]:
@@ -82,7 +91,8 @@ def markdown(result: dict) -> str:
                 f"{_fmt_gib(o['encode_peak_mib'])} | {_fmt_gib(f.get('encode_peak_mib'))} | "
                 f"{_fmt_gib(o['decode_peak_mib'])} | {_fmt_gib(f['decode_peak_mib'])} | {_fmt_pct(row['agreement'])} | "
                 f"{_fmt_pct(row.get('agreement_vs_official_default'))} | {_fmt_pct(row.get('official_tf32_vs_fp32'))} | "
-                f"{_fmt_pct(row.get('official_fp32_algorithm_noise'))} |"
+                f"{_fmt_pct(row.get('official_fp32_algorithm_noise'))} | "
+                f"{row.get('output_rate_hz', SAMPLE_RATE) / 1000:g} | {_fmt_snr(row.get('decode_vs_official'))} |"
             )
     batch_rows = [(r["dtype"], r["batch"]) for r in result["runs"] if r.get("batch")]
     if batch_rows:

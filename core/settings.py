@@ -88,6 +88,7 @@ class AudioLimits:
     max_file_bytes: int = int(MAX_FILE_MB * MIB)  # bytes
     min_samples: int = SAMPLES_PER_FRAME  # samples at 24 kHz; shorter than one frame is refused
     max_peak: float = 10 ** (MAX_PEAK_DBFS / 20)  # |sample| (1.0 = full scale); louder audio is refused
+    keep_rate_hz: int | None = None  # also keep a clip above 24 kHz at this rate (judging a 48 kHz decoder)
 
 
 @dataclass(frozen=True)

@@ -84,6 +84,9 @@ class TokenFile:
     model_source: str  # hub id or directory of the model that made the codes
     versions: dict = field(default_factory=dict)  # package -> version string (or None)
     created: str = ""  # ISO-8601 UTC time the codes were made
+    decoder_rate_hz: int | None = (
+        None  # output rate of the decoder beside the encoder that made them (None: older file)
+    )
 
     @property
     def frames(self) -> int:
@@ -134,7 +137,7 @@ class TokenFile:
             "model_source": self.model_source,
             "versions": dict(self.versions),
             "created": self.created,
-        }
+        } | ({} if self.decoder_rate_hz is None else {"decoder_rate_hz": self.decoder_rate_hz})
 
 
 def codes_summary(frames: int) -> dict:
@@ -157,9 +160,12 @@ def package_versions() -> dict:
     return installed_versions(PACKAGES)
 
 
-def make_token_file(codes, original_samples: int, model_source: str, versions=None) -> TokenFile:
-    """Wrap fresh codes (array or tensor, (frames, 16)) as a TokenFile stamped with the
-    current time and package versions; ``versions`` entries override the detected ones.
+def make_token_file(
+    codes, original_samples: int, model_source: str, versions=None, decoder_rate_hz: int | None = None
+) -> TokenFile:
+    """Wrap fresh codes (array or tensor, (frames, 16)) as a TokenFile stamped with the current time,
+    package versions (``versions`` entries override the detected ones) and the output rate of the
+    checkpoint's decoder (``decoder_rate_hz``: a decode with another decoder says so).
     Raises ValueError for codes or lengths the codec cannot have produced."""
     if hasattr(codes, "detach"):  # a torch tensor, possibly on the GPU
         codes = codes.detach().cpu().numpy()
@@ -175,6 +181,7 @@ def make_token_file(codes, original_samples: int, model_source: str, versions=No
         model_source=str(model_source),
         versions={**package_versions(), **(versions or {})},
         created=datetime.now(UTC).isoformat(timespec="seconds"),
+        decoder_rate_hz=None if decoder_rate_hz is None else int(decoder_rate_hz),
     )
 
 
@@ -222,6 +229,7 @@ def load_tokens(path, *, max_duration_s: float | None = None) -> TokenFile:
         model_source=meta["model_source"],
         versions=meta["versions"],
         created=meta["created"],
+        decoder_rate_hz=meta.get("decoder_rate_hz"),
     )
 
 
@@ -357,6 +365,9 @@ def _parse_metadata(path: Path, array: np.ndarray) -> dict:
         raise _bad(path, f"the codes are for {meta['sample_rate']} Hz audio; this codec works at {SAMPLE_RATE} Hz")
     if meta["frame_rate"] != FRAME_RATE:
         raise _bad(path, f"the codes are at {meta['frame_rate']} frames/s; this codec makes {FRAME_RATE} frames/s")
+    rate = meta.get("decoder_rate_hz")
+    if rate is not None and (not isinstance(rate, int) or isinstance(rate, bool) or rate <= 0):
+        raise _bad(path, f"the metadata field 'decoder_rate_hz' is not a positive integer ({rate!r})")
     for name, expected in (("num_codebooks", NUM_CODEBOOKS), ("codebook_size", CODEBOOK_SIZE)):
         if meta.get(name, expected) != expected:
             raise _bad(path, f"the metadata says {name} = {meta[name]!r}; this codec has {expected}")

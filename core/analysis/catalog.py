@@ -52,7 +52,8 @@ class MetricRow:
         str  # PAIR: the clip against the original; SINGLE: the clip alone; DROP: the original's score less the clip's
     )
     window: str  # FIRST: the first METRIC_WINDOW_S seconds; WHOLE: the whole clip; MOS_WINDOWS: DistillMOS's windows
-    rate: int | None = None  # Hz the computation gets the audio at (None: the clip's own)
+    rate: int | None = None  # Hz the computation gets the audio at (None: the clip's own, the comparison rate)
+    hears_hz: int | None = None  # Hz the measure itself works at when it resamples again inside (pystoi: 10 kHz)
     green: float | None = None  # verdict bound: green at or better than this (None: it does not vote)
     red: float | None = None  # verdict bound: red worse than this
     card_rank: int = 0  # its place on the verdict card's numbers (1 first: what a listener cares about first)
@@ -67,6 +68,12 @@ class MetricRow:
     def votes(self) -> bool:
         """It gives the verdict a light."""
         return self.green is not None and self.red is not None
+
+    def measured_at(self, comparison_hz: int) -> int:
+        """The rate this metric really measures at when the clip is compared at ``comparison_hz``: PESQ at
+        16 kHz, STOI at 10 kHz, SI-SDR and the log-mel distance at the comparison rate (48 kHz for a 48 kHz
+        decoder: the only rows that see its band above 12 kHz), speaker models and ASR at theirs."""
+        return self.hears_hz or self.rate or int(comparison_hz)
 
     @property
     def higher_is_better(self) -> bool:
@@ -139,6 +146,7 @@ METRICS: tuple[MetricRow, ...] = (  # in the order the metrics table, the CSV an
         PAIR,
         FIRST,
         rate=16_000,  # pystoi resamples to 10 kHz itself
+        hears_hz=10_000,
         green=STOI_GREEN,
         red=STOI_RED,
         card_rank=1,

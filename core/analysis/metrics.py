@@ -14,6 +14,7 @@ names the judging models (``judges=``, core.analysis.judges): a row it does not 
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import logging
 import math
@@ -57,6 +58,7 @@ class Metric:
     better: str  # "higher" or "lower"
     note: str = ""  # why value is None, or what part of the audio it covers
     unit: str = ""  # "dB" or "" (dimensionless)
+    rate_hz: int | None = None  # the rate it measured at (``MetricRow.measured_at``: 16 kHz PESQ, 48 kHz SI-SDR, ...)
 
 
 # --------------------------------------------------------------------------- spectrograms
@@ -136,7 +138,7 @@ def compare(
     window = n if max_seconds is None else min(n, int(max_seconds * sample_rate))
     silent, scope = _rms(ref[:window]) < SILENCE_RMS, _scope_note(window, n, sample_rate)
     clip = Clip(ref, deg, sample_rate, window, silent, scope, judges=judges)
-    return [_guarded(row.function(), row, clip) for row in rows]
+    return [_at_rate(_guarded(row.function(), row, clip), row, sample_rate) for row in rows]
 
 
 @dataclass
@@ -164,13 +166,20 @@ class Clip:
         return (*self._at[rate, end], rate)
 
 
-def quick_compare(reference, degraded, mels: tuple[np.ndarray, np.ndarray] | None = None) -> list[Metric]:
+def quick_compare(
+    reference, degraded, mels: tuple[np.ndarray, np.ndarray] | None = None, sample_rate: int = SAMPLE_RATE
+) -> list[Metric]:
     """The fast metrics only (``catalog`` rows with ``quick``: SI-SDR, log-mel distance; no PESQ or
     STOI), for many versions of one clip. ``mels``: both log-mel spectrograms when the caller has them."""
     ref, deg = _mono(reference), _mono(degraded)
     n = min(ref.size, deg.size)
-    clip = Clip(ref[:n], deg[:n], SAMPLE_RATE, n, False, "", mels)
-    return [_guarded(row.function(), row, clip) for row in catalog.COMPARED if row.quick]
+    clip = Clip(ref[:n], deg[:n], sample_rate, n, False, "", mels)
+    return [_at_rate(_guarded(row.function(), row, clip), row, sample_rate) for row in catalog.COMPARED if row.quick]
+
+
+def _at_rate(measured: Metric, row: catalog.MetricRow, comparison_hz: int) -> Metric:
+    """``measured`` stating the rate its row measured at."""
+    return dataclasses.replace(measured, rate_hz=row.measured_at(comparison_hz))
 
 
 def metric(row: catalog.MetricRow, value: float | None, note: str = "") -> Metric:

@@ -59,6 +59,10 @@ class AudioFacts:
 class Audio:
     samples: np.ndarray  # float32 mono at SAMPLE_RATE, shape (n,)
     facts: AudioFacts  # where it came from and what was done to it
+    # the same clip at ``AudioLimits.keep_rate_hz``, resampled from the file's own rate, when that rate is
+    # above 24 kHz and a caller asked for it (its band above 12 kHz, for judging a 48 kHz decoder); else None
+    kept: np.ndarray | None = field(default=None, repr=False, compare=False)
+    kept_rate_hz: int | None = None
 
 
 @dataclass(frozen=True)
@@ -124,6 +128,7 @@ class Collector:
             self.stream = soxr.ResampleStream(
                 source.sample_rate, SAMPLE_RATE, 1, dtype="float32", quality=RESAMPLE_QUALITY
             )
+        self.kept = _Kept.of(source.sample_rate, limits.keep_rate_hz)  # the clip above 24 kHz, when asked
 
     def add(self, block: np.ndarray) -> np.ndarray:
         """Check and keep a block; return the 24 kHz mono samples it completed (live input reads them)."""
@@ -155,6 +160,8 @@ class Collector:
             )
         self.clipped += int(np.count_nonzero(np.abs(block) >= CLIP_LEVEL))
         mono = block[:, 0] if block.shape[1] == 1 else block.mean(axis=1, dtype=np.float32)
+        if self.kept is not None:
+            self.kept.add(mono)
         mono = mono if self.stream is None else self.stream.resample_chunk(mono)
         self._keep(mono)
         return mono
@@ -165,6 +172,8 @@ class Collector:
         if self.stream is not None and not self.flushed:
             tail = self.stream.resample_chunk(np.zeros(0, np.float32), last=True)
             self._keep(tail)
+        if self.kept is not None and not self.flushed:
+            self.kept.flush()
         self.flushed = True
         return tail
 
@@ -180,6 +189,43 @@ class Collector:
         self.parts.append(mono)
         self.sum_squares += float(np.dot(mono.astype(np.float64), mono.astype(np.float64)))
         self.peak = max(self.peak, float(np.abs(mono).max()))
+
+
+class _Kept:
+    """The clip at a rate above 24 kHz, resampled from the file's own rate as blocks arrive."""
+
+    def __init__(self, source_hz: int, rate_hz: int):
+        self.rate_hz = rate_hz
+        self.stream = (
+            None
+            if source_hz == rate_hz
+            else soxr.ResampleStream(source_hz, rate_hz, 1, dtype="float32", quality=RESAMPLE_QUALITY)
+        )
+        self.parts: list[np.ndarray] = []
+
+    @classmethod
+    def of(cls, source_hz: int, rate_hz: int | None) -> _Kept | None:
+        """Only for a file above 24 kHz and a caller that asked for a rate above 24 kHz."""
+        if rate_hz is None or rate_hz <= SAMPLE_RATE or source_hz <= SAMPLE_RATE:
+            return None
+        return cls(source_hz, rate_hz)
+
+    def add(self, mono: np.ndarray) -> None:
+        out = mono.copy() if self.stream is None else self.stream.resample_chunk(mono)
+        if out.size:
+            self.parts.append(out)
+
+    def flush(self) -> None:
+        tail = (
+            np.zeros(0, np.float32)
+            if self.stream is None
+            else self.stream.resample_chunk(np.zeros(0, np.float32), last=True)
+        )
+        if tail.size:
+            self.parts.append(tail)
+
+    def samples(self) -> np.ndarray:
+        return np.ascontiguousarray(np.concatenate(self.parts) if self.parts else np.zeros(0), dtype=np.float32)
 
 
 def finish(
@@ -219,7 +265,10 @@ def finish(
         facts.duration_s,
         facts.rms_dbfs,
     )
-    return Audio(samples=mono, facts=facts)
+    kept = collector.kept
+    if kept is None:
+        return Audio(samples=mono, facts=facts)
+    return Audio(samples=mono, facts=facts, kept=kept.samples(), kept_rate_hz=kept.rate_hz)
 
 
 def dbfs(level: float) -> float:

@@ -85,7 +85,8 @@ def cmd_check(args) -> int:
 def _save_codes(engine, encoded, source: Path, out_dir: Path, suffix: str = ".npz") -> Path:
     from core.tokens import make_token_file, save_tokens
 
-    token_file = make_token_file(encoded.codes, encoded.original_samples, engine.settings.model)
+    rate = engine.output_rate
+    token_file = make_token_file(encoded.codes, encoded.original_samples, engine.settings.model, decoder_rate_hz=rate)
     return save_tokens(token_file, out_path(out_dir, source, suffix))
 
 
@@ -103,12 +104,16 @@ def cmd_encode(args) -> int:
 
 def cmd_decode(args) -> int:
     from core.audio.files import write_wav
+    from core.model.family import decoder_note
     from core.tokens import load_tokens
 
     check_outputs(args.files, args.output_dir, (".wav",))
     engine = engine_from_args(args)
     for source in args.files:
         token_file = load_tokens(source, max_duration_s=engine.settings.max_duration_s)
+        note = decoder_note(token_file.decoder_rate_hz, engine.output_rate)
+        if note:
+            print(f"{source}: {note}", file=sys.stderr)
         decoded = engine.decode(token_file.codes, original_samples=token_file.original_samples)
         path = write_wav(out_path(args.output_dir, source, ".wav"), decoded.samples, decoded.sample_rate)
         print(f"{source} -> {path} ({len(decoded.samples) / decoded.sample_rate:.2f} s audio, {decoded.seconds:.2f} s)")
@@ -133,7 +138,7 @@ def cmd_roundtrip(args) -> int:
     check_outputs(args.files, args.output_dir, (".npz", ".decoded.wav", *extra, ".metrics.csv"))
     engine = engine_from_args(args)
     for source in tqdm(args.files, desc="round trips", unit="file", disable=None):
-        made = sources.make_sources(engine, load_audio(source, engine.settings.audio_limits()), anchors)
+        made = sources.make_sources(engine, load_audio(source, sources.audio_limits_for(engine)), anchors)
         tokens = _save_codes(engine, made.trip.encoded, source, args.output_dir)
         written = sources.write_sources(made.sources, partial(_source_path, args.output_dir, source))
         wav = written[sources.CODEC_ID]
@@ -147,11 +152,25 @@ def cmd_roundtrip(args) -> int:
             csv_cells.writer(f).writerows(table.csv_rows())
         print(f"{source} -> {tokens}, {wav} and {len(made.sources) - 1} other sources ({made.timing['model_s']:.2f} s)")
         print(table.text())
+        if made.rate_hz != SAMPLE_RATE:
+            print(_rates_line(made, engine))
         if made.agreement:
             shares = " ".join(f"{v:.0%}" for v in made.agreement)
             print(f"codes equal to the second checkpoint's, per codebook: {shares}")
         print(placing.place(table, random_weights=engine.random_weights).sentence)
     return 0
+
+
+def _rates_line(made, engine) -> str:
+    """What was compared at which rate, when a decoder writes above 24 kHz."""
+    made_at = ", ".join(f"{s.id} {s.made_at_hz / 1000:g} kHz" for s in made.sources if s.made_at_hz != SAMPLE_RATE)
+    band = made.band
+    above = (
+        f"the original holds up to {band.original_top_hz / 1000:g} kHz"
+        if band.above_24k_input
+        else "the original holds nothing above 12 kHz, so nothing above 12 kHz can be compared"
+    )
+    return f"compared at {band.rate_hz / 1000:g} kHz ({made_at}; the others resampled); {above}"
 
 
 def _source_path(output_dir, source, made) -> Path:

@@ -69,7 +69,9 @@ def cmd_live(args) -> int:
                 bar.update(samples.shape[0])
             bar.close()
             result = session.finish()
-    token_file = make_token_file(result.codes, result.recording.samples.size, engine.settings.model)
+    token_file = make_token_file(
+        result.codes, result.recording.samples.size, engine.settings.model, decoder_rate_hz=engine.output_rate
+    )
     tokens = save_tokens(token_file, out_path(args.output_dir, args.file, ".npz"))
     wav = write_wav(out_path(args.output_dir, args.file, ".live.wav"), result.reconstruction)
     report = latency_report(rows, result.stats, args.block_ms, bool(args.realtime), engine.info())

@@ -70,6 +70,7 @@ def columns(judges: Judges = DEFAULT_JUDGES) -> tuple[Column, ...]:
 
 
 NOT_SHOWN = "—"
+OUTPUT_RATE = "output_rate_hz"  # the rate a source was made at (a 48 kHz decoder's 48000), its own column
 
 
 def measure(original, sources, max_windows: int | None = None, judges: Judges = DEFAULT_JUDGES) -> dict[str, dict]:
@@ -83,9 +84,11 @@ def measure(original, sources, max_windows: int | None = None, judges: Judges = 
         c.metric for c in columns(judges) if c.metric in catalog.BY_ID and catalog.BY_ID[c.metric].reads == catalog.PAIR
     ]
     out: dict[str, dict] = {}
-    for source in sources:
-        values: dict = {m.name: m.value for m in compare(original, source.samples, metrics=asked, judges=judges)}
-        values[catalog.MOS] = predictor(judges.device).predict(source.samples, SAMPLE_RATE, max_windows)
+    for source in sources:  # all at the set's comparison rate (core.audio.rates)
+        rate = source.rate_hz
+        values: dict = {m.name: m.value for m in compare(original, source.samples, rate, metrics=asked, judges=judges)}
+        values[catalog.MOS] = predictor(judges.device).predict(source.samples, rate, max_windows)
+        values[OUTPUT_RATE] = source.made_at_hz
         out[source.id] = values
     return out
 
@@ -101,6 +104,8 @@ def rows(
         codec = source_id in ("reconstruction", "compare")
         head: list = [label, NUM_CODEBOOKS if codec else NOT_SHOWN, CODEBOOK_SIZE if codec else NOT_SHOWN]
         head.append(FRAME_RATE if codec else NOT_SHOWN)
+        made_at = {v.get(OUTPUT_RATE, SAMPLE_RATE) for v in measured} or {SAMPLE_RATE}
+        head.append(" / ".join(f"{r / 1000:g}" for r in sorted(made_at)))  # output kHz
         means = []
         for column in columns(judges):
             values = [v[column.metric] for v in measured if isinstance(v.get(column.metric), int | float)]
@@ -110,7 +115,16 @@ def rows(
 
 
 def header(judges: Judges = DEFAULT_JUDGES) -> list[str]:
-    return ["source", "NQ", "codebook size", "FPS", *(c.header for c in columns(judges)), "files", "bit/s"]
+    return [
+        "source",
+        "NQ",
+        "codebook size",
+        "FPS",
+        "output kHz",
+        *(c.header for c in columns(judges)),
+        "files",
+        "bit/s",
+    ]
 
 
 def _cell(value) -> str:

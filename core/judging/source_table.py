@@ -107,16 +107,17 @@ def measure(
     rows = tuple(r for r in ROWS if r not in catalog.BY_ID or judges.computes(catalog.BY_ID[r]))
     sources = list(sources)
     ref = np.asarray(original.samples, dtype=np.float32)
+    rate = original.rate_hz  # every source of a set is at its comparison rate (core.audio.rates)
     ref_key = _digest(ref)
     columns = [_original_column(original, ref, device, mos, cache, ref_key)]
     for i, source in enumerate(sources):
         if progress:
             progress(i / max(len(sources), 1))
         samples = np.asarray(source.samples, dtype=np.float32)
-        key = (_digest(samples), ref_key, mos, judges)
+        key = (_digest(samples), ref_key, mos, judges, rate)
         found = cache.get(key) if cache is not None else None
         if found is None:
-            found = _measure_one(ref, samples, device, mos, judges)
+            found = _measure_one(ref, samples, device, mos, judges, rate)
             if cache is not None:
                 cache[key] = found
         values, notes = found
@@ -128,7 +129,7 @@ def _original_column(original: Source, ref, device, mos, cache, ref_key) -> Colu
     key = ("original", ref_key, mos)
     found = cache.get(key) if cache is not None else None
     if found is None:
-        value, note = _mos(ref, device) if mos else (None, "not asked for")
+        value, note = _mos(ref, device, original.rate_hz) if mos else (None, "not asked for")
         found = ({MOS: value}, {MOS: note} if note else {})
         if cache is not None:
             cache[key] = found
@@ -136,27 +137,29 @@ def _original_column(original: Source, ref, device, mos, cache, ref_key) -> Colu
     return Column(original.facts(), values, found[1])
 
 
-def _measure_one(ref: np.ndarray, samples: np.ndarray, device: str, mos: bool, judges: Judges) -> tuple[dict, dict]:
+def _measure_one(
+    ref: np.ndarray, samples: np.ndarray, device: str, mos: bool, judges: Judges, rate: int = SAMPLE_RATE
+) -> tuple[dict, dict]:
     values: dict = {}
     notes: dict = {}
-    for m in metrics.compare(ref, samples, metrics=METRICS, judges=judges):  # no PESQ-NB: the table has none
+    for m in metrics.compare(ref, samples, rate, metrics=METRICS, judges=judges):  # no PESQ-NB: the table has none
         values[m.name] = m.value
         if m.note:
             notes[m.name] = m.note
-    value, note = _mos(samples, device) if mos else (None, "not asked for")
+    value, note = _mos(samples, device, rate) if mos else (None, "not asked for")
     values[MOS] = value
     if note:
         notes[MOS] = note
     return values, notes
 
 
-def _mos(samples: np.ndarray, device: str) -> tuple[float | None, str]:
+def _mos(samples: np.ndarray, device: str, rate: int = SAMPLE_RATE) -> tuple[float | None, str]:
     from core.judging import verdict
 
-    window = samples[: int(WINDOW_S * SAMPLE_RATE)]
+    window = samples[: int(WINDOW_S * rate)]
     note = f"on the first {WINDOW_S:g} s" if window.size < samples.size else ""
     try:
-        value = verdict.predictor(device).predict(window, SAMPLE_RATE)
+        value = verdict.predictor(device).predict(window, rate)
     except Exception as e:  # noqa: BLE001 - the other rows stand without it
         logger.warning("DistillMOS failed: %s: %s", type(e).__name__, e)
         return None, f"could not be computed: {type(e).__name__}"

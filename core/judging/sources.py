@@ -2,7 +2,8 @@
 
 The original, the codec's reconstruction, a second checkpoint's, ladder levels (the first k
 codebooks) and the anchors (``core.anchors``) are all sources: each has an id, a kind, an English
-label, a player key and a bitrate, and is sample-aligned with the original. The player, the metrics
+label, a player key and a bitrate, and is sample-aligned with the original at one common rate
+(``core.audio.rates``: 24 kHz, or 48 kHz when a 48 kHz decoder is among them; each source says its rate). The player, the metrics
 table, the blind test, the reports and the CLI all take this one list.
 
 The source catalogue (:func:`entry`) gives every source id, the residual's too, what does not change
@@ -20,6 +21,7 @@ round trip's sources: ``python -m core roundtrip``, the folder evaluation, the w
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -28,8 +30,9 @@ from pathlib import Path
 import numpy as np
 
 from core import anchors as core_anchors
+from core.audio import rates
 from core.audio.files import write_pcm16
-from core.codec import NUM_CODEBOOKS, bitrate_bps
+from core.codec import NUM_CODEBOOKS, SAMPLE_RATE, bitrate_bps
 from core.model.results import RoundTripResult
 
 CODEC_BPS = bitrate_bps()  # the codec's bitrate with every codebook (core.codec)
@@ -94,24 +97,39 @@ class Source:
     key: str  # keyboard key in the flip player ("" for none)
     bitrate_bps: float | None  # codes or encoded bytes per second (None: the original, a filter)
     samples: np.ndarray | None = field(default=None, repr=False, compare=False)  # float32 mono, aligned
+    rate_hz: int = SAMPLE_RATE  # the samples' rate: the comparison rate of its set (core.audio.rates)
+    made_at_hz: int = SAMPLE_RATE  # the rate it was made at (a 48 kHz decoder's 48000), before that
 
     def facts(self) -> dict:
         """Everything but the samples (for JSON, the manifest, the tables)."""
-        return {"id": self.id, "kind": self.kind, "label": self.label, "key": self.key, "bitrate_bps": self.bitrate_bps}
+        return {
+            "id": self.id,
+            "kind": self.kind,
+            "label": self.label,
+            "key": self.key,
+            "bitrate_bps": self.bitrate_bps,
+            "made_at_hz": self.made_at_hz,
+        }
+
+    def at(self, rate_hz: int, length: int) -> Source:
+        """This source at ``rate_hz``, ``length`` samples long (resampled from its own rate)."""
+        samples = rates.to_rate(self.samples, self.rate_hz, rate_hz, length)
+        return dataclasses.replace(self, samples=samples, rate_hz=rate_hz)
 
 
-def original(samples=None) -> Source:
-    return Source(ORIGINAL_ID, ORIGINAL, "original", "a", None, samples)
+def original(samples=None, rate_hz: int = SAMPLE_RATE) -> Source:
+    return Source(ORIGINAL_ID, ORIGINAL, "original", "a", None, samples, rate_hz, rate_hz)
 
 
-def codec(samples=None) -> Source:
-    return Source(CODEC_ID, CODEC, f"codec {CODEC_BPS / 1000:g} kbit/s", "b", CODEC_BPS, samples)
+def codec(samples=None, rate_hz: int = SAMPLE_RATE) -> Source:
+    """The codec's reconstruction at the rate its decoder wrote (``rate_hz``)."""
+    return Source(CODEC_ID, CODEC, f"codec {CODEC_BPS / 1000:g} kbit/s", "b", CODEC_BPS, samples, rate_hz, rate_hz)
 
 
-def checkpoint(samples=None) -> Source:
-    return Source(
-        COMPARE_ID, CHECKPOINT, f"second checkpoint {CODEC_BPS / 1000:g} kbit/s", COMPARE_KEY, CODEC_BPS, samples
-    )
+def checkpoint(samples=None, rate_hz: int = SAMPLE_RATE) -> Source:
+    """The second checkpoint's reconstruction at the rate its decoder wrote."""
+    label = f"second checkpoint {CODEC_BPS / 1000:g} kbit/s"
+    return Source(COMPARE_ID, CHECKPOINT, label, COMPARE_KEY, CODEC_BPS, samples, rate_hz, rate_hz)
 
 
 def level(codebooks: int, samples=None, key: str = "") -> Source:
@@ -135,9 +153,30 @@ class SourceSet:
     second_trip: RoundTripResult | None  # the second checkpoint's, when one is loaded
     agreement: list[float] | None  # share of codes equal per codebook, first model against second
     timing: dict  # model_s, anchors_s
+    band: rates.Band = rates.Band(SAMPLE_RATE, SAMPLE_RATE / 2)  # the common rate, the original's real band
+
+    @property
+    def rate_hz(self) -> int:
+        """The rate every source of the set is at (what the player plays and the metrics compare)."""
+        return self.band.rate_hz
 
     def by_id(self, source_id: str) -> Source:
         return next(s for s in (self.original, *self.sources) if s.id == source_id)
+
+
+def comparison_rate_of(engine, compare: bool = True) -> int:
+    """The rate a round trip's sources will be compared at with this engine (and its second checkpoint
+    when ``compare`` and one is ready): the highest output rate, at least 24 kHz."""
+    from core.model import second
+
+    other = second.ready_second(engine) if compare else None
+    return rates.comparison_rate([engine.output_rate] + ([other.output_rate] if other is not None else []))
+
+
+def audio_limits_for(engine, compare: bool = True, limits=None):
+    """``limits`` (the engine's by default), keeping a file above 24 kHz at the comparison rate when that is
+    above 24 kHz."""
+    return rates.limits_keeping(limits or engine.settings.audio_limits(), comparison_rate_of(engine, compare))
 
 
 def make_sources(
@@ -148,7 +187,9 @@ def make_sources(
     progress: Callable[[float], None] | None = None,
 ) -> SourceSet:
     """``audio`` (core.audio.files.Audio) through the codec, the second checkpoint (when ``compare``
-    and one is ready) and each of ``anchors``. Progress: the model work up to 0.9, the anchors after."""
+    and one is ready) and each of ``anchors``, all at the comparison rate (the highest decoder's, at least
+    24 kHz; the original from the file's own samples where ``audio.kept`` holds them at that rate).
+    Progress: the model work up to 0.9, the anchors after."""
     from core.model import second
 
     report = progress or (lambda f: None)
@@ -161,15 +202,16 @@ def make_sources(
         trip, second_trip, agreement = engine.roundtrip(audio, lambda f: report(0.9 * f)), None, None
     started = time.perf_counter()
     made, problems = anchor_sources(x, anchors, lambda f: report(0.9 + 0.1 * f))
-    sources = [codec(trip.decoded.samples)]
-    if second_trip is not None:
-        sources.append(checkpoint(second_trip.decoded.samples))
-    sources += made
-    model_s = trip.encoded.seconds + trip.decoded.seconds
-    if second_trip is not None:
-        model_s += second_trip.encoded.seconds + second_trip.decoded.seconds
+    decoded = [(codec, trip)] + ([(checkpoint, second_trip)] if second_trip is not None else [])
+    rate = rates.comparison_rate(t.decoded.sample_rate for _, t in decoded)
+    reference, band = rates.original_at(audio, rate)
+    length = reference.size
+    made_here = [make(t.decoded.samples, t.decoded.sample_rate) for make, t in decoded]
+    sources = [s.at(rate, length) for s in (*made_here, *made)]
+    model_s = sum(t.encoded.seconds + t.decoded.seconds for _, t in decoded)
     timing = {"model_s": model_s, "anchors_s": time.perf_counter() - started}
-    return SourceSet(original(x), tuple(sources), problems, trip, second_trip, agreement, timing)
+    kept = original(reference, rate)
+    return SourceSet(kept, tuple(sources), problems, trip, second_trip, agreement, timing, band)
 
 
 def anchor_sources(
@@ -191,7 +233,7 @@ def write_sources(listed: Iterable[Source], path_of: Callable[[Source], Path]) -
     """The one writer of the files a listener hears: each source at ``path_of(source)``, on the 16-bit
     grid (``core.audio.files.write_pcm16``: what is measured from the file is what is played), never
     over an existing file. Source id -> its WAV."""
-    return {s.id: write_pcm16(path_of(s), s.samples) for s in listed}
+    return {s.id: write_pcm16(path_of(s), s.samples, s.rate_hz) for s in listed}
 
 
 def agreement_rows(agreement: list[float] | None) -> list[dict]:

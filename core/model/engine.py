@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from core.codec import NUM_CODEBOOKS, SAMPLE_RATE, SAMPLES_PER_FRAME, Progress, check_codes, check_duration
+from core.codec import NUM_CODEBOOKS, SAMPLES_PER_FRAME, OutputRate, Progress, check_codes, check_duration
 from core.errors import CodecError, EngineNotReady
 from core.model import calls as model_calls
 from core.model import loading, memory, oom_retries, planner, preflight, readiness, torch_threads
@@ -67,6 +67,7 @@ class Engine:
         self._tokenizer = None
         self._dims: planner.ModelDims | None = None  # read once at load, for the memory planner
         self._fast: fast_decode.FastDecoder | None = None  # decodes: precision, compiled graphs, bf16 guard
+        self.output: OutputRate | None = None  # the rate the loaded decoder writes (core.model.family)
         self._lock = lock if lock is not None else TurnLock()  # jobs give it to live frames between chunks
         self._loading = threading.RLock()  # one load (or a second checkpoint's load) of this engine at a time
         self.loading_bytes = 0.0  # weights a load beside this model is reading now: not free for its jobs
@@ -92,6 +93,21 @@ class Engine:
         if self._tokenizer is None:
             raise EngineNotReady(self.not_ready_message())
         return self._tokenizer.model
+
+    @property
+    def output_rate(self) -> int:
+        """Hz the loaded decoder writes (24000 published, 48000 for the 48 kHz decoder); read from its config."""
+        return self._output().rate_hz
+
+    @property
+    def output_samples_per_frame(self) -> int:
+        """Decoded samples per code frame (1,920 at 24 kHz, 3,840 at 48 kHz)."""
+        return self._output().samples_per_frame
+
+    def _output(self) -> OutputRate:
+        if self.output is None:
+            raise EngineNotReady(self.not_ready_message())
+        return self.output
 
     @property
     def _runner(self) -> fast_decode.FastDecoder:
@@ -126,6 +142,7 @@ class Engine:
             resident_mib = round(readiness.model_bytes(loaded.tokenizer.model) / MIB, 1)  # every parameter, once
             with self._lock:  # the swap: a few references
                 self._tokenizer, self._dims, self._fast = loaded.tokenizer, loaded.dims, loaded.fast
+                self.output = loaded.output
                 self.model_path, self.load_seconds, self.state = loaded.path, loaded.seconds, EngineState.READY
                 self.random_weights, self.resident_mib = is_random_checkpoint(loaded.path), resident_mib
             logger.info("model loaded from %s in %.2f s", self.model_path, self.load_seconds)
@@ -152,7 +169,7 @@ class Engine:
     def _drop_model(self) -> None:
         self.live.close_all()  # their state belongs to the model that goes
         self.streams.close_all()
-        self._tokenizer, self._dims, self._fast, self.resident_mib = None, None, None, None
+        self._tokenizer, self._dims, self._fast, self.resident_mib, self.output = None, None, None, None, None
         memory.release_cached(self.device)
 
     # ---- readiness ---------------------------------------------------------------------
@@ -168,7 +185,8 @@ class Engine:
         with self._lock:
             model = self._tokenizer.model if self._tokenizer is not None else None
             encode, decode = (lambda x: self.encode_array(x).codes), (lambda c: self.decode(c).samples)
-            self.last_report = report = readiness.run_checks(self.device, model, self.error, encode, decode)
+            per_frame = self.output.samples_per_frame if self.output else SAMPLES_PER_FRAME
+            self.last_report = report = readiness.run_checks(self.device, model, self.error, encode, decode, per_frame)
             logger.info("readiness: %s", ", ".join(f"{s.name}={s.status}" for s in report.steps))
             return report
 
@@ -195,8 +213,9 @@ class Engine:
         progress: Progress | None = None,
         codebooks: int = NUM_CODEBOOKS,
     ) -> DecodeResult:
-        """Decode codes (frames, 16); trim to ``original_samples`` when given. ``progress(fraction)``
-        is called after each decoded chunk. ``codebooks`` < 16 decodes with the first k only (core.nn.ladder)."""
+        """Decode codes (frames, 16) at the decoder's own rate; trim to the duration of ``original_samples``
+        (24 kHz input samples) when given. ``progress(fraction)`` is called after each decoded chunk.
+        ``codebooks`` < 16 decodes with the first k only (core.nn.ladder)."""
         codes = check_codes(codes, original_samples)
         check_duration([codes.shape[0]], self.settings.max_duration_s)  # before any model work
 
@@ -208,9 +227,10 @@ class Engine:
                 return model_calls.decode_tensor(self.model, self._runner, codes, plan, between)
 
         (wav, warnings), seconds, peak = self._job("decode", [codes.shape[0] * SAMPLES_PER_FRAME], work)
+        output = self._output()
         if original_samples is not None:
-            wav = wav[:original_samples]
-        return DecodeResult(wav, SAMPLE_RATE, seconds, peak, warnings)
+            wav = wav[: output.samples_for(original_samples)]
+        return DecodeResult(wav, output.rate_hz, seconds, peak, warnings)
 
     def roundtrip(self, audio, progress: Progress | None = None, codebooks: int = NUM_CODEBOOKS) -> RoundTripResult:
         """Encode then decode under one lock. ``progress(fraction)`` covers the whole trip: the
@@ -255,7 +275,7 @@ class Engine:
             ),
         )
         share = seconds / max(len(checked), 1)
-        return [DecodeResult(w, SAMPLE_RATE, share, peak, warnings) for w in wavs]
+        return [DecodeResult(w, self._output().rate_hz, share, peak, warnings) for w in wavs]
 
     def _between(self, progress: Progress | None) -> Progress:
         """``progress`` that also hands the lock to waiting live frames (called between chunks)."""
@@ -362,6 +382,7 @@ class Engine:
             "device_label": self.device_label,
             "dtype": self.settings.dtype,
             "decode_dtype": self.settings.decode_dtype or self.settings.dtype,
+            "output_rate_hz": self.output.rate_hz if self.output else None,  # the loaded decoder's (core.model.family)
             "decoder_compiled": bool(self._fast and self._fast.warm_shapes),  # False until a background compile ends
             "resident_mib": self.resident_mib,
             "load_seconds": self.load_seconds,

@@ -100,3 +100,15 @@ def decoder_config_for_rate(config, rate_hz: int):
     out.output_sample_rate = rate_hz
     out.decode_upsample_rate = SAMPLES_PER_FRAME * factor
     return out
+
+
+def decoder_note(made_beside_hz: int | None, decoding_hz: int) -> str | None:
+    """What to tell a user who decodes codes made beside a decoder of ``made_beside_hz`` (a token file's
+    ``decoder_rate_hz``; None for a file that does not say) with one of ``decoding_hz``; None when they match."""
+    if made_beside_hz is None or int(made_beside_hz) == int(decoding_hz):
+        return None
+    return (
+        f"These codes were made with a checkpoint whose decoder writes {made_beside_hz / 1000:g} kHz; they are "
+        f"decoded here with a {decoding_hz / 1000:g} kHz decoder (the codes are the same family's, so this works, "
+        "but it is not the decoder they were made beside)."
+    )

@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from core.model import planner, weights
+from core.codec import OutputRate
+from core.model import family, planner, weights
 from core.nn import fast_decode, kernels
 from core.nn.dtypes import TORCH_DTYPES
 from core.settings import Settings
@@ -32,6 +33,7 @@ class LoadedModel:
     path: Path  # the local directory the weights came from
     dims: planner.ModelDims  # read once, for the memory planner
     fast: fast_decode.FastDecoder  # the decoder jobs run (precision, compiled graphs, bf16 guard)
+    output: OutputRate  # the rate its decoder writes, from its config (core.model.family)
     seconds: float  # how long the load took
 
 
@@ -45,8 +47,11 @@ def load_model(settings: Settings) -> LoadedModel:
     tokenizer, path = weights.load_tokenizer(settings.model, settings.device, TORCH_DTYPES[settings.dtype])
     if snake is not None:
         snake.join()  # compiled while the model loaded
+    output = family.output_rate_of(tokenizer.model)  # a decoder the workbench cannot handle is refused here
     dims = planner.ModelDims.of(tokenizer.model)
-    return LoadedModel(tokenizer, path, dims, fast_decoder(tokenizer.model, settings), time.perf_counter() - start)
+    fast = fast_decoder(tokenizer.model, settings)
+    logger.info("the decoder writes %s (%d samples a frame)", output.label, output.samples_per_frame)
+    return LoadedModel(tokenizer, path, dims, fast, output, time.perf_counter() - start)
 
 
 def fast_decoder(model, settings: Settings) -> fast_decode.FastDecoder:

@@ -39,6 +39,7 @@ class ModelDims:
     head_dim: int  # width of one head
     conv_context_samples: int  # left context that makes an encoder window exact (samples)
     decoder_channels: int  # channels of the decoder's last block (decoder activations scale with it)
+    output_samples_per_frame: int = SAMPLES_PER_FRAME  # decoded samples per code frame (3,840 at 48 kHz)
 
     @property
     def kv_bytes_per_step(self) -> int:
@@ -62,7 +63,10 @@ class ModelDims:
             kv_heads=int(attn.num_key_value_heads),
             head_dim=int(attn.head_dim),
             conv_context_samples=conv_context_samples(model),
-            decoder_channels=int(dec.decoder_dim) // 2 ** len(dec.upsample_rates),
+            # a decoder with more blocks than the published four (48 kHz) counts the fourth block's channels
+            # at its own output rate: on the safe side (its last blocks hold both)
+            decoder_channels=int(dec.decoder_dim) // 2 ** min(len(dec.upsample_rates), 4),
+            output_samples_per_frame=int(model.config.decode_upsample_rate),
         )
 
 
@@ -203,20 +207,21 @@ def peak_bytes(dims: ModelDims, operation: str, lengths: list[int], plan: ChunkP
                 transformer = SPAN_FLOATS_PER_STEP_PER_HIDDEN * steps * dims.encoder_hidden * item
                 work = max(work, per_sample * batch_footprint(sizes, batch_window, context), transformer)
     if operation in ("decode", "roundtrip"):
-        per_frame = DECODE_FLOATS_PER_SAMPLE_PER_CHANNEL * dims.decoder_channels * item * SAMPLES_PER_FRAME
+        per_frame = DECODE_FLOATS_PER_SAMPLE_PER_CHANNEL * dims.decoder_channels * item * dims.output_samples_per_frame
         frames = min(plan.decode_chunk_frames, max(ceil_div(n, SAMPLES_PER_FRAME) for n in lengths))
         work = max(work, per_frame * frames)
     overhead = DEVICE_OVERHEAD_MIB * MIB if on_gpu else 0.0
     # On the CPU the device is the host: the decoded audio lives beside the activations.
-    output = 0.0 if on_gpu else output_bytes(operation, lengths)
+    output = 0.0 if on_gpu else output_bytes(operation, lengths, dims.output_samples_per_frame)
     return dims.weight_bytes + work + overhead + output
 
 
-def output_bytes(operation: str, lengths: list[int]) -> float:
-    """Host RAM of the decoded float32 audio (the decoder writes it into one buffer)."""
+def output_bytes(operation: str, lengths: list[int], samples_per_frame: int = SAMPLES_PER_FRAME) -> float:
+    """Host RAM of the decoded float32 audio (the decoder writes it into one buffer), ``samples_per_frame``
+    decoded samples for each code frame of the input lengths."""
     if operation not in ("decode", "roundtrip"):
         return 0.0
-    return 4.0 * sum(ceil_div(n, SAMPLES_PER_FRAME) * SAMPLES_PER_FRAME for n in lengths)
+    return 4.0 * sum(ceil_div(n, SAMPLES_PER_FRAME) * samples_per_frame for n in lengths)
 
 
 def host_bytes(dims: ModelDims, operation: str, lengths: list[int], plan: ChunkPlan, on_gpu: bool) -> float:
@@ -229,7 +234,7 @@ def host_bytes(dims: ModelDims, operation: str, lengths: list[int], plan: ChunkP
         steps = max(ceil_div(n, SAMPLES_PER_STEP) for n in lengths)
         if max(lengths) > plan.encode_chunk_samples:
             total += max(0, steps * dims.kv_bytes_per_step - plan.kv_device_bytes)
-    return total + output_bytes(operation, lengths)
+    return total + output_bytes(operation, lengths, dims.output_samples_per_frame)
 
 
 def describe(operation: str, lengths: list[int], peak: float, available: float, device: str) -> MemoryEstimate:

@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 import torch
 
-from core.codec import CODEBOOK_SIZE, NUM_CODEBOOKS, SAMPLE_RATE, SAMPLES_PER_FRAME, num_frames
+from core.codec import CODEBOOK_SIZE, FRAME_RATE, NUM_CODEBOOKS, SAMPLE_RATE, SAMPLES_PER_FRAME, num_frames
 from core.units import MIB
 
 PASS, FAIL, SKIPPED = "pass", "fail", "skipped"
@@ -148,8 +148,9 @@ def probe_signal(seconds: float = TEST_SIGNAL_S) -> np.ndarray:
     return (0.5 * x / np.abs(x).max()).astype(np.float32)
 
 
-def check_roundtrip(encode, decode) -> Step:
-    """Step 3: encode and decode the test signal; check shapes, ranges and finiteness."""
+def check_roundtrip(encode, decode, samples_per_frame: int = SAMPLES_PER_FRAME) -> Step:
+    """Step 3: encode and decode the test signal; check shapes, ranges and finiteness (``samples_per_frame``:
+    what the loaded decoder makes a frame)."""
 
     def run():
         x = probe_signal()
@@ -163,16 +164,18 @@ def check_roundtrip(encode, decode) -> Step:
             problems.append(f"codes shape {tuple(codes.shape)} != ({frames}, {NUM_CODEBOOKS})")
         if codes.size and (codes.min() < 0 or codes.max() >= CODEBOOK_SIZE):
             problems.append(f"codes outside 0..{CODEBOOK_SIZE - 1}")
-        if audio.shape[-1] != frames * SAMPLES_PER_FRAME:
-            problems.append(f"output {audio.shape[-1]} samples != {frames} x {SAMPLES_PER_FRAME}")
+        if audio.shape[-1] != frames * samples_per_frame:
+            problems.append(f"output {audio.shape[-1]} samples != {frames} x {samples_per_frame}")
         if not np.isfinite(audio).all():
             problems.append("output has NaN or inf samples")
-        data = {"frames": frames, "seconds": round(elapsed, 4), "input_s": TEST_SIGNAL_S}
+        rate_hz = round(samples_per_frame * FRAME_RATE)
+        data = {"frames": frames, "seconds": round(elapsed, 4), "input_s": TEST_SIGNAL_S, "output_rate_hz": rate_hz}
         if problems:
             return FAIL, "; ".join(problems), data
         return (
             PASS,
-            f"{TEST_SIGNAL_S:.0f} s test signal -> {frames} x {NUM_CODEBOOKS} codes -> audio in {elapsed * 1000:.0f} ms",
+            f"{TEST_SIGNAL_S:.0f} s test signal -> {frames} x {NUM_CODEBOOKS} codes -> {rate_hz / 1000:g} kHz audio "
+            f"in {elapsed * 1000:.0f} ms",
             data,
         )
 
@@ -185,7 +188,12 @@ def unchecked(name: str, status: str, why: str) -> Step:
 
 
 def run_checks(
-    device: str, model: torch.nn.Module | None, why_not_loaded: str | None, encode, decode
+    device: str,
+    model: torch.nn.Module | None,
+    why_not_loaded: str | None,
+    encode,
+    decode,
+    samples_per_frame: int = SAMPLES_PER_FRAME,
 ) -> ReadinessReport:
     """The three steps in order: CUDA, then, with a model, its weights and a round trip through
     ``encode(samples) -> codes`` and ``decode(codes) -> samples``; without one, why not."""
@@ -197,5 +205,5 @@ def run_checks(
             unchecked("roundtrip", SKIPPED, "skipped: no model"),
         )
     else:
-        steps = (cuda, check_weights(model, device), check_roundtrip(encode, decode))
+        steps = (cuda, check_weights(model, device), check_roundtrip(encode, decode, samples_per_frame))
     return ReadinessReport(steps, time.time())

@@ -18,8 +18,8 @@ class EncodeResult:
 
 @dataclass(frozen=True)
 class DecodeResult:
-    samples: np.ndarray  # float32 mono at 24 kHz
-    sample_rate: int  # always 24000
+    samples: np.ndarray  # float32 mono at the decoder's rate
+    sample_rate: int  # the decoder's output rate: 24000 for the published one, 48000 for the 48 kHz one
     seconds: float  # wall time of the model work
     peak_mib: float | None  # peak GPU memory during the job (None on CPU)
     warnings: tuple[str, ...] = ()  # for the user, e.g. bf16 chunks that were redone in fp32
@@ -28,4 +28,4 @@ class DecodeResult:
 @dataclass(frozen=True)
 class RoundTripResult:
     encoded: EncodeResult  # the codes
-    decoded: DecodeResult  # the reconstruction, trimmed to the input's length
+    decoded: DecodeResult  # the reconstruction at the decoder's rate, trimmed to the input's duration

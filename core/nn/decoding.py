@@ -1,5 +1,6 @@
-"""The decode path: codes (frames, 16) -> a float32 24 kHz waveform, streamed chunk by chunk
-with audio equal to a whole-utterance decode.
+"""The decode path: codes (frames, 16) -> a float32 waveform at the decoder's own rate (1,920 samples a
+frame at 24 kHz, 3,840 for the 48 kHz decoder: ``samples_per_frame``), streamed chunk by chunk with audio
+equal to a whole-utterance decode.
 
 The decoder is causal: a sliding-window transformer (72 frames) and causal convolutions.
 ``decode`` carries each layer's left state from chunk to chunk (the last inputs of every causal
@@ -17,9 +18,15 @@ from __future__ import annotations
 
 import torch
 
-from core.codec import SAMPLES_PER_FRAME, Progress, ceil_div
+from core.codec import Progress, ceil_div
 from core.nn import conv_layout
 from core.nn.kernels import snake_beta
+
+
+def samples_per_frame(decoder) -> int:
+    """Output samples ``decoder`` makes per code frame: the product of its upsampling blocks (the
+    official ``total_upsample``): 1,920 for the published 24 kHz decoder, 3,840 for the 48 kHz one."""
+    return int(decoder.total_upsample)
 
 
 def decode_whole(model, codes: torch.Tensor) -> torch.Tensor:
@@ -30,13 +37,13 @@ def decode_whole(model, codes: torch.Tensor) -> torch.Tensor:
 def decode_official(model, codes: torch.Tensor, chunk_frames: int = 300, left_context: int = 25) -> torch.Tensor:
     """The official ``chunked_decode`` (independent chunks with 25 frames of re-decoded context)."""
     wav = model.decoder.chunked_decode(codes.T[None], chunk_size=chunk_frames, left_context_size=left_context)
-    return wav.reshape(-1)[: codes.shape[0] * SAMPLES_PER_FRAME]
+    return wav.reshape(-1)[: codes.shape[0] * samples_per_frame(model.decoder)]
 
 
 def decode(
     model, codes: torch.Tensor, chunk_frames: int = 300, on_progress: Progress | None = None, runner=None
 ) -> torch.Tensor:
-    """Decode codes of shape (frames, 16) to a float32 waveform of frames * 1920 samples.
+    """Decode codes of shape (frames, 16) to a float32 waveform of frames × ``samples_per_frame`` samples.
 
     Streams chunk by chunk with carried state (exact seams); the result is a CPU tensor, filled
     chunk by chunk, so device memory does not grow with the clip's length. ``runner`` (a
@@ -50,31 +57,32 @@ def decode_batch(
     model, codes_list: list[torch.Tensor], chunk_frames: int = 300, on_progress: Progress | None = None, runner=None
 ) -> list[torch.Tensor]:
     """Decode several code sequences together (padded with code 0 at the end; the decoder is causal,
-    so padding never reaches a sequence's own samples); each result has frames * 1920 samples."""
+    so padding never reaches a sequence's own samples); each result has frames × ``samples_per_frame``."""
     device = next(model.parameters()).device
+    per_frame = samples_per_frame(model.decoder)
     lengths = [int(c.shape[0]) for c in codes_list]
     longest = max(lengths)
     codes = torch.zeros(len(codes_list), codes_list[0].shape[1], longest, dtype=torch.long, device=device)
     for i, c in enumerate(codes_list):
         codes[i, :, : lengths[i]] = c.T.to(device)
-    out = torch.empty(len(codes_list), longest * SAMPLES_PER_FRAME, dtype=torch.float32)  # pageable host memory
+    out = torch.empty(len(codes_list), longest * per_frame, dtype=torch.float32)  # pageable host memory
     chunk_frames = max(1, int(chunk_frames))
-    sink = _HostSink(out, chunk_frames * SAMPLES_PER_FRAME) if device.type == "cuda" else None
+    sink = _HostSink(out, chunk_frames * per_frame) if device.type == "cuda" else None
     stream = DecoderStream(model.decoder, len(codes_list)) if runner is None else runner.stream(len(codes_list))
     for index, start in enumerate(range(0, longest, chunk_frames)):
         end = min(start + chunk_frames, longest)
         chunk = codes[..., start:end]
         wav = stream.step(chunk)[:, 0] if runner is None else runner.step(stream, chunk)
         if sink is None:
-            out[:, start * SAMPLES_PER_FRAME : end * SAMPLES_PER_FRAME].copy_(wav)
+            out[:, start * per_frame : end * per_frame].copy_(wav)
         else:
-            sink.put(index, wav, start * SAMPLES_PER_FRAME)
+            sink.put(index, wav, start * per_frame)
         del wav
         if on_progress is not None:
             on_progress(end / longest)
     if sink is not None:
         sink.flush()
-    return [out[i, : n * SAMPLES_PER_FRAME] for i, n in enumerate(lengths)]
+    return [out[i, : n * per_frame] for i, n in enumerate(lengths)]
 
 
 class _HostSink:
@@ -227,7 +235,7 @@ class DecoderStream:
         return run_transformer_layers(tr, x, mask, positions, self.cache)
 
     def step(self, codes: torch.Tensor) -> torch.Tensor:
-        """Decode the next frames: codes (B, 16, T) -> audio (B, 1, T * 1920)."""
+        """Decode the next frames: codes (B, 16, T) -> audio (B, 1, T × samples per frame)."""
         out = self.tail(self.head(codes))
         self.position += codes.shape[-1]
         return out
@@ -240,7 +248,7 @@ class DecoderStream:
         return self._transformer(hidden).permute(0, 2, 1)
 
     def tail(self, hidden: torch.Tensor) -> torch.Tensor:
-        """The convolution stack (upsampling blocks and decoder blocks): hidden -> audio (B, 1, T * 1920).
+        """The convolution stack (upsampling blocks and decoder blocks): hidden -> audio (B, 1, T × samples per frame).
         Tensors in, tensors out and ``self.state`` updated, so ``torch.compile`` can take it whole."""
         from qwen_tts.core.tokenizer_12hz.modeling_qwen3_tts_tokenizer_v2 import (
             Qwen3TTSTokenizerV2CausalConvNet,

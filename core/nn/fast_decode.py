@@ -29,9 +29,9 @@ from dataclasses import dataclass
 
 import torch
 
-from core.codec import SAMPLES_PER_FRAME, ceil_div
+from core.codec import ceil_div
 from core.nn import conv_layout, cpu_convs
-from core.nn.decoding import DecoderStream
+from core.nn.decoding import DecoderStream, samples_per_frame
 from core.nn.dtypes import TORCH_DTYPES
 
 logger = logging.getLogger(__name__)
@@ -191,11 +191,11 @@ class FastDecoder:
         return self._winograd_convs[winograd]
 
     def step(self, stream: DecoderStream, codes: torch.Tensor) -> torch.Tensor:
-        """The next chunk's audio, (B, T * 1920), checked and redone in fp32 when broken."""
+        """The next chunk's audio, (B, T × the decoder's samples per frame), checked and redone in fp32 when broken."""
         frames = codes.shape[-1]
         padded = self._pad_to_warm(codes)
         before = _snapshot(stream) if self.guarded else None
-        wav = stream.step(padded)[:, 0, : frames * SAMPLES_PER_FRAME]
+        wav = stream.step(padded)[:, 0, : frames * samples_per_frame(self.decoder)]
         why = broken(wav) if self.guarded else None
         if why is None:
             return wav

@@ -20,7 +20,7 @@ from core.analysis import metrics as analysis_metrics
 from core.analysis import token_usage
 from core.analysis.judges import DEFAULT_JUDGES, Judges
 from core.audio.files import load_audio, on_grid, write_wav
-from core.codec import SAMPLES_PER_FRAME
+from core.codec import SAMPLE_RATE, SAMPLES_PER_FRAME
 from core.judging import sources
 from core.model.engine import ROUNDTRIP_ENCODE_SHARE
 from core.settings import AudioLimits
@@ -41,6 +41,8 @@ class RoundTripOutput:
     compare: dict = field(default_factory=dict)
     # both WAVs' samples as written (the 16-bit grid): the result's record keeps them (webui.jobs.results)
     samples: tuple[np.ndarray, np.ndarray] | None = field(default=None, repr=False)
+    # the rates (core.audio.rates): compared_at_hz, output_rate_hz, second_output_rate_hz, original_rate_hz, original_top_hz
+    rates: dict = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -126,7 +128,7 @@ def _read_and_encode(
 
 
 def _token_file(engine, codes, original_samples: int) -> tokens.TokenFile:
-    return tokens.make_token_file(codes, original_samples, engine.settings.model)
+    return tokens.make_token_file(codes, original_samples, engine.settings.model, decoder_rate_hz=engine.output_rate)
 
 
 def _trip_steps(progress: Progress, low: float, high: float) -> Callable[[float], None]:
@@ -172,10 +174,10 @@ def roundtrip(
     webui.jobs.compare). The metrics are the follow-up :func:`measure` (PESQ alone would take half the budget)."""
     start = time.perf_counter()
     progress(0.05, "job.reading")
-    audio = load_audio(source, limits)
+    chosen = list(compare_with or [])
+    audio = load_audio(source, sources.audio_limits_for(engine, sources.COMPARE_ID in chosen, limits))
     estimate = _preflight(engine, "roundtrip", audio.samples.size, progress, 0.15)
     progress(0.2, "job.encoding")
-    chosen = list(compare_with or [])
     wanted = anchors.parse_anchors([c for c in chosen if c != sources.COMPARE_ID])
     made = sources.make_sources(engine, audio, wanted, sources.COMPARE_ID in chosen, _made_steps(progress))
     encoded, decoded = made.trip.encoded, made.trip.decoded
@@ -185,9 +187,10 @@ def roundtrip(
     extra = compare_jobs.page_sources(engine, made, chosen, written, folder, stem)
     token_file = _token_file(engine, encoded.codes, encoded.original_samples)
     token_path = tokens.save_tokens(token_file, folder / f"{stem}_tokens.npz")
-    heard, out = on_grid(audio.samples), on_grid(decoded.samples)  # as written: what is measured and played
+    # as written, at the comparison rate: what is measured and played
+    heard, out = on_grid(made.original.samples), on_grid(made.by_id(sources.CODEC_ID).samples)
     words = (figure_words or {}).get("spectrogram")
-    figure = analysis_metrics.spectrogram_figure(heard, out, words=words)
+    figure = analysis_metrics.spectrogram_figure(heard, out, made.rate_hz, words=words)
     png = analysis_metrics.figure_to_png(figure, folder / f"{stem}_spectrogram.png")
     return RoundTripOutput(
         written[sources.ORIGINAL_ID],
@@ -204,7 +207,21 @@ def roundtrip(
             "token_file": str(extra.token_file) if extra.token_file else None,
         },
         (heard, out),
+        rates_of(made, audio),
     )
+
+
+def rates_of(made: sources.SourceSet, audio) -> dict:
+    """The rates of a round trip for the page: what each decoder wrote, what they were compared at, and
+    how much of the original's band there is to compare (a 24 kHz clip has nothing above 12 kHz)."""
+    second = made.second_trip
+    return {
+        "compared_at_hz": made.rate_hz,
+        "output_rate_hz": made.trip.decoded.sample_rate,
+        "second_output_rate_hz": second.decoded.sample_rate if second is not None else None,
+        "original_rate_hz": audio.facts.sample_rate,
+        "original_top_hz": made.band.original_top_hz,
+    }
 
 
 def measure(
@@ -223,10 +240,12 @@ def measure(
     return measure_samples(original, reconstruction, judges, start)
 
 
-def measure_samples(original, reconstruction, judges: Judges = DEFAULT_JUDGES, start: float | None = None):
-    """:func:`measure` of two clips' samples (a round trip's record holds them: nothing is read)."""
+def measure_samples(
+    original, reconstruction, judges: Judges = DEFAULT_JUDGES, start: float | None = None, rate_hz: int = SAMPLE_RATE
+):
+    """:func:`measure` of two clips' samples at ``rate_hz`` (a round trip's record holds them: nothing is read)."""
     start = time.perf_counter() if start is None else start
-    metrics = [asdict(m) for m in analysis_metrics.compare(original, reconstruction, judges=judges)]
+    metrics = [asdict(m) for m in analysis_metrics.compare(original, reconstruction, rate_hz, judges=judges)]
     return MetricsOutput(metrics, time.perf_counter() - start)
 
 
@@ -272,14 +291,18 @@ def decode(
     )
     progress(0.8, "job.plotting")
     stem = stem_of(source).removesuffix("_tokens")
-    wav = write_wav(folder / f"{stem}_decoded.wav", decoded.samples)
+    wav = write_wav(folder / f"{stem}_decoded.wav", decoded.samples, decoded.sample_rate)
     words = figure_words or {}
     title = words.get("decoded") or "Decoded audio: log-mel spectrogram"  # i18n-exempt: the CLI's, in English
-    figure = analysis_metrics.single_spectrogram_figure(decoded.samples, title=title, words=words.get("spectrogram"))
+    figure = analysis_metrics.single_spectrogram_figure(
+        decoded.samples, decoded.sample_rate, title=title, words=words.get("spectrogram")
+    )
     png = analysis_metrics.figure_to_png(figure, folder / f"{stem}_spectrogram.png")
     meta = {
         "model_source": token_file.model_source,
         "created": token_file.created,
         "versions": dict(token_file.versions),
+        "decoder_rate_hz": token_file.decoder_rate_hz,  # the decoder the codes were made beside (None: not recorded)
+        "output_rate_hz": decoded.sample_rate,  # the decoder that decoded them here
     }
     return DecodeOutput(wav, png, meta, token_file.summary(), _timing(start, decoded=decoded) | {"estimate": estimate})

@@ -74,9 +74,9 @@ def page_sources(engine, made: sources.SourceSet, chosen, written: dict[str, Pat
             other = second.ready_second(engine)
             model = other.settings.model if other is not None else ""
             folder_name = Path(str(model)).name  # which second checkpoint: its folder's name
-            facts = sources.checkpoint().facts() | {WAV: str(written[source.id]), "label": folder_name or source.id}
-            encoded = made.second_trip.encoded
-            token_file = tokens.make_token_file(encoded.codes, encoded.original_samples, model)
+            facts = source.facts() | {WAV: str(written[source.id]), "label": folder_name or source.id}
+            encoded, rate = made.second_trip.encoded, made.second_trip.decoded.sample_rate
+            token_file = tokens.make_token_file(encoded.codes, encoded.original_samples, model, decoder_rate_hz=rate)
             token_path = tokens.save_tokens(token_file, folder / f"{stem}_{sources.COMPARE_ID}_tokens.npz")
             agreement = sources.agreement_rows(made.agreement)
         out.append(facts)

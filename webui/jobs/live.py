@@ -125,7 +125,9 @@ def save_result(engine, result: LiveResult, folder: Path, latency: dict | None =
     """Write a stopped session's files as a round trip does; return them as a RoundTripOutput."""
     start = time.perf_counter()
     recording = result.recording
-    token_file = tokens.make_token_file(result.codes, recording.samples.size, engine.settings.model)
+    token_file = tokens.make_token_file(
+        result.codes, recording.samples.size, engine.settings.model, decoder_rate_hz=engine.output_rate
+    )
     made = (sources.original(recording.samples), sources.codec(result.reconstruction))
     written = sources.write_sources(made, lambda s: folder / sources.file_name(STEM, s.id))  # on the 16-bit grid
     original, reconstruction = written[sources.ORIGINAL_ID], written[sources.CODEC_ID]

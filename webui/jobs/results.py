@@ -24,7 +24,8 @@ from typing import Any
 
 import numpy as np
 
-from core.audio.files import load_audio
+from core.audio import rates
+from core.codec import SAMPLE_RATE
 
 MAX_RECORDS = 256  # round trips remembered (each a few KB of JSON without its samples)
 KEEP_SAMPLES = 4  # the newest records keep their samples in memory (10 minutes of both clips: 115 MB)
@@ -44,6 +45,7 @@ class Record:
     values: dict[str, Any] = field(default_factory=dict)  # "roundtrip", "metrics", "verdict", "comparison"
     samples: tuple[np.ndarray, np.ndarray] | None = field(default=None, repr=False)
     decodes: int = 0  # WAVs read back from disk for this record (the samples had been let go)
+    rate_hz: int = SAMPLE_RATE  # the rate both clips are compared at (48000 beside a 48 kHz decoder)
 
 
 def scope(engine) -> str:
@@ -59,10 +61,13 @@ def samples_digest(original: np.ndarray, reconstruction: np.ndarray) -> str:
     return h.hexdigest()
 
 
-def open_record(engine, original: Path, reconstruction: Path, samples: tuple[np.ndarray, np.ndarray]) -> Record:
-    """The record of a round trip just written (``samples``: exactly what its two WAVs hold)."""
+def open_record(
+    engine, original: Path, reconstruction: Path, samples: tuple[np.ndarray, np.ndarray], rate_hz: int = SAMPLE_RATE
+) -> Record:
+    """The record of a round trip just written (``samples``: exactly what its two WAVs hold, at ``rate_hz``)."""
     result_id = Path(original).parent.name
-    record = Record(result_id, scope(engine), Path(original), Path(reconstruction), samples_digest(*samples))
+    digest = samples_digest(*samples)
+    record = Record(result_id, scope(engine), Path(original), Path(reconstruction), digest, rate_hz=rate_hz)
     record.samples = samples
     with _lock:
         _records.pop(result_id, None)
@@ -108,7 +113,10 @@ def samples_of(record: Record, limits) -> tuple[np.ndarray, np.ndarray]:
         held = record.samples
     if held is not None:
         return held
-    held = (load_audio(record.original, limits).samples, load_audio(record.reconstruction, limits).samples)
+    held = (
+        rates.read_at(record.original, limits, record.rate_hz),
+        rates.read_at(record.reconstruction, limits, record.rate_hz),
+    )
     with _lock:
         record.decodes += 2
         record.samples = held

@@ -138,7 +138,8 @@ class ReviewHandlers(TabHandlers):
         """The server's metrics of these clips: the record's (from /metrics), or measured now."""
         measured = results.recall(record, "metrics")
         if measured is None:
-            out = jobs_codec.measure_samples(clips[0], clips[1], Judges.of(self.engine.settings))
+            rate = record.rate_hz if record is not None else SAMPLE_RATE
+            out = jobs_codec.measure_samples(clips[0], clips[1], Judges.of(self.engine.settings), rate_hz=rate)
             measured = {"metrics": out.metrics, "seconds": out.seconds}
             results.remember(record, "metrics", measured)
         return measured
@@ -150,7 +151,7 @@ class ReviewHandlers(TabHandlers):
             clips[0],
             clips[1],
             values,
-            SAMPLE_RATE,
+            record.rate_hz if record is not None else SAMPLE_RATE,
             self.engine.device,
             self._random(),
             self.engine.settings.mos_windows,

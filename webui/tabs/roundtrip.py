@@ -93,12 +93,14 @@ class RoundTripHandlers(TabHandlers):
             "round trip of %s: model %.2f s, ours %.3f s", source.name, out.timing["model_s"], out.timing["ui_s"]
         )
         assert out.samples is not None  # the round trip hands its record what it wrote
-        record = results.open_record(self.engine, out.original_wav, out.reconstruction_wav, out.samples)
+        rate = out.rates.get("compared_at_hz") or self.engine.output_rate
+        record = results.open_record(self.engine, out.original_wav, out.reconstruction_wav, out.samples, rate)
         details: dict[str, Any] = {
             "input": out.facts,
             "tokens": out.summary,
             "timing": out.timing,
             "compare": out.compare,
+            "rates": out.rates,
         }
         details[results.ID_KEY] = record.result_id  # the follow-up events read the record by it
         results.remember(record, "roundtrip", details)
@@ -131,7 +133,7 @@ class RoundTripHandlers(TabHandlers):
             judges = Judges.of(self.engine.settings)
             if record is not None:
                 i18n.progress_in(lang, progress)(0.1, "job.metrics")
-                out = codec.measure_samples(*results.samples_of(record, self.limits), judges)
+                out = codec.measure_samples(*results.samples_of(record, self.limits), judges, rate_hz=record.rate_hz)
             else:
                 out = codec.measure(original, reconstruction, self.limits, i18n.progress_in(lang, progress), judges)
             measured = {"metrics": out.metrics, "seconds": out.seconds}

@@ -22,12 +22,20 @@ def test_rows_are_means_over_the_files_that_have_each_value():
     labels = {"reconstruction": ("codec", 2200.0), "amr": ("Phone call", 12200.0)}
     codec, amr = paper_table.rows(_files(), labels)
     columns = paper_table.header()
-    assert codec[: columns.index("PESQ_WB")] == ["codec", 16, 2048, 12.5]
+    assert codec[: columns.index("PESQ_WB")] == ["codec", 16, 2048, 12.5, "24"]  # output kHz: 24 unless said
     assert codec[columns.index("PESQ_WB")] == pytest.approx(1.5)
     assert codec[columns.index("PESQ_NB")] == pytest.approx(1.5)  # the file without one is left out
     assert codec[columns.index("SIM (GE2E)")] == pytest.approx(0.6)
     assert codec[columns.index("dWER")] is None and codec[columns.index("files")] == 2
     assert amr[1:4] == ["—", "—", "—"] and amr[columns.index("files")] == 1
+
+
+def test_the_output_rate_column_says_what_each_decoder_wrote():
+    files = [{"reconstruction": {"PESQ-WB": 1.0, "output_rate_hz": 48_000}, "compare": {"output_rate_hz": 24_000}}]
+    labels = {"reconstruction": ("codec", 2200.0), "compare": ("second", 2200.0)}
+    codec, second = paper_table.rows(files, labels)
+    at = paper_table.header().index("output kHz")
+    assert (codec[at], second[at]) == ("48", "24")
 
 
 def test_every_column_names_its_model_and_the_published_rows_stay_apart():

@@ -1,0 +1,107 @@
+"""A 48 kHz decoder of the family through every core path, against the official ``qwen_tts`` class on a tiny
+checkpoint of the 48 kHz recipe (layer scales 1.0, so context matters): codes equal the official encode,
+audio equals the official decode at 48 kHz and lasts as long as the clip."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import soundfile as sf
+import torch
+
+from core.audio.files import on_grid
+from core.model.engine import Engine
+from core.nn import decoding
+from core.settings import Settings
+from core.tokens import load_tokens
+
+
+def snr_db(reference: np.ndarray, other: np.ndarray) -> float:
+    reference, other = np.asarray(reference, np.float64), np.asarray(other, np.float64)
+    noise = np.sum((reference - other) ** 2)
+    return float("inf") if noise == 0 else float(10 * np.log10(np.sum(reference**2) / noise))
+
+
+@pytest.fixture(scope="module")
+def official48(tiny_checkpoint_48k):
+    from qwen_tts import Qwen3TTSTokenizer
+
+    return Qwen3TTSTokenizer.from_pretrained(str(tiny_checkpoint_48k), device_map="cpu", dtype=torch.float32)
+
+
+@pytest.fixture(scope="module")
+def engine48(tiny_checkpoint_48k):
+    engine = Engine(Settings(model=str(tiny_checkpoint_48k), device="cpu"))
+    report = engine.warm_up()  # the readiness round trip checks 3,840 samples a frame
+    assert report.ok, report.to_dict()
+    return engine
+
+
+def official_decode(official, codes: np.ndarray) -> np.ndarray:
+    wavs, rate = official.decode({"audio_codes": torch.from_numpy(np.asarray(codes, np.int64))[None]})
+    assert rate == 48_000
+    return np.asarray(wavs[0], np.float32)
+
+
+def test_engine_codes_and_audio_equal_the_official_class_at_48k(engine48, official48, speech, whole_codes):
+    x = speech(3.3, seed=5)  # 3.3 s: the last frame is padded
+    trip = engine48.roundtrip(engine48_audio(x))
+    np.testing.assert_array_equal(trip.encoded.codes, whole_codes(official48.model, x).numpy())
+    official = official_decode(official48, trip.encoded.codes)
+    assert official.size == trip.encoded.codes.shape[0] * 3840
+    assert trip.decoded.sample_rate == 48_000 == engine48.output_rate
+    assert engine48.output_samples_per_frame == 3840
+    assert trip.decoded.samples.size == 2 * x.size  # the clip's duration at 48 kHz
+    assert snr_db(official[: 2 * x.size], trip.decoded.samples) >= 80
+
+
+def engine48_audio(x):
+    from core.audio.files import audio_from_array
+
+    return audio_from_array(x, 24_000)
+
+
+def test_streamed_decode_in_small_chunks_equals_the_whole_decode_at_48k(official48, speech, whole_codes):
+    model = official48.model
+    codes = whole_codes(model, speech(4.0, seed=7))  # 50 frames: seams at 7, 14, ... inside the 72-frame window
+    with torch.inference_mode():
+        whole = decoding.decode_whole(model, codes)
+        streamed = decoding.decode(model, codes, chunk_frames=7)
+        naive = torch.cat([decoding.decode_whole(model, codes[i : i + 7]) for i in range(0, codes.shape[0], 7)])
+    assert streamed.shape == whole.shape == (codes.shape[0] * 3840,)
+    assert snr_db(whole.numpy(), streamed.numpy()) >= 80
+    assert snr_db(whole.numpy(), naive.numpy()) < 40  # context matters on this checkpoint
+
+
+def test_cli_roundtrip_writes_48k_of_the_clips_duration_equal_to_the_official_decode(
+    tiny_checkpoint_48k, official48, tmp_path, speech, cli
+):
+    x = speech(1.5, seed=3)
+    sf.write(tmp_path / "clip.wav", x, 24_000, subtype="FLOAT")
+    out = tmp_path / "out"
+    proc = cli("roundtrip", tmp_path / "clip.wav", "-o", out, "--model", tiny_checkpoint_48k, "--anchors", "none")
+    assert proc.returncode == 0, proc.stderr
+    decoded, rate = sf.read(out / "clip.decoded.wav", dtype="float32")
+    assert rate == 48_000 and decoded.size == 2 * x.size  # before: 24 kHz with the clip's 24 kHz sample count
+    tokens = load_tokens(out / "clip.npz")
+    assert tokens.decoder_rate_hz == 48_000
+    official = official_decode(official48, tokens.codes)[: decoded.size]
+    assert snr_db(on_grid(official), decoded) >= 80
+    assert "compared at 48 kHz" in proc.stdout and "nothing above 12 kHz can be compared" in proc.stdout
+
+
+def test_token_file_decode_writes_48k_and_another_decoder_says_so(
+    tiny_checkpoint_48k, tiny_checkpoint, official48, tmp_path, speech, cli
+):
+    x = speech(1.0, seed=9)
+    sf.write(tmp_path / "clip.wav", x, 24_000, subtype="FLOAT")
+    assert cli("encode", tmp_path / "clip.wav", "-o", tmp_path, "--model", tiny_checkpoint_48k).returncode == 0
+    proc = cli("decode", tmp_path / "clip.npz", "-o", tmp_path / "at48", "--model", tiny_checkpoint_48k)
+    assert proc.returncode == 0 and "decoded here with" not in proc.stderr
+    audio, rate = sf.read(tmp_path / "at48" / "clip.wav", dtype="float32")
+    official = official_decode(official48, load_tokens(tmp_path / "clip.npz").codes)[: audio.size]
+    assert rate == 48_000 and audio.size == 2 * x.size and snr_db(official, audio) >= 80
+    proc = cli("decode", tmp_path / "clip.npz", "-o", tmp_path / "at24", "--model", tiny_checkpoint)
+    assert proc.returncode == 0
+    assert "writes 48 kHz" in proc.stderr and "decoded here with a 24 kHz decoder" in proc.stderr
+    assert sf.info(tmp_path / "at24" / "clip.wav").samplerate == 24_000
