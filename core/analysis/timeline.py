@@ -80,27 +80,29 @@ def timeline(
     decode_chunk_frames: int | None = None,
     resolution_s: float = RESOLUTION_S,
     mels: tuple[np.ndarray, np.ndarray] | None = None,
+    sample_rate: int = SAMPLE_RATE,
 ) -> Timeline:
-    """The quality timeline of ``reconstruction`` against ``original`` (trimmed to the shorter).
-    ``mels``: their :func:`log_mel_blocks`, when the caller has them already (the ladder does)."""
+    """The quality timeline of ``reconstruction`` against ``original`` (trimmed to the shorter), both at
+    ``sample_rate`` (a 48 kHz decoder's comparison rate). ``mels``: their :func:`log_mel_blocks`, when the
+    caller has them already (the ladder does)."""
     if not 0 < resolution_s <= 0.1:
         raise ValueError("resolution_s must be in (0, 0.1] seconds")
     ref, deg = metrics._mono(original), metrics._mono(reconstruction)
     n = min(ref.size, deg.size)
     ref, deg = ref[:n], deg[:n]
-    cell = max(1, round(resolution_s * SAMPLE_RATE))
-    a, b = mels if mels is not None else (log_mel_blocks(ref), log_mel_blocks(deg))
+    cell = max(1, round(resolution_s * sample_rate))
+    a, b = mels if mels is not None else (log_mel_blocks(ref, sample_rate), log_mel_blocks(deg, sample_rate))
     frames = 1 + n // metrics.HOP
     distance = _mel_distance_cells(a[:, :frames], b[:, :frames], n, cell)
     snr = _seg_snr_cells(ref, deg, cell)
     silent = np.isnan(snr)
     seams: tuple[float, ...] = ()
     if decode_chunk_frames:
-        step = decode_chunk_frames * SAMPLES_PER_FRAME
-        seams = tuple(s / SAMPLE_RATE for s in range(step, n, step))
-    short = distance.size < _window_cells(cell / SAMPLE_RATE)
-    worst = () if short else _worst(distance, snr, silent, cell / SAMPLE_RATE)
-    return Timeline(cell / SAMPLE_RATE, distance, snr, worst, seams, n / SAMPLE_RATE, short)
+        step = round(decode_chunk_frames * SAMPLES_PER_FRAME * sample_rate / SAMPLE_RATE)
+        seams = tuple(s / sample_rate for s in range(step, n, step))
+    short = distance.size < _window_cells(cell / sample_rate)
+    worst = () if short else _worst(distance, snr, silent, cell / sample_rate)
+    return Timeline(cell / sample_rate, distance, snr, worst, seams, n / sample_rate, short)
 
 
 def _mel_distance_cells(a: np.ndarray, b: np.ndarray, samples: int, cell: int) -> np.ndarray:
@@ -113,23 +115,23 @@ def _mel_distance_cells(a: np.ndarray, b: np.ndarray, samples: int, cell: int) -
     return (total / np.maximum(count, 1)).astype(np.float32)
 
 
-def log_mel_blocks(x) -> np.ndarray:
+def log_mel_blocks(x, sample_rate: int = SAMPLE_RATE) -> np.ndarray:
     """``analysis.log_mel(x)`` computed ``BLOCK_S`` at a time: each block gets half a window of real
     neighbours on both sides, and only frames whose window lies inside the padded block are kept,
     so the result equals the whole-clip pass."""
     x = metrics._mono(x)
     hop, half = metrics.HOP, metrics.N_FFT // 2
     frames = 1 + x.size // hop
-    block = max(1, int(BLOCK_S * SAMPLE_RATE) // hop) * hop
+    block = max(1, int(BLOCK_S * sample_rate) // hop) * hop
     if x.size <= block:
-        return metrics.log_mel(x)
+        return metrics.log_mel(x, sample_rate)
     parts = []
     for start in range(0, frames * hop, block):
         first, last = start // hop, min(frames, (start + block) // hop)  # frames [first, last)
         lo, hi = start - half, (last - 1) * hop + half  # samples those frames' windows cover
         piece = x[max(0, lo) : min(x.size, hi)]
         piece = np.pad(piece, (max(0, -lo), max(0, hi - x.size)))
-        mel = metrics.log_mel(piece)  # frame j centred at lo + j * hop; frame first is j = half // hop
+        mel = metrics.log_mel(piece, sample_rate)  # frame j centred at lo + j * hop; frame first is j = half // hop
         skip = half // hop
         parts.append(mel[:, skip : skip + last - first])
     return np.concatenate(parts, axis=1)
@@ -195,14 +197,14 @@ def _rounded(values: np.ndarray, digits: int) -> list:
     return [None if not np.isfinite(v) else round(float(v), digits) for v in values]
 
 
-def waveform_envelope(x, columns: int = PLOT_POINTS) -> dict:
-    """Min and max of the waveform in ``columns`` equal groups: enough to draw it at that width."""
+def waveform_envelope(x, columns: int = PLOT_POINTS, sample_rate: int = SAMPLE_RATE) -> dict:
+    """Min and max of the waveform (at ``sample_rate``) in ``columns`` equal groups: enough to draw it at that width."""
     audio = metrics._mono(x)
     factor = max(1, -(-audio.size // columns))
     pad = (-audio.size) % factor
     groups = np.pad(audio, (0, pad)).reshape(-1, factor)
     return {
-        "seconds_per_column": factor / SAMPLE_RATE,
+        "seconds_per_column": factor / sample_rate,
         "min": _rounded(groups.min(axis=1), 3),
         "max": _rounded(groups.max(axis=1), 3),
     }

@@ -87,4 +87,20 @@ def read_at(path, limits: AudioLimits, rate_hz: int) -> np.ndarray:
     from core.audio.files import load_audio
 
     audio = load_audio(path, limits_keeping(limits, rate_hz))
+    if audio.kept is not None and audio.kept_rate_hz == rate_hz:
+        return audio.kept  # the file's own samples, every one (its FLAC copy is then the file's)
     return original_at(audio, rate_hz)[0]
+
+
+def rate_of_files(paths) -> int:
+    """The common rate of files to be played and compared together: the highest of their own rates, at
+    least 24 kHz (a file that cannot be read counts as 24 kHz: reading it later says what is wrong)."""
+    import soundfile as sf
+
+    found = []
+    for path in paths:
+        try:
+            found.append(int(sf.info(str(path)).samplerate))
+        except (sf.SoundFileError, RuntimeError, OSError):
+            continue
+    return comparison_rate(found)

@@ -18,6 +18,7 @@ import numpy as np
 
 from core import anchors, tokens
 from core.analysis.judges import DEFAULT_JUDGES, Judges
+from core.audio import rates
 from core.audio.files import load_audio
 from core.judging import placing, source_table, sources
 from core.model import second
@@ -128,13 +129,16 @@ def table_of(
     """The table of every listed source (checked source dicts) against the original, and where the
     codec stands among them. Columns measured before are taken from a cache."""
     started = time.perf_counter()
-    original = sources.original(load_audio(original_path, limits).samples)
+    wavs = [Path(item[WAV]) for item in listed if item["kind"] != sources.ORIGINAL]
+    rate = rates.rate_of_files([original_path, *wavs])  # every source at one rate (48 kHz beside a 48 kHz decoder)
+    original = sources.original(rates.read_at(original_path, limits, rate), rate)
     items = []
     for item in listed:
         if item["kind"] == sources.ORIGINAL:
             continue
-        samples = load_audio(Path(item[WAV]), limits).samples
-        items.append(sources.Source(item["id"], item["kind"], item["label"], item["key"], item["bitrate_bps"], samples))
+        samples = rates.read_at(Path(item[WAV]), limits, rate)
+        facts = (item["id"], item["kind"], item["label"], item["key"], item["bitrate_bps"])
+        items.append(sources.Source(*facts, samples, rate, int(item.get("made_at_hz") or rate)))
     with _CACHE_LOCK:
         cache = dict(_CACHE)
     table = source_table.measure(

@@ -1,7 +1,8 @@
 """The listening lab's work, without Gradio: the flip player's sources (original, reconstruction,
-residual, ladder levels) with their loudness-matching gains, the quality timeline, the codebook
-ladder and token usage. The Gradio handlers in ``webui.tabs.lab`` wrap these; bench/lab_overhead.py
-times them.
+residual, ladder levels) with their loudness-matching gains and the quality timeline, at the rate
+of the highest-rate source (``core.audio.rates``: 48 kHz beside a 48 kHz decoder); the codebook ladder
+and token usage are ``webui.jobs.lab_ladder``. The Gradio handlers in ``webui.tabs.lab`` wrap these;
+bench/lab_overhead.py times them.
 
 The player never gets audio inside the page: it gets a manifest of file paths in the request's
 folder and fetches them itself (byte ranges of long files, on demand). Files are written with
@@ -16,14 +17,11 @@ from pathlib import Path
 
 import numpy as np
 
-from core import tokens
-from core.analysis import catalog, timeline, token_usage
-from core.analysis import metrics as analysis_metrics
-from core.audio import loudness
-from core.audio.files import load_audio, on_grid, write_pcm16
-from core.codec import SAMPLE_RATE, check_duration
+from core.analysis import timeline
+from core.audio import loudness, rates
+from core.audio.files import on_grid, write_pcm16
+from core.codec import SAMPLE_RATE
 from core.judging.sources import CODEC_BPS
-from core.nn import ladder
 from core.settings import AudioLimits
 from webui.jobs.common import Progress, quiet, stem_of
 from webui.jobs.lab_analysis import analyse as _analyse
@@ -62,11 +60,12 @@ class LadderOutput:
     timing: dict  # model_s (encode + decodes), ui_s (everything else), total_s
 
 
-def _load(path: Path, limits: AudioLimits) -> np.ndarray:
-    return load_audio(path, limits).samples
+def load_at(path: Path, limits: AudioLimits, rate_hz: int = SAMPLE_RATE) -> np.ndarray:
+    """A source's samples at the manifest's rate (its own where the file holds that rate: core.audio.rates)."""
+    return rates.read_at(path, limits, rate_hz)
 
 
-def _source(
+def source_of(
     id_: str,
     key: str,
     label: str,
@@ -77,32 +76,40 @@ def _source(
     lufs: float | None | str = "measure",
     kind: str = "",
     bitrate_bps: float | None = None,
+    rate_hz: int = SAMPLE_RATE,
 ) -> Source:
-    measured = loudness.integrated_lufs(samples) if lufs == "measure" else lufs
+    measured = loudness.integrated_lufs(samples, rate_hz) if lufs == "measure" else lufs
     assert not isinstance(measured, str)  # "measure" is the only string accepted
     lufs = measured
     gain = loudness.matching_gain_db(reference_lufs, lufs) if gain_db is None else gain_db
     rounded = None if lufs is None else round(lufs, 2)
-    envelope = timeline.waveform_envelope(samples)
+    envelope = timeline.waveform_envelope(samples, sample_rate=rate_hz)
     return Source(id_, key, label, str(path), round(gain, 2), rounded, kind, bitrate_bps, envelope)
 
 
-def _residual(
-    folder: Path, stem: str, of: str, original: np.ndarray, samples: np.ndarray, copies: dict | None = None
+def write_residual(
+    folder: Path,
+    stem: str,
+    of: str,
+    original: np.ndarray,
+    samples: np.ndarray,
+    copies: dict | None = None,
+    rate_hz: int = SAMPLE_RATE,
 ) -> Path:
-    """original − ``samples``, sample-aligned, as ``{stem}_residual_{of}.wav`` (the player's R against
-    ``of``), on the 16-bit grid like everything the player plays; its FLAC copy goes into ``copies``."""
+    """original − ``samples``, sample-aligned at ``rate_hz``, as ``{stem}_residual_{of}.wav`` (the player's R
+    against ``of``), on the 16-bit grid like everything the player plays; its FLAC copy goes into ``copies``."""
     n = min(original.size, samples.size)
     residual = on_grid(original[:n] - samples[:n])
-    path = write_pcm16(folder / f"{stem}_residual_{of}.wav", residual)
+    path = write_pcm16(folder / f"{stem}_residual_{of}.wav", residual, rate_hz)
     if copies is not None:
-        _copy(copies, path, residual)
+        add_copy(copies, path, residual, rate_hz)
     return path
 
 
-def _copy(copies: dict, path: Path | str, samples: np.ndarray) -> None:
-    """The player's FLAC copy of ``path`` (webui.jobs.pcm16_copies) into ``copies`` (the manifest's ``listen``)."""
-    copy = listening_copy(Path(path), samples)
+def add_copy(copies: dict, path: Path | str, samples: np.ndarray, rate_hz: int = SAMPLE_RATE) -> None:
+    """The player's FLAC copy of ``path`` (webui.jobs.pcm16_copies) into ``copies`` (the manifest's ``listen``):
+    only where ``samples`` (at ``rate_hz``) are the file's own."""
+    copy = listening_copy(Path(path), samples, rate_hz)
     if copy is not None:
         copies[str(path)] = copy
 
@@ -115,15 +122,16 @@ def _extra_sources(
     limits: AudioLimits,
     reference_lufs,
     copies: dict,
+    rate_hz: int = SAMPLE_RATE,
 ) -> tuple[list[Source], dict[str, str]]:
     """The sources beside the codec (webui.jobs.compare: anchors, the second checkpoint), with their
-    loudness gains and a residual each; their FLAC copies go into ``copies``."""
+    loudness gains and a residual each, at ``rate_hz``; their FLAC copies go into ``copies``."""
     out, residuals = [], {}
     for item in extra:
-        samples = _load(Path(item["wav"]), limits)
-        _copy(copies, item["wav"], samples)
+        samples = load_at(Path(item["wav"]), limits, rate_hz)
+        add_copy(copies, item["wav"], samples, rate_hz)
         out.append(
-            _source(
+            source_of(
                 item["id"],
                 item.get("key") or "",
                 item.get("label") or item["id"],
@@ -132,9 +140,10 @@ def _extra_sources(
                 reference_lufs,
                 kind=item.get("kind") or "",
                 bitrate_bps=item.get("bitrate_bps"),
+                rate_hz=rate_hz,
             )
         )
-        residuals[item["id"]] = str(_residual(folder, stem, item["id"], original, samples, copies))
+        residuals[item["id"]] = str(write_residual(folder, stem, item["id"], original, samples, copies, rate_hz))
     return out, residuals
 
 
@@ -145,23 +154,23 @@ def first_manifest(original_path: Path, reconstruction_path: Path, limits: Audio
     which follows, took minutes on the 2-core CPU for 10 minutes), so a long clip plays at once.
     The original and the reconstruction get their FLAC copies here (what the player fetches first);
     the other sources theirs with the base manifest (until then they are read as WAV, if chosen)."""
-    original, reconstruction = _load(original_path, limits), _load(reconstruction_path, limits)
+    rate = rates.rate_of_files([original_path, reconstruction_path, *(Path(i["wav"]) for i in extra or [])])
+    original, reconstruction = load_at(original_path, limits, rate), load_at(reconstruction_path, limits, rate)
     n = min(original.size, reconstruction.size)
     copies: dict = {}
-    _copy(copies, original_path, original)
-    _copy(copies, reconstruction_path, reconstruction)
+    add_copy(copies, original_path, original, rate)
+    add_copy(copies, reconstruction_path, reconstruction, rate)
 
     def quick(id_, key, label, path, samples, kind, bitrate_bps=None):
-        return asdict(
-            Source(id_, key, label, str(path), 0.0, None, kind, bitrate_bps, timeline.waveform_envelope(samples))
-        )
+        envelope = timeline.waveform_envelope(samples, sample_rate=rate)
+        return asdict(Source(id_, key, label, str(path), 0.0, None, kind, bitrate_bps, envelope))
 
     sources = [
         quick("original", "a", "original", original_path, original, "original"),
         quick("reconstruction", "b", "reconstruction", reconstruction_path, reconstruction, "codec", CODEC_BPS),
     ]
     for item in extra or []:
-        samples = _load(Path(item["wav"]), limits)
+        samples = load_at(Path(item["wav"]), limits, rate)
         sources.append(
             quick(
                 item["id"],
@@ -174,11 +183,11 @@ def first_manifest(original_path: Path, reconstruction_path: Path, limits: Audio
             )
         )
     return {
-        "duration_s": n / SAMPLE_RATE,
-        "sample_rate": SAMPLE_RATE,
+        "duration_s": n / rate,
+        "sample_rate": rate,  # every source at it, or its copy at its own (core.audio.rates)
         "sources": sources,
         "timeline": None,
-        "envelope": timeline.waveform_envelope(original[:n]),
+        "envelope": timeline.waveform_envelope(original[:n], sample_rate=rate),
         "reference_lufs": None,
         "residuals": {},
         "residual_of": "reconstruction",
@@ -202,20 +211,23 @@ def base_manifest(
     sources (checked source dicts from webui.jobs.compare), each with its gain and its residual."""
     start = time.perf_counter()
     progress(0.1, "lab.job.reading")
-    original, reconstruction = _load(original_path, limits), _load(reconstruction_path, limits)
+    rate = rates.rate_of_files([original_path, reconstruction_path, *(Path(i["wav"]) for i in extra or [])])
+    original, reconstruction = load_at(original_path, limits, rate), load_at(reconstruction_path, limits, rate)
     n = min(original.size, reconstruction.size)
     residual = original[:n] - reconstruction[:n]
     stem = stem_of(original_path).removesuffix("_24k_mono")
     residual = on_grid(residual)  # as written: what the player plays
-    residual_path = write_pcm16(folder / f"{stem}_residual.wav", residual)
+    residual_path = write_pcm16(folder / f"{stem}_residual.wav", residual, rate)
     copies: dict = {}
     for path, samples in ((original_path, original), (reconstruction_path, reconstruction), (residual_path, residual)):
-        _copy(copies, path, samples)
+        add_copy(copies, path, samples, rate)
     progress(0.4, "lab.job.loudness")
-    ref, rec = _analyse(original), _analyse(reconstruction)
+    ref, rec = _analyse(original, rate), _analyse(reconstruction, rate)
     sources = [
-        _source("original", "a", "original", original_path, original, ref.lufs, 0.0, ref.lufs, "original"),
-        _source(
+        source_of(
+            "original", "a", "original", original_path, original, ref.lufs, 0.0, ref.lufs, "original", None, rate
+        ),
+        source_of(
             "reconstruction",
             "b",
             "reconstruction",
@@ -225,142 +237,44 @@ def base_manifest(
             lufs=rec.lufs,
             kind="codec",
             bitrate_bps=CODEC_BPS,
+            rate_hz=rate,
         ),
-        _source("residual", "r", "residual", residual_path, residual, ref.lufs, RESIDUAL_GAIN_DB, kind="residual"),
+        source_of(
+            "residual",
+            "r",
+            "residual",
+            residual_path,
+            residual,
+            ref.lufs,
+            RESIDUAL_GAIN_DB,
+            kind="residual",
+            rate_hz=rate,
+        ),
     ]
-    more, residuals = _extra_sources(extra or [], original, folder, stem, limits, ref.lufs, copies)
+    more, residuals = _extra_sources(extra or [], original, folder, stem, limits, ref.lufs, copies, rate)
     sources += more
     progress(0.6, "lab.job.timeline")
     mels = (ref.mel, rec.mel) if original.size == reconstruction.size else None
-    tl = timeline.timeline(original[:n], reconstruction[:n], decode_chunk_frames, mels=mels).to_dict()
+    tl = timeline.timeline(original[:n], reconstruction[:n], decode_chunk_frames, mels=mels, sample_rate=rate)
     manifest = {
-        "duration_s": n / SAMPLE_RATE,
-        "sample_rate": SAMPLE_RATE,
+        "duration_s": n / rate,
+        "sample_rate": rate,
         "sources": [asdict(s) for s in sources],
-        "timeline": tl,
-        "envelope": timeline.waveform_envelope(original[:n]),
+        "timeline": tl.to_dict(),
+        "envelope": timeline.waveform_envelope(original[:n], sample_rate=rate),
         "reference_lufs": ref.lufs,
         "residuals": {"reconstruction": str(residual_path), **residuals},  # R against each source (docs/lab.md)
         "residual_of": "reconstruction",
         "listen": copies,  # {WAV path: its FLAC copy} (webui.jobs.pcm16_copies)
         "prefetch": list(PREFETCH),
     }
-    return TimelineOutput(manifest, tl, time.perf_counter() - start)
-
-
-def _codes_for(engine, audio: np.ndarray, token_path: Path | None):
-    """The clip's codes: from its token file when there is one (it must be this clip's), else
-    encoded now. Returns (codes, model seconds)."""
-    if token_path is None:
-        encoded = engine.encode_array(audio)
-        return encoded.codes, encoded.seconds
-    token_file = tokens.load_tokens(token_path, max_duration_s=engine.settings.max_duration_s)
-    ladder.check_same_clip(token_path.name, token_file.original_samples, audio.size)
-    return token_file.codes, 0.0
-
-
-def run_ladder(
-    engine,
-    audio_path: Path,
-    token_path: Path | None,
-    levels,
-    folder: Path,
-    limits: AudioLimits,
-    manifest: dict | None = None,
-    progress: Progress = quiet,
-) -> LadderOutput:
-    """Decode the clip with the first k codebooks for each level: a WAV, a spectrogram, fast
-    metrics and a loudness gain per level, added to ``manifest`` (or to one with the original only)."""
-    start = time.perf_counter()
-    levels = ladder.parse_levels(levels)
-    progress(0.02, "job.reading")
-    original = _load(audio_path, limits)
-    ladder.check_budget(levels, original.size / SAMPLE_RATE, engine.settings.ladder_max_audio_s)
-    codes, model_s = _codes_for(engine, original, token_path)
-    check_duration([codes.shape[0]], engine.settings.max_duration_s)
-    rungs = ladder.decode_ladder(
-        engine,
-        codes,
-        original.size,
-        levels,
-        progress=lambda f: progress(0.05 + 0.8 * f, "lab.job.ladder", percent=f"{f:.0%}"),
-    )
-    model_s += sum(r.seconds for r in rungs)
-    progress(0.85, "lab.job.ladder_figures")
-    stem = stem_of(audio_path).removesuffix("_24k_mono")
-    ref = _analyse(original)
-    ref_mel, ref_lufs, top = ref.mel, ref.lufs, float(ref.mel.max())
-    sources = [s for s in (manifest or {}).get("sources", []) if not _is_level(s)]
-    if not sources:
-        sources = [
-            asdict(_source("original", "a", "original", audio_path, original, ref_lufs, 0.0, ref_lufs, "original"))
-        ]
-    residuals = {k: v for k, v in (manifest or {}).get("residuals", {}).items() if not k.startswith("k")}
-    kept = {s["path"] for s in sources} | set(residuals.values())  # copies the page had, passed back as they were
-    copies = {p: c for p, c in ((manifest or {}).get("listen") or {}).items() if p in kept}
-    rows: list[dict] = []
-    original_png = analysis_metrics.mel_png(
-        ref_mel, folder / f"{stem}_original.png", top - analysis_metrics.TOP_DB, top
-    )
-    pictures = [(str(original_png), "original")]  # the page names it in the reader's language
-    for rung in rungs:
-        samples = on_grid(rung.samples)  # as written: what is measured is what the player plays
-        wav = write_pcm16(folder / f"{stem}_k{rung.codebooks:02d}.wav", samples)
-        _copy(copies, wav, samples)
-        level = _analyse(samples)
-        mel = level.mel
-        metrics = {m.name: m.value for m in analysis_metrics.quick_compare(original, samples, (ref_mel, mel))}
-        png = analysis_metrics.mel_png(
-            mel, folder / f"{stem}_k{rung.codebooks:02d}.png", top - analysis_metrics.TOP_DB, top
-        )
-        key = str(rung.codebooks) if str(rung.codebooks) in LADDER_KEYS else ""  # [3] is k = 3, not the third level
-        label = f"k{rung.codebooks}"  # the page shows it in the reader's language
-        source = _source(
-            f"k{rung.codebooks}",
-            key,
-            label,
-            wav,
-            samples,
-            ref_lufs,
-            lufs=level.lufs,
-            kind="level",
-            bitrate_bps=rung.bitrate_bps,
-        )
-        sources.append(asdict(source))
-        residuals[source.id] = str(_residual(folder, stem, source.id, original, samples, copies))
-        rows.append(
-            {
-                "codebooks": rung.codebooks,
-                "bitrate_bps": rung.bitrate_bps,
-                "si_sdr_db": metrics[catalog.SI_SDR],
-                "mel_distance_db": metrics[catalog.MEL_DISTANCE],
-                "gain_db": source.gain_db,
-                "decode_s": rung.seconds,
-                "wav": str(wav),
-                "spectrogram": str(png),
-            }
-        )
-        pictures.append((str(png), f"k{rung.codebooks}"))  # a source id: the page words it
-    total = time.perf_counter() - start
-    manifest = dict(
-        manifest
-        or {
-            "duration_s": original.size / SAMPLE_RATE,
-            "sample_rate": SAMPLE_RATE,
-            "envelope": timeline.waveform_envelope(original),
-            "reference_lufs": ref_lufs,
-        }
-    )
-    manifest["sources"] = sources
-    manifest["residuals"] = residuals
-    manifest["listen"] = copies
-    return LadderOutput(manifest, rows, pictures, {"model_s": model_s, "ui_s": total - model_s, "total_s": total})
+    return TimelineOutput(manifest, manifest["timeline"], time.perf_counter() - start)
 
 
 def with_levels_of(manifest: dict, before: dict | None) -> dict:
     """``manifest`` with the ladder levels the player had ``before`` (their residuals and FLAC
     copies as they were): sources added on a result keep the levels already decoded."""
-    levels = [s for s in (before or {}).get("sources", []) if _is_level(s)]
+    levels = [s for s in (before or {}).get("sources", []) if is_level(s)]
     if not levels or before is None:
         return manifest
     ids = {s["id"] for s in levels}
@@ -368,27 +282,12 @@ def with_levels_of(manifest: dict, before: dict | None) -> dict:
     paths = {s["path"] for s in levels} | set(residuals.values())
     listen = {p: c for p, c in (before.get("listen") or {}).items() if p in paths}
     return manifest | {
-        "sources": [s for s in manifest["sources"] if not _is_level(s)] + levels,
+        "sources": [s for s in manifest["sources"] if not is_level(s)] + levels,
         "residuals": dict(manifest.get("residuals") or {}) | residuals,
         "listen": dict(manifest.get("listen") or {}) | listen,
     }
 
 
-def _is_level(source: dict) -> bool:
+def is_level(source: dict) -> bool:
     """A ladder level (manifests from before sources had a kind: its id is k<n>)."""
     return source.get("kind") == "level" or (not source.get("kind") and source["id"].startswith("k"))
-
-
-def usage_of(
-    token_path: Path, codebook, folder: Path, max_duration_s: float | None = None, words: dict | None = None
-) -> tuple[list[dict], Path]:
-    """Token usage of a token file (refused from its header when longer than ``max_duration_s``):
-    per-codebook rows and the figure for ``codebook``."""
-    codebook = token_usage.check_codebook(codebook)
-    token_file = tokens.load_tokens(token_path, max_duration_s=max_duration_s)
-    rows = [asdict(r) for r in token_usage.usage(token_file.codes)]
-    stem = stem_of(token_path).removesuffix("_tokens")
-    png = analysis_metrics.figure_to_png(
-        token_usage.usage_figure(token_file.codes, codebook, words), folder / f"{stem}_usage_cb{codebook}.png"
-    )
-    return rows, png

@@ -28,14 +28,15 @@ CACHE_MAX_SAMPLES = 5 * 60 * SAMPLE_RATE  # longer clips are not cached (a 5-min
 _CACHE_LOCK = threading.Lock()  # the lab's CPU events and the ladder run in different workers
 
 
-def analyse(samples: np.ndarray) -> Analysed:
-    """Log-mel and loudness of ``samples``, remembered by their content (a digest costs ~5 ms for
-    30 s, an analysis ~20 times that)."""
-    key = (samples.size, hashlib.blake2b(np.ascontiguousarray(samples).tobytes(), digest_size=16).hexdigest())
+def analyse(samples: np.ndarray, sample_rate: int = SAMPLE_RATE) -> Analysed:
+    """Log-mel and loudness of ``samples`` at ``sample_rate``, remembered by their content (a digest costs
+    ~5 ms for 30 s, an analysis ~20 times that)."""
+    digest = hashlib.blake2b(np.ascontiguousarray(samples).tobytes(), digest_size=16).hexdigest()
+    key = (samples.size, digest, sample_rate)
     with _CACHE_LOCK:
         found = _CACHE.get(key)
     if found is None:
-        found = Analysed(timeline.log_mel_blocks(samples), loudness.integrated_lufs(samples))
+        found = Analysed(timeline.log_mel_blocks(samples, sample_rate), loudness.integrated_lufs(samples, sample_rate))
         if samples.size <= CACHE_MAX_SAMPLES:
             with _CACHE_LOCK:
                 while len(_CACHE) >= CACHE_ENTRIES:

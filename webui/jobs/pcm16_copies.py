@@ -39,9 +39,9 @@ WAIT_S = 10.0  # how long a second job waits for a copy another job is writing
 logger = logging.getLogger(__name__)
 
 
-def listening_copy(wav: Path, samples: np.ndarray) -> dict | None:
-    """The player's FLAC copy of ``wav``, whose samples are ``samples``: ``{"path", "offsets",
-    "frames"}``, block i being bytes offsets[i] .. offsets[i + 1] - 1 of the file. None when the
+def listening_copy(wav: Path, samples: np.ndarray, rate_hz: int = SAMPLE_RATE) -> dict | None:
+    """The player's FLAC copy of ``wav``, whose samples are ``samples`` at ``rate_hz``: ``{"path", "offsets",
+    "frames", "rate"}``, block i being bytes offsets[i] .. offsets[i + 1] - 1 of the file. None when the
     samples are not on the grid (a file given to the lab as it is: the player then reads its WAV, so
     what is heard is still what was measured) or the copy cannot be written there. A copy made
     before (the WAVs are never rewritten) is reused. Only the app's own WAVs get a copy: in a request
@@ -53,7 +53,7 @@ def listening_copy(wav: Path, samples: np.ndarray) -> dict | None:
     base = str(wav).removesuffix(".wav")
     path, index = Path(base + SUFFIX), Path(base + INDEX_SUFFIX)
     try:
-        return _write_copy(x, path, index)
+        return _write_copy(x, path, index, int(rate_hz))
     except FileExistsError:
         return _written(index)
     except OSError as e:
@@ -70,19 +70,17 @@ def _ours(wav: Path) -> bool:
     return folder.is_relative_to(Path(cache).resolve())
 
 
-def _write_copy(x: np.ndarray, path: Path, index: Path) -> dict:
-    block = BLOCK_S * SAMPLE_RATE
+def _write_copy(x: np.ndarray, path: Path, index: Path, rate_hz: int = SAMPLE_RATE) -> dict:
+    block = BLOCK_S * rate_hz
     offsets = [0]
     with open(path, "xb") as f:  # exclusive: a second job waits for this one's index instead
         for start in range(0, max(x.size, 1), block):
             part = x[start : start + block]
             buffer = io.BytesIO()
-            sf.write(
-                buffer, part if part.size else np.zeros(1, np.float32), SAMPLE_RATE, format="FLAC", subtype="PCM_16"
-            )
+            sf.write(buffer, part if part.size else np.zeros(1, np.float32), rate_hz, format="FLAC", subtype="PCM_16")
             f.write(buffer.getbuffer())
             offsets.append(offsets[-1] + buffer.getbuffer().nbytes)
-    copy = {"path": str(path), "offsets": offsets, "frames": int(x.size)}
+    copy = {"path": str(path), "offsets": offsets, "frames": int(x.size), "rate": rate_hz}
     with open(index, "x", encoding="utf-8") as f:
         json.dump(copy, f)
     return copy

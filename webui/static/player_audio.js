@@ -57,7 +57,8 @@ function cwAudio(P) {
 
   async function header(file) {
     if (!file.header && file.copy) { // the FLAC copy: its index is the header
-      file.header = Promise.resolve({rate: P.manifest.sample_rate, frames: file.copy.frames, offsets: file.copy.offsets});
+      const rate = file.copy.rate || P.manifest.sample_rate; // a copy says its own rate (48 kHz decoders)
+      file.header = Promise.resolve({rate, frames: file.copy.frames, offsets: file.copy.offsets});
     }
     if (!file.header) {
       file.header = size(file).then(async (bytes) => {

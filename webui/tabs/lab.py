@@ -21,6 +21,7 @@ from core.nn import ladder
 from webui import i18n
 from webui.common import TabHandlers, need_file, user_errors
 from webui.jobs import lab as lab_jobs
+from webui.jobs import lab_ladder
 from webui.queues import LAB_GROUP, MODEL_GROUP
 from webui.tabs import compare
 from webui.views import compare_view, figure_words, ladder_view
@@ -105,7 +106,7 @@ class LabHandlers(TabHandlers):
         audio = need_file(audio_path, "what.audio", lang)
         token_path = _first_token_file(token_files, lang)
         with user_errors("action.lab_ladder", lang):
-            out = lab_jobs.run_ladder(
+            out = lab_ladder.run_ladder(
                 self.engine,
                 audio,
                 token_path,
@@ -128,7 +129,7 @@ class LabHandlers(TabHandlers):
         if token_path is None:
             raise gr.Error(i18n.text("lab.error.no_tokens", lang), print_exception=False)
         with user_errors("action.lab_usage", lang):
-            rows, png = lab_jobs.usage_of(
+            rows, png = lab_ladder.usage_of(
                 token_path,
                 codebook,
                 self.workspace.new_dir("usage"),

@@ -97,7 +97,7 @@ class ReviewHandlers(TabHandlers):
             clips = self._clips(record, original, reconstruction)
             measured = self._metrics(record, clips)
             v = self._judge(record, clips, measured)
-        duration_s = clips[0].size / SAMPLE_RATE
+        duration_s = clips[0].size / (record.rate_hz if record is not None else SAMPLE_RATE)
         heard_s = _heard_s([tuple(w) for w in v.get("windows") or [(0.0, duration_s)]], duration_s)
         if heard_s > 0 and v.get("seconds"):
             self.pace[0] = v["seconds"] / (2 * heard_s)
@@ -121,7 +121,9 @@ class ReviewHandlers(TabHandlers):
         comparison = results.recall(record, "comparison")
         placing, anchors = compare_view.card_placing(comparison, lang), verdict_card.beside(comparison, lang)
         values = verdict.metric_values(measured["metrics"])
-        return verdict_card.final(v, values, verdict_card.judged_words(v, duration_s, lang), lang, placing, anchors)
+        rates = (results.recall(record, "roundtrip") or {}).get("rates")
+        judged = verdict_card.judged_words(v, duration_s, lang)
+        return verdict_card.final(v, values, judged, lang, placing, anchors, rates)
 
     @staticmethod
     def report_ready(request: gr.Request | None = None):

@@ -39,7 +39,7 @@ def _time_ticks(duration_s: float) -> list[float]:
 
 
 def spectrograms_html(pictures: list[tuple[str, str]], duration_s: float, lang: str) -> str:
-    """``pictures``: (PNG path, source id) from webui.jobs.lab.run_ladder, the original's first."""
+    """``pictures``: (PNG path, source id) from webui.jobs.lab_ladder.run_ladder, the original's first."""
     if not pictures:
         return ""
     ticks, labels = metrics._khz_ticks(SAMPLE_RATE, metrics.N_MELS)  # the original's figure's ticks

@@ -19,6 +19,7 @@ import html
 import math
 
 from core.analysis import catalog
+from core.codec import SAMPLE_RATE
 from core.judging import verdict
 from core.judging.sources import ANCHOR
 from webui.i18n import text
@@ -156,6 +157,31 @@ def _card(
     )
 
 
+def _khz(hz) -> str:
+    return f"{float(hz) / 1000:g} kHz"
+
+
+def rates_lines(rates: dict | None, lang: str) -> list[str]:
+    """What each decoder writes and the rate everything was compared at (a round trip's ``rates``:
+    webui.jobs.codec.rates_of), when a decoder writes anything but 24 kHz; none for the 24 kHz codec alone."""
+    rates = rates if isinstance(rates, dict) else {}
+    first, second = rates.get("output_rate_hz"), rates.get("second_output_rate_hz")
+    compared = rates.get("compared_at_hz")
+    if not isinstance(first, int | float) or not isinstance(compared, int | float):
+        return []
+    if {first, second or first, compared} == {SAMPLE_RATE}:
+        return []
+    lines = [text("verdict.rates.first", lang, rate=_khz(first))]
+    if isinstance(second, int | float):
+        lines.append(text("verdict.rates.second", lang, rate=_khz(second)))
+    top = float(rates.get("original_top_hz") or SAMPLE_RATE / 2)
+    lines.append(text("verdict.rates.compared", lang, rate=_khz(compared), top=_khz(top)))
+    if top <= SAMPLE_RATE / 2:
+        original = rates.get("original_rate_hz") or SAMPLE_RATE
+        lines.append(text("verdict.rates.no_band", lang, original=_khz(original)))
+    return lines
+
+
 def measuring(lang: str, random_weights: bool) -> str:
     """Right after the round trip: the metrics are being measured."""
     return _card("unknown", text("verdict.measuring", lang), [], "", lang, "measuring", random_weights)
@@ -178,10 +204,19 @@ def preliminary(metrics: dict, estimate_s: float | None, judged: str, lang: str,
     return _card(level, title, body, numbers, lang, "preliminary", random_weights, alone=alone)
 
 
-def final(v: dict, metrics: dict, judged: str, lang: str, placing: str = "", anchors: dict | None = None) -> str:
+def final(
+    v: dict,
+    metrics: dict,
+    judged: str,
+    lang: str,
+    placing: str = "",
+    anchors: dict | None = None,
+    rates: dict | None = None,
+) -> str:
     """The verdict: ``v`` is core.judging.verdict's dict, ``metrics`` the values it was given;
     ``placing``: where the codec stands among the clip's other sources, in words ("" until known);
-    ``anchors``: :func:`beside` of the table of every source (None until it is in)."""
+    ``anchors``: :func:`beside` of the table of every source (None until it is in); ``rates``: the round
+    trip's rates (named on the card when a decoder writes other than 24 kHz)."""
     values, signal_lights = values_and_lights(v, metrics)
     values = {**{k: metrics.get(k) for k in SHOWN}, **values}  # rows without bounds: the metrics' own
     level = str(v["level"]) if v.get("level") in _LEVELS else verdict.worst(signal_lights)
@@ -197,7 +232,9 @@ def final(v: dict, metrics: dict, judged: str, lang: str, placing: str = "", anc
     numbers = _numbers(values, signal_lights, lang, extra, anchors)
     caveat = bool(v.get("caveat"))
     alone = alone_lines(signal_lights, lang)
-    return _card(level, text(f"verdict.{level}", lang), body, numbers, lang, "final", caveat, lead, placing, alone)
+    card = _card(level, text(f"verdict.{level}", lang), body, numbers, lang, "final", caveat, lead, placing, alone)
+    said = "".join(f"<p class='cw-card-rates'>{_esc(line)}</p>" for line in rates_lines(rates, lang))
+    return card.replace("</div>", f"</div>{said}", 1) if said else card  # under the title
 
 
 def judged_words(v: dict | None, duration_s: float, lang: str) -> str:
