@@ -13,17 +13,31 @@ MODEL_FIX = (
 NEEDED_DECODERS = ("mp3", "aac", "opus", "vorbis", "flac", "pcm_s16le")  # what the accepted formats decode with
 
 
-def check_model(source: str, state: str, path: str | None, error: str | None, random_weights: bool) -> Finding:
-    """The configured model is there and loads. ``state``: the engine's ("ready", "failed",
-    "unloaded" when the doctor was told not to load it: then ``path``/``error`` come from a look
-    at the files alone)."""
+def check_model(
+    source: str,
+    state: str,
+    path: str | None,
+    error: str | None,
+    random_weights: bool,
+    output_rate_hz: int | None = None,
+) -> Finding:
+    """The configured model is there and loads, and the rate its decoder writes (``output_rate_hz``: the
+    loaded engine's, or config.json's). ``state``: the engine's ("ready", "failed", "unloaded" when the
+    doctor was told not to load it: then ``path``/``error`` come from a look at the files alone)."""
     name, title = "model", "Model weights present and loaded"
-    facts = {"source": source, "state": state, "model_dir": path, "random_weights": random_weights}
+    facts = {
+        "source": source,
+        "state": state,
+        "model_dir": path,
+        "random_weights": random_weights,
+        "output_rate_hz": output_rate_hz,
+    }
     if error:
         return finding(name, title, FAIL, f"{source}: {error}", MODEL_FIX, facts)
     if path is None:
         return finding(name, title, FAIL, f"{source}: no checkpoint found", MODEL_FIX, facts)
-    caveat = "; random weights: a test checkpoint (no quality claims)" if random_weights else ""
+    caveat = f"; its decoder writes {output_rate_hz / 1000:g} kHz" if output_rate_hz else ""
+    caveat += "; random weights: a test checkpoint (no quality claims)" if random_weights else ""
     if state != "ready":
         return finding(
             name,

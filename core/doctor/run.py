@@ -102,14 +102,26 @@ def _model(engine):
     settings, state = engine.settings, getattr(engine.state, "value", str(engine.state))
     if state == "ready":
         info = engine.info()
-        return needs.check_model(settings.model, state, str(engine.model_path), None, bool(info.get("random_weights")))
+        random_weights, rate = bool(info.get("random_weights")), info.get("output_rate_hz")
+        return needs.check_model(settings.model, state, str(engine.model_path), None, random_weights, rate)
     if engine.error:
         return needs.check_model(settings.model, state, None, engine.error, False)
     path, error = gather.model_files(settings.model)
     from core.model.checkpoints import is_random_checkpoint
 
     random_weights = path is not None and is_random_checkpoint(Path(path))
-    return needs.check_model(settings.model, state, path, error, random_weights)
+    return needs.check_model(settings.model, state, path, error, random_weights, _config_rate(path))
+
+
+def _config_rate(path: str | None) -> int | None:
+    """config.json's ``output_sample_rate`` of a checkpoint not loaded (None when it does not say)."""
+    import json
+
+    try:
+        rate = json.loads((Path(path) / "config.json").read_text()).get("output_sample_rate") if path else None
+    except (OSError, ValueError, AttributeError):
+        return None
+    return int(rate) if isinstance(rate, int | float) and not isinstance(rate, bool) else None
 
 
 def _blind_test_store(data_dir: Path) -> tuple[str, str | None]:

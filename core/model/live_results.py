@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from core.audio.blocks import Audio
-from core.codec import NUM_CODEBOOKS, SAMPLE_RATE
+from core.codec import FRAME_RATE, NUM_CODEBOOKS, SAMPLE_RATE, SAMPLES_PER_FRAME, ceil_div
 
 
 @dataclass(frozen=True)
@@ -29,8 +29,9 @@ class LiveResult:
 
     recording: Audio  # 24 kHz mono with its facts (rate, channels, clipping, silence)
     codes: np.ndarray  # (frames, 16), equal to Engine.encode of ``recording.samples``
-    reconstruction: np.ndarray  # float32, trimmed to the recording's length
+    reconstruction: np.ndarray  # float32 at the decoder's rate, trimmed to the recording's duration
     stats: dict = field(default_factory=dict)  # frames, compute per frame, real-time factor
+    reconstruction_rate_hz: int = SAMPLE_RATE  # the decoder's rate (48000: 3,840 samples a frame)
 
 
 def session_result(session, recording: Audio) -> LiveResult:
@@ -48,4 +49,6 @@ def session_result(session, recording: Audio) -> LiveResult:
         "waited_for_jobs_s": session.waited_job_s,
         "waited_for_live_s": session.waited_live_s,
     }
-    return LiveResult(recording, codes, audio[: recording.samples.size], stats)
+    per_frame = audio.size // frames if frames else SAMPLES_PER_FRAME  # 3,840 for a 48 kHz decoder
+    kept = ceil_div(recording.samples.size * per_frame, SAMPLES_PER_FRAME)  # the recording's duration
+    return LiveResult(recording, codes, audio[:kept], stats, round(per_frame * FRAME_RATE))

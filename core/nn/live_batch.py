@@ -28,6 +28,7 @@ import torch
 from core.codec import NUM_CODEBOOKS, SAMPLES_PER_FRAME
 from core.nn.batch_decoder import BatchDecoderStream
 from core.nn.batch_encoder import STEPS_PER_FRAME, BatchEncoder
+from core.nn.decoding import samples_per_frame
 
 logger = logging.getLogger(__name__)
 
@@ -57,17 +58,17 @@ class Row:
 class _Bucket:
     """A bucket's static buffers (device, and pinned host ones on a GPU) and its graphs."""
 
-    def __init__(self, size: int, device: torch.device, dtype: torch.dtype):
+    def __init__(self, size: int, device: torch.device, dtype: torch.dtype, out_per_frame: int = SAMPLES_PER_FRAME):
         pin = device.type == "cuda"
         self.size = size
         self.samples = torch.zeros(size, SAMPLES_PER_FRAME, device=device, dtype=dtype)
         self.index = torch.zeros(3, size, dtype=torch.long, device=device)  # encode slots, decode slots, positions
         self.codes = torch.zeros(size, NUM_CODEBOOKS, dtype=torch.long, device=device)
-        self.audio = torch.zeros(size, SAMPLES_PER_FRAME, device=device, dtype=dtype)
+        self.audio = torch.zeros(size, out_per_frame, device=device, dtype=dtype)  # the decoder's samples a frame
         self.host_samples = torch.zeros(size, SAMPLES_PER_FRAME, dtype=dtype, pin_memory=pin)
         self.host_index = torch.zeros(3, size, dtype=torch.long, pin_memory=pin)
         self.host_codes = torch.zeros(size, NUM_CODEBOOKS, dtype=torch.long, pin_memory=pin)
-        self.host_audio = torch.zeros(size, SAMPLES_PER_FRAME, dtype=torch.float32, pin_memory=pin)
+        self.host_audio = torch.zeros(size, out_per_frame, dtype=torch.float32, pin_memory=pin)
         # numpy views of the host inputs: a step fills them without a torch call per element
         self.np_index = self.host_index.numpy()
         self.np_samples = self.host_samples.numpy() if dtype == torch.float32 else None
@@ -101,7 +102,9 @@ class LiveBatch:
         self.free = list(range(self.slots))
         self.steps_done = [0] * (self.slots + 1)  # encoder steps per slot (host side: picks the key span)
         self.buckets = {
-            size: _Bucket(size, self.device, self.dtype) for size in BUCKETS if size <= bucket_for(self.slots)
+            size: _Bucket(size, self.device, self.dtype, samples_per_frame(decoder))
+            for size in BUCKETS
+            if size <= bucket_for(self.slots)
         }
         self.pool = torch.cuda.graph_pool_handle() if capture else None
         if capture:  # every bucket's first graphs now, so no session waits for a capture at its first frame

@@ -33,7 +33,7 @@ import logging
 import torch
 
 from core.codec import NUM_CODEBOOKS, SAMPLES_PER_FRAME, SAMPLES_PER_STEP
-from core.nn.decoding import DecoderStream, run_transformer_layers
+from core.nn.decoding import DecoderStream, run_transformer_layers, samples_per_frame
 from core.nn.fast_decode import zero_state
 
 logger = logging.getLogger(__name__)
@@ -268,7 +268,8 @@ class DecoderGraph:
         self.stream = GraphDecoderStream(decoder)
         device = self.stream.position_t.device
         self.codes = torch.zeros(1, NUM_CODEBOOKS, 1, dtype=torch.long, device=device)
-        self.audio = torch.zeros(1, SAMPLES_PER_FRAME, device=device, dtype=next(decoder.parameters()).dtype)
+        out = samples_per_frame(decoder)  # 1,920 at 24 kHz, 3,840 for a 48 kHz decoder
+        self.audio = torch.zeros(1, out, device=device, dtype=next(decoder.parameters()).dtype)
         self.graph = _capture(self._step) if capture else None  # None: the same step, eagerly
         self.reset()
 

@@ -105,3 +105,29 @@ def test_token_file_decode_writes_48k_and_another_decoder_says_so(
     assert proc.returncode == 0
     assert "writes 48 kHz" in proc.stderr and "decoded here with a 24 kHz decoder" in proc.stderr
     assert sf.info(tmp_path / "at24" / "clip.wav").samplerate == 24_000
+
+
+def test_the_doctor_and_health_name_the_loaded_decoders_rate(engine48, tiny_checkpoint_48k):
+    from core.doctor.run import _model
+
+    found = _model(engine48)
+    assert found.status == "pass" and "its decoder writes 48 kHz" in found.evidence
+    assert engine48.info()["output_rate_hz"] == 48_000  # what /health's "engine" carries
+    unloaded = Engine(Settings(model=str(tiny_checkpoint_48k), device="cpu"))
+    assert "its decoder writes 48 kHz" in _model(unloaded).evidence  # --no-model: read from config.json
+    assert "48 kHz audio" in engine48.last_report.step("roundtrip").detail  # the readiness round trip
+
+
+def test_a_decoder_config_the_workbench_cannot_handle_fails_at_load_with_a_sentence(tiny_checkpoint_48k, tmp_path):
+    import json
+    import shutil
+
+    edited = tmp_path / "edited"
+    shutil.copytree(tiny_checkpoint_48k, edited)
+    config = json.loads((edited / "config.json").read_text())
+    config["decode_upsample_rate"] = 1920  # the decoder's blocks make 3,840: the official decode would cut it
+    (edited / "config.json").write_text(json.dumps(config))
+    engine = Engine(Settings(model=str(edited), device="cpu"))
+    assert not engine.load()
+    assert engine.state.value == "failed" and "cannot be used here" in engine.error
+    assert "decode_upsample_rate 1920" in engine.error and "make 3840 samples a frame" in engine.error

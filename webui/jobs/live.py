@@ -128,11 +128,13 @@ def save_result(engine, result: LiveResult, folder: Path, latency: dict | None =
     token_file = tokens.make_token_file(
         result.codes, recording.samples.size, engine.settings.model, decoder_rate_hz=engine.output_rate
     )
-    made = (sources.original(recording.samples), sources.codec(result.reconstruction))
+    rate = result.reconstruction_rate_hz  # both at the decoder's rate (core.audio.rates): the recording is 24 kHz
+    heard = sources.original(recording.samples).at(rate, result.reconstruction.size)
+    made = (heard, sources.codec(result.reconstruction, rate))
     written = sources.write_sources(made, lambda s: folder / sources.file_name(STEM, s.id))  # on the 16-bit grid
     original, reconstruction = written[sources.ORIGINAL_ID], written[sources.CODEC_ID]
     token_path = tokens.save_tokens(token_file, folder / f"{STEM}_tokens.npz")
-    figure = metrics.spectrogram_figure(on_grid(recording.samples), on_grid(result.reconstruction))
+    figure = metrics.spectrogram_figure(on_grid(heard.samples), on_grid(result.reconstruction), rate)
     png = metrics.figure_to_png(figure, folder / f"{STEM}_spectrogram.png")
     model_s = result.stats["compute_ms_median"] * result.stats["frames"] / 1000
     timing = {

@@ -65,7 +65,7 @@ class LiveHandlers(TabHandlers):
         lang = i18n.language_of(request)
         return {
             "path": PATH,
-            "sample_rate": SAMPLE_RATE,  # what the server sends back
+            "sample_rate": self.engine.output_rate if self.engine.ready else SAMPLE_RATE,  # what the server sends back
             "frame_s": SAMPLES_PER_FRAME / SAMPLE_RATE,  # one code frame
             "lang": lang,
             "limit": self.engine.live.limit,
