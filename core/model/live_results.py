@@ -49,6 +49,6 @@ def session_result(session, recording: Audio) -> LiveResult:
         "waited_for_jobs_s": session.waited_job_s,
         "waited_for_live_s": session.waited_live_s,
     }
-    per_frame = audio.size // frames if frames else SAMPLES_PER_FRAME  # 3,840 for a 48 kHz decoder
-    kept = ceil_div(recording.samples.size * per_frame, SAMPLES_PER_FRAME)  # the recording's duration
-    return LiveResult(recording, codes, audio[:kept], stats, round(per_frame * FRAME_RATE))
+    out_per_frame = audio.size // frames if frames else SAMPLES_PER_FRAME  # 3,840 for a 48 kHz decoder
+    kept = ceil_div(recording.samples.size * out_per_frame, SAMPLES_PER_FRAME)  # the recording's duration
+    return LiveResult(recording, codes, audio[:kept], stats, round(out_per_frame * FRAME_RATE))

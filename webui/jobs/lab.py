@@ -255,12 +255,12 @@ def base_manifest(
     sources += more
     progress(0.6, "lab.job.timeline")
     mels = (ref.mel, rec.mel) if original.size == reconstruction.size else None
-    tl = timeline.timeline(original[:n], reconstruction[:n], decode_chunk_frames, mels=mels, sample_rate=rate)
+    tl = timeline.timeline(original[:n], reconstruction[:n], decode_chunk_frames, mels=mels, sample_rate=rate).to_dict()
     manifest = {
         "duration_s": n / rate,
         "sample_rate": rate,
         "sources": [asdict(s) for s in sources],
-        "timeline": tl.to_dict(),
+        "timeline": tl,
         "envelope": timeline.waveform_envelope(original[:n], sample_rate=rate),
         "reference_lufs": ref.lufs,
         "residuals": {"reconstruction": str(residual_path), **residuals},  # R against each source (docs/lab.md)
@@ -268,7 +268,7 @@ def base_manifest(
         "listen": copies,  # {WAV path: its FLAC copy} (webui.jobs.pcm16_copies)
         "prefetch": list(PREFETCH),
     }
-    return TimelineOutput(manifest, manifest["timeline"], time.perf_counter() - start)
+    return TimelineOutput(manifest, tl, time.perf_counter() - start)
 
 
 def with_levels_of(manifest: dict, before: dict | None) -> dict:
