@@ -62,7 +62,7 @@ def build_app(engine, options: UiOptions | None = None) -> gr.Blocks:
             with gr.Tab(label("tab.live"), id="live"):
                 live.build(demo, live.LiveHandlers(engine, workspace), result.audio_in, tabs)
             with gr.Tab(label("abx.tab"), id="abx"):
-                blind = abx_page.build(abx_page.AbxPageHandlers(engine, workspace))
+                blind = abx_page.build(abx_page.AbxPageHandlers(engine, workspace, trusted=options.trusted_proxies))
             with gr.Tab(label("evaluate.tab"), id="evaluate"):
                 evaluate.build(evaluate.EvaluateHandlers(engine, workspace), result.audio_in, tabs)
             with gr.Tab(label("parity.tab"), id="parity"):

@@ -25,7 +25,7 @@ import unicodedata
 import numpy as np
 
 from core.codec import SAMPLE_RATE
-from core.listening import abx, mushra, shared_test_fetches
+from core.listening import abx, mushra, shared_test_fetches, shared_test_upkeep
 from core.listening.shared_test_db import Database
 from core.listening.shared_test_keys import LINK_BYTES, LISTENER_BYTES, OWNER_BYTES, key_hash
 from core.listening.shared_test_schema import KINDS, SCHEMA, Listener, SharedTestError, TestInfo
@@ -50,6 +50,7 @@ class SharedTestStore:
         self.db = db
         self._clock = clock
         self.fetches = shared_test_fetches.Fetches(db, clock)  # what each listener fetched, and when
+        self.upkeep = shared_test_upkeep.Upkeep(db, clock)  # caps, and finished tests' audio deleted
 
     def _conn(self):
         """A connection; the first one makes the tables if they are missing."""
@@ -63,13 +64,16 @@ class SharedTestStore:
         plan: dict,
         audio: dict[tuple[int, str], np.ndarray],
         ttl_s: float = DEFAULT_TTL_S,
+        visitor: str = "",
     ) -> tuple[str, str]:
-        """A new test: (link, owner key). ``audio``: (item, source id) -> 16-bit samples."""
+        """A new test: (link, owner key). ``audio``: (item, source id) -> 16-bit samples; ``visitor``:
+        the owner's client address (the caps of ``core.listening.shared_test_upkeep``)."""
         if kind not in KINDS:
             raise SharedTestError(f"A shared test is 'mushra' or 'abx' (got {kind!r}).")
         if not (isinstance(ttl_s, int | float) and 60 <= ttl_s <= MAX_TTL_S):
             raise SharedTestError(f"A test expires after 1 minute to {MAX_TTL_S / 86400:.0f} days (got {ttl_s!r} s).")
         lengths = [np.asarray(x).size for x in audio.values()]
+        self.upkeep.admit(visitor, 2 * sum(lengths))  # past a cap: refused in words, nothing stored
         plan = {**plan, "seconds": min(lengths) / SAMPLE_RATE if lengths else 0.0}  # the region: times answers
         link, owner = secrets.token_urlsafe(LINK_BYTES), secrets.token_urlsafe(OWNER_BYTES)
         now = self._clock()
@@ -94,6 +98,7 @@ class SharedTestStore:
                 c.execute(
                     "INSERT INTO room_audio (test, item, source, pcm) VALUES (?, ?, ?, ?)", (test, item, source, pcm)
                 )
+        self.upkeep.made(test, visitor, 2 * sum(lengths))
         return link, owner
 
     def owned(self, link: str, owner_key: str) -> TestInfo:
@@ -192,6 +197,7 @@ class SharedTestStore:
     def join(self, link: str, nickname="") -> tuple[str, Listener]:
         """A new listener of an open test: (their key, who they are)."""
         key = secrets.token_urlsafe(LISTENER_BYTES)
+        self.upkeep.maybe_sweep()
         with self._conn() as c:
             info = self._open(c, link)
             count = c.execute("SELECT COUNT(*) FROM room_listeners WHERE test = ?", (info.test,)).fetchone()[0]

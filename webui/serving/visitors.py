@@ -25,13 +25,22 @@ def is_operator(request, trusted: frozenset[str] = frozenset()) -> bool:
     the operator's."""
     if request is None:
         return True
+    return address_of(request, trusted) in LOOPBACK
+
+
+def address_of(request, trusted: frozenset[str] = frozenset()) -> str:
+    """A Gradio request's client address as ``throttle.client_key`` reads it ("" for a call from Python)."""
+    if request is None:
+        return ""
     host = getattr(getattr(request, "client", None), "host", None) or ""
-    try:
-        real_ip = str(request.headers["x-real-ip"])
-    except (AttributeError, KeyError, TypeError):
-        real_ip = ""
-    scope = {"client": (host, 0), "headers": [(b"x-real-ip", real_ip.encode("latin-1", "replace"))]}
-    return client_key(scope, trusted) in LOOPBACK
+    headers = []
+    for name in ("x-forwarded-for", "x-real-ip"):
+        try:
+            value = str(request.headers[name])
+        except (AttributeError, KeyError, TypeError):
+            continue
+        headers.append((name.encode(), value.encode("latin-1", "replace")))
+    return client_key({"client": (host, 0), "headers": headers}, trusted)
 
 
 def may_see_server(request, trusted: frozenset[str] = frozenset()) -> bool:

@@ -74,6 +74,7 @@ class AbxHandlers(TabHandlers):
     """The tab's handlers: the engine for the round trip, request folders, the answer store."""
 
     store: abx_store.AbxStore = field(init=False)
+    trusted: frozenset[str] = frozenset()  # --trusted-proxies: whose X-Forwarded-For names the client
 
     def __post_init__(self):
         settings = self.engine.settings

@@ -267,7 +267,7 @@ def build(handlers: AbxPageHandlers) -> AbxPage:
         handlers.results, inputs=[token], outputs=[results, csv_file, raw], api_name="abx_results", **ABX_GROUP
     )
     shared = shared_test.build(
-        shared_test.ShareHandlers(handlers.engine, handlers.workspace), last
+        shared_test.ShareHandlers(handlers.engine, handlers.workspace, trusted=handlers.trusted), last
     )  # *Share with listeners*
     return AbxPage(handlers, trials, level, started, last, clip, running, shared)
 

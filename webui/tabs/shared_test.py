@@ -34,6 +34,7 @@ from webui.common import TabHandlers, user_errors
 from webui.jobs import abx as abx_jobs
 from webui.jobs import shared_test
 from webui.queues import MODEL_GROUP
+from webui.serving import visitors
 from webui.tabs.abx import job_words, source_words
 from webui.views import shared_test_view
 
@@ -66,6 +67,7 @@ CSV_FIELDS = (
 @dataclass
 class ShareHandlers(TabHandlers):
     store: SharedTestStore = field(init=False)
+    trusted: frozenset[str] = frozenset()  # --trusted-proxies: the owner's address counts the caps per visitor
 
     def __post_init__(self):
         self.store = store_for(self.engine.settings)
@@ -97,7 +99,12 @@ class ShareHandlers(TabHandlers):
                 plan = mplan.to_dict()
             steps = {(0, sid): shared_test.to_steps(x) for sid, x in made.items()}
             link, owner = self.store.create(
-                "abx" if kind == "abx" else "mushra", abx_store.clip_checksum(samples), plan, steps, ttl
+                "abx" if kind == "abx" else "mushra",
+                abx_store.clip_checksum(samples),
+                plan,
+                steps,
+                ttl,
+                visitor=visitors.address_of(request, self.trusted),
             )
         url = _base_url(request) + "/listen/" + link
         logger.info("shared %s test made: %d conditions, expires in %.0f h", kind, len(made), ttl / 3600)
