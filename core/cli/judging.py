@@ -48,6 +48,7 @@ def cmd_abx_export(args) -> int:
 
 LISTENING_FIELDS = (
     "test", "kind", "listener", "nickname", "item", "condition", "rating", "trial", "x_is", "answer", "correct", "at",
+    "flag",  # core.listening.shared_test_fetches: "" or why the answer could not come from listening
 )  # fmt: skip
 
 

@@ -82,3 +82,16 @@ def flag(fetched: dict[str, float], answered_at: float, about: Iterable[str], se
     if fetched and answered_at - min(fetched.values()) < seconds:
         return TOO_QUICK
     return ""
+
+
+def flag_rows(fetched: dict[tuple[str, int], dict[str, float]], seconds: float, ratings, answers):
+    """(a flag per rating row, a flag per answer row) of one test. Rating rows start (listener, item,
+    condition) and answer rows (listener, trial); both end with the time they were sent. A MUSHRA
+    screen's ratings are about the conditions rated on it; an ABX answer is about X."""
+    rated: dict[tuple[str, int], list[str]] = {}
+    for who, item, condition, *_rest in ratings:
+        rated.setdefault((who, int(item)), []).append(condition)
+    return (
+        [flag(fetched.get((r[0], int(r[1])), {}), r[-1], rated[(r[0], int(r[1]))], seconds) for r in ratings],
+        [flag(fetched.get((a[0], int(a[1])), {}), a[-1], ("X",), seconds) for a in answers],
+    )

@@ -133,29 +133,21 @@ class SharedTestStore:
                 "SELECT listener, trial, x_is, answer, correct, at FROM room_abx WHERE test = ? ORDER BY at, trial",
                 (info.test,),
             ).fetchall()
-        fetched = self.fetches.of_test(info.test)
-        rated: dict[tuple[str, int], list[str]] = {}
-        for w, i, cond, _r, _at in ratings:
-            rated.setdefault((w, int(i)), []).append(cond)
-        seconds = float(info.plan.get("seconds") or 0.0)
-
-        def flag_of(w: str, item: int, about, at: float) -> str:
-            return shared_test_fetches.flag(fetched.get((w, int(item)), {}), at, about, seconds)
-
+        rating_flags, answer_flags = shared_test_fetches.flag_rows(
+            self.fetches.of_test(info.test), float(info.plan.get("seconds") or 0.0), ratings, answers
+        )
         return {
             "info": info,
             "listeners": [
                 {"listener": f"L{n}", "number": n, "nickname": nick, "joined": at} for _w, n, nick, at in listeners
             ],
             "ratings": [
-                {"listener": f"L{names[w]}", "item": i, "condition": cond, "rating": r, "at": at}
-                | {"flag": flag_of(w, i, rated[(w, int(i))], at)}
-                for w, i, cond, r, at in ratings
+                {"listener": f"L{names[w]}", "item": i, "condition": cond, "rating": r, "at": at, "flag": f}
+                for (w, i, cond, r, at), f in zip(ratings, rating_flags, strict=True)
             ],
             "answers": [
-                {"listener": f"L{names[w]}", "trial": t, "x_is": x, "answer": a, "correct": k, "at": at}
-                | {"flag": flag_of(w, t, ("X",), at)}
-                for w, t, x, a, k, at in answers
+                {"listener": f"L{names[w]}", "trial": t, "x_is": x, "answer": a, "correct": k, "at": at, "flag": f}
+                for (w, t, x, a, k, at), f in zip(answers, answer_flags, strict=True)
             ],
         }
 
@@ -164,8 +156,7 @@ class SharedTestStore:
         the first 12 characters of their link's hash, listeners by number)."""
         with self._conn() as c:
             tests = {
-                t: (kind, created)
-                for t, kind, created in c.execute("SELECT test, kind, created FROM room_tests").fetchall()
+                t: (kind, json.loads(plan)) for t, kind, plan in c.execute("SELECT test, kind, plan FROM room_tests")
             }
             numbers = {
                 (t, w): (n, nick)
@@ -174,18 +165,21 @@ class SharedTestStore:
             ratings = c.execute("SELECT test, listener, item, condition, rating, at FROM room_ratings").fetchall()
             answers = c.execute("SELECT test, listener, trial, x_is, answer, correct, at FROM room_abx").fetchall()
         rows = []
-        for t, w, item, condition, rating, at in ratings:
-            n, nick = numbers[(t, w)]
-            rows.append(
-                {"test": t[:12], "kind": tests[t][0], "listener": f"L{n}", "nickname": nick, "item": item}
-                | {"condition": condition, "rating": rating, "at": at}
-            )
-        for t, w, trial, x_is, answer, correct, at in answers:
-            n, nick = numbers[(t, w)]
-            rows.append(
-                {"test": t[:12], "kind": tests[t][0], "listener": f"L{n}", "nickname": nick, "trial": trial}
-                | {"x_is": x_is, "answer": answer, "correct": correct, "at": at}
-            )
+        for t, (kind, plan) in tests.items():
+            mine = [r[1:] for r in ratings if r[0] == t], [a[1:] for a in answers if a[0] == t]
+            flags = shared_test_fetches.flag_rows(self.fetches.of_test(t), float(plan.get("seconds") or 0.0), *mine)
+            for (w, item, condition, rating, at), f in zip(mine[0], flags[0], strict=True):
+                n, nick = numbers[(t, w)]
+                rows.append(
+                    {"test": t[:12], "kind": kind, "listener": f"L{n}", "nickname": nick, "item": item}
+                    | {"condition": condition, "rating": rating, "at": at, "flag": f}
+                )
+            for (w, trial, x_is, answer, correct, at), f in zip(mine[1], flags[1], strict=True):
+                n, nick = numbers[(t, w)]
+                rows.append(
+                    {"test": t[:12], "kind": kind, "listener": f"L{n}", "nickname": nick, "trial": trial}
+                    | {"x_is": x_is, "answer": answer, "correct": correct, "at": at, "flag": f}
+                )
         return sorted(rows, key=lambda r: (r["test"], r["at"]))
 
     # ---- listeners -----------------------------------------------------------------------------

@@ -80,6 +80,7 @@ def test_answers_that_could_not_come_from_listening_are_flagged_and_left_out(tmp
     got = store.responses(link, owned["owner"])
     flags = {(a["listener"], a["trial"]): a["flag"] for a in got["answers"]}
     assert flags == {("L1", 0): "", ("L1", 1): "", ("L2", 0): "too_quick", ("L2", 1): "not_fetched"}
+    assert {(r["listener"], r["trial"]): r["flag"] for r in store.export_rows()} == flags  # the operator's export
 
     shown = html.unescape(handlers_text := ShareHandlers.responses(_h(tmp_path, store), owned, False, EN))
     assert "2 answers could not come from listening" in shown and "left out" in shown

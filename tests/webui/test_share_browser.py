@@ -101,8 +101,10 @@ def _rate(page, slots: dict[str, str], want: dict[str, int], phone: bool) -> Non
     for slider in page.locator(".cw-rate-row input[type=range]").all():
         value = want[slots[slider.get_attribute("data-handle")]]
         slider.evaluate("(e, v) => { e.value = v; e.dispatchEvent(new Event('input', {bubbles: true})); }", value)
+    play = page.locator(".cw-listen-player .cw-play")
+    play.tap() if phone else play.click()  # a listener plays the sounds (the server sees them fetched) ...
     seconds = page.evaluate("window.cwListen.state().player.duration")
-    page.wait_for_timeout(int(seconds * 1000) + 300)  # a listener hears the region at least once before sending
+    page.wait_for_timeout(int(seconds * 1000) + 300)  # ... and hears the region once before sending
     box = send.bounding_box()
     assert box and box["y"] + box["height"] <= page.viewport_size["height"] * 3  # reachable by scrolling
     send.scroll_into_view_if_needed()
