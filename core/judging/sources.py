@@ -201,7 +201,8 @@ def make_sources(
     else:
         trip, second_trip, agreement = engine.roundtrip(audio, lambda f: report(0.9 * f)), None, None
     started = time.perf_counter()
-    made, problems = anchor_sources(x, anchors, lambda f: report(0.9 + 0.1 * f))
+    # outside the lock: at a lower priority while a live session runs (core.model.cpu_share)
+    made, problems = engine.live.cpu.batch(anchor_sources, x, anchors, lambda f: report(0.9 + 0.1 * f))
     decoded = [(codec, trip)] + ([(checkpoint, second_trip)] if second_trip is not None else [])
     rate = rates.comparison_rate(t.decoded.sample_rate for _, t in decoded)
     reference, band = rates.original_at(audio, rate)

@@ -5,15 +5,14 @@ work through ``Engine.model_work``: under the engine's lock, one frame at a time
 under each operation's backend flags), so another user's job waits for at most one frame's work. On a
 GPU the sessions share one batched step instead (``core.model.live_batcher``): each frame is a row
 of it, and admission follows the measured cost of the step for that many sessions.
-:class:`LiveSessions` (``engine.live``) admits at most ``Settings.live_sessions`` at once and
-refuses the next with a message that gives the count.
+:class:`LiveSessions` (``engine.live``) admits at most ``Settings.live_sessions`` at once, refuses the
+next with a message that gives the count, and lowers batch work's priority (``core.model.cpu_share``).
 
 Bounds: a session takes at most ``min(live_max_s, max_duration_s)`` of audio, then refuses with a
 message; it refuses input that runs ahead of real time by more than ``PACE_SLACK_S`` (a client that
 sends faster than it speaks), so what it holds never grows faster than a microphone's output; its
 encoder keys/values follow the engine's offload rule and are sized for the maximum length. A session
-that nobody pushed to for ``IDLE_CLOSE_S`` is closed when the next one opens (transports close
-theirs at once when the client goes; this is the net under them).
+idle for ``IDLE_CLOSE_S`` is closed when the next one opens (the net under the transports' own close).
 """
 
 from __future__ import annotations
@@ -27,7 +26,7 @@ import numpy as np
 
 from core.codec import NUM_CODEBOOKS, SAMPLE_RATE, SAMPLES_PER_FRAME
 from core.errors import LiveBusy, LiveSessionError, OutOfMemory
-from core.model import memory, planner, torch_threads
+from core.model import cpu_share, memory, planner, torch_threads
 from core.model.lateness import Lateness, judge_lateness
 from core.model.live_batcher import RESAMPLER_SLACK_SAMPLES, BatchedStream, FrameBatcher, batch_wanted, build_batcher
 from core.model.live_results import LiveResult, LiveStep, session_result
@@ -58,6 +57,7 @@ class LiveSessions:
         self.batched: bool | None = None  # one batched step for all sessions; None: on a GPU with graphs
         self._batcher: FrameBatcher | None = None
         self.thread = torch_threads.OneThread("live-cpu")  # every session's model work on a CPU
+        self.cpu = cpu_share.CpuShare(lambda: self.in_use)  # batch work yields the CPU to open sessions
 
     def observe(self, frame_s: float) -> None:
         """One frame's measured model work (the admission's cost)."""
@@ -65,8 +65,7 @@ class LiveSessions:
         self.frame_cost_s = frame_s if cost is None else cost + COST_SMOOTHING * (frame_s - cost)
 
     def capacity(self) -> int:
-        """Sessions the measured per-frame cost allows (``LOAD_SHARE`` of real time), never more than
-        ``--live-sessions``; the cap alone until a frame has been measured."""
+        """Sessions the measured per-frame cost allows (``LOAD_SHARE`` of real time), at most ``--live-sessions``."""
         if self._batcher is not None and self.use_batch():  # the measured batched step for that many
             return self._batcher.capacity(self.limit, LOAD_SHARE * FRAME_S)
         cost = self.frame_cost_s
@@ -119,6 +118,7 @@ class LiveSessions:
                 )
             session = LiveSession(self, sample_rate, channels, paced, name)
             self._sessions.add(session)
+        self.cpu.live_opened()
         try:
             self.on_model_thread(session.start)
         except BaseException:

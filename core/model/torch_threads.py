@@ -23,6 +23,7 @@ the job's thread lives.
 from __future__ import annotations
 
 import concurrent.futures
+import contextvars
 import threading
 from collections.abc import Callable
 from typing import TypeVar
@@ -44,21 +45,23 @@ def _threads_of_caller() -> Callable[[], None]:
     return same
 
 
-def in_passing_thread(fn: Callable[..., T], *args) -> T:
-    """``fn(*args)`` in a new thread that ends when it returns (its OpenMP pool ends with it); its
+def in_passing_thread(fn: Callable[..., T], *args, name: str = "torch-passing") -> T:
+    """``fn(*args)`` in a new thread that ends when it returns (its OpenMP pool ends with it), in a
+    copy of the caller's context variables (a web framework's progress reporter lives in one); its
     exception is raised here."""
     result: list = []
     error: list[BaseException] = []
     same_threads = _threads_of_caller()
+    context = contextvars.copy_context()
 
     def body() -> None:
         try:
             same_threads()
-            result.append(fn(*args))
+            result.append(context.run(fn, *args))
         except BaseException as e:  # noqa: BLE001 - handed to the caller as it is
             error.append(e)
 
-    thread = threading.Thread(target=body, name="torch-passing", daemon=True)
+    thread = threading.Thread(target=body, name=name, daemon=True)
     thread.start()
     thread.join()
     if error:

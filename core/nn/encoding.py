@@ -36,6 +36,7 @@ from core.nn.kv_cache import HOST_BLOCK_STEPS, KVStore
 logger = logging.getLogger(__name__)
 
 DEFAULT_SPAN_STEPS = 15_000  # encoder transformer steps per span (600 s of audio)
+QUANTIZE_FRAMES = 500  # frames quantized at once (40 s): a piece between two hand-overs of the lock
 
 
 def conv_context_samples(model) -> int:
@@ -170,7 +171,9 @@ class EncoderState:
     def frames(self, steps: torch.Tensor, position: int, between=None) -> torch.Tensor:
         """Codes (frames, codebooks) of the SEANet steps (1, C, steps) that start at step ``position``
         (even: a frame boundary), with every earlier step in the keys/values. ``between()`` runs after
-        each transformer layer (a span is long: the engine hands its lock to live frames there)."""
+        each transformer layer and each ``QUANTIZE_FRAMES`` frames quantized (a span is long: the
+        engine hands its lock to live frames there). The quantizer works frame by frame, so its
+        pieces give the codes of one call (checked in tests/core/nn/test_encoding.py)."""
         mimi = self.mimi
         hidden = _encoder_transformer_span(mimi.encoder_transformer, steps.transpose(1, 2), self.kv, position, between)
         hidden = hidden.transpose(1, 2)
@@ -179,7 +182,12 @@ class EncoderState:
         else:
             down = mimi.downsample(torch.cat([self.tail, hidden], dim=-1))[..., self.tail.shape[-1] // 2 :]
         self.tail = hidden[..., -2:].clone()
-        return self.quantize(down, self.num_q)[:, 0][: self.num_q].T.to(torch.long)
+        pieces = []
+        for low in range(0, down.shape[-1], QUANTIZE_FRAMES):
+            if low and between is not None:
+                between()
+            pieces.append(self.quantize(down[..., low : low + QUANTIZE_FRAMES], self.num_q)[:, 0][: self.num_q])
+        return torch.cat(pieces, dim=-1).T.to(torch.long)
 
     def close(self) -> None:
         self.kv.close()

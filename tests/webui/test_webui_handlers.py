@@ -164,6 +164,7 @@ class _BrokenEngine:
 
     def __init__(self, engine):
         self.settings = engine.settings
+        self.live = engine.live  # its live sessions and the CPU share of batch work
         self._engine = engine
 
     def info(self):

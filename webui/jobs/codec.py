@@ -175,7 +175,8 @@ def roundtrip(
     start = time.perf_counter()
     progress(0.05, "job.reading")
     chosen = list(compare_with or [])
-    audio = load_audio(source, sources.audio_limits_for(engine, sources.COMPARE_ID in chosen, limits))
+    batch = engine.live.cpu.batch  # work outside the model's lock yields the CPU to live sessions
+    audio = batch(load_audio, source, sources.audio_limits_for(engine, sources.COMPARE_ID in chosen, limits))
     estimate = _preflight(engine, "roundtrip", audio.samples.size, progress, 0.15)
     progress(0.2, "job.encoding")
     wanted = anchors.parse_anchors([c for c in chosen if c != sources.COMPARE_ID])
@@ -183,15 +184,16 @@ def roundtrip(
     encoded, decoded = made.trip.encoded, made.trip.decoded
     stem = stem_of(source)
     progress(0.9, "job.writing")
-    written = sources.write_sources((made.original, *made.sources), lambda s: folder / sources.file_name(stem, s.id))
+    written = batch(
+        sources.write_sources, (made.original, *made.sources), lambda s: folder / sources.file_name(stem, s.id)
+    )
     extra = compare_jobs.page_sources(engine, made, chosen, written, folder, stem)
     token_file = _token_file(engine, encoded.codes, encoded.original_samples)
     token_path = tokens.save_tokens(token_file, folder / f"{stem}_tokens.npz")
     # as written, at the comparison rate: what is measured and played
     heard, out = on_grid(made.original.samples), on_grid(made.by_id(sources.CODEC_ID).samples)
     words = (figure_words or {}).get("spectrogram")
-    figure = analysis_metrics.spectrogram_figure(heard, out, made.rate_hz, words=words)
-    png = analysis_metrics.figure_to_png(figure, folder / f"{stem}_spectrogram.png")
+    png = batch(_spectrogram_png, heard, out, made.rate_hz, words, folder / f"{stem}_spectrogram.png")
     return RoundTripOutput(
         written[sources.ORIGINAL_ID],
         written[sources.CODEC_ID],
@@ -222,6 +224,11 @@ def rates_of(made: sources.SourceSet, audio) -> dict:
         "original_rate_hz": audio.facts.sample_rate,
         "original_top_hz": made.band.original_top_hz,
     }
+
+
+def _spectrogram_png(heard: np.ndarray, out: np.ndarray, rate_hz: int, words: dict | None, path: Path) -> Path:
+    figure = analysis_metrics.spectrogram_figure(heard, out, rate_hz, words=words)
+    return analysis_metrics.figure_to_png(figure, path)
 
 
 def measure(

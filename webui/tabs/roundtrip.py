@@ -6,6 +6,7 @@ result shows before there is one."""
 
 from __future__ import annotations
 
+import functools
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -133,9 +134,12 @@ class RoundTripHandlers(TabHandlers):
             judges = Judges.of(self.engine.settings)
             if record is not None:
                 i18n.progress_in(lang, progress)(0.1, "job.metrics")
-                out = codec.measure_samples(*results.samples_of(record, self.limits), judges, rate_hz=record.rate_hz)
+                clips = results.samples_of(record, self.limits)
+                measure = functools.partial(codec.measure_samples, rate_hz=record.rate_hz)
+                out = self.engine.live.cpu.batch(measure, *clips, judges)  # yields to live sessions
             else:
-                out = codec.measure(original, reconstruction, self.limits, i18n.progress_in(lang, progress), judges)
+                say = i18n.progress_in(lang, progress)
+                out = self.engine.live.cpu.batch(codec.measure, original, reconstruction, self.limits, say, judges)
             measured = {"metrics": out.metrics, "seconds": out.seconds}
             results.remember(record, "metrics", measured)
         if record is not None:

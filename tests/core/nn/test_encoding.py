@@ -35,6 +35,21 @@ def test_chunked_encode_equals_whole_encode_across_chunk_and_span_boundaries(tin
     assert torch.equal(ours, whole), f"agreement {(ours == whole).float().mean():.4f}"
 
 
+def test_a_span_is_quantized_in_pieces_with_hand_overs_between_and_the_codes_of_one_call(
+    tiny_model, speech, whole_codes, monkeypatch
+):
+    """The quantizer of a long span runs ``QUANTIZE_FRAMES`` at a time (the engine's lock is handed to
+    live frames between pieces); the pieces give the whole-clip codes bit for bit."""
+    x = speech(13.0, seed=2)
+    counts = []
+    for frames in (10**6, 7):  # one piece per span, then spans of 72, 72 and 19 frames in pieces of 7
+        monkeypatch.setattr(encoding, "QUANTIZE_FRAMES", frames)
+        counts.append(0)
+        ours = chunked_codes(tiny_model, x, span_steps=150, between=lambda: counts.__setitem__(-1, counts[-1] + 1))
+        assert torch.equal(ours, whole_codes(tiny_model, x)), frames
+    assert counts[1] - counts[0] == 10 + 10 + 2, counts  # 11, 11 and 3 pieces: a hand-over between two
+
+
 def test_keys_values_offloaded_in_blocks_agree_up_to_one_near_tie_frame(tiny_model, speech, whole_codes):
     model = tiny_model
     x = speech(7.3, seed=5)
