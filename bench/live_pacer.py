@@ -7,7 +7,7 @@ Runs in a process of its own, so its work never competes with the server's threa
 interpreter. Sends until ``--seconds`` of audio or a line on stdin, then ``stop``; prints one JSON
 line: seconds sent, frames back, how late replies came (reply time minus the block's send time),
 and the server's ``error`` sentence if it stopped the session, else the ``done`` message.
-``bench.live_beside_job`` and tests/webui/test_live_beside_job.py drive it.
+``bench.live_beside_job`` drives it.
 """
 
 from __future__ import annotations
