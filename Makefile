@@ -35,7 +35,7 @@ XDIST := -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder
 TEST_ENV := OMP_NUM_THREADS=1
 APP_REQS := requirements.txt requirements-judging.txt  # the app (its verdict needs the MOS model)
 NODEPS_REQS := requirements-judging-nodeps.txt  # installed after the others, without their declared needs
-TEST_REQS := $(APP_REQS) requirements-dataset.txt requirements-postgres.txt requirements-test.txt  # make test runs every test
+TEST_REQS := $(APP_REQS) requirements-dataset.txt requirements-training.txt requirements-postgres.txt requirements-test.txt  # make test runs every test
 FAST_MARKERS := not gpu and not browser and not service and not slow and not long
 # Three groups, every non-GPU test in exactly one, so that `make test` keeps to 10 minutes on the 2-core
 # machine; .ci/run runs all three. Slow end-to-end tests (pytest marker `slow`: nginx replicas,

@@ -36,3 +36,7 @@ class LiveSessionError(CodecError):
 
 class LiveBusy(LiveSessionError):
     """Every live session slot is in use (or live mode is off)."""
+
+
+class TrainingError(CodecError):
+    """A fine-tuning run cannot start or go on (bad data, settings or output folder)."""

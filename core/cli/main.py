@@ -1,6 +1,6 @@
 """Command line: ``python -m core {check,encode,decode,roundtrip,ladder,tokenize,evaluate,abx-export,listening-export,
-doctor,build-checkpoint,live,parity,encode-parity,precision,serve-decode,stream-parity}``. One module per area (``codec``, ``judging``,
-``dataset``, ``doctor``, ``live``, ``parity``, ``stream``), each with
+doctor,build-checkpoint,live,parity,encode-parity,precision,serve-decode,stream-parity,finetune}``. One module per area
+(``codec``, ``judging``, ``dataset``, ``doctor``, ``live``, ``parity``, ``stream``, ``training``), each with
 ``add_parsers(sub) -> {name: function}``; this module assembles them.
 
 Exit code 0 on success, 1 with a one-line ``error: ...`` message on bad input or a failed
@@ -21,14 +21,14 @@ logger = logging.getLogger(__name__)
 
 def build_parser() -> tuple[argparse.ArgumentParser, dict[str, Callable]]:
     """The parser and {command name: function}."""
-    from core.cli import codec, dataset, doctor, judging, live, parity, stream
+    from core.cli import codec, dataset, doctor, judging, live, parity, stream, training
     from core.settings import add_settings_arguments
 
     parser = argparse.ArgumentParser(prog="python -m core", description="Qwen3-TTS-Tokenizer-12Hz codec engine")
     parser.add_argument("-v", "--verbose", action="store_true", help="log debug details and tracebacks")
     sub = parser.add_subparsers(dest="command", required=True)
     commands: dict[str, Callable] = {}
-    for module in (codec, judging, dataset, doctor, live, parity, stream):
+    for module in (codec, judging, dataset, doctor, live, parity, stream, training):
         commands |= module.add_parsers(sub)
     for p in sub.choices.values():
         add_settings_arguments(p)

@@ -1,0 +1,57 @@
+"""Bad inputs to ``python -m core finetune`` are refused in words before any training, and leave
+nothing half-made behind."""
+
+from __future__ import annotations
+
+import pytest
+
+from core.errors import TrainingError
+from core.training import FinetuneSettings, finetune
+
+
+def test_an_empty_folder_is_refused(cli, tmp_path, tiny_checkpoint):
+    (tmp_path / "empty").mkdir()
+    result = cli("finetune", tmp_path / "empty", "-o", tmp_path / "out", "--model", tiny_checkpoint, "--device", "cpu")
+    assert result.returncode == 1
+    assert "holds no audio" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_zero_steps_is_refused(cli, tmp_path, speech_folder, tiny_checkpoint):
+    result = cli("finetune", speech_folder, "-o", tmp_path / "out", "--model", tiny_checkpoint, "--steps", "0")
+    assert result.returncode == 1 and "--steps must be at least 1" in result.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_an_unknown_precision_is_refused(tmp_path, speech_folder):
+    with pytest.raises(TrainingError, match="Unknown precision 'fp8'"):
+        FinetuneSettings(data=speech_folder, out=tmp_path / "out", precision="fp8")
+
+
+def test_fp16_on_a_cpu_is_refused_in_words(small, tmp_path):
+    with pytest.raises(TrainingError, match="fp16 is for CUDA GPUs"):
+        finetune(small(tmp_path / "out", precision="fp16"))
+
+
+def test_too_little_audio_for_a_segment_is_refused(small, tmp_path):
+    with pytest.raises(TrainingError, match="Too little audio for a training segment"):
+        finetune(small(tmp_path / "out", segment_s=5.0))
+    assert not list((tmp_path / "out").iterdir())  # the clips it read are not left behind
+
+
+def test_a_folder_that_is_not_empty_needs_resume(cli, tmp_path, speech_folder, tiny_checkpoint):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "mine.txt").write_text("keep me")
+    result = cli("finetune", speech_folder, "-o", out, "--model", tiny_checkpoint, "--device", "cpu")
+    assert result.returncode == 1 and "is not empty" in result.stderr and "--resume" in result.stderr
+    assert [p.name for p in out.iterdir()] == ["mine.txt"]
+
+
+def test_resume_without_a_run_is_refused(small, tmp_path):
+    with pytest.raises(TrainingError, match="holds no run to resume"):
+        finetune(small(tmp_path / "out", resume=True))
+
+
+def test_upsample_to_48k_is_refused_in_words_without_the_family(small, tmp_path):
+    with pytest.raises(TrainingError, match="48000"):
+        finetune(small(tmp_path / "out", upsample_to=48000))
