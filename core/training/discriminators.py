@@ -18,7 +18,7 @@ import torch.nn.functional as F
 from torch import nn
 
 PERIODS = (2, 3, 5, 7, 11)
-STFT_RESOLUTIONS = ((2048, 512), (1024, 256), (512, 128))  # (FFT size, hop) in samples
+STFT_RESOLUTIONS = tuple((512 << i, 128 << i) for i in (2, 1, 0))  # (FFT size, hop) in samples: 2k, 1k, 512
 SLOPE = 0.1  # leaky ReLU
 
 

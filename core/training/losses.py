@@ -17,10 +17,7 @@ from torch import nn
 
 from core.codec import SAMPLE_RATE
 
-MEL_SCALES = tuple(
-    (size, size // 4, mels)
-    for size, mels in zip((32, 64, 128, 256, 512, 1024, 2048), (5, 10, 20, 40, 80, 160, 320), strict=True)
-)
+MEL_SCALES = tuple((32 << i, 8 << i, 5 << i) for i in range(7))  # (STFT size, hop, mel bands): 32 … 2k samples
 LOG_FLOOR = 1e-5  # mel magnitudes below it count as it (log10: -5)
 RMS_FLOOR = 1e-5
 
