@@ -42,6 +42,7 @@ from bench.harness import (  # noqa: E402
     write_results,
 )
 from core.model.engine import Engine  # noqa: E402
+from core.nn.decoding import samples_per_frame  # noqa: E402
 from core.settings import Settings  # noqa: E402
 
 log = logging.getLogger("bench.stream_decode")
@@ -74,7 +75,8 @@ def stream_once(engine, codes: np.ndarray, packet: int, device: str) -> dict:
 
 def windowed(engine, codes: np.ndarray, packet: int, context: int, device: str) -> dict:
     """Each packet re-decoded with ``context`` frames before it by the official decoder's forward."""
-    decoder, per_frame = engine.model.decoder, int(engine.model.decoder.total_upsample)
+    decoder = engine.model.decoder
+    per_frame = samples_per_frame(decoder)
     dev = next(decoder.parameters()).device
     times, parts = [], []
     with torch.inference_mode():

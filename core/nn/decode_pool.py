@@ -22,9 +22,9 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
-from core.codec import NUM_CODEBOOKS, SAMPLES_PER_FRAME
+from core.codec import NUM_CODEBOOKS
 from core.nn.batch_decoder import BatchDecoderStream
-from core.nn.decoding import run_transformer_layers
+from core.nn.decoding import run_transformer_layers, samples_per_frame
 
 logger = logging.getLogger(__name__)
 
@@ -116,7 +116,7 @@ class DecodePool:
         self.flags, self.capture = flags, capture
         param = next(decoder.parameters())
         self.device, self.dtype = param.device, param.dtype
-        self.samples_per_frame = int(getattr(decoder, "total_upsample", SAMPLES_PER_FRAME))  # 48 kHz decoders: 3,840
+        self.samples_per_frame = samples_per_frame(decoder)  # 1,920 at 24 kHz, 3,840 for the 48 kHz decoder
         self.free = list(range(self.slots))
         largest = bucket_for(min(self.slots, BUCKETS[-1]))
         self.buckets = {

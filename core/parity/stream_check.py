@@ -30,6 +30,7 @@ import numpy as np
 import torch
 
 from core.model.family import output_rate_of
+from core.nn.decoding import samples_per_frame
 from core.parity import seams
 
 logger = logging.getLogger(__name__)
@@ -119,7 +120,7 @@ def find_gaps(theirs: np.ndarray, ours: np.ndarray, rate: int) -> tuple[list[Gap
 def windowed_decode(model, codes: np.ndarray, packet: int, context: int) -> np.ndarray:
     """Each packet re-decoded by the official decoder with ``context`` frames before it (its samples kept)."""
     decoder = model.decoder
-    per_frame = int(decoder.total_upsample)
+    per_frame = samples_per_frame(decoder)
     device = next(decoder.parameters()).device
     parts = []
     with torch.inference_mode():

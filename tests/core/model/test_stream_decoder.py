@@ -180,7 +180,7 @@ def test_a_stream_takes_no_more_than_the_duration_limit(tiny_checkpoint):
         engine.unload()
 
 
-@pytest.mark.parametrize("pooled", [True], ids=["batched-step"])
+@pytest.mark.parametrize("pooled", [False, True], ids=["own-step", "batched-step"])
 def test_a_48khz_decoder_streams_at_its_own_rate(tiny_checkpoint_48k, pooled):
     """The family's 48 kHz decoder: 3,840 samples a frame, equal to the model's whole-utterance decode."""
     from core.nn.decoding import decode_whole
