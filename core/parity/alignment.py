@@ -79,10 +79,12 @@ def _early_excerpt(ours: np.ndarray, length: int) -> int:
     return int(next(s for s, e in zip(starts, energy, strict=True) if e >= EARLY_SHARE * max(energy)))
 
 
-def find_offset(ours: np.ndarray, theirs: np.ndarray, max_lag_s: float = MAX_LAG_S) -> Alignment:
-    """The offset of ``theirs`` against ``ours`` (both mono at 24 kHz)."""
-    lag = int(max_lag_s * SAMPLE_RATE)
-    length = min(ours.size, int(EXCERPT_S * SAMPLE_RATE))
+def find_offset(
+    ours: np.ndarray, theirs: np.ndarray, max_lag_s: float = MAX_LAG_S, rate_hz: int = SAMPLE_RATE
+) -> Alignment:
+    """The offset of ``theirs`` against ``ours`` (both mono at ``rate_hz``: the decoder's)."""
+    lag = int(max_lag_s * rate_hz)
+    length = min(ours.size, int(EXCERPT_S * rate_hz))
     start = _early_excerpt(ours, length)
     a = ours[start : start + length].astype(np.float64)
     if not np.any(a) or not np.any(theirs):
@@ -91,10 +93,10 @@ def find_offset(ours: np.ndarray, theirs: np.ndarray, max_lag_s: float = MAX_LAG
     return Alignment(k, abs(score), 1 if score >= 0 else -1, lag)
 
 
-def drift(ours: np.ndarray, theirs: np.ndarray, offset: int) -> list[Drift]:
+def drift(ours: np.ndarray, theirs: np.ndarray, offset: int, rate_hz: int = SAMPLE_RATE) -> list[Drift]:
     """The offset measured again at probes spread over the clip (± ``DRIFT_LAG_S`` around ``offset``);
     only the probes that found a clear match."""
-    length, lag = int(DRIFT_WINDOW_S * SAMPLE_RATE), int(DRIFT_LAG_S * SAMPLE_RATE)
+    length, lag = int(DRIFT_WINDOW_S * rate_hz), int(DRIFT_LAG_S * rate_hz)
     if ours.size < 2 * length:
         return []
     found = []
@@ -104,7 +106,7 @@ def drift(ours: np.ndarray, theirs: np.ndarray, offset: int) -> list[Drift]:
             continue
         k, score = _best_lag(a, _padded(theirs, start + offset - lag, start + offset + length + lag), lag)
         if abs(score) >= DRIFT_MIN_CORRELATION:
-            found.append(Drift(round(start / SAMPLE_RATE, 3), offset + k, abs(score)))
+            found.append(Drift(round(start / rate_hz, 3), offset + k, abs(score)))
     return found
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from core.analysis.timeline import decimate
-from core.codec import SAMPLE_RATE
+from core.codec import BASE_OUTPUT, SAMPLE_RATE, SAMPLES_PER_FRAME, OutputRate
 from core.parity import alignment as parity_alignment
 from core.parity import seams, verdict
 from core.parity.inputs import Codes, TheirAudio, load_codes, load_their_wav
@@ -65,14 +65,17 @@ class DecodeParity:
     their: TheirAudio
     seconds: dict = field(default_factory=dict)  # reference_s, compare_s
     verdict: verdict.Verdict | None = None
+    rate_hz: int = SAMPLE_RATE  # the reference decoder's rate: both sides compared at it (48 kHz against 48 kHz)
+    samples_per_frame: int = SAMPLES_PER_FRAME  # its samples a frame (3,840 at 48 kHz)
 
     @property
     def first_difference_s(self) -> float | None:
-        return None if self.first_difference_sample is None else self.first_difference_sample / SAMPLE_RATE
+        return None if self.first_difference_sample is None else self.first_difference_sample / self.rate_hz
 
     def to_dict(self) -> dict:
         return {
             "verdict": self.verdict.to_dict() if self.verdict else None,
+            "rate_hz": self.rate_hz,
             "frames": self.frames,
             "reference_samples": self.reference_samples,
             "original_samples": self.original_samples,
@@ -114,17 +117,19 @@ def _finite(x: float):
     return "inf" if math.isinf(x) else round(float(x), 4)
 
 
-def compare(ours: np.ndarray, their: TheirAudio, codes: Codes) -> DecodeParity:
-    """Their audio against ``ours`` (the reference decode, frames × 1920 samples)."""
+def compare(ours: np.ndarray, their: TheirAudio, codes: Codes, output: OutputRate = BASE_OUTPUT) -> DecodeParity:
+    """Their audio against ``ours`` (the reference decode, frames × ``output.samples_per_frame`` samples), both
+    at ``output.rate_hz`` (a 48 kHz port against the 48 kHz reference)."""
     started = time.perf_counter()
-    theirs = their.samples
-    found = parity_alignment.find_offset(ours, theirs)
+    theirs, rate, per_frame = their.samples, output.rate_hz, output.samples_per_frame
+    found = parity_alignment.find_offset(ours, theirs, rate_hz=rate)
     offset = found.offset_samples
     trimmed = False
-    if codes.original_samples is not None and codes.original_samples != ours.size:
+    original = None if codes.original_samples is None else output.samples_for(codes.original_samples)
+    if original is not None and original != ours.size:
         end = theirs.size - offset  # where their audio ends, in our samples
-        if abs(end - codes.original_samples) < abs(end - ours.size):  # they trimmed, as the token file says
-            ours, trimmed = ours[: codes.original_samples], True
+        if abs(end - original) < abs(end - ours.size):  # they trimmed, as the token file says
+            ours, trimmed = ours[:original], True
     flipped = theirs if found.polarity > 0 else -theirs
     a, b, first = parity_alignment.aligned(ours, flipped, offset)
     diff = -ours.copy()  # where they have nothing, the difference is all of ours
@@ -132,9 +137,9 @@ def compare(ours: np.ndarray, their: TheirAudio, codes: Codes) -> DecodeParity:
     errors = np.abs(diff)
     threshold = verdict.ROUNDING_LSB * LSB
     over = np.flatnonzero(errors > threshold)
-    onset_frames = seams.onsets(seams.frame_errors(diff), threshold)
+    onset_frames = seams.onsets(seams.frame_errors(diff, per_frame), threshold)
     official = seams.official_seams(codes.frames)
-    window = int(CURVE_WINDOW_S * SAMPLE_RATE)
+    window = int(CURVE_WINDOW_S * rate)
     pad = (-errors.size) % window
     curve_values = np.pad(errors, (0, pad)).reshape(-1, window).max(axis=1) / LSB
     times, values = decimate(curve_values, CURVE_WINDOW_S, CURVE_POINTS)
@@ -152,7 +157,7 @@ def compare(ours: np.ndarray, their: TheirAudio, codes: Codes) -> DecodeParity:
         trimmed=trimmed,
         length_difference=int(theirs.size - offset - ours.size),
         alignment=found,
-        drift=parity_alignment.drift(ours, flipped, offset) if over.size else [],
+        drift=parity_alignment.drift(ours, flipped, offset, rate) if over.size else [],
         compared_samples=int(a.size),
         correlation=_correlation(a, b),
         snr_db=snr,
@@ -161,13 +166,15 @@ def compare(ours: np.ndarray, their: TheirAudio, codes: Codes) -> DecodeParity:
         first_difference_sample=int(over[0]) if over.size else None,
         onsets=onset_frames,
         official_seams=official,
-        clicks=seams.clicks(diff, LSB, official, onset_frames),
+        clicks=seams.clicks(diff, LSB, official, onset_frames, per_frame, rate),
         curve=Curve([round(float(t), 3) for t in times], [round(float(v), 2) for v in values], CURVE_WINDOW_S),
         their_rms=float(np.sqrt(np.mean(np.square(theirs, dtype=np.float64)))) if theirs.size else 0.0,
         reference_rms=float(np.sqrt(np.mean(np.square(ours, dtype=np.float64)))),
         codes=codes,
         their=their,
         seconds={"compare_s": round(time.perf_counter() - started, 3)},
+        rate_hz=rate,
+        samples_per_frame=per_frame,
     )
     return verdict.judge(result, ours, diff)
 
@@ -185,12 +192,12 @@ def check_decode(engine, codes_path, wav_path, progress=None) -> DecodeParity:
     engine (the reference), compare. ``progress(fraction)`` follows the reference decode."""
     limits = engine.settings.audio_limits()
     codes = load_codes(Path(codes_path), limits.max_duration_s)
-    their = load_their_wav(Path(wav_path), limits, codes)
+    their = load_their_wav(Path(wav_path), limits, codes, engine.output_rate)  # at the reference decoder's rate
     started = time.perf_counter()
     with tf32(False):  # on a GPU the reference is strict fp32 (PyTorch's default lets convolutions use TF32)
-        ours = engine.decode(codes.codes, progress=progress).samples  # untrimmed: frames × 1920
+        ours = engine.decode(codes.codes, progress=progress).samples  # untrimmed: frames × samples a frame
     reference_s = time.perf_counter() - started
-    result = compare(np.asarray(ours, dtype=np.float32), their, codes)
+    result = compare(np.asarray(ours, dtype=np.float32), their, codes, engine.output)
     result.seconds["reference_s"] = round(reference_s, 3)
     logger.info("decode parity: %s", result.verdict.sentence if result.verdict else "")
     return result

@@ -49,17 +49,18 @@ class Codes:
 
 @dataclass(frozen=True)
 class TheirAudio:
-    samples: np.ndarray  # float32 mono at 24 kHz, non-finite samples set to 0
+    samples: np.ndarray  # float32 mono at ``compared_at_hz``, non-finite samples set to 0
     sample_rate: int  # the file's own rate
     channels: int
     subtype: str  # soundfile's name of the sample format, e.g. PCM_16, FLOAT
     nonfinite: int  # NaN or infinite samples in the file (before they were zeroed)
     first_nonfinite_s: float | None
     notes: tuple[Note, ...] = ()  # what was done to compare it (resampled, downmixed)
+    compared_at_hz: int = SAMPLE_RATE  # the rate ``samples`` are at: the reference decoder's
 
     @property
     def resampled(self) -> bool:
-        return self.sample_rate != SAMPLE_RATE
+        return self.sample_rate != self.compared_at_hz
 
 
 def load_codes(path, max_duration_s: float) -> Codes:
@@ -187,9 +188,10 @@ def _checked(array: np.ndarray, path: Path, kind: str, max_duration_s: float) ->
     return Codes(array.astype(np.int64), None, kind, tuple(notes))
 
 
-def load_their_wav(path, limits: AudioLimits, codes: Codes) -> TheirAudio:
+def load_their_wav(path, limits: AudioLimits, codes: Codes, rate_hz: int = SAMPLE_RATE) -> TheirAudio:
     """The WAV another implementation decoded from ``codes``: checked against the limits and against the
-    length the codes imply before it is read, then mono at 24 kHz (resampled and downmixed, said so).
+    length the codes imply before it is read, then mono at ``rate_hz`` (the reference decoder's: 48 kHz for
+    a 48 kHz port; resampled and downmixed, said so).
     NaN and infinite samples are counted (a broken low-precision decoder makes them), not refused."""
     path = Path(path)
     if not path.is_file():
@@ -237,9 +239,16 @@ def load_their_wav(path, limits: AudioLimits, codes: Codes) -> TheirAudio:
         mono = data[:, 0] if same else data.mean(axis=1)
     else:
         mono = data[:, 0]
-    if rate != SAMPLE_RATE:
-        notes.append(Note("wav_resampled", {"rate": rate, "target": SAMPLE_RATE}))
-        mono = resample(mono, rate, SAMPLE_RATE)
+    if rate != rate_hz:
+        notes.append(Note("wav_resampled", {"rate": rate, "target": rate_hz}))
+        mono = resample(mono, rate, rate_hz)
     return TheirAudio(
-        np.ascontiguousarray(mono, dtype=np.float32), rate, data.shape[1], info.subtype, nonfinite, first, tuple(notes)
+        np.ascontiguousarray(mono, dtype=np.float32),
+        rate,
+        data.shape[1],
+        info.subtype,
+        nonfinite,
+        first,
+        tuple(notes),
+        rate_hz,
     )

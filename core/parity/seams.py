@@ -52,10 +52,10 @@ def official_seams(frames: int) -> list[int]:
     return list(range(OFFICIAL_CHUNK_FRAMES, frames, OFFICIAL_CHUNK_FRAMES))
 
 
-def frame_errors(diff: np.ndarray) -> np.ndarray:
-    """max |difference| of each frame (the last one possibly partial)."""
-    pad = (-diff.size) % SAMPLES_PER_FRAME
-    return np.abs(np.pad(diff, (0, pad))).reshape(-1, SAMPLES_PER_FRAME).max(axis=1)
+def frame_errors(diff: np.ndarray, per_frame: int = SAMPLES_PER_FRAME) -> np.ndarray:
+    """max |difference| of each frame of ``per_frame`` samples (3,840 at 48 kHz; the last one possibly partial)."""
+    pad = (-diff.size) % per_frame
+    return np.abs(np.pad(diff, (0, pad))).reshape(-1, per_frame).max(axis=1)
 
 
 def onsets(errors: np.ndarray, threshold: float) -> list[int]:
@@ -75,9 +75,17 @@ def local_level(jump: np.ndarray) -> np.ndarray:
     return np.median(sides, axis=0)
 
 
-def clicks(diff: np.ndarray, lsb: float, seams: list[int], onset_frames: list[int]) -> list[Click]:
-    """Jumps in ``diff`` (theirs - ours, aligned) far above what the difference does around them; each
-    named by the seam it sits at (``seams``: official seam frames, ``onset_frames``: where the error starts)."""
+def clicks(
+    diff: np.ndarray,
+    lsb: float,
+    seams: list[int],
+    onset_frames: list[int],
+    per_frame: int = SAMPLES_PER_FRAME,
+    rate_hz: int = SAMPLE_RATE,
+) -> list[Click]:
+    """Jumps in ``diff`` (theirs - ours, aligned, at ``rate_hz``) far above what the difference does around
+    them; each named by the seam it sits at (``seams``: official seam frames, ``onset_frames``: where the
+    error starts)."""
     jump = np.abs(np.diff(diff, prepend=diff[:1]))
     level = np.repeat(local_level(jump), CLICK_BLOCK)[: jump.size]
     floor = CLICK_MIN_LSB * lsb
@@ -87,29 +95,29 @@ def clicks(diff: np.ndarray, lsb: float, seams: list[int], onset_frames: list[in
     groups = np.split(candidates, np.flatnonzero(np.diff(candidates) > CLICK_SPACING) + 1)
     peaks = [int(g[np.argmax(jump[g])]) for g in groups]
     peaks = sorted(peaks, key=lambda i: -float(jump[i]))[:MAX_CLICKS]
-    official = np.array(seams, dtype=np.int64) * SAMPLES_PER_FRAME
-    started = np.array(onset_frames, dtype=np.int64) * SAMPLES_PER_FRAME
+    official = np.array(seams, dtype=np.int64) * per_frame
+    started = np.array(onset_frames, dtype=np.int64) * per_frame
     found = []
     for i in sorted(peaks):
         found.append(
             Click(
-                round(i / SAMPLE_RATE, 4),
+                round(i / rate_hz, 4),
                 i,
                 round(float(jump[i]) / lsb, 1),
                 round(float(jump[i]) / max(float(level[i]), lsb), 1),
-                _seam_at(i, official, started),
+                _seam_at(i, official, started, per_frame),
             )
         )
     return found
 
 
-def _seam_at(sample: int, official: np.ndarray, started: np.ndarray) -> str | None:
+def _seam_at(sample: int, official: np.ndarray, started: np.ndarray, per_frame: int = SAMPLES_PER_FRAME) -> str | None:
     if official.size and np.min(np.abs(official - sample)) <= AT_SEAM_SAMPLES:
         return "official"
     if started.size and np.min(np.abs(started - sample)) <= AT_SEAM_SAMPLES:
         return "onset"
-    edge = sample % SAMPLES_PER_FRAME
-    if min(edge, SAMPLES_PER_FRAME - edge) <= AT_SEAM_SAMPLES:
+    edge = sample % per_frame
+    if min(edge, per_frame - edge) <= AT_SEAM_SAMPLES:
         return "frame"
     return None
 

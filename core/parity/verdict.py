@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 
-from core.codec import SAMPLE_RATE, SAMPLES_PER_FRAME
+from core.codec import SAMPLES_PER_FRAME
 from core.parity import seams
 from core.parity.words import Note
 
@@ -91,7 +91,7 @@ def judge(r, ours: np.ndarray, diff: np.ndarray):
     levels = Note(
         "levels",
         {
-            "seconds": r.compared_samples / SAMPLE_RATE,
+            "seconds": r.compared_samples / r.rate_hz,
             "correlation": _fmt(r.correlation),
             "snr": _fmt(r.snr_db, "dB"),
             "max_lsb": r.max_abs_lsb,
@@ -111,9 +111,9 @@ def judge(r, ours: np.ndarray, diff: np.ndarray):
     if first is None:  # only the length differs
         head = Note("differs_length", {"cause_code": f"cause_{cause}"})
         return replace(r, verdict=Verdict("differs", cause, None, None, None, head, tuple(notes)))
-    frame = first // SAMPLES_PER_FRAME
-    head = Note("differs", {"time_s": first / SAMPLE_RATE, "frame": frame, "cause_code": f"cause_{cause}"})
-    return replace(r, verdict=Verdict("differs", cause, None, round(first / SAMPLE_RATE, 4), frame, head, tuple(notes)))
+    frame = first // r.samples_per_frame
+    head = Note("differs", {"time_s": first / r.rate_hz, "frame": frame, "cause_code": f"cause_{cause}"})
+    return replace(r, verdict=Verdict("differs", cause, None, round(first / r.rate_hz, 4), frame, head, tuple(notes)))
 
 
 def _cause(r, ours: np.ndarray, diff: np.ndarray) -> tuple[str, list[Note]]:
@@ -141,16 +141,16 @@ def _cause(r, ours: np.ndarray, diff: np.ndarray) -> tuple[str, list[Note]]:
     first = r.first_difference_sample
     if first is None:
         return "length", []
-    frame, into = divmod(first, SAMPLES_PER_FRAME)
+    frame, into = divmod(first, r.samples_per_frame)
     their_end = r.their_samples - r.alignment.offset_samples  # in our samples
     if r.length_difference < 0 and first >= their_end - SEAM_EDGE:
-        return "length", [Note("ends_early", {"time_s": their_end / SAMPLE_RATE})]
-    errors = seams.frame_errors(diff)
+        return "length", [Note("ends_early", {"time_s": their_end / r.rate_hz})]
+    errors = seams.frame_errors(diff, r.samples_per_frame)
     after = errors[frame:]
     spread = float(np.mean(after > ROUNDING_LSB * LSB)) if after.size else 0.0
-    before = ours[max(0, (frame - 1) * SAMPLES_PER_FRAME) : frame * SAMPLES_PER_FRAME]
+    before = ours[max(0, (frame - 1) * r.samples_per_frame) : frame * r.samples_per_frame]
     active = before.size > 0 and _dbfs(float(np.sqrt(np.mean(np.square(before, dtype=np.float64))))) > ACTIVE_DBFS
-    if frame > 0 and into <= SEAM_EDGE and active:
+    if frame > 0 and into <= SEAM_EDGE * r.samples_per_frame // SAMPLES_PER_FRAME and active:
         why = [Note("seam_onset", {"into": into, "frame": frame})]
         named = seams.named_seam(frame)
         if named:

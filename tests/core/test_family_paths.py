@@ -131,3 +131,21 @@ def test_a_decoder_config_the_workbench_cannot_handle_fails_at_load_with_a_sente
     assert not engine.load()
     assert engine.state.value == "failed" and "cannot be used here" in engine.error
     assert "decode_upsample_rate 1920" in engine.error and "make 3840 samples a frame" in engine.error
+
+
+def test_the_parity_lab_checks_a_48k_port_against_the_48k_reference(engine48, official48, speech, tmp_path):
+    from core import tokens
+    from core.parity import decode_parity
+
+    x = speech(2.0, seed=11)
+    codes = engine48.encode_array(x).codes
+    token_path = tokens.save_tokens(tokens.make_token_file(codes, x.size, "tiny48"), tmp_path / "codes.npz")
+    port = official_decode(official48, codes)  # their port: the official class, at 48 kHz
+    sf.write(tmp_path / "port48.wav", port, 48_000, subtype="FLOAT")
+    result = decode_parity.check_decode(engine48, token_path, tmp_path / "port48.wav")
+    assert result.rate_hz == 48_000 and result.samples_per_frame == 3840
+    assert result.verdict.kind in ("identical", "rounding"), result.verdict.sentence
+    assert result.reference_samples == codes.shape[0] * 3840 and result.their.resampled is False
+    sf.write(tmp_path / "cut24.wav", port[::2], 24_000, subtype="FLOAT")  # a port that writes 24 kHz
+    cut = decode_parity.check_decode(engine48, token_path, tmp_path / "cut24.wav")
+    assert cut.their.resampled and cut.verdict.kind == "differs"

@@ -149,3 +149,41 @@ def test_the_round_trip_through_gradio_client_is_48k(engine48, tmp_path):
         assert info.samplerate == 48_000 and abs(info.duration - 1.0) < 1e-3
     finally:
         demo.close()
+
+
+def test_abx_across_rates_plays_a_and_b_at_48k_the_original_with_its_own_band(engine48, tmp_path):
+    from core.listening import abx_store
+    from webui.tabs.abx import AbxHandlers
+
+    handlers = AbxHandlers(engine48, Workspace(tmp_path / "work"))
+    handlers.store = abx_store.AbxStore(tmp_path / "data")
+    clip = clip_44k(tmp_path / "abx 44k.wav", 1.5)
+    token, *_ = handlers.start(str(clip), 0, 0, 4, "compare", EN)  # B: the 24 kHz base beside the 48 kHz decoder
+    a, a_rate = sf.read(handlers._folder(token) / "a.wav", dtype="float32")
+    b, b_rate = sf.read(handlers._folder(token) / "b.wav", dtype="float32")
+    assert a_rate == b_rate == 48_000 and a.size == b.size == 72_000
+    assert band_share(a, 48_000) > 1e-3 and band_share(b, 48_000) < 1e-4  # the base has nothing above 12 kHz
+
+
+def test_mushra_conditions_across_rates_are_made_and_served_at_48k(engine48, tmp_path):
+    from core.audio import rates
+    from core.audio.files import audio_from_array, load_audio
+    from webui.jobs import shared_test
+
+    clip = clip_44k(tmp_path / "mushra 44k.wav", 1.5)
+    samples = load_audio(clip).samples
+    audio = audio_from_array(samples, 24_000)
+    ids = ["original", "reconstruction", "compare", "lp3.5"]
+    made, rate = shared_test.make_conditions(engine48, samples, ids, audio, lambda r: rates.read_at(clip, _limits(), r))
+    assert rate == 48_000 and {x.size for x in made.values()} == {72_000}
+    assert band_share(made["original"], 48_000) > 1e-3 and band_share(made["compare"], 48_000) < 1e-4
+    served = shared_test.listener_wav(shared_test.to_steps(made["reconstruction"]), "0" * 32, rate)
+    import io
+
+    assert sf.info(io.BytesIO(served)).samplerate == 48_000
+
+
+def _limits():
+    from core.settings import AudioLimits
+
+    return AudioLimits()

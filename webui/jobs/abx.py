@@ -21,6 +21,7 @@ import numpy as np
 import soundfile as sf
 
 from core import anchors
+from core.audio import rates
 from core.codec import SAMPLE_RATE
 from core.errors import CodecError
 from core.judging.sources import COMPARE_ID
@@ -58,20 +59,21 @@ class MadeB:
     samples: np.ndarray  # float32 mono, aligned with the region
     source_id: str  # what is stored: "reconstruction", "k2", "opus6", "compare"
     detail: str  # the second checkpoint's model path ("" for the others)
+    rate_hz: int = SAMPLE_RATE  # its samples' rate (a 48 kHz decoder's 48000)
 
 
-def region(samples, start_s, end_s, max_region_s: float) -> np.ndarray:
-    """The selected part of the clip (end 0 or empty: to the end), at least MIN_REGION_S and at most
-    ``max_region_s`` long (Settings.abx_max_region_s: a blind test compares short excerpts)."""
+def region(samples, start_s, end_s, max_region_s: float, rate_hz: int = SAMPLE_RATE) -> np.ndarray:
+    """The selected part of the clip (end 0 or empty: to the end; ``samples`` at ``rate_hz``), at least
+    MIN_REGION_S and at most ``max_region_s`` long (Settings.abx_max_region_s: a blind test compares short excerpts)."""
     start, end = _seconds(start_s), _seconds(end_s)
     start = max(start, 0.0)
-    duration = samples.size / SAMPLE_RATE
+    duration = samples.size / rate_hz
     end = duration if end <= 0 else min(end, duration)
     if end - start < MIN_REGION_S:
         raise BlindInputError("abx.region_too_short", min=MIN_REGION_S, duration=duration)
     if end - start > max_region_s:
         raise BlindInputError("abx.region_too_long", max=max_region_s, length=end - start)
-    return samples[int(start * SAMPLE_RATE) : int(end * SAMPLE_RATE)]
+    return samples[int(start * rate_hz) : int(end * rate_hz)]
 
 
 def _seconds(value) -> float:
@@ -98,9 +100,23 @@ def make_b(engine, what_b: tuple[str, object], samples: np.ndarray, audio) -> Ma
         other = second.ready_second(engine)
         if other is None:
             raise no_second(engine)
-        return MadeB(other.roundtrip(audio).decoded.samples, COMPARE_ID, str(other.settings.model))
+        decoded = other.roundtrip(audio).decoded
+        return MadeB(decoded.samples, COMPARE_ID, str(other.settings.model), decoded.sample_rate)
     codebooks = int(value)  # type: ignore[call-overload]
-    return MadeB(engine.roundtrip(audio, codebooks=codebooks).decoded.samples, abx.level_id(codebooks), "")
+    decoded = engine.roundtrip(audio, codebooks=codebooks).decoded
+    return MadeB(decoded.samples, abx.level_id(codebooks), "", decoded.sample_rate)
+
+
+def pair_at_one_rate(original_at, a_samples, a_rate: int, b: MadeB, region_samples: int):
+    """A and B at one rate, as long as the region (``region_samples`` at 24 kHz), and that rate: the higher
+    of theirs (a 48 kHz decoder beside the 24 kHz base is heard at 48 kHz). ``original_at(rate)``: the
+    region of the original at ``rate`` (from the file's own samples above 24 kHz: core.audio.rates), used
+    when A is the original (``a_samples`` None)."""
+    rate = max(a_rate, b.rate_hz)
+    n = rates.length_at(region_samples, rate)
+    a = original_at(rate) if a_samples is None else a_samples
+    a = rates.to_rate(a, rate if a_samples is None else a_rate, rate, n)
+    return a, rates.to_rate(b.samples, b.rate_hz, rate, n), rate
 
 
 def session_folder(root: Path, folder_prefix: str, token: str) -> Path:
@@ -108,10 +124,11 @@ def session_folder(root: Path, folder_prefix: str, token: str) -> Path:
     return root / f"{folder_prefix}{FOLDER_PREFIX}{hashlib.sha256(token.encode()).hexdigest()[:32]}"
 
 
-def write_pair(folder: Path, a_samples, b_samples) -> tuple[Path, Path]:
-    """A and B as 16-bit WAVs, each with a dither of its own, in a new ``folder``."""
+def write_pair(folder: Path, a_samples, b_samples, rate_hz: int = SAMPLE_RATE) -> tuple[Path, Path]:
+    """A and B (both at ``rate_hz``) as 16-bit WAVs, each with a dither of its own, in a new ``folder``."""
     folder.mkdir(parents=True)
-    return write_pcm16(folder / "a.wav", dithered(a_samples)), write_pcm16(folder / "b.wav", dithered(b_samples))
+    a = write_pcm16(folder / "a.wav", dithered(a_samples), rate_hz)
+    return a, write_pcm16(folder / "b.wav", dithered(b_samples), rate_hz)
 
 
 def write_x(folder: Path, token: str, index: int, x_is: str) -> Path | None:
@@ -124,8 +141,8 @@ def write_x(folder: Path, token: str, index: int, x_is: str) -> Path | None:
     if not source.is_file():
         return None
     forget_x(folder)
-    steps, _rate = sf.read(source, dtype="int16")
-    return write_pcm16(target, steps.astype(np.int32) + tpdf_lsb(steps.size))
+    steps, rate = sf.read(source, dtype="int16")
+    return write_pcm16(target, steps.astype(np.int32) + tpdf_lsb(steps.size), rate)
 
 
 def forget_x(folder: Path) -> None:
@@ -146,8 +163,8 @@ def dithered(samples) -> np.ndarray:
     return np.round(x + tpdf_lsb(x.size)).astype(np.int64)
 
 
-def write_pcm16(path: Path, steps) -> Path:
-    """16-bit steps (clipped to the range) as a new WAV; never overwrites."""
+def write_pcm16(path: Path, steps, rate_hz: int = SAMPLE_RATE) -> Path:
+    """16-bit steps (clipped to the range) at ``rate_hz`` as a new WAV; never overwrites."""
     with open(path, "xb") as f:
-        sf.write(f, np.clip(steps, -32768, 32767).astype(np.int16), SAMPLE_RATE, format="WAV", subtype="PCM_16")
+        sf.write(f, np.clip(steps, -32768, 32767).astype(np.int16), rate_hz, format="WAV", subtype="PCM_16")
     return path

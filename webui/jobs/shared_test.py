@@ -24,6 +24,7 @@ import numpy as np
 import soundfile as sf
 
 from core import anchors as core_anchors
+from core.audio import rates
 from core.codec import NUM_CODEBOOKS, SAMPLE_RATE
 from core.errors import CodecError
 from core.judging.sources import COMPARE_ID
@@ -35,10 +36,15 @@ HANDLE_CHARS = 32
 REFERENCE_SLOT = -1  # the open reference's slot on a MUSHRA screen
 
 
-def make_conditions(engine, samples: np.ndarray, source_ids, audio) -> dict[str, np.ndarray]:
-    """Each of ``source_ids`` made from ``samples`` (one region, float32 mono): original, anchors,
-    ``reconstruction``, ``k<n>`` and ``compare``; CodecError naming any that cannot be made."""
+def make_conditions(
+    engine, samples: np.ndarray, source_ids, audio, original_at=None
+) -> tuple[dict[str, np.ndarray], int]:
+    """Each of ``source_ids`` made from ``samples`` (one region at 24 kHz, float32 mono): original, anchors,
+    ``reconstruction``, ``k<n>`` and ``compare``; CodecError naming any that cannot be made. All at one rate,
+    returned beside them: the highest a decoder among them writes (48 kHz beside a 48 kHz decoder), the
+    original then from ``original_at(rate)`` (the file's own samples: core.audio.rates) when given."""
     made: dict[str, np.ndarray] = {}
+    rate_of: dict[str, int] = {}
     anchors = [core_anchors.BY_ID[s] for s in source_ids if s in core_anchors.BY_ID]
     if anchors:
         done = core_anchors.make_anchors(samples, anchors)
@@ -50,19 +56,27 @@ def make_conditions(engine, samples: np.ndarray, source_ids, audio) -> dict[str,
             continue
         if sid == abx.A_ORIGINAL:
             made[sid] = samples
-        elif sid == abx.A_CODEC:
-            made[sid] = engine.roundtrip(audio).decoded.samples
-        elif sid == COMPARE_ID:
-            other = second.ready_second(engine)
-            if other is None:
-                raise no_second(engine)
-            made[sid] = other.roundtrip(audio).decoded.samples
-        elif abx.source_kind(sid) == "level":
-            made[sid] = engine.roundtrip(audio, codebooks=int(sid[1:])).decoded.samples
+        elif sid in (abx.A_CODEC, COMPARE_ID) or abx.source_kind(sid) == "level":
+            decoded = _decoded(engine, sid, audio)
+            made[sid], rate_of[sid] = decoded.samples, decoded.sample_rate
         else:
             raise BlindInputError("share.unknown_source", id=sid, max=NUM_CODEBOOKS)
-    n = samples.size
-    return {sid: _fit(x, n) for sid, x in made.items()}
+    rate = rates.comparison_rate(rate_of.values())
+    n = rates.length_at(samples.size, rate)
+    if rate != SAMPLE_RATE and original_at is not None and abx.A_ORIGINAL in made:
+        made[abx.A_ORIGINAL], rate_of[abx.A_ORIGINAL] = original_at(rate), rate
+    return {sid: _fit(rates.to_rate(x, rate_of.get(sid, SAMPLE_RATE), rate), n) for sid, x in made.items()}, rate
+
+
+def _decoded(engine, sid: str, audio):
+    """The codec's (``reconstruction``, ``k<n>``) or the second checkpoint's (``compare``) decode of ``audio``."""
+    if sid == COMPARE_ID:
+        other = second.ready_second(engine)
+        if other is None:
+            raise no_second(engine)
+        return other.roundtrip(audio).decoded
+    codebooks = NUM_CODEBOOKS if sid == abx.A_CODEC else int(sid[1:])
+    return engine.roundtrip(audio, codebooks=codebooks).decoded
 
 
 def _fit(x: np.ndarray, n: int) -> np.ndarray:
@@ -91,13 +105,19 @@ def mushra_slots(seed: int, listener: str, screen: int, conditions) -> dict[str,
     return slots
 
 
-def listener_wav(steps: np.ndarray, handle_text: str) -> bytes:
-    """A 16-bit WAV of ``steps`` with a TPDF dither of one step seeded by the handle."""
+def test_rate(info) -> int:
+    """The rate a test's sounds were made at (its plan says; a test made before rates were recorded: 24 kHz)."""
+    rate = (info.plan or {}).get("rate_hz")
+    return int(rate) if isinstance(rate, int) and not isinstance(rate, bool) and rate > 0 else SAMPLE_RATE
+
+
+def listener_wav(steps: np.ndarray, handle_text: str, rate_hz: int = SAMPLE_RATE) -> bytes:
+    """A 16-bit WAV of ``steps`` (at ``rate_hz``: the test's) with a TPDF dither of one step seeded by the handle."""
     rng = np.random.default_rng(int(handle_text[:16], 16))
     noise = rng.integers(0, 2, steps.size, dtype=np.int32) - rng.integers(0, 2, steps.size, dtype=np.int32)
     out = np.clip(steps.astype(np.int32) + noise, -32768, 32767).astype(np.int16)
     buffer = io.BytesIO()
-    sf.write(buffer, out, SAMPLE_RATE, format="WAV", subtype="PCM_16")
+    sf.write(buffer, out, rate_hz, format="WAV", subtype="PCM_16")
     return buffer.getvalue()
 
 

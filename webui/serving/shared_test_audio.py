@@ -73,7 +73,8 @@ def sound(store: SharedTestStore, cache: WavCache, link: str, key: str, handle: 
     store.fetches.record(info.test, who.listener, item, heard)
     data = cache.get((info.test, handle))
     if data is None:
-        data = shared_test.listener_wav(store.audio(link, 0 if info.kind == "abx" else item, source), handle)
+        steps = store.audio(link, 0 if info.kind == "abx" else item, source)
+        data = shared_test.listener_wav(steps, handle, shared_test.test_rate(info))
         cache.put((info.test, handle), data)
     return data
 

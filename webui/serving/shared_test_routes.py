@@ -121,7 +121,9 @@ def shared_test_routes(
             info = store.open_test(link)
         except (SharedTestError, CodecError, _Refused) as e:
             return failed(request, e)
-        return HTMLResponse(listen_page.page(info.kind, lang_of(request)), headers=NO_STORE)
+        return HTMLResponse(
+            listen_page.page(info.kind, lang_of(request), shared_test.test_rate(info)), headers=NO_STORE
+        )
 
     async def state(link: str, request: Request):
         if not signed_in(request.scope):

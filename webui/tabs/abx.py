@@ -34,6 +34,7 @@ from pathlib import Path
 import gradio as gr
 
 from core import anchors as core_anchors
+from core.audio import rates
 from core.audio.files import audio_from_array, load_audio
 from core.codec import NUM_CODEBOOKS, SAMPLE_RATE, bitrate_bps
 from core.judging.sources import COMPARE_ID, LEVEL, short_label
@@ -121,16 +122,25 @@ class AbxHandlers(TabHandlers):
             audio = audio_from_array(samples, SAMPLE_RATE, limits=self.limits)
             b = abx_jobs.make_b(self.engine, what_b, samples, audio)
             b_caption = _b_caption(what_b, b, lang)
-            a_samples, a_source, a_caption = samples, abx.A_ORIGINAL, i18n.text("abx.a_caption", lang)
+            a_samples, a_rate, a_source = None, SAMPLE_RATE, abx.A_ORIGINAL
+            a_caption = i18n.text("abx.a_caption", lang)
             if a_codec:
-                a_samples = self.engine.roundtrip(audio).decoded.samples
-                a_source = abx.A_CODEC
+                decoded = self.engine.roundtrip(audio).decoded
+                a_samples, a_rate, a_source = decoded.samples, decoded.sample_rate, abx.A_CODEC
                 a_caption = i18n.text("compare.abx_a_codec", lang, bitrate=f"{bitrate_bps(NUM_CODEBOOKS):g}")
+            limits, region = self.limits, (start_s, end_s, self.engine.settings.abx_max_region_s)
+            a_samples, b_samples, rate = abx_jobs.pair_at_one_rate(
+                lambda r: abx_jobs.region(rates.read_at(source, limits, r), *region, rate_hz=r),
+                a_samples,
+                a_rate,
+                b,
+                samples.size,
+            )
             token, trial = self.store.start(
                 abx_store.clip_checksum(samples), b.source_id, int(trials), a_source=a_source, b_detail=b.detail
             )
             folder = self._folder(token)
-            abx_jobs.write_pair(folder, a_samples, b.samples)
+            abx_jobs.write_pair(folder, a_samples, b_samples, rate)
             index, x_player, prompt = self._trial_outputs(token, trial, lang)
         logger.info(
             "blind test started: %d trials on %.1f s, A %s, B %s",

@@ -23,6 +23,7 @@ from pathlib import Path
 import gradio as gr
 
 from core import anchors, csv_cells
+from core.audio import rates
 from core.audio.files import audio_from_array, load_audio
 from core.codec import SAMPLE_RATE
 from core.judging import sources
@@ -87,16 +88,22 @@ class ShareHandlers(TabHandlers):
             )
             audio = audio_from_array(samples, SAMPLE_RATE, limits=self.limits)
             ttl = float(expiry_s or self.engine.settings.share_ttl_s)
+            where = (last.get("start_s") or 0.0, last.get("end_s") or 0.0, self.engine.settings.abx_max_region_s)
+
+            def original_at(rate: int):  # the region from the file's own samples, above 24 kHz
+                return abx_jobs.region(rates.read_at(last["audio"], self.limits, rate), *where, rate_hz=rate)
+
             if kind == "abx":
                 b = str((chosen or [abx.A_CODEC])[0])
-                made = shared_test.make_conditions(self.engine, samples, [abx.A_ORIGINAL, b], audio)
+                ids = [abx.A_ORIGINAL, b]
+                made, rate = shared_test.make_conditions(self.engine, samples, ids, audio, original_at)
                 count = int(trials or abx.DEFAULT_TRIALS)
                 abx.plan_trials(count, 0)  # the range check, before anything is stored
-                plan = {"a_source": abx.A_ORIGINAL, "b_source": b, "trials": count}
+                plan = {"a_source": abx.A_ORIGINAL, "b_source": b, "trials": count, "rate_hz": rate}
             else:
                 mplan = mushra.plan(chosen, [(0.0, samples.size / SAMPLE_RATE)], known=set(CHOICES))
-                made = shared_test.make_conditions(self.engine, samples, mplan.conditions, audio)
-                plan = mplan.to_dict()
+                made, rate = shared_test.make_conditions(self.engine, samples, mplan.conditions, audio, original_at)
+                plan = mplan.to_dict() | {"rate_hz": rate}
             steps = {(0, sid): shared_test.to_steps(x) for sid, x in made.items()}
             link, owner = self.store.create(
                 "abx" if kind == "abx" else "mushra",

@@ -49,9 +49,9 @@ def words(lang: str) -> dict:
     return out
 
 
-def page(kind: str, lang: str) -> str:
-    """The whole document for a test of ``kind`` ("mushra" or "abx")."""
-    config = {"kind": kind, "rate": SAMPLE_RATE, "words": words(lang)}
+def page(kind: str, lang: str, rate_hz: int = SAMPLE_RATE) -> str:
+    """The whole document for a test of ``kind`` ("mushra" or "abx") whose sounds are at ``rate_hz``."""
+    config = {"kind": kind, "rate": rate_hz, "words": words(lang)}
     css = player_css() + (STATIC / "listen.css").read_text(encoding="utf-8")
     script = player_js("listen.js").replace("</script", "<\\/script")
     # i18n-exempt: markup only; every word in it comes from the catalogue
