@@ -107,12 +107,13 @@ def make_b(engine, what_b: tuple[str, object], samples: np.ndarray, audio) -> Ma
     return MadeB(decoded.samples, abx.level_id(codebooks), "", decoded.sample_rate)
 
 
-def pair_at_one_rate(original_at, a_samples, a_rate: int, b: MadeB, region_samples: int):
-    """A and B at one rate, as long as the region (``region_samples`` at 24 kHz), and that rate: the higher
-    of theirs (a 48 kHz decoder beside the 24 kHz base is heard at 48 kHz). ``original_at(rate)``: the
-    region of the original at ``rate`` (from the file's own samples above 24 kHz: core.audio.rates), used
-    when A is the original (``a_samples`` None)."""
-    rate = max(a_rate, b.rate_hz)
+def pair_at_one_rate(original_at, a_samples, a_rate: int, b: MadeB, region_samples: int, engine_rate: int):
+    """A and B at one rate, as long as the region (``region_samples`` at 24 kHz), and that rate: the round
+    trip's comparison rate, the highest of theirs and the loaded decoder's (``engine_rate``: beside a 48 kHz
+    decoder everything is heard at 48 kHz). ``original_at(rate)``: the region of the original at ``rate``
+    (from the file's own samples above 24 kHz: core.audio.rates), used when A is the original (``a_samples``
+    None)."""
+    rate = rates.comparison_rate([a_rate, b.rate_hz, engine_rate])
     n = rates.length_at(region_samples, rate)
     a = original_at(rate) if a_samples is None else a_samples
     a = rates.to_rate(a, rate if a_samples is None else a_rate, rate, n)

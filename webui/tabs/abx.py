@@ -135,6 +135,7 @@ class AbxHandlers(TabHandlers):
                 a_rate,
                 b,
                 samples.size,
+                self.engine.output_rate,
             )
             token, trial = self.store.start(
                 abx_store.clip_checksum(samples), b.source_id, int(trials), a_source=a_source, b_detail=b.detail
