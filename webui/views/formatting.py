@@ -203,8 +203,16 @@ def metrics_markdown(metrics: list[dict], seconds: float | None = None, lang: st
         arrow = text("metrics.higher" if m["better"] == "higher" else "metrics.lower", lang)
         meaning = _translated("metrics.meaning.", m["name"], m["meaning"], lang)
         meaning += f" *({words.sentence(m['note'], lang)})*" if m.get("note") else ""
-        rows.append((f"**{metric_name(m['name'], lang)}**", value, arrow, meaning))
-    headers = (text("metrics.metric", lang), text("metrics.value", lang), "", text("metrics.meaning", lang))
+        rate = m.get("rate_hz")  # the rate the row measures at (core.analysis.catalog: 16 kHz PESQ, 48 kHz SI-SDR)
+        at = f"{rate / 1000:g} kHz" if isinstance(rate, int | float) else "–"
+        rows.append((f"**{metric_name(m['name'], lang)}**", value, arrow, at, meaning))
+    headers = (
+        text("metrics.metric", lang),
+        text("metrics.value", lang),
+        "",
+        text("metrics.measured_at", lang),
+        text("metrics.meaning", lang),
+    )
     out = "### " + text("metrics.title", lang) + "\n" + _table(headers, rows)
     if seconds is not None:
         out += "\n\n" + text("metrics.computed_in", lang, seconds=f"{seconds:.2f}")
