@@ -149,3 +149,24 @@ def test_the_parity_lab_checks_a_48k_port_against_the_48k_reference(engine48, of
     sf.write(tmp_path / "cut24.wav", port[::2], 24_000, subtype="FLOAT")  # a port that writes 24 kHz
     cut = decode_parity.check_decode(engine48, token_path, tmp_path / "cut24.wav")
     assert cut.their.resampled and cut.verdict.kind == "differs"
+
+
+def test_evaluate_judges_a_44k_file_at_48k_and_says_the_output_rate(engine48, tmp_path):
+    import csv
+
+    from core.judging.evaluate import evaluate_files
+    from tests.conftest import speechlike
+
+    t = np.arange(44_100 * 2) / 44_100
+    low = np.interp(t, np.arange(48_000) / 24_000, speechlike(2.0, seed=6))
+    x = (0.8 * low + 0.05 * np.sin(2 * np.pi * 16_000 * t)).astype(np.float32)
+    sf.write(tmp_path / "in.wav", x, 44_100, subtype="PCM_16")
+    files = [(tmp_path / "in.wav", "in.wav")]
+    result = evaluate_files(engine48, files, tmp_path / "out", engine48.settings.audio_limits())
+    (row,) = result.rows
+    assert row["error"] is None and row["output_rate_hz"] == 48_000
+    wav, rate = sf.read(tmp_path / "out" / row["reconstruction"], dtype="float32")
+    assert rate == 48_000 and wav.size == 96_000
+    with open(result.csv_path, newline="", encoding="utf-8") as f:
+        (written,) = list(csv.DictReader(f))
+    assert written["output_rate_hz"] == "48000"
