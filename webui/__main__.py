@@ -25,7 +25,7 @@ from core.errors import SettingsError
 from core.settings import add_settings_arguments, settings_from_args
 from core.units import MIB
 from webui.options import UiOptions, WebOptions
-from webui.serving import storage, url_input
+from webui.serving import share_link, storage, url_input
 from webui.serving.throttle import trusted_set
 
 if TYPE_CHECKING:  # gradio, torch and the app are imported in main(), once the flags and the port are checked
@@ -77,6 +77,7 @@ def split_options(web: WebOptions, env) -> tuple[UiOptions, ServerOptions]:
         compare_models_dir=Path(web.compare_models_dir) if web.compare_models_dir else None,
         second_for_visitors=web.second_for_visitors,
         trusted_proxies=trusted_set(web.trusted_proxies),
+        public_origin=web.public_origin,
     )
     server = ServerOptions(
         host=web.host,
@@ -192,6 +193,12 @@ def main(argv=None) -> int:
     except OSError as e:  # taken between the check above and now
         return _cannot_serve(server.host, server.port, e)
     _stage(f"serving on http://{server.host}:{server.port}", t)
+    if share_link.is_loopback(server.host) and not ui.public_origin:
+        logger.info(
+            "only this machine can open the page and shared tests' links; for other devices: --host 0.0.0.0 "
+            "--public-origin http://ADDRESS:%s (README: Reaching the page from another machine)",
+            server.port,
+        )
     try:
         while not stop.wait(1.0):
             pass

@@ -16,6 +16,7 @@ import gradio as gr
 
 from webui.i18n import LANGUAGES, label, text
 from webui.options import UiOptions
+from webui.serving.share_link import LinkSettings
 from webui.serving.workspace import Workspace
 from webui.tabs import (
     abx_page,
@@ -62,7 +63,10 @@ def build_app(engine, options: UiOptions | None = None) -> gr.Blocks:
             with gr.Tab(label("tab.live"), id="live"):
                 live.build(demo, live.LiveHandlers(engine, workspace), result.audio_in, tabs)
             with gr.Tab(label("abx.tab"), id="abx"):
-                blind = abx_page.build(abx_page.AbxPageHandlers(engine, workspace, trusted=options.trusted_proxies))
+                links = LinkSettings(options.public_origin, options.trusted_proxies, _address_of(demo))
+                blind = abx_page.build(
+                    abx_page.AbxPageHandlers(engine, workspace, trusted=options.trusted_proxies), links
+                )
             with gr.Tab(label("evaluate.tab"), id="evaluate"):
                 evaluate.build(evaluate.EvaluateHandlers(engine, workspace), result.audio_in, tabs)
             with gr.Tab(label("parity.tab"), id="parity"):

@@ -40,6 +40,7 @@ class UiOptions:
     compare_models_dir: Path | None = None  # checkpoint folders the System tab may load as the second model
     second_for_visitors: bool = False  # visitors may load/unload the second checkpoint (else the operator only)
     trusted_proxies: frozenset[str] = frozenset()  # proxies whose X-Real-IP names the client
+    public_origin: str = ""  # --public-origin as written: its first origin is where shared tests' links point
 
 
 @dataclass(frozen=True)
@@ -56,8 +57,9 @@ class WebOptions(ServiceOptions):
     )
     public_origin: str = option(
         "",
-        "origins the page is served at behind a proxy (https://codec.example.org), comma-separated; pages of "
-        "other origins may not open the Live socket or send state-changing requests (empty: the app's own)",
+        "origins the page is served at (https://codec.example.org, http://192.168.1.20:7860), comma-separated; "
+        "the first is where shared tests' links and QR codes point; pages of other origins may not open the "
+        "Live socket or send state-changing requests (empty: the app's own)",
     )
     client_model_jobs: int = option(_LIMITS.model_jobs, "model-queue jobs one client may have waiting or running")
     client_jobs: int = option(_LIMITS.jobs, "jobs of any other queue one client may have waiting or running")

@@ -20,6 +20,7 @@ from webui import i18n
 from webui.common import path_of
 from webui.jobs.common import stem_of
 from webui.queues import ABX_GROUP, MODEL_GROUP
+from webui.serving.share_link import LinkSettings
 from webui.tabs import shared_test
 from webui.tabs.abx import AbxHandlers, b_choices
 from webui.views import compare_view
@@ -154,7 +155,7 @@ class AbxPage:
     shared: shared_test.SharePanel | None = None  # *Share with listeners*
 
 
-def build(handlers: AbxPageHandlers) -> AbxPage:
+def build(handlers: AbxPageHandlers, links: LinkSettings | None = None) -> AbxPage:
     """The tab's components and events (call inside a ``gr.Tab``)."""
     with gr.Column(elem_id="abx-panel"):
         gr.Markdown(i18n.label("abx.intro"))
@@ -267,7 +268,10 @@ def build(handlers: AbxPageHandlers) -> AbxPage:
         handlers.results, inputs=[token], outputs=[results, csv_file, raw], api_name="abx_results", **ABX_GROUP
     )
     shared = shared_test.build(
-        shared_test.ShareHandlers(handlers.engine, handlers.workspace, trusted=handlers.trusted), last
+        shared_test.ShareHandlers(
+            handlers.engine, handlers.workspace, links or LinkSettings(), trusted=handlers.trusted
+        ),
+        last,
     )  # *Share with listeners*
     return AbxPage(handlers, trials, level, started, last, clip, running, shared)
 

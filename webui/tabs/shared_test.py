@@ -36,6 +36,7 @@ from webui.jobs import abx as abx_jobs
 from webui.jobs import shared_test
 from webui.queues import MODEL_GROUP
 from webui.serving import visitors
+from webui.serving.share_link import LinkBase, LinkSettings
 from webui.tabs.abx import job_words, source_words
 from webui.views import shared_test_view
 
@@ -67,6 +68,7 @@ CSV_FIELDS = (
 
 @dataclass
 class ShareHandlers(TabHandlers):
+    links: LinkSettings = field(default_factory=LinkSettings)  # where a test's link points
     store: SharedTestStore = field(init=False)
     trusted: frozenset[str] = frozenset()  # --trusted-proxies: the owner's address counts the caps per visitor
 
@@ -113,10 +115,11 @@ class ShareHandlers(TabHandlers):
                 ttl,
                 visitor=visitors.address_of(request, self.trusted),
             )
-        url = _base_url(request) + "/listen/" + link
+        base = self.links.for_scope(_scope(request))
+        url = base.url + "/listen/" + link
         logger.info("shared %s test made: %d conditions, expires in %.0f h", kind, len(made), ttl / 3600)
         owned = {"link": link, "owner": owner, "kind": kind, "url": url}
-        return owned, link_html(url, lang), self.responses(owned, False, request)
+        return owned, link_html(url, lang, base), self.responses(owned, False, request)
 
     def responses(self, owned, include_excluded, request: gr.Request) -> str:
         """The pooled result so far (the timer calls this every REFRESH_S)."""
@@ -207,22 +210,25 @@ class ShareHandlers(TabHandlers):
         return self.responses(owned, include_excluded, request)
 
 
-def _base_url(request: gr.Request) -> str:
-    """Where this page was opened (the link must work from the room's phones the same way)."""
-    headers = getattr(request, "headers", None) or {}
-    host = headers.get("x-forwarded-host") or headers.get("host") or "localhost"
-    scheme = headers.get("x-forwarded-proto") or "http"
-    return f"{scheme}://{host}"
+def _scope(request: gr.Request | None):
+    """The request's ASGI scope (its Host, its peer), or None outside a server."""
+    return getattr(getattr(request, "request", None), "scope", None)
 
 
-def link_html(url: str, lang: str) -> str:
-    """The link, and its QR code (segno, an inline SVG) for phones in the room."""
+def link_html(url: str, lang: str, base: LinkBase | None = None) -> str:
+    """The link, and its QR code (segno, an inline SVG) for phones in the room; above them what
+    ``base`` notes (this machine's address was used; a loopback link no other device can open)."""
     import segno
 
-    qr = segno.make(url, error="m").svg_inline(scale=4, border=2)
+    qr = segno.make(url, error="m").svg_inline(scale=4, border=2, omitsize=True)  # a viewBox: the page sizes it
     words = html.escape(i18n.text("share.link", lang))
+    note = ""
+    if base is not None and base.note:
+        kind = "warning" if base.note == "share.link_loopback" else "note"
+        note = f'<p class="cw-share-{kind}" role="{"alert" if kind == "warning" else "note"}">'
+        note += html.escape(i18n.text(base.note, lang, **(base.fields or {}))) + "</p>"
     return (
-        f'<div class="cw-share-link"><p>{words}<br><a id="share-url" href="{html.escape(url)}" target="_blank" '
+        f'<div class="cw-share-link">{note}<p>{words}<br><a id="share-url" href="{html.escape(url)}" target="_blank" '
         f'rel="noopener">{html.escape(url)}</a></p><div class="cw-share-qr" role="img" '
         f'aria-label="{html.escape(i18n.text("share.qr", lang))}">{qr}</div></div>'
     )
