@@ -140,19 +140,99 @@ def the_job(engine, wav: Path, folder: Path, metrics: bool, phases: list) -> dic
     return done
 
 
-def one_run(engine, wav: Path, work: Path, metrics: bool, port: int, minutes: float) -> dict:
+class SocketMic:
+    """The microphone over ``/live/ws``: ``bench.live_pacer`` in a process of its own."""
+
+    def __init__(self, port: int, seconds: float) -> None:
+        self.client = subprocess.Popen(
+            [sys.executable, "-m", "bench.live_pacer", "--port", str(port), "--seconds", str(seconds)],
+            cwd=ROOT,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        assert self.client.stdout is not None
+        self.ready = json.loads(self.client.stdout.readline())
+
+    def stop(self) -> dict:
+        assert self.client.stdin is not None
+        try:
+            self.client.stdin.write("stop\n")
+            self.client.stdin.flush()
+        except BrokenPipeError:
+            pass
+        out, _ = self.client.communicate(timeout=180)
+        return json.loads(out.strip().splitlines()[-1])
+
+
+class DirectMic:
+    """The same microphone without the socket (``--direct``: a machine without the web stack): a
+    thread of this process pushes 20 ms blocks at 48 kHz on the wall clock through the socket's own
+    work (``webui.jobs.live.LiveRun``: the same lateness rule and stop)."""
+
+    def __init__(self, engine, seconds: float) -> None:
+        import struct
+
+        from bench.live_pacer import BLOCK, RATE
+        from webui.jobs import live
+
+        self.run = live.LiveRun(engine.live.open(RATE), RATE, 1)
+        self.ready: dict = {"direct": True}
+        self.late: list[float] = []
+        self.error: str | None = None
+        self.sent_s = 0.0
+        self.halt = threading.Event()
+        signal = speechlike(10.0)
+
+        def push() -> None:
+            t0, sent = time.monotonic(), 0
+            while sent < seconds * RATE and not self.halt.is_set():
+                due = t0 + (sent + BLOCK) / RATE
+                time.sleep(max(0.0, due - time.monotonic()))
+                low = sent % signal.size
+                data = struct.pack("<d", 0.0) + signal[low : low + BLOCK].astype("<f4").tobytes()
+                try:
+                    if self.run.push(data, time.monotonic()) is not None:
+                        self.late.append(1000 * (time.monotonic() - due))
+                except live.LiveEnd as e:
+                    self.error = f"{e.key or e.cause} {e.params}"
+                    break
+                sent += BLOCK
+            self.sent_s = sent / RATE
+
+        self.thread = threading.Thread(target=push, name="mic", daemon=True)
+        self.thread.start()
+
+    def stop(self) -> dict:
+        self.halt.set()
+        self.thread.join()
+        self.run.session.close()
+        late = self.late or [float("nan")]
+        return {
+            "sent_s": round(self.sent_s, 2),
+            "stopped_by": "server" if self.error else "stdin",
+            "replies": len(self.late),
+            "reply_late_ms": {
+                k: round(float(f(late)), 1) for k, f in (("median", np.median), ("p95", _p95), ("max", max))
+            },
+            "error": self.error,
+            "end": "error" if self.error else "done",
+            "stats": None,
+        }
+
+
+def _p95(values) -> float:
+    return float(np.percentile(values, 95))
+
+
+def one_run(engine, wav: Path, work: Path, metrics: bool, port: int | None, minutes: float) -> dict:
+    """One session beside one job; ``port`` None: the microphone without the socket (``DirectMic``)."""
     lock: TimedLock = engine._lock
     lock.holds.clear()
     phases: list = []
-    client = subprocess.Popen(
-        [sys.executable, "-m", "bench.live_pacer", "--port", str(port), "--seconds", str(minutes * 60 + 60)],
-        cwd=ROOT,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    assert client.stdout is not None and client.stdin is not None
-    ready = json.loads(client.stdout.readline())
+    seconds = minutes * 60 + 60
+    mic = SocketMic(port, seconds) if port is not None else DirectMic(engine, seconds)
+    ready = mic.ready
     time.sleep(1.0)  # the session runs alone for a second
     seen: dict[int, tuple[str, float]] = {}
     thread_cpu(seen)
@@ -184,13 +264,7 @@ def one_run(engine, wav: Path, work: Path, metrics: bool, port: int, minutes: fl
             "pushes_s": round(session.pushes_s, 2),
             "received_s": round(session.input.seconds, 2),
         }
-    try:
-        client.stdin.write("stop\n")
-        client.stdin.flush()
-    except BrokenPipeError:
-        pass
-    out, _ = client.communicate(timeout=180)
-    pacer = json.loads(out.strip().splitlines()[-1])
+    pacer = mic.stop()
     holds = np.asarray(lock.holds)
     cpu = {k: round(cpu_after.get(k, 0.0) - cpu_before.get(k, 0.0), 2) for k in cpu_after}
     return {
@@ -221,6 +295,11 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--out", default=str(ROOT / "bench" / "results"))
     parser.add_argument("--tag", default="cpu")
+    parser.add_argument("--direct", action="store_true", help="the microphone without the socket (no web stack)")
+    parser.add_argument("--hog", type=int, default=0, help="this many busy processes beside (another test worker)")
+    parser.add_argument(
+        "--before", action="store_true", help="as before the CPU share: batch work in the caller, one quantizer call"
+    )
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
 
@@ -235,13 +314,21 @@ def main() -> None:
     checkpoint = build_tiny_checkpoint(work / "tiny")
     engine = Engine(Settings(model=str(checkpoint), device="cpu", live_sessions=1), lock=TimedLock())
     engine.warm_up()
+    if args.before:
+        from core.nn import encoding
+
+        encoding.QUANTIZE_FRAMES = 10**9
+        engine.live.cpu.batch = lambda fn, *a: fn(*a)  # type: ignore[method-assign]  # in the caller's thread
     wav = work / "long.wav"
     sf.write(wav, speechlike(args.minutes * 60, rate=44_100, seed=5), 44_100, subtype="PCM_16")
-    port, server = serve(engine, Workspace(work / "ws"))
+    port, server = (None, None) if args.direct else serve(engine, Workspace(work / "ws"))
 
     t0 = time.perf_counter()
     alone = the_job(engine, wav, work / "alone", args.metrics, [])
     alone_s = time.perf_counter() - t0
+    hogs = [
+        subprocess.Popen([sys.executable, "-c", "while True: pass"], stdout=subprocess.DEVNULL) for _ in range(args.hog)
+    ]
     runs = []
     for _ in range(args.repeat):
         run = one_run(engine, wav, work, args.metrics, port, args.minutes)
@@ -254,13 +341,19 @@ def main() -> None:
         runs.append(run)
         print(json.dumps(run, indent=1), flush=True)
     report = {
-        "machine": {"cpus": os.cpu_count(), "torch_threads": __import__("torch").get_num_threads()},
+        "machine": {"cpus": len(os.sched_getaffinity(0)), "torch_threads": __import__("torch").get_num_threads()},
         "minutes": args.minutes,
         "metrics": args.metrics,
+        "before": args.before,
+        "hog": args.hog,
+        "direct": args.direct,
         "alone_s": round(alone_s, 2),
         "runs": runs,
     }
-    server.should_exit = True
+    if server is not None:
+        server.should_exit = True
+    for hog in hogs:
+        hog.kill()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / f"live_beside_job-{args.tag}.json").write_text(json.dumps(report, indent=1) + "\n")
@@ -268,7 +361,8 @@ def main() -> None:
         f"# A live session beside a {args.minutes:g}-minute round trip (tiny checkpoint, CPU)",
         "",
         f"`python -m bench.live_beside_job --minutes {args.minutes:g}{' --metrics' if args.metrics else ''} "
-        f"--repeat {args.repeat} --tag {args.tag}`; {os.cpu_count()} CPUs; the trip alone: {alone_s:.1f} s.",
+        f"--repeat {args.repeat} --tag {args.tag}{' --before' if args.before else ''}{' --direct' if args.direct else ''} --hog {args.hog}`; "
+        f"{len(os.sched_getaffinity(0))} CPUs; the trip alone: {alone_s:.1f} s (hogs start after it).",
         "",
         "| run | stopped | trip beside (s) | unchanged | longest lock hold (s) | waited for the job (s) "
         "| reply late p95 / max (ms) |",
