@@ -156,6 +156,13 @@ def markdown(result: dict) -> str:
                 "the official loop's audio per GPU-hour (ours counts Ray's start and the model's load; the official "
                 "loop's model was loaded and warm).",
             ]
+    if any(p["gpus"] == 0 for p in result.get("pipeline", [])):
+        lines += [
+            "",
+            f"CPU rows: the encode actor runs torch on every core ({m['cpus']}) and decode tasks take turns beside "
+            "it (core/dataset/layout.py); the official loop runs torch with its default threads on the same cores. "
+            "The whole run counts the local Ray's start, which on a 2-core machine is a large share of a short job.",
+        ]
     lines += [
         "",
         (
