@@ -115,8 +115,13 @@ def machine() -> dict:
     }
 
 
+def _rate(value: float) -> str:
+    return f"{value:.0f}" if value >= 100 else f"{value:.2f}"
+
+
 def markdown(result: dict) -> str:
     m, o = result["machine"], result.get("official")
+    unit = "audio h per GPU-hour" if m["gpus"] else "audio h per hour (x real time)"
     gpus = f"{len(m['gpus'])} x {m['gpus'][0]}" if m["gpus"] else "no GPU"
     lines = [
         "# Dataset tokenization at steady state: 1 vs N GPUs",
@@ -129,23 +134,28 @@ def markdown(result: dict) -> str:
             f"quality. Written {result['date']}."
         ),
         "",
-        "| path | GPUs | wall s | first result s | steady s | audio h per GPU-hour, whole run | audio h per GPU-hour, steady | GPU utilisation, steady | codes equal to lone encodes |",
+        f"| path | GPUs | wall s | first result s | steady s | {unit}, whole run | {unit}, steady | GPU utilisation, steady | codes equal to lone encodes |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
     if o:
         lines.append(
-            f"| official prepare_data loop (batch 32, model loaded and warm, PyTorch's default TF32 convs) | 1 | "
-            f"{o['wall_s']:.1f} | - | - | {per_gpu_hour(result['audio_s'], o['wall_s'], 1):.0f} | - | - | - |"
+            f"| official prepare_data loop (batch 32, model loaded and warm, PyTorch's default TF32 convs) | "
+            f"{1 if m['gpus'] else 0} | {o['wall_s']:.1f} | - | - | {_rate(per_gpu_hour(result['audio_s'], o['wall_s'], 1))} "
+            "| - | - | - |"
         )
     for p in result.get("pipeline", []):
         mode = "strict fp32" if p["strict_fp32"] else "TF32"
         use = ", ".join(f"{u:.0f}%" for u in p["gpu_utilisation"]) if p.get("gpu_utilisation") else "-"
         agree = p.get("agreement")
         agree_text = f"{100 * agree['codes_equal_share']:.4f}% ({agree['clips']} clips)" if agree else "-"
+        # a job whose results came in one or two calls has no steady state to speak of
+        steady = (
+            "-" if p["steady_s"] < 0.2 * p["wall_s"] else _rate(per_gpu_hour(p["audio_s"], p["steady_s"], p["gpus"]))
+        )
         lines.append(
             f"| ours, `python -m core tokenize` ({mode}), {p['actors']} actor(s) | {p['gpus']} | {p['wall_s']:.1f} | "
-            f"{p['first_result_s']:.1f} | {p['steady_s']:.1f} | {per_gpu_hour(p['audio_s'], p['wall_s'], p['gpus']):.0f} | "
-            f"{per_gpu_hour(p['audio_s'], p['steady_s'], p['gpus']):.0f} | {use} | {agree_text} |"
+            f"{p['first_result_s']:.1f} | {p['steady_s']:.1f} | {_rate(per_gpu_hour(p['audio_s'], p['wall_s'], p['gpus']))} | "
+            f"{steady} | {use} | {agree_text} |"
         )
     if o:
         for p in result.get("pipeline", []):
