@@ -186,8 +186,9 @@ def cmd_ladder(args) -> int:
     from tqdm import tqdm
 
     from core.analysis import metrics
+    from core.audio import rates
     from core.audio.files import load_audio, write_wav
-    from core.codec import SAMPLE_RATE, check_duration
+    from core.codec import check_duration
     from core.nn import ladder
     from core.tokens import load_tokens
 
@@ -195,22 +196,24 @@ def cmd_ladder(args) -> int:
     suffixes = tuple(f".k{k:02d}.wav" for k in levels) + (".ladder.json",)
     check_outputs([args.file], args.output_dir, suffixes)
     engine = engine_from_args(args)
-    audio = None
+    audio, rate = None, engine.output_rate  # levels at the decoder's rate, compared with the input at it
     if args.file.suffix.lower() == ".npz":
         token_file = load_tokens(args.file, max_duration_s=engine.settings.max_duration_s)
         codes, original_samples = token_file.codes, token_file.original_samples
     else:
-        audio = load_audio(args.file, engine.settings.audio_limits()).samples
-        codes, original_samples = engine.encode_array(audio).codes, audio.size
+        read = load_audio(args.file, rates.limits_keeping(engine.settings.audio_limits(), rate))
+        codes, original_samples = engine.encode_array(read.samples).codes, read.samples.size
+        audio = rates.original_at(read, rate)[0]  # the file's own samples above 24 kHz
     check_duration([codes.shape[0]], engine.settings.max_duration_s)  # a token file is another way in
-    ladder.check_budget(levels, original_samples / SAMPLE_RATE, engine.settings.ladder_max_audio_s)
+    ladder.check_budget(levels, original_samples / SAMPLE_RATE, engine.settings.ladder_max_audio_s)  # input samples
     rows = []
     for k in tqdm(levels, desc="ladder levels", unit="level", disable=None):
         rung = ladder.decode_ladder(engine, codes, original_samples, [k])[0]
-        path = write_wav(out_path(args.output_dir, args.file, f".k{k:02d}.wav"), rung.samples)
+        path = write_wav(out_path(args.output_dir, args.file, f".k{k:02d}.wav"), rung.samples, rate)
         row = {"codebooks": k, "bitrate_bps": rung.bitrate_bps, "wav": str(path), "decode_s": rung.seconds}
+        row["output_rate_hz"] = rate
         if audio is not None:
-            row |= {m.name: m.value for m in metrics.quick_compare(audio, rung.samples)}
+            row |= {m.name: m.value for m in metrics.quick_compare(audio, rung.samples, sample_rate=rate)}
         rows.append(row)
         print(f"k={k:2d} {rung.bitrate_bps:7.1f} bit/s -> {path}")
     report = out_path(args.output_dir, args.file, ".ladder.json")

@@ -170,3 +170,29 @@ def test_evaluate_judges_a_44k_file_at_48k_and_says_the_output_rate(engine48, tm
     with open(result.csv_path, newline="", encoding="utf-8") as f:
         (written,) = list(csv.DictReader(f))
     assert written["output_rate_hz"] == "48000"
+
+
+def test_the_ladder_at_48k_writes_each_level_at_the_decoders_rate(tiny_checkpoint_48k, official48, tmp_path, cli):
+    import json
+
+    from tests.conftest import speechlike
+
+    x = speechlike(1.2, seed=13)
+    sf.write(tmp_path / "clip.wav", x, 24_000, subtype="FLOAT")
+    proc = cli(
+        "ladder", tmp_path / "clip.wav", "-o", tmp_path / "out", "--model", tiny_checkpoint_48k, "--levels", "4,16"
+    )
+    assert proc.returncode == 0, proc.stderr
+    top, rate = sf.read(tmp_path / "out" / "clip.k16.wav", dtype="float32")
+    assert rate == 48_000 and top.size == 2 * x.size
+    codes = load_tokens_free_codes(official48, x)
+    assert snr_db(official_decode(official48, codes)[: top.size], top) >= 80  # k = 16 is the official decode
+    rows = json.loads((tmp_path / "out" / "clip.ladder.json").read_text())["levels"]
+    assert [r["output_rate_hz"] for r in rows] == [48_000, 48_000] and rows[1]["SI-SDR"] is not None
+
+
+def load_tokens_free_codes(official, x: np.ndarray) -> np.ndarray:
+    """The official whole-clip encode of ``x`` (the codes the ladder decodes)."""
+    with torch.inference_mode():
+        wav = torch.from_numpy(x)[None]
+        return official.model.encode(wav, torch.ones_like(wav, dtype=torch.long)).audio_codes[0].numpy()
