@@ -7,7 +7,6 @@ the same settings. Only the main process of a DDP run writes here.
 
 from __future__ import annotations
 
-import csv
 import json
 import logging
 import math
@@ -15,6 +14,7 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
+from core import csv_cells
 from core.errors import TrainingError
 
 logger = logging.getLogger(__name__)
@@ -92,7 +92,7 @@ class RunFolder:
         if scalars:
             new = not (self.out / METRICS).exists()
             with open(self.out / METRICS, "a", newline="", encoding="utf-8") as f:
-                writer = csv.writer(f)
+                writer = csv_cells.writer(f)
                 if new:
                     writer.writerow(["step", "name", "value"])
                 writer.writerows([step, name, value] for name, value in scalars.items())
