@@ -175,8 +175,12 @@ def comparison_rate_of(engine, compare: bool = True) -> int:
 
 def audio_limits_for(engine, compare: bool = True, limits=None):
     """``limits`` (the engine's by default), keeping a file above 24 kHz at the comparison rate when that is
-    above 24 kHz."""
-    return rates.limits_keeping(limits or engine.settings.audio_limits(), comparison_rate_of(engine, compare))
+    above 24 kHz. The duration and size limits apply before the model is needed: an engine not loaded yet
+    reads its file at the input rate (the model work that follows says it is not ready)."""
+    chosen = limits or engine.settings.audio_limits()
+    if getattr(engine, "output", None) is None:
+        return chosen
+    return rates.limits_keeping(chosen, comparison_rate_of(engine, compare))
 
 
 def make_sources(
