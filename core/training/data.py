@@ -91,25 +91,36 @@ def _inputs(settings):
     return inputs
 
 
-def prepare(settings, encoder_model) -> list[Clip]:
+def prepare(settings, encoder_model, rate: int = SAMPLE_RATE) -> list[Clip]:
     """Read every clip of ``settings.data`` into ``OUT/prepared/`` with its codes; returns the clips.
     ``encoder_model``: the base's ``Qwen3TTSTokenizerV2Model`` (only its encoder is run, under no_grad),
-    or None when DATA is a tokenize output."""
+    or None when DATA is a tokenize output; ``rate``: the rate the decoder writes (its targets' rate)."""
     out = Path(settings.out) / PREPARED
     out.mkdir(parents=True, exist_ok=True)
     clips: list[Clip] = []
     skipped = []
-    for index, key, audio, codes, reason in _pairs(settings, encoder_model):
+    upsampled = 0
+    for index, key, audio, codes, reason, path in _pairs(settings, encoder_model):
         if reason:
             logger.warning("skipped %s: %s", key, reason)
             skipped.append({"index": index, "clip": key, "reason": reason})
             continue
         clip = Clip(id=f"{index:06d}", key=key, frames=int(codes.shape[0]))
-        padded = np.zeros(clip.frames * SAMPLES_PER_FRAME, dtype=np.float32)
+        if rate != SAMPLE_RATE:
+            audio, native = target_audio(path, audio, rate, settings)
+            upsampled += not native
+        padded = np.zeros(clip.frames * SAMPLES_PER_FRAME * rate // SAMPLE_RATE, dtype=np.float32)
         padded[: min(audio.size, padded.size)] = audio[: padded.size]
         np.save(out / f"{clip.id}.codes.npy", np.ascontiguousarray(codes, dtype=np.int16))
         np.save(out / f"{clip.id}.audio.npy", padded)
         clips.append(clip)
+    if upsampled:
+        logger.warning(
+            "%d clips are trained against 24 kHz audio resampled to %d Hz (their source is not a file read at its "
+            "own rate here, or is at 24 kHz or less): nothing above 12 kHz to learn from them",
+            upsampled,
+            rate,
+        )
     (out / SKIPPED).write_text("".join(json.dumps(s) + "\n" for s in skipped), encoding="utf-8")
     if not clips:
         reasons = "; ".join(f"{s['clip']}: {s['reason']}" for s in skipped[:3])
@@ -117,6 +128,24 @@ def prepare(settings, encoder_model) -> list[Clip]:
     (out / INDEX).write_text(json.dumps([c.__dict__ for c in clips], indent=1), encoding="utf-8")
     logger.info("prepared %d clips (%.1f s), skipped %d", len(clips), sum(c.seconds for c in clips), len(skipped))
     return clips
+
+
+def target_audio(path: str | None, audio24: np.ndarray, rate: int, settings) -> tuple[np.ndarray, bool]:
+    """The clip at ``rate`` (48 kHz decoders): read again at its own rate and resampled when it is a file
+    soundfile reads and its rate is above 24 kHz (True), else the 24 kHz audio resampled (False)."""
+    import soundfile
+    import soxr
+
+    if path:
+        try:
+            data, source_rate = soundfile.read(path, dtype="float32", always_2d=True)
+            if source_rate > SAMPLE_RATE:
+                mono = data.mean(axis=1)
+                mono = mono[: int(settings.max_clip_s * source_rate)] if settings.max_clip_s > 0 else mono
+                return soxr.resample(mono, source_rate, rate).astype(np.float32), True
+        except (OSError, RuntimeError, ValueError):
+            logger.debug("%s is not read at its own rate; resampling its 24 kHz audio", path)
+    return soxr.resample(audio24, SAMPLE_RATE, rate).astype(np.float32), False
 
 
 def _limits(settings):
@@ -131,7 +160,8 @@ def _cut(settings, samples: np.ndarray) -> np.ndarray:
 
 
 def _pairs(settings, encoder_model):
-    """(index, key, audio, codes, reason) per input row; reason "" when the pair is good."""
+    """(index, key, audio, codes, reason, file) per input row; reason "" when the pair is good; file: the
+    audio file's path when the row is a plain file (None inside a table or a tar)."""
     from core.dataset.decode import decode_items
 
     if is_tokenize_output(settings.data):
@@ -139,15 +169,22 @@ def _pairs(settings, encoder_model):
         return
     inputs = _inputs(settings)
     for error in inputs.errors:
-        yield error.index, error.key, None, None, error.reason
+        yield error.index, error.key, None, None, error.reason, None
     items = list(inputs.items)
     decoded = decode_items([i.path for i in items], [i.locator for i in items], _limits(settings))
     for item, (audio, _sha, reason) in zip(items, decoded, strict=True):
         if audio is None:
-            yield item.index, item.key, None, None, reason
+            yield item.index, item.key, None, None, reason, None
             continue
         samples = _cut(settings, audio.samples)
-        yield item.index, item.key, samples, encode_clip(encoder_model, samples), ""
+        yield (
+            item.index,
+            item.key,
+            samples,
+            encode_clip(encoder_model, samples),
+            "",
+            None if item.locator else item.path,
+        )
 
 
 def encode_clip(model, samples: np.ndarray) -> np.ndarray:
@@ -195,13 +232,13 @@ def _tokenized_pairs(settings):
     for item, (audio, sha, reason) in zip(items, decoded, strict=True):
         codes, key, recorded = rows[item.index]
         if audio is None:
-            yield item.index, key, None, None, reason
+            yield item.index, key, None, None, reason, None
         elif sha != recorded:
-            yield item.index, key, None, None, "the audio changed since it was tokenized (checksum differs)"
+            yield item.index, key, None, None, "the audio changed since it was tokenized (checksum differs)", None
         else:
             samples = _cut(settings, audio.samples)
             frames = -(-samples.size // SAMPLES_PER_FRAME)
-            yield item.index, key, samples, codes[:frames], ""
+            yield item.index, key, samples, codes[:frames], "", None if item.locator else item.path
 
 
 def _same_model(recorded: str | None, given: str) -> bool:

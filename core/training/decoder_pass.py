@@ -25,7 +25,6 @@ import torch
 from torch import nn
 from torch.utils.checkpoint import checkpoint
 
-from core.codec import SAMPLES_PER_FRAME
 
 TRAINED_PARTS = ("pre_conv", "pre_transformer", "upsample", "decoder")  # the decoder's attributes trained here
 
@@ -43,6 +42,7 @@ class TrainableDecoder(nn.Module):
         for name in TRAINED_PARTS:
             setattr(self, name, getattr(decoder, name))
         self.checkpointing = checkpointing
+        self.samples_per_frame = int(decoder.total_upsample)  # 1920 at 24 kHz, 3840 at 48 kHz
 
     def forward(self, mode: str, x: Any = None) -> torch.Tensor:
         if mode == "low":
@@ -120,11 +120,11 @@ def windows(frames: int, window: int, context: int):
 
 def high_in_windows(trainable: Any, hidden: torch.Tensor, window: int, context: int) -> torch.Tensor:
     """The waveform of ``hidden`` made window by window, without gradients (memory: one window)."""
-    parts = []
+    parts, spf = [], trainable.samples_per_frame
     with torch.no_grad():
         for a, s, e in windows(hidden.shape[-1], window, context):
             out = trainable.high(hidden[..., a:e])
-            parts.append(out[..., (s - a) * SAMPLES_PER_FRAME :].float())
+            parts.append(out[..., (s - a) * spf :].float())
     return torch.cat(parts, dim=-1)
 
 
@@ -138,14 +138,14 @@ def windowed_backward(trainable, embedded, losses, backward, window: int, contex
     wav.requires_grad_(True)
     total, parts = losses(wav)
     backward(total)
-    wav_grad = wav.grad
+    wav_grad, spf = wav.grad, trainable.samples_per_frame
     assert wav_grad is not None  # the losses depend on the waveform
     hidden_grad = torch.zeros_like(hidden, dtype=torch.float32)
     for a, s, e in windows(hidden.shape[-1], window, context):
         piece = hidden.detach()[..., a:e].requires_grad_(True)
         with autocast:
-            out = trainable.high(piece)[..., (s - a) * SAMPLES_PER_FRAME :]
-        out.float().backward(wav_grad[..., s * SAMPLES_PER_FRAME : e * SAMPLES_PER_FRAME])
+            out = trainable.high(piece)[..., (s - a) * spf :]
+        out.float().backward(wav_grad[..., s * spf : e * spf])
         hidden_grad[..., a:e] += piece.grad.float()  # type: ignore[union-attr]
     hidden.backward(hidden_grad.to(hidden.dtype))
     return total, parts, wav.detach()

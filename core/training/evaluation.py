@@ -46,7 +46,9 @@ def evaluate(
     return {"mel_distance": sum(mel_values) / n, "rms_error_db": sum(rms_values) / n}, decoded
 
 
-def write_samples(folder: Path, name: str, decoded: dict, limit: int = SAMPLE_CLIPS) -> list[tuple[str, Path]]:
+def write_samples(
+    folder: Path, name: str, decoded: dict, limit: int = SAMPLE_CLIPS, rate: int = SAMPLE_RATE
+) -> list[tuple[str, Path]]:
     """The first ``limit`` decoded clips as 16-bit WAV files in ``folder/name/``: [(clip id, path)]."""
     import soundfile
 
@@ -55,6 +57,6 @@ def write_samples(folder: Path, name: str, decoded: dict, limit: int = SAMPLE_CL
     written = []
     for clip in sorted(decoded)[:limit]:
         path = target / f"{clip}.wav"
-        soundfile.write(path, decoded[clip], SAMPLE_RATE, subtype="PCM_16")
+        soundfile.write(path, decoded[clip], rate, subtype="PCM_16")
         written.append((clip, path))
     return written

@@ -103,7 +103,6 @@ def plan_finetune(settings, check_out: bool = True) -> dict:
                 "--upsample-to 48000 needs the decoder family (core.model.family), which this version lacks; "
                 "fine-tune at 24 kHz (leave --upsample-to out)."
             )
-        raise TrainingError("--upsample-to 48000 is not built into fine-tuning yet; fine-tune at 24 kHz.")
     precision = choose(settings.precision, settings.device)
     checkpointing = checkpointing_of(settings, settings.device)
     config = read_config(settings.model)

@@ -23,7 +23,7 @@ import torch
 
 from core.codec import FRAME_RATE
 from core.errors import TrainingError
-from core.training import data, decoder_pass, distributed, evaluation, export, losses, run_folder, state, windows
+from core.training import data, decoder_pass, distributed, evaluation, export, losses, rates, run_folder, state, windows
 from core.training.discriminators import Discriminators
 from core.training.precision import choose
 from core.training.preflight import checkpointing_of, losses_text, plan_finetune
@@ -71,7 +71,10 @@ class _Run:
         self.device = settings.device
         self.precision = choose(settings.precision, self.device)
         tokenizer, self.base_path = load_tokenizer(str(settings.model), "cpu", torch.float32)
-        self.base = tokenizer.model
+        self.base = rates.start_model(
+            tokenizer.model, settings.upsample_to or tokenizer.model.output_sample_rate, settings.seed
+        )
+        self.rate = int(self.base.config.output_sample_rate)  # what the decoder writes and is trained against
         self.random_weights = is_random_checkpoint(self.base_path)
         self.clips, self.split = self._data()
         self.frames = {c.id: c.frames for c in self.clips}
@@ -92,7 +95,7 @@ class _Run:
             if s.device.startswith("cuda"):
                 self.base.encoder.to(s.device)
             try:
-                clips = data.prepare(s, self.base)
+                clips = data.prepare(s, self.base, self.rate)
             finally:
                 self.base.encoder.to("cpu")
                 if s.device.startswith("cuda"):
@@ -122,7 +125,7 @@ class _Run:
         trained = [p for p in self.trainable.parameters() if p.requires_grad]
         self.optimizer = torch.optim.AdamW(trained, s.learning_rate, betas=ADAM_BETAS, weight_decay=s.weight_decay)
         self.scaler = self.precision.scaler(self.device)
-        self.mel = losses.MultiResolutionMel().to(self.device)
+        self.mel = losses.MultiResolutionMel(self.rate).to(self.device)
         self.disc = self.ddp_disc = self.optimizer_d = self.scaler_d = None
         if s.adversarial:
             torch.manual_seed(s.seed)
@@ -174,7 +177,7 @@ class _Run:
         segments = windows.draw(
             self.train_list, s.batch_size, s.segment_frames, s.seed, step, self.world.rank, self.world.size
         )
-        codes, audio = windows.load_batch(segments, s.segment_frames, self.read)
+        codes, audio = windows.load_batch(segments, s.segment_frames, self.read, self.trainable.samples_per_frame)
         embedded = decoder_pass.embed(self.quantizer, codes, self.device)
         target = audio.to(self.device)
         gan_on = s.adversarial and step > s.warmup_steps
@@ -247,8 +250,8 @@ class _Run:
         samples = self.out / run_folder.SAMPLES
         if step == 0:
             originals = {clip: self.read(clip)[1] for clip in decoded}
-            evaluation.write_samples(samples, "reference", originals)
-        for clip, path in evaluation.write_samples(samples, f"step-{step:06d}", decoded):
+            evaluation.write_samples(samples, "reference", originals, rate=self.rate)
+        for clip, path in evaluation.write_samples(samples, f"step-{step:06d}", decoded, rate=self.rate):
             self.folder.emit({"kind": "sample", "step": step, "clip": clip, "path": str(path.relative_to(self.out))})
         return metrics
 

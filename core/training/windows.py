@@ -38,13 +38,15 @@ def draw(
     return segments[rank * batch_size : (rank + 1) * batch_size]
 
 
-def load_batch(segments: list[Segment], frames: int, read) -> tuple[torch.Tensor, torch.Tensor]:
+def load_batch(
+    segments: list[Segment], frames: int, read, spf: int = SAMPLES_PER_FRAME
+) -> tuple[torch.Tensor, torch.Tensor]:
     """(codes (B, 16, frames) long, audio (B, 1, frames × 1920) float32) of the segments; ``read(clip)``
-    gives a clip's (codes, audio) arrays."""
+    gives a clip's (codes, audio) arrays; ``spf``: audio samples per frame (3840 for a 48 kHz decoder)."""
     codes, audio = [], []
     for segment in segments:
         clip_codes, clip_audio = read(segment.clip)
         codes.append(np.asarray(clip_codes[segment.start : segment.start + frames], dtype=np.int64).T)
-        a, b = segment.start * SAMPLES_PER_FRAME, (segment.start + frames) * SAMPLES_PER_FRAME
+        a, b = segment.start * spf, (segment.start + frames) * spf
         audio.append(np.asarray(clip_audio[a:b], dtype=np.float32))
     return torch.from_numpy(np.stack(codes)), torch.from_numpy(np.stack(audio))[:, None]
