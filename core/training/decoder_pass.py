@@ -25,7 +25,6 @@ import torch
 from torch import nn
 from torch.utils.checkpoint import checkpoint
 
-
 TRAINED_PARTS = ("pre_conv", "pre_transformer", "upsample", "decoder")  # the decoder's attributes trained here
 
 
