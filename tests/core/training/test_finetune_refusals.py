@@ -52,6 +52,6 @@ def test_resume_without_a_run_is_refused(small, tmp_path):
         finetune(small(tmp_path / "out", resume=True))
 
 
-def test_upsample_to_48k_is_refused_in_words_without_the_family(small, tmp_path):
-    with pytest.raises(TrainingError, match="48000"):
-        finetune(small(tmp_path / "out", upsample_to=48000))
+def test_an_upsample_rate_other_than_48k_is_refused(tmp_path, speech_folder):
+    with pytest.raises(TrainingError, match="--upsample-to takes 48000"):
+        FinetuneSettings(data=speech_folder, out=tmp_path / "out", upsample_to=44100)
