@@ -8,7 +8,8 @@ Rows, at each batch shape (default 4 × 30 s and 16 × 10 s):
   fp32, and under bf16 autocast;
 - ``ours``: fp32; bf16 autocast; bf16 + per-block activation checkpointing; the same with the frozen
   codebooks off the GPU; bf16 with the convolutions in 2 s windows with left context; and that with the
-  discriminators (adversarial + feature matching after no warm-up).
+  discriminators (adversarial + feature matching after no warm-up); and every memory tactic at once
+  (bf16, checkpointing, 1 s windows, one segment at a time through gradient accumulation).
 
 Each of ours is a real run (data read and encoded, held-out evaluation, export) whose step lines give
 the figures: peak = ``torch.cuda.max_memory_allocated`` over the training steps (weights and optimizer
@@ -61,6 +62,10 @@ OURS = (  # (label, settings changes)
     (
         "ours bf16 + 2 s windows + discriminators",
         dict(precision="bf16", checkpointing="none", window_s=2.0, adversarial=True),
+    ),
+    (
+        "ours bf16 + checkpointing + 1 s windows + one segment at a time",
+        dict(precision="bf16", checkpointing="blocks", window_s=1.0, accumulate="batch"),
     ),
 )
 
@@ -152,6 +157,20 @@ def free(device: str) -> None:
         torch.cuda.empty_cache()
 
 
+def save_partial(args, rows: list[dict]) -> None:
+    """The rows so far, after each one (a run stopped by its time limit keeps what it measured)."""
+    result = {
+        "machine": machine(args.device),
+        "provenance": provenance("-m bench.finetune_bench"),
+        "rows": rows,
+        "partial": True,
+    }
+    args.out.mkdir(parents=True, exist_ok=True)
+    stem = "finetune_bench" + ("" if args.device.startswith("cuda") else "-cpu")
+    (args.out / f"{stem}.json").write_text(json.dumps(result, indent=2) + "\n")
+    (args.out / f"{stem}.md").write_text(markdown(result))
+
+
 def run_rows(args, work: Path) -> list[dict]:
     rows = []
     for shape in args.shapes.split(","):
@@ -168,15 +187,19 @@ def run_rows(args, work: Path) -> list[dict]:
             }
             rows.append(row)
             log.info("%s", row)
+            save_partial(args, rows)
             free(args.device)
         for label, changes in OURS:
             if changes.get("precision") == "bf16" and not args.device.startswith("cuda"):
                 changes, label = {**changes, "precision": "fp32"}, label.replace("bf16", "fp32 (CPU)")
+            if changes.get("accumulate") == "batch":  # micro-batches of one segment
+                changes = {**changes, "accumulate": batch}
             out = work / f"run-{shape}-{len(rows)}"
             settings = settings_for(data, out, args.checkpoint, args.device, batch, seconds, args.steps, **changes)
             row = {"shape": shape, "row": label, **our_row(settings)}
             rows.append(row)
             log.info("%s", row)
+            save_partial(args, rows)
             free(args.device)
     return rows
 
