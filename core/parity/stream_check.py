@@ -32,6 +32,7 @@ import torch
 from core.model.family import output_rate_of
 from core.nn.decoding import samples_per_frame
 from core.parity import seams
+from core.parity.words import Note
 
 logger = logging.getLogger(__name__)
 
@@ -80,9 +81,12 @@ class StreamCheck:
     clicks_off_seams: int = 0
     windowed_snr_db: dict[str, float | None] = field(default_factory=dict)  # context -> SNR of theirs against it
     likely_cause: str | None = None  # "gaps", "drift", "windowed-25", "windowed-72", "seams", "tail", "other"
+    finding: Note | None = None  # the verdict's sentence as a code and its numbers (``core.parity.words``)
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        out = asdict(self)
+        out["finding"] = self.finding.to_dict() if self.finding else None
+        return out
 
 
 def _snr(x: np.ndarray, ref: np.ndarray) -> float | None:
@@ -184,68 +188,61 @@ def compare(
         clicks_off_seams=len(found) - on_seams,
         windowed_snr_db=windowed_snr,
     )
-    _judge(result, rows, ours.size)
+    _judge(result, ours.size)
     return result
 
 
-def _judge(r: StreamCheck, rows: list[Seam], our_samples: int) -> None:
+def _judge(r: StreamCheck, our_samples: int) -> None:
+    """The verdict, the likely cause and its finding (``core.parity.words``: ``stream_*``)."""
     rate = r.sample_rate
     if not r.gaps and r.drift_samples == 0 and r.max_lsb <= OK_MAX_LSB:
         r.verdict, r.likely_cause = "ok", None
-        r.sentence = (
-            f"The stream equals the whole decode: {r.packets} packets of {r.packet_frames} frames, within "
-            f"{r.max_lsb:.2f} 16-bit steps everywhere, same length, no gap."
-        )
-        return
+        fields: dict = {"packets": r.packets, "packet_frames": r.packet_frames, "max_lsb": r.max_lsb}
+        return _say(r, "stream_ok", fields)
     r.verdict = "failed"
     matches = {c: s for c, s in r.windowed_snr_db.items() if s is None or s >= MATCH_SNR_DB}
     if r.gaps:
-        total = sum(g.ms for g in r.gaps)
         r.likely_cause = "gaps"
-        r.sentence = (
-            f"{len(r.gaps)} gap(s) of inserted silence ({total:.0f} ms in all; the first at {r.gaps[0].time_s:.2f} s): "
-            "the player ran dry (an underrun) while the server was late. Decode ahead of playback and buffer."
-        )
-    elif matches and (r.snr_db is not None and r.snr_db < MATCH_SNR_DB):
+        fields = {"count": len(r.gaps), "total_ms": sum(g.ms for g in r.gaps), "time_s": r.gaps[0].time_s}
+        return _say(r, "stream_gaps", fields)
+    if matches and r.snr_db is not None and r.snr_db < MATCH_SNR_DB:
         context = min(matches, key=int)
         r.likely_cause = f"windowed-{context}"
-        r.sentence = (
-            f"The stream matches re-decoding each packet with {context} frames of left context "
-            f"({_db(r.windowed_snr_db[context])} against that), not the whole decode ({_db(r.snr_db)}): "
-            "the decoder's state is not carried from packet to packet. Carry it (an incremental decoder) "
-            "or give at least the decoder's 72-frame window of context."
-        )
-    elif r.drift_samples:
+        fields = {"context": int(context), "windowed_snr": _db(r.windowed_snr_db[context]), "snr": _db(r.snr_db)}
+        return _say(r, "stream_windowed", fields)
+    if r.drift_samples:
         r.likely_cause = "drift"
-        side = "longer" if r.drift_samples > 0 else "shorter"
-        r.sentence = (
-            f"The stream is {abs(r.drift_samples)} samples ({1000 * abs(r.drift_samples) / rate:.1f} ms) {side} than "
-            f"the codes decode to ({our_samples} samples): samples are dropped or added at packet edges. "
-            "Each frame decodes to exactly its samples; keep them all."
-        )
-    elif r.seams_with_clicks:
+        fields = {
+            "samples": abs(r.drift_samples),
+            "ms": 1000 * abs(r.drift_samples) / rate,
+            "side_code": "stream_longer" if r.drift_samples > 0 else "stream_shorter",
+            "expected": our_samples,
+        }
+        return _say(r, "stream_drift", fields)
+    if r.seams_with_clicks:
         worst = r.worst_seams[0]
         r.likely_cause = "seams"
-        r.sentence = (
-            f"Clicks at {r.seams_with_clicks} packet seam(s); the worst, {worst.max_lsb:.0f} 16-bit steps, at "
-            f"{worst.time_s:.2f} s (packet {worst.packet + 1}): packets are joined without the decoder's state."
-        )
-    elif r.tail_max_lsb > OK_MAX_LSB and r.tail_max_lsb >= r.max_lsb:
+        fields = {
+            "count": r.seams_with_clicks,
+            "max_lsb": worst.max_lsb,
+            "time_s": worst.time_s,
+            "packet": worst.packet + 1,
+        }
+        return _say(r, "stream_seams", fields)
+    if r.tail_max_lsb > OK_MAX_LSB and r.tail_max_lsb >= r.max_lsb:
         r.likely_cause = "tail"
-        r.sentence = (
-            f"The end of the utterance differs ({r.tail_max_lsb:.0f} 16-bit steps over the last packet) while the "
-            "rest agrees: the last packet is decoded or trimmed differently."
-        )
-    else:
-        r.likely_cause = "other"
-        r.sentence = (
-            f"The stream differs from the whole decode by up to {r.max_lsb:.0f} 16-bit steps ({_db(r.snr_db)}), "
-            "with no gap, drift or seam click: another precision or another decoder."
-        )
+        return _say(r, "stream_tail", {"max_lsb": r.tail_max_lsb})
+    r.likely_cause = "other"
+    return _say(r, "stream_other", {"max_lsb": r.max_lsb, "snr": _db(r.snr_db)})
+
+
+def _say(r: StreamCheck, code: str, fields: dict) -> None:
+    r.finding = Note(code, fields)
+    r.sentence = r.finding.english()
 
 
 def _db(value: float | None) -> str:
-    return "identical" if value is None else f"SNR {value:.1f} dB"
+    return "∞ dB" if value is None else f"{value:.1f} dB"
 
 
 def check_stream(engine, codes: np.ndarray, theirs: np.ndarray, packet_frames: int) -> StreamCheck:

@@ -25,6 +25,38 @@ ENGLISH = {
     "cause_resampling": "the resampling (their WAV is not at 24 kHz)",
     "ends_early": "The difference starts where their audio ends ({time_s:.3f} s): the rest is missing.",
     "cause_other": "something else (no seam, padding or precision pattern)",
+    # the stream check (core.parity.stream_check)
+    "stream_ok": (
+        "The stream equals the whole decode: {packets} packets of {packet_frames} frames, within {max_lsb:.2f} "
+        "16-bit steps everywhere, same length, no gap."
+    ),
+    "stream_gaps": (
+        "{count} gap(s) of inserted silence ({total_ms:.0f} ms in all; the first at {time_s:.2f} s): the player ran "
+        "dry (an underrun) while the server was late. Decode ahead of playback and buffer."
+    ),
+    "stream_windowed": (
+        "The stream matches re-decoding each packet with {context} frames of left context ({windowed_snr}), not the "
+        "whole decode ({snr}): the decoder's state is not carried from packet to packet. Carry it (an incremental "
+        "decoder) or give at least the decoder's 72-frame window of context."
+    ),
+    "stream_drift": (
+        "The stream is {samples} samples ({ms:.1f} ms) {side} than the codes decode to ({expected} samples): "
+        "samples are dropped or added at packet edges. Each frame decodes to exactly its samples; keep them all."
+    ),
+    "stream_longer": "longer",
+    "stream_shorter": "shorter",
+    "stream_seams": (
+        "Clicks at {count} packet seam(s); the worst, {max_lsb:.0f} 16-bit steps, at {time_s:.2f} s (packet "
+        "{packet}): packets are joined without the decoder's state."
+    ),
+    "stream_tail": (
+        "The end of the utterance differs ({max_lsb:.0f} 16-bit steps over the last packet) while the rest agrees: "
+        "the last packet is decoded or trimmed differently."
+    ),
+    "stream_other": (
+        "The stream differs from the whole decode by up to {max_lsb:.0f} 16-bit steps ({snr}), with no gap, drift "
+        "or seam click: another precision or another decoder."
+    ),
     # how the inputs were read
     "codes_batch": "The codes came as a batch of one: its only item was used.",
     "codes_transposed": "The codes came as {codebooks} × frames: transposed to frames × {codebooks}.",

@@ -1,6 +1,6 @@
 """The "Check a port" tab's work, without Gradio: a decode-parity check (their WAV against the reference
 decode, with the error-curve PNG and the HTML report written into the request folder), an encode-parity
-check, and the precision sweep (``core.parity``). Words for the report come in as tables in the reader's
+check, a stream check, and the precision sweep (``core.parity``). Words for the report come in as tables in the reader's
 language (``webui.views.parity_view``)."""
 
 from __future__ import annotations
@@ -10,7 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from core.audio.files import load_audio
-from core.parity import decode_parity, encode_parity, precision, report
+from core.parity import decode_parity, encode_parity, precision, report, stream_check
+from core.parity.inputs import load_codes, load_their_wav
 from webui.jobs.common import Progress, quiet, stem_of
 
 
@@ -54,3 +55,14 @@ def precision_sweep(engine, audio_path: Path, progress: Progress = quiet) -> pre
     audio = load_audio(audio_path, engine.settings.audio_limits())
     progress(0.0, "parity.job.sweep")
     return precision.sweep(engine, audio.samples, None, lambda f: progress(f, "parity.job.sweep"))
+
+
+def stream_check_of(
+    engine, codes_path: Path, wav_path: Path, packet_frames: int, progress: Progress = quiet
+) -> stream_check.StreamCheck:
+    """Their streamed WAV (packets of ``packet_frames`` frames, joined) against the whole decode of the codes."""
+    limits = engine.settings.audio_limits()
+    codes = load_codes(codes_path, limits.max_duration_s)
+    their = load_their_wav(wav_path, limits, codes)
+    progress(0.0, "parity.job.stream")
+    return stream_check.check_stream(engine, codes.codes, their.samples, packet_frames)

@@ -1,6 +1,6 @@
 """The "Check a port" tab: another implementation's WAV against the reference decode of the same codes
-(``/parity_decode``), its codes against the reference encode (``/parity_encode``), and the precision
-sweep on this machine (``/precision_sweep``). The work is in ``webui.jobs.parity``, the words in
+(``/parity_decode``), its codes against the reference encode (``/parity_encode``), its streamed decode
+against the whole decode (``/parity_stream``), and the precision sweep on this machine (``/precision_sweep``). The work is in ``webui.jobs.parity``, the words in
 ``webui.views.parity_view``; docs/parity.md."""
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from webui.views import parity_view
 logger = logging.getLogger(__name__)
 
 CODE_TYPES = [".npz", ".npy", ".json"]
+MAX_PACKET_FRAMES = 125  # a packet of 10 s: as /decode/ws takes at most in one message
 
 
 def _need(value, what: str, lang: str):
@@ -64,6 +65,16 @@ class ParityHandlers(TabHandlers):
         with user_errors("parity.action.encode", lang, self.workspace.root):
             result = parity.encode_check(self.engine, audio_path, codes_path, i18n.progress_in(lang, progress))
         return parity_view.encode_markdown(result, lang), result.to_dict()
+
+    def stream(self, codes, wav, packet_frames, request: gr.Request | None = None, progress=gr.Progress()):
+        lang = i18n.language_of(request)
+        codes_path, wav_path = _need(codes, "parity.what_codes", lang), _need(wav, "parity.what_wav", lang)
+        with user_errors("parity.action.stream", lang, self.workspace.root):
+            frames = int(packet_frames or 0)
+            if not 1 <= frames <= MAX_PACKET_FRAMES:
+                raise gr.Error(i18n.text("parity.packet_range", lang, most=MAX_PACKET_FRAMES))
+            result = parity.stream_check_of(self.engine, codes_path, wav_path, frames, i18n.progress_in(lang, progress))
+        return parity_view.stream_markdown(result, lang, self.engine.random_weights), result.to_dict()
 
     def precision(self, clip, request: gr.Request | None = None, progress=gr.Progress()):
         lang = i18n.language_of(request)
@@ -113,6 +124,28 @@ def build(handlers: ParityHandlers) -> None:
         inputs=[audio, their_codes],
         outputs=[encode_out, encode_json],
         api_name="parity_encode",
+        **MODEL_GROUP,
+    )
+    gr.Markdown(label("parity.stream_title"))
+    with gr.Row():
+        stream_codes = gr.File(
+            label=label("parity.codes"), file_types=CODE_TYPES, elem_id="parity-stream-codes", scale=2
+        )
+        stream_wav = gr.File(
+            label=label("parity.stream_wav"), file_types=[".wav", ".flac"], elem_id="parity-stream-wav", scale=2
+        )
+        with gr.Column(scale=1):
+            packet = gr.Number(
+                value=4, precision=0, minimum=1, maximum=MAX_PACKET_FRAMES, label=label("parity.packet_frames")
+            )
+            run_stream = gr.Button(label("parity.run_stream"), elem_id="parity-run-stream")
+    stream_out = gr.Markdown(elem_id="parity-stream", elem_classes="cw-tables")
+    stream_json = gr.JSON(visible=False)
+    run_stream.click(
+        handlers.stream,
+        inputs=[stream_codes, stream_wav, packet],
+        outputs=[stream_out, stream_json],
+        api_name="parity_stream",
         **MODEL_GROUP,
     )
     gr.Markdown(label("parity.precision_title"))

@@ -14,6 +14,8 @@ COLOURS = {
     "identical": "#2e9d4f",
     "rounding": "#2e9d4f",
     "differs": "#d2372c",
+    "ok": "#2e9d4f",
+    "failed": "#d2372c",
 }  # the verdict's dot (a glyph every font has)
 
 
@@ -107,3 +109,34 @@ def sweep_markdown(sweep, lang: str) -> str:
         + "\n".join(rows)
         + f"\n\n{i18n.text('parity.s.recommendation', lang)}\n\n{advice}"
     )
+
+
+def stream_markdown(result, lang: str, random_weights: bool = False) -> str:
+    """The stream check: the verdict and its finding, the measurements, the worst seams and the gaps."""
+    t = lambda key, **fields: i18n.text(f"parity.st.{key}", lang, **fields)  # noqa: E731
+    head = f"{_dot(result.verdict)} **{t('verdict_' + result.verdict)}**: {note(result.finding, lang)}"
+    rows = [
+        (t("packets"), f"{result.packets} × {result.packet_frames}"),
+        (t("length"), f"{result.their_samples} / {result.our_samples}"),
+        (t("drift"), str(result.drift_samples)),
+        (t("max"), _number(result.max_lsb, 2)),
+        (t("snr"), "∞" if result.snr_db is None else _number(result.snr_db, 1)),
+        (t("tail"), _number(result.tail_max_lsb, 2)),
+        (t("gaps"), str(len(result.gaps))),
+        (t("seams"), str(result.seams_with_clicks)),
+    ]
+    for context, snr in result.windowed_snr_db.items():
+        rows.append((t("windowed", context=context), "∞" if snr is None else _number(snr, 1)))
+    table = t("header") + "\n| --- | --- |\n" + "\n".join(f"| {_cell(k)} | {v} |" for k, v in rows)
+    parts = [head, table]
+    if result.worst_seams:
+        seams = "\n".join(
+            f"| {s.packet + 1} | {s.time_s:.3f} | {s.max_lsb:.1f} | {s.clicks} |" for s in result.worst_seams
+        )
+        parts.append(f"{t('seams_header')}\n| --- | --- | --- | --- |\n{seams}")
+    if result.gaps:
+        gaps = "\n".join(f"| {g.time_s:.3f} | {g.ms:.0f} |" for g in result.gaps[:20])
+        parts.append(f"{t('gaps_header')}\n| --- | --- |\n{gaps}")
+    if random_weights:
+        parts.append(f"*{i18n.text('parity.label.random', lang)}*")
+    return "\n\n".join(parts)
