@@ -34,18 +34,19 @@ def _check(client, files, wav: str, packet=4):
 
 
 def test_our_stream_is_ok_and_a_gap_fails(client, files):
-    text, details = _check(client, files, "ours.wav")
+    text, _measures, details = _check(client, files, "ours.wav")
     assert details["verdict"] == "ok" and "**ok**: The stream equals the whole decode" in text
-    text, details = _check(client, files, "gap.wav")
+    text, measures, details = _check(client, files, "gap.wav")
     assert details["verdict"] == "failed" and details["likely_cause"] == "gaps"
     assert "**failed**: 1 gap(s) of inserted silence (40 ms in all; the first at 0.83 s)" in text
-    assert "| 0.833 | 40 |" in text  # the gaps table
+    assert "| 0.833 | 40 |" in measures  # the gaps table
 
 
 def test_the_check_speaks_chinese(server, files):
     zh = Client(server[0], verbose=False, headers={"Accept-Language": "zh-CN,zh;q=0.9"})
-    text, details = _check(zh, files, "gap.wav")
+    text, measures, details = _check(zh, files, "gap.wav")
     assert details["verdict"] == "failed" and "**未通过**" in text and "插入的静音空隙" in text
+    assert "长度漂移" in measures
 
 
 def test_a_bad_packet_size_is_a_sentence(client, files):

@@ -74,7 +74,11 @@ class ParityHandlers(TabHandlers):
             if not 1 <= frames <= MAX_PACKET_FRAMES:
                 raise gr.Error(i18n.text("parity.packet_range", lang, most=MAX_PACKET_FRAMES))
             result = parity.stream_check_of(self.engine, codes_path, wav_path, frames, i18n.progress_in(lang, progress))
-        return parity_view.stream_markdown(result, lang, self.engine.random_weights), result.to_dict()
+        return (
+            parity_view.stream_verdict_markdown(result, lang, self.engine.random_weights),
+            parity_view.stream_measures_markdown(result, lang),
+            result.to_dict(),
+        )
 
     def precision(self, clip, request: gr.Request | None = None, progress=gr.Progress()):
         lang = i18n.language_of(request)
@@ -139,12 +143,13 @@ def build(handlers: ParityHandlers) -> None:
                 value=4, precision=0, minimum=1, maximum=MAX_PACKET_FRAMES, label=label("parity.packet_frames")
             )
             run_stream = gr.Button(label("parity.run_stream"), elem_id="parity-run-stream")
-    stream_out = gr.Markdown(elem_id="parity-stream", elem_classes="cw-tables")
+    stream_verdict = gr.Markdown(elem_id="parity-stream-verdict")
+    stream_measures = gr.Markdown(elem_id="parity-stream-measures", elem_classes="cw-tables")
     stream_json = gr.JSON(visible=False)
     run_stream.click(
         handlers.stream,
         inputs=[stream_codes, stream_wav, packet],
-        outputs=[stream_out, stream_json],
+        outputs=[stream_verdict, stream_measures, stream_json],
         api_name="parity_stream",
         **MODEL_GROUP,
     )

@@ -111,10 +111,16 @@ def sweep_markdown(sweep, lang: str) -> str:
     )
 
 
-def stream_markdown(result, lang: str, random_weights: bool = False) -> str:
-    """The stream check: the verdict and its finding, the measurements, the worst seams and the gaps."""
+def stream_verdict_markdown(result, lang: str, random_weights: bool = False) -> str:
+    """The stream check's verdict and its finding (and the random-weights caveat)."""
+    verdict = i18n.text(f"parity.st.verdict_{result.verdict}", lang)
+    caveat = f"\n\n*{i18n.text('parity.label.random', lang)}*" if random_weights else ""
+    return f"{_dot(result.verdict)} **{verdict}**: {note(result.finding, lang)}{caveat}"
+
+
+def stream_measures_markdown(result, lang: str) -> str:
+    """The stream check's measurements, the worst seams and the gaps."""
     t = lambda key, **fields: i18n.text(f"parity.st.{key}", lang, **fields)  # noqa: E731
-    head = f"{_dot(result.verdict)} **{t('verdict_' + result.verdict)}**: {note(result.finding, lang)}"
     rows = [
         (t("packets"), f"{result.packets} × {result.packet_frames}"),
         (t("length"), f"{result.their_samples} / {result.our_samples}"),
@@ -128,7 +134,7 @@ def stream_markdown(result, lang: str, random_weights: bool = False) -> str:
     for context, snr in result.windowed_snr_db.items():
         rows.append((t("windowed", context=context), "∞" if snr is None else _number(snr, 1)))
     table = t("header") + "\n| --- | --- |\n" + "\n".join(f"| {_cell(k)} | {v} |" for k, v in rows)
-    parts = [head, table]
+    parts = [table]
     if result.worst_seams:
         seams = "\n".join(
             f"| {s.packet + 1} | {s.time_s:.3f} | {s.max_lsb:.1f} | {s.clicks} |" for s in result.worst_seams
@@ -137,6 +143,4 @@ def stream_markdown(result, lang: str, random_weights: bool = False) -> str:
     if result.gaps:
         gaps = "\n".join(f"| {g.time_s:.3f} | {g.ms:.0f} |" for g in result.gaps[:20])
         parts.append(f"{t('gaps_header')}\n| --- | --- |\n{gaps}")
-    if random_weights:
-        parts.append(f"*{i18n.text('parity.label.random', lang)}*")
     return "\n\n".join(parts)
