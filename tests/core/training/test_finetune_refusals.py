@@ -55,3 +55,24 @@ def test_resume_without_a_run_is_refused(small, tmp_path):
 def test_an_upsample_rate_other_than_48k_is_refused(tmp_path, speech_folder):
     with pytest.raises(TrainingError, match="--upsample-to takes 48000"):
         FinetuneSettings(data=speech_folder, out=tmp_path / "out", upsample_to=44100)
+
+
+def test_a_run_that_would_not_fit_in_memory_is_refused_before_it_starts(small, tmp_path):
+    from core.training import plan_finetune
+
+    with pytest.raises(TrainingError, match=r"needs about .* GiB .* lower --batch-size"):
+        plan_finetune(small(tmp_path / "out", batch_size=4096, segment_s=30.0))
+
+
+def test_a_bad_clip_is_a_line_and_the_run_goes_on(small, tmp_path, speech_folder):
+    import json
+    import shutil
+
+    data = tmp_path / "data"
+    shutil.copytree(speech_folder, data)
+    (data / "broken.wav").write_bytes(b"RIFF\x00\x00\x00\x00WAVEnot audio at all")
+    out = tmp_path / "out"
+    result = finetune(small(out, data=data, steps=1))
+    assert result["status"] == "done"
+    skipped = [json.loads(line) for line in (out / "prepared" / "skipped.jsonl").read_text().splitlines()]
+    assert [s["clip"] for s in skipped] == ["broken.wav"] and skipped[0]["reason"]
