@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import logging
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 
 from core.errors import CodecError
 from core.settings import Settings
@@ -73,7 +73,7 @@ def plan_layout(
             )
         count = min(actors or gpus, gpus)
         # Ray makes each actor's GPU its cuda:0 (CUDA_VISIBLE_DEVICES)
-        engine = replace(settings, device="cuda:0", batch_audio_s=max(settings.batch_audio_s, GPU_BATCH_AUDIO_S))
+        engine = replace(settings, device="cuda:0", batch_audio_s=gpu_batch_audio_s(settings))
         each = 1.0 if cpus_per_actor is None else cpus_per_actor
         actor_cpus, decode_cpus = fit_cpus(cpus, count, each)
         return Layout(
@@ -84,6 +84,13 @@ def plan_layout(
     actor_cpus, decode_cpus = fit_cpus(cpus, count, each)
     threads = max(1, round(cpus / count)) if cpus_per_actor is None else None  # the actor caps it at its machine's
     return Layout(count, 0, actor_cpus, decode_cpus, threads, batch_files or CPU_BATCH_FILES, settings)
+
+
+def gpu_batch_audio_s(settings: Settings) -> float:
+    """Padded audio per batched encode call on a GPU actor: :data:`GPU_BATCH_AUDIO_S` unless the
+    user chose a value (``--batch-audio-s``: theirs bounds the memory)."""
+    default = next(f.default for f in fields(Settings) if f.name == "batch_audio_s")
+    return GPU_BATCH_AUDIO_S if settings.batch_audio_s == default else settings.batch_audio_s
 
 
 def fit_cpus(cpus: float, actors: int, per_actor: float) -> tuple[float, float]:

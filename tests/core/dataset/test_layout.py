@@ -45,6 +45,10 @@ def test_gpu_layout_one_actor_per_gpu_with_large_calls(tiny_checkpoint):
     assert (layout.actors, layout.gpus_per_actor, layout.cpus_per_actor) == (2, 1, 1.0)
     assert layout.batch_files == GPU_BATCH_FILES and layout.settings.device == "cuda:0"
     assert layout.settings.batch_audio_s == GPU_BATCH_AUDIO_S
+    chosen = plan_layout(
+        {"CPU": 16.0, "GPU": 1.0}, Settings(model="m", device="cuda:0", batch_audio_s=30.0), 1, None, None
+    )
+    assert chosen.settings.batch_audio_s == 30.0  # the user's bound on memory stays
     with pytest.raises(CodecError, match="has none"):
         plan_layout({"CPU": 16.0}, settings, None, None, None)
     one_cpu = plan_layout({"CPU": 1.0, "GPU": 1.0}, settings, None, None, 8)
