@@ -34,13 +34,23 @@ def waiting_for(layout: Layout, total: dict, free: dict, results: int) -> str:
             "held, by this job's actors and tasks or by other work on the cluster)"
         )
     actors_gpus = layout.actors * layout.gpus_per_actor
-    if actors_gpus and gpus - free_gpus < actors_gpus:
-        reasons.append(
-            f"GPUs for the encode actors: {actors_gpus} needed, {free_gpus:g} of {gpus:g} free "
-            "(held by other work on the cluster)"
-        )
+    missing = actors_gpus - (gpus - free_gpus)  # GPUs our actors do not hold yet
+    if actors_gpus and missing > 0:
+        if free_gpus < missing:
+            reasons.append(
+                f"GPUs for the encode actors: {actors_gpus} needed, {free_gpus:g} of {gpus:g} free "
+                "(held by other work, or a node with GPUs left the cluster)"
+            )
+        else:
+            reasons.append(
+                f"the encode actors to be placed: each needs {layout.gpus_per_actor} GPU and "
+                f"{layout.cpus_per_actor:g} CPU; {free_gpus:g} GPU and {free_cpus:g} CPU free"
+            )
     if not reasons and results == 0:
-        reasons.append("the encode actor(s) still starting (loading the model) or the first encode call running")
+        reasons.append(
+            "the encode actor(s) still starting (loading the model) or the first encode call running "
+            f"({gpus - free_gpus:g} of {gpus:g} GPU and {cpus - free_cpus:g} of {cpus:g} CPU in use)"
+        )
     if not reasons:
         reasons.append("the encode calls running (a call of long clips on a slow device takes a while)")
     return "; ".join(reasons)

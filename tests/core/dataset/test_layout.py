@@ -111,7 +111,10 @@ def test_what_a_job_waits_for_names_the_missing_resource(tiny_checkpoint):
     )
     said = waiting_for(layout, {"CPU": 2.0, "GPU": 1.0}, {"CPU": 0.0, "GPU": 1.0}, 0)
     assert "no CPU free for a decode task" in said and "2 of 2 held" in said
-    assert "GPUs for the encode actors: 1 needed, 1 of 1 free" in said
+    assert "the encode actors to be placed: each needs 1 GPU and 1 CPU; 1 GPU and 0 CPU free" in said
+    two = plan_layout({"CPU": 4.0, "GPU": 2.0}, Settings(model=str(tiny_checkpoint), device="cuda:0"), None, None, None)
+    node_gone = waiting_for(two, {"CPU": 4.0, "GPU": 1.0}, {"CPU": 3.0, "GPU": 0.0}, 5)  # a GPU node left
+    assert "GPUs for the encode actors: 2 needed, 0 of 1 free" in node_gone
     starting = waiting_for(layout, {"CPU": 2.0, "GPU": 1.0}, {"CPU": 1.0, "GPU": 0.0}, 0)
     assert "still starting" in starting
 
