@@ -22,17 +22,6 @@ import threading
 import time
 
 import numpy as np
-from wsproto import ConnectionType, WSConnection
-from wsproto.connection import ConnectionState
-from wsproto.events import (
-    AcceptConnection,
-    BytesMessage,
-    CloseConnection,
-    Message,
-    RejectConnection,
-    Request,
-    TextMessage,
-)
 
 RATE = 48_000
 BLOCK = 960  # 20 ms, as the page sends them
@@ -53,6 +42,8 @@ class Socket:
     """A WebSocket client on one TCP connection; ``messages`` collects what the server sends."""
 
     def __init__(self, host: str, port: int, target: str):
+        from wsproto import ConnectionType, WSConnection  # here: speechlike() is used where wsproto is not
+
         self.sock = socket.create_connection((host, port), timeout=30)
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.ws = WSConnection(ConnectionType.CLIENT)
@@ -61,17 +52,21 @@ class Socket:
         self.texts: list[dict] = []
         self.closed = threading.Event()
         self._parts: list[bytes] = []
+        from wsproto.events import Request
+
         self.sock.sendall(self.ws.send(Request(host=f"{host}:{port}", target=target)))
         while True:
             events = self._read()
-            if any(isinstance(e, AcceptConnection) for e in events):
+            if any(type(e).__name__ == "AcceptConnection" for e in events):
                 break
-            if any(isinstance(e, RejectConnection) for e in events) or self.closed.is_set():
+            if any(type(e).__name__ == "RejectConnection" for e in events) or self.closed.is_set():
                 raise ConnectionError("the server refused the WebSocket")
         self.reader = threading.Thread(target=self._read_all, daemon=True)
         self.reader.start()
 
     def _read(self) -> list:
+        from wsproto.events import BytesMessage, CloseConnection, TextMessage
+
         data = self.sock.recv(1 << 16)
         with self.guard:
             self.ws.receive_data(data or None)
@@ -107,6 +102,9 @@ class Socket:
 
     def send(self, data: bytes | str) -> bool:
         """Send one message; False once the connection is closing (the server ended the session)."""
+        from wsproto.connection import ConnectionState
+        from wsproto.events import Message
+
         with self.guard:
             if self.ws.state != ConnectionState.OPEN:
                 return False
