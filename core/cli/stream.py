@@ -45,14 +45,32 @@ def cmd_serve_decode(args) -> int:
 
     if not 0 < args.port < 65536:
         raise CodecError(f"--port must be 1 to 65535, not {args.port}.")
+    _check_port_free(args.host, args.port)  # before the model loads
     engine = engine_from_args(args)
     server = make_server(engine, args.host, args.port)
     signal.signal(signal.SIGTERM, lambda *_: setattr(server, "should_exit", True))
     sys.stderr.write(f"serving ws://{args.host}:{args.port}/decode/ws ({engine.device_label}); Ctrl-C stops\n")
-    server.run()
+    try:
+        server.run()
+    except SystemExit:  # uvicorn exits when it cannot bind (taken since the check)
+        pass
     if not server.started:
         raise CodecError(f"cannot serve on {args.host}:{args.port}; choose another --port or stop what uses it.")
     return 0
+
+
+def _check_port_free(host: str, port: int) -> None:
+    import socket
+
+    try:
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        with socket.socket(family, socket.SOCK_STREAM) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            probe.bind((host, port))
+    except OSError as e:
+        raise CodecError(
+            f"cannot serve on {host}:{port} ({e.strerror or e}); choose another --port or stop what uses it."
+        ) from None
 
 
 def cmd_stream_parity(args) -> int:

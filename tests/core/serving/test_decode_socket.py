@@ -159,3 +159,22 @@ def test_a_client_that_never_reads_is_closed(server, engine, monkeypatch, codes)
     with StreamClient(server.url) as other:
         assert other.push(codes[:1]).size == other.samples_per_frame
     wait_free(engine)
+
+
+def test_the_docs_example_runs(server, engine, codes, whole, tmp_path, monkeypatch):
+    """docs/stream-decode.md's client example, run as written against serve-decode (its address and
+    token file swapped for this test's)."""
+    import re
+    from pathlib import Path
+
+    from core.codec import SAMPLES_PER_FRAME
+    from core.tokens import make_token_file, save_tokens
+
+    doc = (Path(__file__).resolve().parents[3] / "docs" / "stream-decode.md").read_text(encoding="utf-8")
+    example = next(b for b in re.findall(r"```python\n(.*?)```", doc, re.S) if "StreamClient" in b)
+    save_tokens(make_token_file(codes, len(codes) * SAMPLES_PER_FRAME, "test"), tmp_path / "speech.npz")
+    monkeypatch.chdir(tmp_path)
+    scope: dict = {}
+    exec(example.replace("ws://127.0.0.1:8765/decode/ws", server.url), scope)  # noqa: S102 - the docs' own code
+    assert snr_db(np.concatenate(scope["audio"]), whole) >= MIN_SNR_DB
+    wait_free(engine)
