@@ -78,6 +78,8 @@ def split_options(web: WebOptions, env) -> tuple[UiOptions, ServerOptions]:
         second_for_visitors=web.second_for_visitors,
         trusted_proxies=trusted_set(web.trusted_proxies),
         public_origin=web.public_origin,
+        finetune_data_root=Path(web.finetune_data_root) if web.finetune_data_root else None,
+        finetune_runs_dir=Path(web.finetune_runs_dir) if web.finetune_runs_dir else None,
     )
     server = ServerOptions(
         host=web.host,

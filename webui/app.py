@@ -2,8 +2,8 @@
 
 Layout: the status bar (``webui.tabs.status_bar``, one line) above the tabs, one module each under
 ``webui/tabs/``: Round trip (input, verdict card, the lab's player, the blind test from the result,
-details folded), Live (``live``), Blind test (``abx_page``), Evaluate files, Encode, Decode, System. Styles and the
-tab list's keys: ``webui/static/page.css`` and ``page.js``. Which events share a queue: ``webui.queues``.
+details folded), Live (``live``), Blind test (``abx_page``), Evaluate files, Check a port, Fine-tune
+(``finetune``), Encode, Decode, System. Styles and the tab list's keys: ``webui/static/page.css`` and ``page.js``. Which events share a queue: ``webui.queues``.
 """
 
 from __future__ import annotations
@@ -15,7 +15,9 @@ from pathlib import Path
 import gradio as gr
 
 from webui.i18n import LANGUAGES, label, text
-from webui.options import UiOptions
+from webui.jobs import finetune as finetune_jobs
+from webui.jobs import finetune_runs
+from webui.options import FINETUNE_RUNS, UiOptions
 from webui.serving.share_link import LinkSettings
 from webui.serving.workspace import Workspace
 from webui.tabs import (
@@ -23,6 +25,7 @@ from webui.tabs import (
     decode,
     encode,
     evaluate,
+    finetune,
     live,
     parity,
     roundtrip,
@@ -71,6 +74,15 @@ def build_app(engine, options: UiOptions | None = None) -> gr.Blocks:
                 evaluate.build(evaluate.EvaluateHandlers(engine, workspace), result.audio_in, tabs)
             with gr.Tab(label("parity.tab"), id="parity"):
                 parity.build(parity.ParityHandlers(engine, workspace))
+            with gr.Tab(label("finetune.tab"), id="finetune") as finetune_tab:
+                finetune.build(
+                    demo,
+                    _finetune_handlers(engine, workspace, options),
+                    finetune_tab,
+                    tabs,
+                    result.audio_in,
+                    result.with_second,
+                )
             with gr.Tab(label("tab.encode"), id="encode"):
                 encode.build(encode.EncodeHandlers(engine, workspace), options.examples)
             with gr.Tab(label("tab.decode"), id="decode"):
@@ -89,6 +101,15 @@ def build_app(engine, options: UiOptions | None = None) -> gr.Blocks:
             shared_test.wire_report(blind.shared, result.report_files)
         demo.load(None, js=page_js(), api_name="page_keys", api_visibility="private")
     return demo
+
+
+def _finetune_handlers(engine, workspace: Workspace, options: UiOptions) -> finetune.FinetuneHandlers:
+    """The Fine-tune tab's roots (data root, runs folder, example clips) and its one run at a time."""
+    runs = options.finetune_runs_dir or Path(engine.settings.data_dir) / FINETUNE_RUNS
+    roots = finetune_jobs.Roots(options.finetune_data_root, runs, options.examples)
+    return finetune.FinetuneHandlers(
+        engine, workspace, roots, finetune_runs.FinetuneRuns(runs), options.trusted_proxies
+    )
 
 
 def _address_of(demo: gr.Blocks):

@@ -26,6 +26,7 @@ from webui.serving.workspace import DEFAULT_MAX_AGE_S, DEFAULT_MAX_TEMP_MB
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")  # what --log-level takes
 ASSETS = Path(__file__).resolve().parent / "assets"  # the example clips (package data)
 STATS_EVERY_S = 2.0  # seconds between system stats refreshes
+FINETUNE_RUNS = "finetune-runs"  # the Fine-tune tab's runs, in --data-dir unless --finetune-runs-dir
 _LIMITS = LimitSettings()  # the per-client limits' defaults (one home: webui.serving.limits)
 
 
@@ -41,6 +42,8 @@ class UiOptions:
     second_for_visitors: bool = False  # visitors may load/unload the second checkpoint (else the operator only)
     trusted_proxies: frozenset[str] = frozenset()  # proxies whose X-Real-IP names the client
     public_origin: str = ""  # --public-origin as written: its first origin is where shared tests' links point
+    finetune_data_root: Path | None = None  # the folders the Fine-tune tab may read (None: the example clips only)
+    finetune_runs_dir: Path | None = None  # where its runs go (None: finetune-runs/ in --data-dir)
 
 
 @dataclass(frozen=True)
@@ -75,6 +78,12 @@ class WebOptions(ServiceOptions):
     )
     second_for_visitors: bool = option(
         False, "let visitors load and unload the second checkpoint (default: only clients on this machine's loopback)"
+    )
+    finetune_data_root: str = option(
+        "", "folder whose subfolders the Fine-tune tab may train on (empty: the example clips only)"
+    )
+    finetune_runs_dir: str = option(
+        "", f"where the Fine-tune tab's runs go, a folder each (default: {FINETUNE_RUNS}/ in --data-dir)"
     )
 
     def __post_init__(self) -> None:

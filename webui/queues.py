@@ -23,3 +23,5 @@ DOCTOR_GROUP: dict[str, Any] = dict(concurrency_limit=1, concurrency_id="doctor"
 # engine's lock one at a time, so a diagnosis never holds the model queue for its whole run
 STATUS_GROUP: dict[str, Any] = dict(concurrency_limit=None, concurrency_id="status")  # reads, no work
 STATS_GROUP: dict[str, Any] = dict(concurrency_limit=None, concurrency_id="stats")  # the System tab's timer
+FINETUNE_GROUP: dict[str, Any] = dict(concurrency_limit=1, concurrency_id="finetune")  # the Fine-tune tab: plan,
+# start and stop (the run is a process of its own), never behind the model queue's decoding

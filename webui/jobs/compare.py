@@ -23,6 +23,7 @@ from core.audio.files import load_audio
 from core.judging import placing, source_table, sources
 from core.model import second
 from core.settings import AudioLimits
+from webui.jobs import finetune_runs
 from webui.jobs.common import Progress, quiet
 
 WAV = "wav"  # a source dict's file (in JSON that reaches clients)
@@ -59,6 +60,15 @@ def missing_second(engine, chosen) -> list[dict]:
     ]
 
 
+def checkpoint_name(model: str) -> str:
+    """Which second checkpoint, in a word: its folder's name; a fine-tuning run's export (``RUN/final``)
+    by its run's name."""
+    path = Path(model)
+    if path.name == finetune_runs.MODEL_FOLDER and path.parent.name.startswith(finetune_runs.RUN_PREFIX):
+        return path.parent.name
+    return path.name
+
+
 def page_sources(engine, made: sources.SourceSet, chosen, written: dict[str, Path], folder: Path, stem: str):
     """The sources beside the codec of a round trip ``core.judging.sources.make_sources`` made and
     ``write_sources`` wrote (``written``: id -> WAV), as the page carries them: source dicts, the
@@ -74,7 +84,7 @@ def page_sources(engine, made: sources.SourceSet, chosen, written: dict[str, Pat
         if source.id == sources.COMPARE_ID and made.second_trip is not None:
             other = second.ready_second(engine)
             model = other.settings.model if other is not None else ""
-            folder_name = Path(str(model)).name  # which second checkpoint: its folder's name
+            folder_name = checkpoint_name(str(model))
             facts = source.facts() | {WAV: str(written[source.id]), "label": folder_name or source.id}
             encoded, rate = made.second_trip.encoded, made.second_trip.decoded.sample_rate
             token_file = tokens.make_token_file(encoded.codes, encoded.original_samples, model, decoder_rate_hz=rate)

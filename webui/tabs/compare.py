@@ -77,7 +77,7 @@ def checked_sources(value, root: Path) -> list[dict]:
             {
                 "id": item["id"],
                 compare_jobs.WAV: str(path),
-                "label": str(item.get("label") or item["id"])[:80],
+                "label": str(item.get("name") or item.get("label") or item["id"])[:80],  # a manifest's "name"
                 "kind": str(item.get("kind") or sources.ANCHOR),
                 "key": str(item.get("key") or "")[:1],
                 "bitrate_bps": float(bitrate) if isinstance(bitrate, int | float) else None,

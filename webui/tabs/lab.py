@@ -168,11 +168,14 @@ def _with_ui_text(manifest: dict, lang: str) -> dict:
     ui["residual_of"] = i18n.text("compare.player.residual_of", lang, source="{source}")  # the player fills it in
     sources = []
     for source in manifest["sources"]:
+        # "label" becomes the words on the button; "name" keeps what the label was made from (the second
+        # checkpoint's folder), so a manifest that comes back is labelled from it, never from its own words
+        name = source.get("name", source.get("label"))
         if source.get("kind") in (ANCHOR, CHECKPOINT, LEVEL) or source["id"].startswith("k"):
-            label = compare_view.source_label(source | {"kind": source.get("kind") or LEVEL}, lang)
+            label = compare_view.source_label(source | {"kind": source.get("kind") or LEVEL, "label": name}, lang)
         else:
             label = i18n.text(f"lab.source.{source['id']}", lang)
-        sources.append(source | {"label": label})
+        sources.append(source | {"label": label, "name": name})
     return manifest | {"ui": ui, "sources": sources}
 
 

@@ -209,6 +209,7 @@ class RoundTripPage:
     blind_run: gr.Button
     audio_in: gr.Audio  # the input: the Live tab hands a stopped session's recording to it
     report_files: gr.File | None = None  # the report's zip and page (a shared test's results go in)
+    with_second: gr.Checkbox | None = None  # "also the second checkpoint": the Fine-tune tab ticks it
 
 
 def _session(request: gr.Request | None) -> str | None:
@@ -393,4 +394,4 @@ def build(handlers: RoundTripHandlers, example_paths: tuple[Path, ...]) -> Round
             comparison=parts.comparison,
         ),
     )
-    return RoundTripPage(original, blind_what, blind_run, audio_in, report_files)
+    return RoundTripPage(original, blind_what, blind_run, audio_in, report_files, with_second)
