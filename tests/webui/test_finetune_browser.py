@@ -137,6 +137,7 @@ def test_the_finished_run_as_the_docs_show_it(browser, site, tmp_path):  # noqa:
     page.get_by_role("tab", name="Fine-tune").click()
     expect(page.locator("#finetune-status [data-state=done]")).to_be_visible(timeout=TIMEOUT_MS)
     expect(page.locator("#finetune-compare")).to_be_visible()
+    expect(page.locator("#finetune-plan")).to_contain_text("The plan", timeout=TIMEOUT_MS)
     page.locator("#finetune-original audio, #finetune-original [data-testid=waveform-controls]").first.wait_for(
         state="attached", timeout=TIMEOUT_MS
     )  # a held-out clip to hear, as the trainer decoded it
