@@ -43,6 +43,7 @@ class FinetuneSettings:
     freeze_transformer: bool = False  # the decoder's transformer is not trained
     freeze_blocks: int = 0  # the first N convolution blocks of the decoder are not trained
     adversarial: bool = True  # multi-period + multi-resolution STFT discriminators (False: --no-gan, mel only)
+    disc_channels: int = 32  # width of the discriminators' first layers
     gan_warmup_steps: int = -1  # mel-only steps before the discriminators join (-1: a fifth of the steps)
     mel_weight: float = 15.0
     rms_weight: float = 1.0  # loudness: L1 of per-segment RMS (dB)
@@ -85,6 +86,8 @@ class FinetuneSettings:
         for name in ("eval_every", "save_every", "freeze_blocks", "max_clip_s"):
             if getattr(self, name) < 0:
                 raise TrainingError(f"--{name.replace('_', '-')} cannot be negative.")
+        if self.disc_channels < 1:
+            raise TrainingError("--disc-channels must be at least 1.")
         if self.log_every < 1:
             raise TrainingError("--log-every must be at least 1.")
         if self.upsample_to not in (0, SAMPLE_RATE, 2 * SAMPLE_RATE):

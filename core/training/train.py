@@ -33,7 +33,6 @@ logger = logging.getLogger(__name__)
 
 ADAM_BETAS = (0.8, 0.99)  # the GAN vocoders' usual AdamW betas
 EVAL_WINDOW_FRAMES = 300  # held-out clips are decoded in windows of this many frames (bounded memory)
-DISC_CHANNELS = 32
 
 
 def finetune(settings, on_progress=None, stop: threading.Event | None = None, world=None) -> dict:
@@ -129,7 +128,7 @@ class _Run:
         self.disc = self.ddp_disc = self.optimizer_d = self.scaler_d = None
         if s.adversarial:
             torch.manual_seed(s.seed)
-            self.disc = Discriminators(DISC_CHANNELS).to(self.device).train()
+            self.disc = Discriminators(s.disc_channels).to(self.device).train()
             self.ddp_disc = distributed.wrap(self.disc, self.world, self.device)
             self.optimizer_d = torch.optim.AdamW(self.disc.parameters(), s.disc_learning_rate, betas=ADAM_BETAS)
             self.scaler_d = self.precision.scaler(self.device)

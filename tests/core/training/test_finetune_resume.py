@@ -33,7 +33,7 @@ def _same(a: dict, b: dict) -> None:
 @pytest.mark.parametrize("adversarial", [False, pytest.param(True, marks=pytest.mark.slow)], ids=["mel", "gan"])
 def test_stop_then_resume_equals_an_uninterrupted_run(small, tmp_path, adversarial):
     """Mel only, and with the discriminators (they join after step 2: their state and optimizer resume too)."""
-    changes = dict(steps=5, adversarial=adversarial, gan_warmup_steps=2)
+    changes = dict(steps=5, adversarial=adversarial, gan_warmup_steps=2, disc_channels=4)
     whole = tmp_path / "whole"
     finetune(small(whole, **changes))
 

@@ -85,3 +85,17 @@ def test_the_plan_says_what_it_will_do(small, tmp_path):
     assert plan["precision"] == "fp32" and plan["precision_reason"].startswith("asked for")
     assert plan["found"]["rows"] >= 10 and plan["memory"]["peak_mib"] > 0
     assert plan["checkpointing"] == "none"
+
+
+def test_the_discriminators_join_after_the_warm_up(small, tmp_path):
+    """Mel-only steps first; then the discriminators step and the adversarial and feature-matching terms
+    join the decoder's losses; their state is saved for a resume."""
+    out = tmp_path / "gan"
+    seen: list = []
+    finetune(small(out, steps=2, adversarial=True, gan_warmup_steps=1, disc_channels=4), on_progress=seen.append)
+    losses = [line["loss"] for line in seen if line["kind"] == "step"]
+    assert set(losses[0]) == {"mel", "rms", "total"}
+    assert {"disc", "adv", "feature"} <= set(losses[1]) and all(v == v for v in losses[1].values())
+    saved = torch.load(out / "state" / "latest.pt", map_location="cpu", weights_only=False)
+    assert saved["disc"] and saved["optimizer_d"]["state"]
+    assert "discriminators" in (out / "final" / "README.md").read_text()
