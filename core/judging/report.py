@@ -19,6 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from core import tokens
+from core.codec import SAMPLE_RATE
 
 STYLE = """
 body {font-family: system-ui, sans-serif; max-width: 1050px; margin: 24px auto; padding: 0 16px; color: #222;}
@@ -167,6 +168,7 @@ def environment(engine_info: dict, timings: dict) -> dict:
         "random_weights": engine_info.get("random_weights"),
         "device": engine_info.get("device"),
         "dtype": engine_info.get("dtype"),
+        "output_rate_hz": engine_info.get("output_rate_hz"),  # the decoder's (docs/family.md)
         "versions": tokens.package_versions()
         | {"python": platform.python_version(), "distillmos": _version("distillmos")},
         "timings_s": timings,
@@ -357,23 +359,21 @@ def build_roundtrip_report(
     source_words: dict | None = None,
     figure_words: dict | None = None,
     samples: tuple | None = None,
+    rate_hz: int = SAMPLE_RATE,
 ) -> tuple[Path, Path]:
-    """Draw the pictures from the files (read within ``limits``, a core.settings.AudioLimits; or from
-    ``samples``, both WAVs' samples when the caller holds them), then write the zip and the HTML (see
-    write_roundtrip_report; ``render`` makes the page)."""
+    """Draw the pictures from the files (read at ``rate_hz`` within ``limits``; or ``samples``, both WAVs' at
+    ``rate_hz``, when the caller holds them), then write the zip and the HTML (``render`` makes the page)."""
     from core.analysis import metrics as analysis_metrics
     from core.analysis import token_usage
-    from core.audio.files import load_audio
+    from core.audio.rates import read_at
 
     folder = Path(folder)
-    if samples is None:
-        samples = load_audio(original_wav, limits).samples, load_audio(reconstruction_wav, limits).samples
-    original, reconstruction = samples
+    original, reconstruction = samples or [read_at(p, limits, rate_hz) for p in (original_wav, reconstruction_wav)]
     codes = tokens.load_tokens(token_file, max_duration_s=limits.max_duration_s).codes
     words = figure_words or {}  # the figures' words in the reader's language (English: core's own)
     pngs = {
         "spectrograms": analysis_metrics.figure_to_png(
-            analysis_metrics.spectrogram_figure(original, reconstruction, words=words.get("spectrogram")),
+            analysis_metrics.spectrogram_figure(original, reconstruction, rate_hz, words=words.get("spectrogram")),
             folder / f"{stem}_spectrograms.png",
         ),
         "token_usage": analysis_metrics.figure_to_png(

@@ -29,7 +29,7 @@ from core.errors import LiveBusy, LiveSessionError, OutOfMemory
 from core.model import cpu_share, memory, planner, torch_threads
 from core.model.lateness import Lateness, judge_lateness
 from core.model.live_batcher import RESAMPLER_SLACK_SAMPLES, BatchedStream, FrameBatcher, batch_wanted, build_batcher
-from core.model.live_results import LiveResult, LiveStep, session_result
+from core.model.live_results import LiveResult, LiveStep, heard_at, session_result
 from core.nn.encoding import conv_context_samples
 from core.nn.streaming import MicrophoneInput, StreamingDecoder, StreamingEncoder
 from core.units import MIB, minutes
@@ -362,10 +362,10 @@ class LiveSession:
             raise LiveSessionError(late.message)
 
     def _original(self, samples: np.ndarray, count: int) -> np.ndarray:
-        """The next ``count`` samples of 24 kHz input (they line up with the frames just decoded)."""
+        """The 24 kHz input behind the ``count`` samples just decoded, at the decoder's rate (``heard_at``)."""
         pending = np.concatenate([self._unmatched, samples]) if samples.size else self._unmatched
-        out, self._unmatched = pending[:count], pending[count:]
-        return out if out.size == count else np.pad(out, (0, count - out.size))
+        out, self._unmatched = heard_at(pending, count, self.engine.output_samples_per_frame)
+        return out
 
     def _check_open(self) -> None:
         if self.closed:

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from core.audio.blocks import Audio
+from core.audio.rates import to_rate
 from core.codec import FRAME_RATE, NUM_CODEBOOKS, SAMPLE_RATE, SAMPLES_PER_FRAME, ceil_div
 
 
@@ -52,3 +53,14 @@ def session_result(session, recording: Audio) -> LiveResult:
     out_per_frame = audio.size // frames if frames else SAMPLES_PER_FRAME  # 3,840 for a 48 kHz decoder
     kept = ceil_div(recording.samples.size * out_per_frame, SAMPLES_PER_FRAME)  # the recording's duration
     return LiveResult(recording, codes, audio[:kept], stats, round(out_per_frame * FRAME_RATE))
+
+
+def heard_at(pending: np.ndarray, count: int, out_per_frame: int) -> tuple[np.ndarray, np.ndarray]:
+    """(the 24 kHz input behind ``count`` decoded samples, at the decoder's rate; the input left over). A
+    48 kHz decoder makes 3,840 samples a frame from 1,920 input samples: the input is resampled up to line up
+    with them (the page plays both at the same moment); missing input is silence."""
+    n = count * SAMPLES_PER_FRAME // out_per_frame
+    out = pending[:n] if pending.size >= n else np.pad(pending, (0, n - pending.size))
+    if n != count:
+        out = to_rate(out, SAMPLE_RATE, round(out_per_frame * FRAME_RATE), count)
+    return out, pending[n:]

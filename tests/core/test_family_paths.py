@@ -196,3 +196,17 @@ def load_tokens_free_codes(official, x: np.ndarray) -> np.ndarray:
     with torch.inference_mode():
         wav = torch.from_numpy(x)[None]
         return official.model.encode(wav, torch.ones_like(wav, dtype=torch.long)).audio_codes[0].numpy()
+
+
+def test_live_frames_of_a_48k_decoder_are_3840_samples_with_the_input_lined_up(engine48, speech, whole_codes):
+    x = speech(1.0, seed=17)
+    with engine48.live.open(24_000, 1, paced=False) as session:
+        steps = [session.push(x[i : i + 4800]) for i in range(0, x.size, 4800)]
+        result = session.finish()
+    frames = sum(s.codes.shape[0] for s in steps)
+    assert frames and sum(s.samples.size for s in steps) == frames * 3840
+    assert all(s.original.size == s.samples.size for s in steps)  # the page plays both at the same moment
+    heard = np.concatenate([s.original for s in steps])
+    assert np.corrcoef(heard[::2][: frames * 1920], x[: frames * 1920])[0, 1] > 0.99  # the input, at 48 kHz
+    assert result.reconstruction_rate_hz == 48_000 and result.reconstruction.size == 2 * x.size
+    np.testing.assert_array_equal(result.codes, whole_codes(engine48, x).numpy())

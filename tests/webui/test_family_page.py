@@ -187,3 +187,14 @@ def _limits():
     from core.settings import AudioLimits
 
     return AudioLimits()
+
+
+def test_the_decode_tab_says_when_codes_made_beside_48k_are_decoded_at_24k(trip, engine, tmp_path):
+    _tabs, _clip, out = trip
+    token_file = next(f for f in out.downloads if f.endswith(".npz"))
+    tabs24 = Tabs.of(engine, Workspace(tmp_path / "requests"))  # the session's 24 kHz tiny engine
+    wav, said, _png, details = tabs24.decode.decode(token_file, EN)
+    assert sf.info(wav).samplerate == 24_000 and details["token_file"]["decoder_rate_hz"] == 48_000
+    assert "made beside a 48 kHz decoder; this 24 kHz decoder decodes them" in said
+    _wav, said_zh, _png, _d = tabs24.decode.decode(token_file, ZH)
+    assert "配合 48 kHz 解码器生成" in said_zh

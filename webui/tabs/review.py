@@ -215,6 +215,7 @@ class ReviewHandlers(TabHandlers):
                 compare_view.report_words(comparison, lang),
                 figure_words.of(lang),
                 clips,
+                record.rate_hz if record is not None else SAMPLE_RATE,
             )
         return [str(zip_path), str(html_path)]
 

@@ -187,7 +187,14 @@ def token_file_markdown(meta: dict, summary: dict, lang: str = DEFAULT_LANGUAGE)
         (text("tokens.created", lang), meta.get("created") or unknown),
         (text("tokens.versions", lang), versions or unknown),
     ]
-    return _table((text("tokens.file_title", lang), ""), rows) + "\n\n" + tokens_markdown(summary, lang)
+    made, here = meta.get("decoder_rate_hz"), meta.get("output_rate_hz")  # the decoders' rates (docs/family.md)
+    rows.append((text("tokens.decoder_rate", lang), f"{made / 1000:g} kHz" if made else unknown))
+    if here:
+        rows.append((text("tokens.decoded_at", lang), f"{here / 1000:g} kHz"))
+    out = _table((text("tokens.file_title", lang), ""), rows)
+    if made and here and made != here:
+        out += "\n\n" + text("tokens.other_decoder", lang, made=f"{made / 1000:g} kHz", here=f"{here / 1000:g} kHz")
+    return out + "\n\n" + tokens_markdown(summary, lang)
 
 
 def metric_name(name: str, lang: str = DEFAULT_LANGUAGE) -> str:
