@@ -91,7 +91,7 @@ def cmd_finetune(args) -> int:
     settings = settings_of(args)
     world = distributed.from_env()
     if args.plan:
-        print(json.dumps(plan_finetune(settings), indent=2))
+        print(json.dumps(plan_finetune(settings), indent=2, ensure_ascii=False))
         return 0
     bar = _Bar(settings.steps, show=world.is_main and not args.no_progress)
     try:

@@ -69,7 +69,27 @@ def count_rows(settings) -> dict:
         about = json.loads(manifest.read_text(encoding="utf-8")) if manifest.is_file() else {}
         return {"kind": "tokenize output", "rows": job.get("items"), "model": job.get("model"), "about": about}
     inputs = _inputs(settings)
-    return {"kind": inputs.kind, "rows": len(inputs.items), "without_audio": len(inputs.errors)}
+    found = {"kind": inputs.kind, "rows": len(inputs.items), "without_audio": len(inputs.errors)}
+    return found | header_seconds([i.path for i in inputs.items if not i.locator][:MAX_HEADERS])
+
+
+MAX_HEADERS = 20_000  # audio files whose headers the plan reads for their lengths (beyond: not counted)
+
+
+def header_seconds(paths: list[str]) -> dict:
+    """Seconds of audio the files' headers declare (no audio is decoded): the total, the longest, and how
+    many files soundfile could not tell (their length is known only when they are read)."""
+    import soundfile
+
+    total, longest, unknown = 0.0, 0.0, 0
+    for path in paths:
+        try:
+            seconds = float(soundfile.info(path).duration)
+        except (OSError, RuntimeError, ValueError):
+            unknown += 1
+            continue
+        total, longest = total + seconds, max(longest, seconds)
+    return {"audio_s": total, "longest_s": longest, "length_unknown": unknown}
 
 
 def _inputs(settings):

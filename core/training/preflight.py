@@ -76,6 +76,10 @@ def estimate_peak_bytes(settings, precision: str, checkpointing: str, config: di
     }
 
 
+def segment_s(settings) -> float:
+    return settings.segment_frames / FRAME_RATE
+
+
 def free_bytes(device: str) -> int | None:
     if device.startswith("cuda"):
         import torch
@@ -107,6 +111,11 @@ def plan_finetune(settings, check_out: bool = True) -> dict:
     checkpointing = checkpointing_of(settings, settings.device)
     config = read_config(settings.model)
     found = data.count_rows(settings)
+    if found.get("rows") and found.get("length_unknown") == 0 and found.get("longest_s", 0) < segment_s(settings):
+        raise TrainingError(
+            f"Too little audio for a training segment: the longest clip is {found['longest_s']:.2f} s and a segment is "
+            f"{segment_s(settings):.2f} s. Use a shorter --segment-s or longer clips."
+        )
     memory = estimate_peak_bytes(settings, precision.name, checkpointing, config)
     free = free_bytes(settings.device)
     plan = {

@@ -34,8 +34,18 @@ def test_fp16_on_a_cpu_is_refused_in_words(small, tmp_path):
 
 def test_too_little_audio_for_a_segment_is_refused(small, tmp_path):
     with pytest.raises(TrainingError, match="Too little audio for a training segment"):
-        finetune(small(tmp_path / "out", segment_s=5.0))
-    assert not list((tmp_path / "out").iterdir())  # the clips it read are not left behind
+        finetune(small(tmp_path / "out", segment_s=5.0))  # the plan reads the files' headers: nothing is read
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_refusal_after_the_data_was_read_leaves_the_folder_as_it_was(small, tmp_path, speech_folder):
+    data = tmp_path / "one"
+    data.mkdir()
+    (data / "only.wav").write_bytes((speech_folder / "clip00.wav").read_bytes())
+    (tmp_path / "out").mkdir()
+    with pytest.raises(TrainingError, match="at least 2 are needed"):
+        finetune(small(tmp_path / "out", data=data))
+    assert not list((tmp_path / "out").iterdir())  # the clip it read is not left behind
 
 
 def test_a_folder_that_is_not_empty_needs_resume(cli, tmp_path, speech_folder, tiny_checkpoint):
@@ -61,7 +71,7 @@ def test_a_run_that_would_not_fit_in_memory_is_refused_before_it_starts(small, t
     from core.training import plan_finetune
 
     with pytest.raises(TrainingError, match=r"needs about .* GiB .* lower --batch-size"):
-        plan_finetune(small(tmp_path / "out", batch_size=4096, segment_s=30.0))
+        plan_finetune(small(tmp_path / "out", batch_size=100_000, segment_s=1.2))
 
 
 def test_a_bad_clip_is_a_line_and_the_run_goes_on(small, tmp_path, speech_folder):

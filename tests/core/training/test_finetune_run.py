@@ -84,6 +84,8 @@ def test_the_plan_says_what_it_will_do(small, tmp_path):
     plan = plan_finetune(small(tmp_path / "new"))
     assert plan["precision"] == "fp32" and plan["precision_reason"].startswith("asked for")
     assert plan["found"]["rows"] >= 10 and plan["memory"]["peak_mib"] > 0
+    assert plan["found"]["length_unknown"] == 0 and 1.1 < plan["found"]["longest_s"] < 1.3
+    assert plan["found"]["audio_s"] == pytest.approx(1.2 * plan["found"]["rows"], rel=0.01)
     assert plan["checkpointing"] == "none"
 
 
