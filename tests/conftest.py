@@ -42,7 +42,10 @@ TESTS = Path(__file__).resolve().parent
 LONGEST_FIRST = (
     "service/test_service_replicas.py",  # slow, 250 s: two starts of two replicas behind nginx (SQLite, PostgreSQL)
     "webui/test_demo_flow_browser.py",  # slow, 190 s: four round trips in four browser contexts
+    "core/training/test_finetune_ddp.py",  # slow, 160-370 s: four runs, two of them on 2 gloo processes
     "core/dataset/test_pipeline.py",  # slow, 145 s: a local Ray
+    "core/training/test_finetune_learns.py",  # slow, 240 s: 200 steps on the CPU
+    "core/training/test_finetune_resume.py",  # slow 170 s (SIGKILL, two processes) + make test 60 s
     "service/test_service_supervisor.py",  # slow, 145 s
     "core/judging/test_evaluate.py",  # slow 50 s + make test 40 s
     "core/nn/test_fast_decode.py",  # slow, 65 s: torch.compile of the decoder

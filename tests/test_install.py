@@ -25,7 +25,13 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-REQUIREMENTS = ("requirements.txt", "requirements-judging.txt", "requirements-dataset.txt", "requirements-test.txt")
+REQUIREMENTS = (
+    "requirements.txt",
+    "requirements-judging.txt",
+    "requirements-dataset.txt",
+    "requirements-training.txt",
+    "requirements-test.txt",
+)
 DATA = ("webui/locales", "webui/static", "webui/assets", "core/model/reference-config.json")  # package data
 
 CHECK = r"""
