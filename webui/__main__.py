@@ -178,6 +178,8 @@ def main(argv=None) -> int:
     t = _stage(f"model loaded and checked: {'ready' if report.ok else 'NOT ready: ' + str(engine.error or '')}", t)
     if report.ok and live_warm.warm(engine) is not None:  # the first visitor's first packet is not the process's
         t = _stage("live path warmed", t)
+    if report.ok and engine.streams.warm() is not None:  # /decode/ws's first client waits for no capture
+        t = _stage("stream decoding warmed", t)
     if settings.compare_model:  # a second checkpoint that cannot load leaves the server running: the page says why
         from core.model.second import load_second
 

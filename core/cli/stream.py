@@ -47,6 +47,7 @@ def cmd_serve_decode(args) -> int:
         raise CodecError(f"--port must be 1 to 65535, not {args.port}.")
     _check_port_free(args.host, args.port)  # before the model loads
     engine = engine_from_args(args)
+    engine.streams.warm()  # the first client's first packet is not the process's (GPU: graphs captured now)
     server = make_server(engine, args.host, args.port)
     signal.signal(signal.SIGTERM, lambda *_: setattr(server, "should_exit", True))
     sys.stderr.write(f"serving ws://{args.host}:{args.port}/decode/ws ({engine.device_label}); Ctrl-C stops\n")

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 
 import numpy as np
 
@@ -42,6 +43,7 @@ logger = logging.getLogger(__name__)
 
 LOAD_SHARE = 0.75  # admit streams while their measured frames fill at most this share of each 80 ms
 CPU_STEP_FRAMES = 300  # a stream on a CPU decodes up to this many frames of a packet in one step
+WARM_FRAMES = 4  # the warm-up's first packet
 
 
 class StreamDecoders:
@@ -109,6 +111,24 @@ class StreamDecoders:
                     self._open.add(stream)
         assert stream is not None
         return stream
+
+    def warm(self) -> float | None:
+        """Seconds to build the streams' step (on a GPU: the slot pools and every CUDA graph) and push a
+        packet of 4 frames and one of 1 through it, so a server's first client does not pay for that; None
+        when stream decoding is off or the engine is not ready."""
+        if self.limit <= 0 or not self.engine.ready:
+            return None
+        started = time.perf_counter()
+        try:
+            with self.open() as stream:
+                stream.push(np.zeros((WARM_FRAMES, NUM_CODEBOOKS), np.int64))
+                stream.push(np.zeros((1, NUM_CODEBOOKS), np.int64))
+        except Exception:  # noqa: BLE001 - the server still starts; the first stream tries again
+            logger.exception("stream decoding could not be warmed")
+            return None
+        seconds = time.perf_counter() - started
+        logger.info("stream decoding warmed in %.1f s", seconds)
+        return seconds
 
     def _release(self, stream: StreamDecoder) -> None:
         with self._guard:

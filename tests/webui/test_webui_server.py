@@ -164,6 +164,7 @@ def test_python_m_webui_warms_up_serves_and_stops_on_sigterm(tiny_checkpoint, tm
         "startup: settings",
         "startup: model loaded and checked: ready",
         "startup: live path warmed",  # the first visitor's first packet is not the process's (core.model.live_warm)
+        "startup: stream decoding warmed",  # nor /decode/ws's first client's (core.model.stream_decoder)
         "startup: UI built",
         "startup: serving on http://127.0.0.1",
         "received SIGTERM",
@@ -171,6 +172,7 @@ def test_python_m_webui_warms_up_serves_and_stops_on_sigterm(tiny_checkpoint, tm
     ):
         assert stage in text, text
     assert text.index("model loaded and checked") < text.index("live path warmed") < text.index("serving on")
+    assert text.index("stream decoding warmed") < text.index("serving on")
 
 
 @pytest.mark.slow

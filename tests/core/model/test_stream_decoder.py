@@ -196,3 +196,12 @@ def test_a_48khz_decoder_streams_at_its_own_rate(tiny_checkpoint_48k, pooled):
             assert snr_db(stream_through(decoder, codes, [4, 1, 7]), ref) >= MIN_SNR_DB
     finally:
         engine.unload()
+
+
+def test_warm_builds_the_step_and_leaves_no_stream_open(scaled_engine):
+    scaled_engine.streams.pooled = True
+    try:
+        assert scaled_engine.streams.warm() is not None
+        assert scaled_engine.streams._batcher is not None and scaled_engine.streams.in_use == 0
+    finally:
+        scaled_engine.streams.pooled = None
