@@ -5,6 +5,7 @@ sentence while the client's other stream goes on."""
 
 from __future__ import annotations
 
+import json
 from urllib.parse import urlsplit
 
 import numpy as np
@@ -55,3 +56,26 @@ def test_a_client_holds_at_most_its_streams_and_a_bad_message_ends_only_its_own(
     finally:
         for client in held:
             client.close()
+
+
+def test_a_missing_login_is_refused(engine):
+    """With the app's login set, a socket without the session cookie is closed before anything opens."""
+    from fastapi import FastAPI
+    from starlette.testclient import TestClient
+    from starlette.websockets import WebSocketDisconnect
+
+    from webui.serving.decode_route import decode_routes
+    from webui.serving.limits import ClientLimits
+    from webui.serving.origins import OriginPolicy
+
+    app = FastAPI()
+    app.router.routes.extend(decode_routes(engine, OriginPolicy(), ClientLimits()))
+    client = TestClient(app)
+    with client.websocket_connect("/decode/ws") as ws:  # no login: open
+        assert json.loads(ws.receive_text())["type"] == "ready"
+    client.app.auth, client.app.cookie_id, client.app.tokens = ("user", "pass"), "x", {}  # type: ignore[attr-defined]
+    with pytest.raises(WebSocketDisconnect) as refused:
+        with client.websocket_connect("/decode/ws") as ws:
+            ws.receive_text()
+    assert refused.value.code == 4403
+    assert engine.streams.in_use == 0
