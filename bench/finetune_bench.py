@@ -166,7 +166,7 @@ def save_partial(args, rows: list[dict]) -> None:
         "partial": True,
     }
     args.out.mkdir(parents=True, exist_ok=True)
-    stem = "finetune_bench" + ("" if args.device.startswith("cuda") else "-cpu")
+    stem = "finetune_bench" + ("" if args.device.startswith("cuda") else "-cpu") + ("-tactics" if args.only else "")
     (args.out / f"{stem}.json").write_text(json.dumps(result, indent=2) + "\n")
     (args.out / f"{stem}.md").write_text(markdown(result))
 
@@ -176,7 +176,7 @@ def run_rows(args, work: Path) -> list[dict]:
     for shape in args.shapes.split(","):
         batch, seconds = int(shape.split("x")[0]), float(shape.split("x")[1])
         data = make_data(work / f"data-{shape}", seconds + 1.0, args.device)
-        for autocast in (False, True):
+        for autocast in (False, True) if not args.only else ():
             label = "official fp32" if not autocast else "official bf16 autocast"
             if autocast and not args.device.startswith("cuda"):
                 continue
@@ -190,6 +190,8 @@ def run_rows(args, work: Path) -> list[dict]:
             save_partial(args, rows)
             free(args.device)
         for label, changes in OURS:
+            if args.only and args.only not in label:
+                continue
             if changes.get("precision") == "bf16" and not args.device.startswith("cuda"):
                 changes, label = {**changes, "precision": "fp32"}, label.replace("bf16", "fp32 (CPU)")
             if changes.get("accumulate") == "batch":  # micro-batches of one segment
@@ -348,6 +350,7 @@ def main(argv=None) -> int:
     parser.add_argument("--steps", type=int, default=3, help="steps per row (the first is not timed)")
     parser.add_argument("--gpus", default="", help="'1,2': 1 vs 2 GPUs with DDP instead of the rows")
     parser.add_argument("--precision", default="bf16", help="precision of the --gpus runs")
+    parser.add_argument("--only", default="", help="run only our rows whose label contains this (no official rows)")
     parser.add_argument(
         "--curves", type=int, default=0, help="N: fp32 and bf16 loss curves over N steps instead of the rows"
     )
@@ -375,7 +378,12 @@ def main(argv=None) -> int:
             stem = "finetune_gpus"
         else:
             result["rows"] = run_rows(args, work)
-            stem = "finetune_bench" + ("" if args.device.startswith("cuda") else "-cpu")
+            stem = (
+                "finetune_bench"
+                + ("" if args.device.startswith("cuda") else "-cpu")
+                + ("-tactics" if args.only else "")
+                + ("-tactics" if args.only else "")
+            )
     write_results(args.out, stem, result, markdown(result))
     return 0
 
