@@ -382,7 +382,6 @@ def main(argv=None) -> int:
                 "finetune_bench"
                 + ("" if args.device.startswith("cuda") else "-cpu")
                 + ("-tactics" if args.only else "")
-                + ("-tactics" if args.only else "")
             )
     write_results(args.out, stem, result, markdown(result))
     return 0
