@@ -46,6 +46,8 @@ LONGEST_FIRST = (
     "core/dataset/test_pipeline.py",  # slow, 145 s: a local Ray
     "core/training/test_finetune_learns.py",  # slow, 240 s: 200 steps on the CPU
     "core/training/test_finetune_resume.py",  # slow 170 s (SIGKILL, two processes) + make test 60 s
+    "webui/test_finetune_browser.py",  # slow, 140 s: three fine-tuning runs (processes of their own) in a browser
+    "webui/test_finetune_page.py",  # slow 60 s + make test 40 s: two fine-tuning runs through gradio_client
     "service/test_service_supervisor.py",  # slow, 145 s
     "core/judging/test_evaluate.py",  # slow 50 s + make test 40 s
     "core/nn/test_fast_decode.py",  # slow, 65 s: torch.compile of the decoder

@@ -270,6 +270,12 @@ def _same_model(recorded: str | None, given: str) -> bool:
     return a.exists() and b.exists() and a.resolve() == b.resolve()
 
 
+def held_out_count(clips: int, settings) -> int:
+    """How many of ``clips`` are held out: ``val_clips``, else ``val_share`` of them (at least 1), leaving one to train on."""
+    want = settings.val_clips or max(1, round(settings.val_share * clips))
+    return max(0, min(want, clips - 1))
+
+
 def split(clips: list[Clip], settings) -> dict:
     """The held-out split, fixed by the seed: ``{"train": [ids], "val": [ids]}``. Training clips are
     those at least one segment long; a clip too short for a segment is left out with a line."""
@@ -279,8 +285,7 @@ def split(clips: list[Clip], settings) -> dict:
         raise TrainingError(
             f"{settings.data} has {len(clips)} usable clip: at least 2 are needed (one to train on, one held out)."
         )
-    want = settings.val_clips or max(1, round(settings.val_share * len(clips)))
-    want = min(want, len(clips) - 1)
+    want = held_out_count(len(clips), settings)
     order = sorted(clips, key=lambda c: c.id)
     random.Random(settings.seed).shuffle(order)
     val = order[:want]

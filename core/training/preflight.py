@@ -116,11 +116,16 @@ def plan_finetune(settings, check_out: bool = True) -> dict:
             f"Too little audio for a training segment: the longest clip is {found['longest_s']:.2f} s and a segment is "
             f"{segment_s(settings):.2f} s. Use a shorter --segment-s or longer clips."
         )
+    if isinstance(found.get("rows"), int) and found["rows"] < 2:  # refused now, not after the run's start
+        raise TrainingError(
+            f"{settings.data} has {found['rows']} clip: at least 2 are needed (one to train on, one held out)."
+        )
     memory = estimate_peak_bytes(settings, precision.name, checkpointing, config)
     free = free_bytes(settings.device)
     plan = {
         "data": str(settings.data),
         "found": found,
+        "val_clips": data.held_out_count(found["rows"], settings) if isinstance(found.get("rows"), int) else None,
         "precision": precision.name,
         "precision_reason": precision.reason,
         "checkpointing": checkpointing,

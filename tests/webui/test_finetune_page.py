@@ -7,6 +7,7 @@ gets no controls and no run."""
 from __future__ import annotations
 
 import html
+import os
 import re
 import time
 from pathlib import Path
@@ -41,6 +42,10 @@ def make_data(root: Path) -> Path:
         sf.write(folder / f"clip{n}.wav", speechlike(3.0, seed=n), 24_000, subtype="PCM_16")
     (root / "one").mkdir()
     sf.write(root / "one" / "only.wav", speechlike(3.0), 24_000, subtype="PCM_16")
+    (root / "broken").mkdir()  # two clips, one of them cut after 2,000 bytes: the plan passes, the run cannot
+    sf.write(root / "broken" / "good.wav", speechlike(3.0), 24_000, subtype="PCM_16")
+    sf.write(root / "broken" / "cut.wav", speechlike(3.0, seed=1), 24_000, subtype="PCM_16")
+    os.truncate(root / "broken" / "cut.wav", 2044)
     return root
 
 
@@ -87,6 +92,9 @@ def test_the_plan_names_the_data_and_a_folder_outside_the_root_is_refused(app):
     for outside in ("../..", "/etc", "voices/../../.."):
         refused = html.unescape(client.predict(outside, STEPS, "auto", False, api_name="/finetune_plan"))
         assert "cannot start" in refused and "not inside the server's data root" in refused, refused
+    one = html.unescape(client.predict("one", STEPS, "auto", False, api_name="/finetune_plan"))
+    assert "cannot start" in one and "at least 2 are needed" in one, one  # the trainer's refusal, before a run
+    assert "3 clips to train on, 1 held out" in plan, plan  # held out by the trainer's own rule
 
 
 @pytest.mark.slow
@@ -151,9 +159,9 @@ def test_bad_steps_and_a_missing_folder_are_refused_before_anything_runs(engine,
 @pytest.mark.slow
 def test_a_run_that_fails_says_why_and_the_tab_stays_usable(app):
     _url, client, _runs = app
-    client.predict("one", STEPS, "auto", False, api_name="/finetune_start")  # one clip: nothing to hold out
+    client.predict("broken", STEPS, "auto", False, api_name="/finetune_start")  # one clip is cut short
     status, _curve = _wait_for_end(client, [])
-    assert _state(status) == "failed" and "at least 2" in status, status
+    assert _state(status) == "failed" and "at least 2 are needed" in status, status
     assert "press Start again" in status
     plan = client.predict("voices/anna", STEPS, "auto", False, api_name="/finetune_plan")  # the next run can be planned
     assert "The plan" in plan

@@ -28,7 +28,6 @@ MIN_STEPS, MAX_STEPS = 1, 100_000  # a run's steps the page accepts
 DEFAULT_STEPS = 200
 EVALUATIONS = 10  # held-out evaluations in a run (and decoded samples to hear): the curve's held-out points
 EXAMPLE_VAL_CLIPS = 1  # the example clips are three: one is held out
-MAX_TIMED_FILES = 2000  # a folder's audio is added up from the headers of at most this many files
 
 
 class FinetuneInputError(CodecError):
@@ -173,28 +172,4 @@ def plan(fields: dict) -> dict:
     made = dict(plan_finetune(settings_of(fields)))
     if made.get("val_clips") is None and fields.get("val_clips"):  # held out as asked (else the trainer's share)
         made["val_clips"] = fields["val_clips"]
-    if made.get("audio_s") is None:
-        made["audio_s"] = audio_seconds(Path(fields["data"]))
     return made
-
-
-def audio_seconds(data: Path) -> float | None:
-    """The audio a folder holds, in seconds, from the files' headers (no audio is read); None for
-    another kind of data, a file that cannot be read, or more than ``MAX_TIMED_FILES`` files."""
-    import soundfile
-
-    from core.dataset.inputs import read_inputs
-
-    try:
-        inputs = read_inputs(data)
-    except Exception:  # the plan's own reading says what is wrong with the data
-        return None
-    if inputs.kind != "folder" or len(inputs.items) > MAX_TIMED_FILES:
-        return None
-    total = 0.0
-    for item in inputs.items:
-        try:
-            total += float(soundfile.info(item.path).duration)
-        except Exception:  # a format soundfile does not know (an MP3 or M4A on an old libsndfile)
-            return None
-    return total

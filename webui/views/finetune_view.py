@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import html
 
+from core.training.data import MAX_HEADERS
 from webui.i18n import DEFAULT_LANGUAGE, catalogues, text
 from webui.jobs import finetune_runs
 from webui.jobs.finetune_runs import RunState
@@ -39,7 +40,8 @@ def plan_html(plan: dict, lang: str = DEFAULT_LANGUAGE) -> str:
     rows = []
     found = plan.get("found") or {}
     clips = found.get("rows", plan.get("clips"))
-    seconds = plan.get("audio_s")
+    timed = found.get("length_unknown") == 0 and isinstance(clips, int) and clips <= MAX_HEADERS
+    seconds = found.get("audio_s") if timed else None  # the headers' total, when every file's header was read
     if clips is not None:
         key = "finetune.plan.data" if isinstance(seconds, int | float) else "finetune.plan.data_clips"
         rows.append(text(key, lang, clips=clips, audio=clock(float(seconds or 0.0))))
