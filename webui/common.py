@@ -29,6 +29,11 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
+# Components come and go by a class (webui/static/page.css), not by visibility: Gradio 6.17 never
+# shows a component that was hidden when the page was built, or hidden by an event while hidden
+# (and freezes the page if it is a box).
+GONE = ["cw-gone"]
+
 
 @dataclass
 class TabHandlers:

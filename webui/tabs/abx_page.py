@@ -17,11 +17,11 @@ from core.codec import NUM_CODEBOOKS, bitrate_bps
 from core.judging.sources import ANCHOR, familiar_first
 from core.listening import abx
 from webui import i18n
-from webui.common import path_of
+from webui.common import GONE, path_of
 from webui.jobs.common import stem_of
 from webui.queues import ABX_GROUP, MODEL_GROUP
 from webui.serving.share_link import LinkSettings
-from webui.tabs import shared_test
+from webui.tabs import shared_test, shared_test_mine
 from webui.tabs.abx import AbxHandlers, b_choices
 from webui.views import compare_view
 from webui.views.player_assets import STATIC, player_css, player_js
@@ -30,9 +30,6 @@ logger = logging.getLogger(__name__)
 
 TRIAL_CHOICES = (4, 6, 8, 10, 12, 16, 20)  # trials offered; 10 is the default
 WORST_REGION_S = 3.0  # s; a blind test of a worst moment hears this much around it
-# Buttons come and go by a class (webui/static/page.css), not by visibility: Gradio 6.17 never shows
-# again a component that an event hid while it was hidden (and freezes the page if it is a box).
-GONE = ["cw-gone"]
 REGION_FROM_PLAYER_JS = "\n".join(  # an arrow function for the event's js=: its comment lines go
     line for line in (STATIC / "blind_region.js").read_text(encoding="utf-8").splitlines() if not line.startswith("//")
 ).replace("HALF", str(WORST_REGION_S / 2))
@@ -267,7 +264,7 @@ def build(handlers: AbxPageHandlers, links: LinkSettings | None = None) -> AbxPa
     token.submit(
         handlers.results, inputs=[token], outputs=[results, csv_file, raw], api_name="abx_results", **ABX_GROUP
     )
-    shared = shared_test.build(
+    shared = shared_test_mine.build(
         shared_test.ShareHandlers(
             handlers.engine, handlers.workspace, links or LinkSettings(), trusted=handlers.trusted
         ),

@@ -17,8 +17,10 @@ import html
 import logging
 import secrets
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import gradio as gr
 
@@ -31,7 +33,7 @@ from core.judging.sources import short_label
 from core.listening import abx, abx_store, mushra, shared_test_results
 from core.listening.shared_test_store import SharedTestStore, store_for
 from webui import i18n
-from webui.common import TabHandlers, user_errors
+from webui.common import GONE, TabHandlers, user_errors
 from webui.jobs import abx as abx_jobs
 from webui.jobs import shared_test
 from webui.queues import MODEL_GROUP
@@ -77,7 +79,15 @@ class ShareHandlers(TabHandlers):
 
     def share(self, last, kind, chosen, trials, expiry_s, request: gr.Request, progress=gr.Progress()):
         """Make the test from the blind test's clip and region; show its link and QR code."""
+        owned, base = self.make(last, kind, chosen, trials, expiry_s, request, progress)
         lang = i18n.language_of(request)
+        return owned, link_html(owned["url"], lang, base), self.responses(owned, False, request)
+
+    def make(self, last, kind, chosen, trials, expiry_s, request: gr.Request, progress=gr.Progress()):
+        """The test made from ``last`` (``{"audio": path, "start_s", "end_s"}``): its ``owned``
+        (link, owner key, kind, url, created, expires) and where its link points."""
+        lang = i18n.language_of(request)
+        kind = "abx" if kind == "abx" else "mushra"
         if not last:
             raise gr.Error(i18n.text("share.no_clip", lang), print_exception=False)
         with user_errors("share.action", lang), job_words():
@@ -118,8 +128,9 @@ class ShareHandlers(TabHandlers):
         base = self.links.for_scope(_scope(request))
         url = base.url + "/listen/" + link
         logger.info("shared %s test made: %d conditions, expires in %.0f h", kind, len(made), ttl / 3600)
-        owned = {"link": link, "owner": owner, "kind": kind, "url": url}
-        return owned, link_html(url, lang, base), self.responses(owned, False, request)
+        now = time.time()
+        owned = {"link": link, "owner": owner, "kind": kind, "url": url, "created": now, "expires": now + ttl}
+        return owned, base
 
     def responses(self, owned, include_excluded, request: gr.Request) -> str:
         """The pooled result so far (the timer calls this every REFRESH_S)."""
@@ -248,15 +259,22 @@ def expiry_label(seconds: float) -> str:
 
 @dataclass
 class SharePanel:
-    """What app.py wires to other tabs: the owned test (for the round trip's report)."""
+    """What app.py wires to other tabs (the owned test, for the round trip's report) and the list
+    of the owner's tests (``webui.tabs.shared_test_mine``) reads."""
 
     handlers: ShareHandlers
     owned: gr.State
+    link: gr.HTML | None = None
+    results: gr.HTML | None = None
+    include: gr.Checkbox | None = None
+    view: gr.Column | None = None  # what shows once a test exists: its result, Close, Export
+    shared: Any = None  # the *Share* event
+    extra: Any = None  # what ``before_link`` placed
 
 
-def build(handlers: ShareHandlers, last: gr.State) -> SharePanel:
+def build(handlers: ShareHandlers, last: gr.State, before_link: Callable[[], Any] | None = None) -> SharePanel:
     """The *Share with listeners* panel (call inside the Blind test tab); ``last`` is the blind
-    test's clip and region."""
+    test's clip and region; ``before_link`` places more above the link (the owner's list)."""
     with gr.Accordion(i18n.label("share.title"), open=False, elem_id="share-panel"):
         gr.Markdown(i18n.label("share.intro"))
         with gr.Row():
@@ -275,8 +293,12 @@ def build(handlers: ShareHandlers, last: gr.State) -> SharePanel:
                 elem_id="share-chosen",
             )
         with gr.Row():
-            trials = gr.Number(
-                abx.DEFAULT_TRIALS, precision=0, label=i18n.label("share.trials"), elem_id="share-trials"
+            trials = gr.Number(  # ABX only: shown when ABX is chosen
+                abx.DEFAULT_TRIALS,
+                precision=0,
+                label=i18n.label("share.trials"),
+                elem_id="share-trials",
+                elem_classes=GONE,
             )
             expiry = gr.Dropdown(
                 [(expiry_label(s), s) for s in EXPIRY_CHOICES_S],
@@ -286,16 +308,25 @@ def build(handlers: ShareHandlers, last: gr.State) -> SharePanel:
                 elem_id="share-expiry",
             )
         button = gr.Button(i18n.label("share.button"), variant="primary", elem_id="share-button")
+        extra = before_link() if before_link is not None else None
         link = gr.HTML(elem_id="share-link")
-        include = gr.Checkbox(False, label=i18n.label("share.include_excluded"), elem_id="share-include")
-        results = gr.HTML(elem_id="share-results", css_template=shared_test_view.CSS)
-        with gr.Row():
-            close = gr.Button(i18n.label("share.close"), variant="stop", elem_id="share-close")
-            export = gr.Button(i18n.label("share.csv_button"), elem_id="share-csv-button")
-        csv_file = gr.File(label=i18n.label("share.csv"), interactive=False, elem_id="share-csv")
+        with gr.Column(elem_id="share-owned", elem_classes=GONE) as view:  # nothing to show before a test exists
+            include = gr.Checkbox(False, label=i18n.label("share.include_excluded"), elem_id="share-include")
+            results = gr.HTML(elem_id="share-results", css_template=shared_test_view.CSS)
+            with gr.Row():
+                close = gr.Button(i18n.label("share.close"), variant="stop", elem_id="share-close")
+                export = gr.Button(i18n.label("share.csv_button"), elem_id="share-csv-button")
+            csv_file = gr.File(label=i18n.label("share.csv"), interactive=False, elem_id="share-csv")
         owned = gr.State(None)
         timer = gr.Timer(REFRESH_S, active=True)
-    button.click(
+    kind.change(
+        lambda k: gr.Number(elem_classes=[] if k == "abx" else GONE),
+        inputs=[kind],
+        outputs=[trials],
+        queue=False,
+        api_visibility="private",
+    )
+    shared = button.click(
         handlers.share,
         inputs=[last, kind, chosen, trials, expiry],
         outputs=[owned, link, results],
@@ -326,7 +357,7 @@ def build(handlers: ShareHandlers, last: gr.State) -> SharePanel:
         api_visibility="private",
         queue=False,
     )
-    return SharePanel(handlers, owned)
+    return SharePanel(handlers, owned, link, results, include, view, shared, extra)
 
 
 def wire_report(panel: SharePanel, report_files: gr.File) -> None:
