@@ -43,8 +43,8 @@ logger = logging.getLogger(__name__)
 
 
 class TimedLock(TurnLock):
-    """The engine's lock, recording how long a job holds it in one stretch (taking it to letting go,
-    a hand-over to live frames included)."""
+    """The engine's lock, recording how long a job held it in one stretch before a live frame that
+    waited got it (at a hand-over or the job's end)."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -58,7 +58,7 @@ class TimedLock(TurnLock):
         return got
 
     def release(self) -> None:
-        if self._depth == 1:
+        if self._depth == 1 and self.waiting():  # a frame waited for this release
             self.holds.append(time.perf_counter() - self._since)
         super().release()
 
@@ -362,7 +362,8 @@ def main() -> None:
         "",
         f"`python -m bench.live_beside_job --minutes {args.minutes:g}{' --metrics' if args.metrics else ''} "
         f"--repeat {args.repeat} --tag {args.tag}{' --before' if args.before else ''}{' --direct' if args.direct else ''} --hog {args.hog}`; "
-        f"{len(os.sched_getaffinity(0))} CPUs; the trip alone: {alone_s:.1f} s (hogs start after it).",
+        f"{len(os.sched_getaffinity(0))} CPUs, OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', 'unset')}, "
+        f"load average {os.getloadavg()[0]:.1f} at the end; the trip alone: {alone_s:.1f} s (hogs start after it).",
         "",
         "| run | stopped | trip beside (s) | unchanged | longest lock hold (s) | waited for the job (s) "
         "| reply late p95 / max (ms) |",
