@@ -40,7 +40,9 @@ SHARED_MACHINE = (
 MINUTES = 10.0
 
 
-@pytest.mark.xfail(strict=True, reason=SHARED_MACHINE)
+# Not strict: on a quiet 2-core machine it may pass (reported as XPASS, then the mark goes); on a loaded
+# one it fails as measured. Either way the outcome is printed, never counted as a pass.
+@pytest.mark.xfail(strict=False, reason=SHARED_MACHINE)
 def test_a_live_session_keeps_real_time_beside_another_clients_ten_minute_round_trip(tiny_checkpoint, tmp_path):
     engine = Engine(
         Settings(model=str(tiny_checkpoint), device="cpu", live_sessions=1), lock=live_beside_job.TimedLock()
