@@ -99,7 +99,9 @@ def test_each_sound_is_made_once_however_often_it_is_fetched(tmp_path, monkeypat
 
     made = []
     real = shared_test.listener_wav
-    monkeypatch.setattr(shared_test, "listener_wav", lambda steps, handle, *rate: made.append(handle) or real(steps, handle, *rate))
+    monkeypatch.setattr(
+        shared_test, "listener_wav", lambda steps, handle, *rate: made.append(handle) or real(steps, handle, *rate)
+    )
     store, client = _app(tmp_path)
     link, _ = store.create("abx", "sha", PLAN, AUDIO)
     state = client.post(f"/listen/{link}/join", json={}).json()
