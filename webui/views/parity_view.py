@@ -133,8 +133,8 @@ def stream_measures_markdown(result, lang: str) -> str:
     ]
     for context, snr in result.windowed_snr_db.items():
         rows.append((t("windowed", context=context), "∞" if snr is None else _number(snr, 1)))
-    table = t("header") + "\n| --- | --- |\n" + "\n".join(f"| {_cell(k)} | {v} |" for k, v in rows)
-    parts = [table]
+    listed = "\n".join(f"- {k}: **{v}**" for k, v in rows)  # a list wraps on a phone; a two-column table did not
+    parts = [listed]
     if result.worst_seams:
         seams = "\n".join(
             f"| {s.packet + 1} | {s.time_s:.3f} | {s.max_lsb:.1f} | {s.clicks} |" for s in result.worst_seams
