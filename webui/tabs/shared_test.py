@@ -125,7 +125,7 @@ class ShareHandlers(TabHandlers):
                 ttl,
                 visitor=visitors.address_of(request, self.trusted),
             )
-        base = self.links.for_scope(_scope(request))
+        base = self.links.for_scope(request_scope(request))
         url = base.url + "/listen/" + link
         logger.info("shared %s test made: %d conditions, expires in %.0f h", kind, len(made), ttl / 3600)
         now = time.time()
@@ -221,7 +221,7 @@ class ShareHandlers(TabHandlers):
         return self.responses(owned, include_excluded, request)
 
 
-def _scope(request: gr.Request | None):
+def request_scope(request: gr.Request | None):
     """The request's ASGI scope (its Host, its peer), or None outside a server."""
     return getattr(getattr(request, "request", None), "scope", None)
 

@@ -75,7 +75,11 @@ class MineHandlers:
             return None, "", "", gr.Dropdown(elem_classes=GONE), gr.Column(elem_classes=GONE)
         shown = gr.Dropdown(choices=choices(entries, lang), value=chosen["link"], elem_classes=[])
         results = self.share.responses(chosen, include_excluded, request)
-        return chosen, link_html(chosen["url"], lang), results, shown, gr.Column(elem_classes=[])
+        # the note beside the link (this machine's address was used; a loopback link) holds while
+        # the link still points where this request's links would
+        base = self.share.links.for_scope(shared_test.request_scope(request))
+        noted = base if str(chosen.get("url") or "").startswith(base.url + "/") else None
+        return chosen, link_html(chosen["url"], lang, noted), results, shown, gr.Column(elem_classes=[])
 
     def restore(self, mine, include_excluded, request: gr.Request):
         """The page loads: the newest of this browser's tests, shown again."""
