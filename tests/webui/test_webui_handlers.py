@@ -118,6 +118,18 @@ def test_metrics_are_cleared_while_a_new_round_trip_runs(tabs):
     assert button.interactive is False and timer.active is True
 
 
+def test_a_file_check_that_ends_after_the_click_leaves_the_progress_box_alone(tabs, clip):
+    """The file check runs in its own queue: ending after *Encode → Decode* was pressed, it must
+    not put the new job's box away (it did, and the box stayed hidden for the whole job)."""
+    session = type("Request", (), {"session_hash": "one-browser", "headers": {}})()
+    assert tabs.roundtrip.check_upload(str(clip), session).visible is False  # before the click: the box put away
+    tabs.roundtrip.clear_metrics(session)
+    assert tabs.roundtrip.check_upload(str(clip), session) == gr.skip()
+    box, button, _timer = tabs.roundtrip.progress_end(session)  # the job refused before it ran: the box ends
+    assert button.interactive is True
+    assert tabs.roundtrip.check_upload(str(clip), session).visible is False
+
+
 @pytest.mark.parametrize(
     "method, value, words",
     [

@@ -67,7 +67,8 @@ class RoundTripHandlers(TabHandlers):
         second checkpoint when one is loaded (``with_second``), listed in ``details["compare"]``."""
         lang = i18n.language_of(request)
         job = _session(request)
-        if job is not None:
+        running = self.board.snapshot(job) if job is not None else None
+        if job is not None and (running is None or running.done):  # the click started it, or an API call
             self.board.start(job)
         audio_s = None
         try:
@@ -163,11 +164,14 @@ class RoundTripHandlers(TabHandlers):
             return gr.HTML(progress_view.refused(str(e.message), lang, before_the_job=True), visible=True)
         return gr.HTML("", visible=False)
 
-    @staticmethod
-    def clear_metrics(request: gr.Request | None = None):
+    def clear_metrics(self, request: gr.Request | None = None):
         """The click: blank the previous clip's metrics, show the progress box at once, disable the
-        button, start the box's timer (all before the job is even queued)."""
+        button, start the box's timer (all before the job is even queued). The session's job counts
+        as running from here, so a file check still under way leaves the box alone."""
         lang = i18n.language_of(request)
+        job = _session(request)
+        if job is not None:
+            self.board.start(job)
         busy = gr.Button(interactive=False)
         return "", None, gr.HTML(progress_view.starting(lang), visible=True), busy, gr.Timer(active=True)
 
@@ -176,13 +180,17 @@ class RoundTripHandlers(TabHandlers):
         snap = self.board.snapshot(_session(request) or "")
         if snap is None or snap.done:
             return gr.skip()
-        return progress_view.running(snap, i18n.language_of(request))
+        return gr.HTML(progress_view.running(snap, i18n.language_of(request)), visible=True)
 
     def progress_end(self, request: gr.Request | None = None):
         """The round trip ended, well or not (after a failure too: ``webui.common.afterwards``): the
         button back, the timer off, the box says how it went (why, when it was refused)."""
         lang = i18n.language_of(request)
-        snap = self.board.snapshot(_session(request) or "")
+        job = _session(request) or ""
+        snap = self.board.snapshot(job)
+        if snap is not None and not snap.done:  # the job never ran (refused before it started)
+            self.board.finish(job)
+            snap = self.board.snapshot(job)
         ok = snap is not None and snap.done and snap.fraction >= 1.0
         box = progress_view.done(snap.elapsed_s, snap.audio_s, lang) if ok and snap else ""
         if snap is not None and snap.refused:
