@@ -79,6 +79,7 @@ def test_keyboard_start_in_chinese_the_curve_grows_then_compare_in_the_lab(brows
         if page.evaluate("document.activeElement.textContent.trim()") == "微调":
             break
         page.keyboard.press("ArrowRight")
+    page.keyboard.press("Enter")  # the arrow keys move the focus; Enter opens the tab
     expect(page.get_by_role("tab", name="微调")).to_have_attribute("aria-selected", "true")
     expect(page.locator("#finetune-plan")).to_contain_text("计划", timeout=TIMEOUT_MS)  # the plan before a run
     _keys_to(page, "a.closest('#finetune-steps')")
