@@ -211,6 +211,8 @@ def run(args) -> dict:
     with full_fp32():
         ref_engine = _engine(args, graphs=True)
         out["layer_scales_set"] = set_layer_scales(ref_engine.model, 1.0)
+        out["output_rate_hz"] = ref_engine.output_rate  # the decoder's own rate (the family's 48 kHz: 3,840 a frame)
+        out["checkpoint"] = str(args.checkpoint)
         tok = ref_engine._tokenizer  # the official wrapper around the very same model object
         official_decode(tok, official_encode(tok, x[:SAMPLE_RATE]))  # warm-up
         sync(args.device)
@@ -263,7 +265,8 @@ def markdown(result: dict) -> str:
     lines = [
         f"# Live latency panel on {where} (the Qwen3-TTS report's Table 2 format)",
         "",
-        f"Full-size **random** checkpoint (no quality claims), layer scales 1.0, strict fp32 encode (TF32 off); "
+        f"Checkpoint `{result.get('checkpoint', '?')}` with **random** weights (no quality claims), output rate "
+        f"{result.get('output_rate_hz', 24_000) / 1000:g} kHz, layer scales 1.0, strict fp32 encode (TF32 off); "
         f"decode in {result['decode_dtype'] or 'float32'}; {result['seconds']:g} s clip; load average "
         f"{load_text(m['loadavg'])} at the start, "
         f"{load_text(m['loadavg_end'])} at the end. Official offline path, same run: encode "
