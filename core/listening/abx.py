@@ -20,6 +20,7 @@ from core import anchors
 from core.codec import NUM_CODEBOOKS
 from core.errors import CodecError
 from core.judging import sources
+from core.listening.pooled_stats import p_text
 
 logger = logging.getLogger(__name__)
 
@@ -118,5 +119,5 @@ def score(
     else:
         verdict, words = "cannot", "you could not reliably tell them apart (no better than guessing)"
     named = f" (A: {english_name(a_source)}; B: {english_name(b_source, b_detail)})" if b_source else ""
-    sentence = f"{correct} of {trials}: {words}, p = {p:.3f}" + named
+    sentence = f"{correct} of {trials}: {words}, {p_text(p)}" + named
     return Score(correct, trials, planned or trials, p, verdict, sentence, a_source, b_source or "")

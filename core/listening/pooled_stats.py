@@ -107,3 +107,8 @@ def _betainc(a: float, b: float, x: float) -> float:
         if abs(c * d - 1.0) < 1e-15:
             break
     return front * f / a
+
+
+def p_text(p: float) -> str:
+    """ "p = 0.0312"; below what four decimals show, "p < 0.0001" (never "p = 0.0000")."""
+    return "p < 0.0001" if p < 1e-4 else f"p = {p:.4f}"

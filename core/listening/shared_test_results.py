@@ -14,7 +14,10 @@ from dataclasses import dataclass
 
 from core.listening import mushra_screening
 from core.listening.mushra import HIDDEN_REFERENCE, scale_word
-from core.listening.pooled_stats import MeanCi, binomial_tail, mean_ci
+from core.listening.pooled_stats import MeanCi, binomial_tail, mean_ci, p_text
+
+MIN_LISTENERS_TO_CONCLUDE = 3  # counted listeners below which the room's ratings are shown, not concluded
+SCALE_LOW, SCALE_HIGH = 0.0, 100.0  # the MUSHRA scale: an interval is never shown past its ends
 
 
 @dataclass(frozen=True)
@@ -36,10 +39,20 @@ class MushraPooled:
     include_excluded: bool
     rule: str = mushra_screening.RULE
 
+    @property
+    def counted(self) -> int:
+        """Listeners whose ratings the means hold: the kept ones, or all with the excluded included."""
+        return self.listeners if self.include_excluded else self.kept
+
+    @property
+    def too_few_to_conclude(self) -> bool:
+        return 0 < self.listeners and self.counted < MIN_LISTENERS_TO_CONCLUDE
+
     def to_dict(self) -> dict:
         return {
             "listeners": self.listeners,
             "kept": self.kept,
+            "too_few_to_conclude": self.too_few_to_conclude,
             "include_excluded": self.include_excluded,
             "rule": self.rule,
             "conditions": [c.to_dict() for c in self.conditions],
@@ -83,15 +96,23 @@ def mushra_sentence(pooled: MushraPooled, name_of: Callable[[str], str]) -> str:
     head = f"{pooled.listeners} listener{'s' if pooled.listeners != 1 else ''}, {pooled.kept} kept"
     if pooled.include_excluded and pooled.kept < pooled.listeners:
         head += " (the excluded included)"
-    return f"{head}: rated " + ", ".join(parts)
+    few = (
+        f"; too few listeners to conclude (at least {MIN_LISTENERS_TO_CONCLUDE})" if pooled.too_few_to_conclude else ""
+    )
+    return f"{head}: rated " + ", ".join(parts) + few
 
 
 def plus_minus(ci: MeanCi) -> str:
-    """ "71 ± 8" (the mean and the interval's half width; one listener: "71 ± ?")."""
+    """ "71 ± 8" (the mean and the interval's half width; one listener: "71 ± ?"); an interval that
+    reaches past the scale is given as its part on the scale: "22 (0–100)", never "22 ± 95"."""
     if not math.isfinite(ci.mean):
         return "–"
-    width = f"{ci.half_width:.0f}" if math.isfinite(ci.half_width) else "?"
-    return f"{ci.mean:.0f} ± {width}"
+    if not math.isfinite(ci.half_width):
+        return f"{ci.mean:.0f} ± ?"
+    low, high = ci.mean - ci.half_width, ci.mean + ci.half_width
+    if low < SCALE_LOW or high > SCALE_HIGH:
+        return f"{ci.mean:.0f} ({max(low, SCALE_LOW):.0f}–{min(high, SCALE_HIGH):.0f})"
+    return f"{ci.mean:.0f} ± {ci.half_width:.0f}"
 
 
 @dataclass(frozen=True)
@@ -143,7 +164,7 @@ def abx_sentence(pooled: AbxPooled) -> str:
         else "the room could not reliably tell them apart"
     )
     n = len(pooled.listeners)
-    return f"{n} listener{'s' if n != 1 else ''}, {pooled.correct} of {pooled.trials} correct: {words}, p = {p:.4f}"
+    return f"{n} listener{'s' if n != 1 else ''}, {pooled.correct} of {pooled.trials} correct: {words}, {p_text(p)}"
 
 
 def hidden_reference_first(conditions) -> list[str]:

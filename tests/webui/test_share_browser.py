@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import html
 import json
+import re
 import urllib.parse
 import zipfile
 from pathlib import Path
@@ -128,6 +129,8 @@ def test_the_room_rates_a_shared_mushra_test_and_the_owner_sees_it_pooled(chromi
     text = results.inner_text()
     assert "the hidden reference rated 'excellent' (95 ± 0)" in text
     assert "rated 'good' (74 ± 25)" in text  # the codec: (72 + 76) / 2, t interval with 1 degree of freedom
+    assert "too few listeners to conclude" in text  # 2 kept: shown, not concluded
+    assert all(0 <= int(m) - int(w) and int(m) + int(w) <= 100 for m, w in re.findall(r"(\d+) ± (\d+)", text))
     assert "excluded: rated the hidden reference below 90" in text
     excluded = owner.locator("#share-results tr[data-state=excluded]")
     assert excluded.is_visible() and "cy" in excluded.inner_text()

@@ -38,7 +38,7 @@ from core.audio import rates
 from core.audio.files import audio_from_array, load_audio
 from core.codec import NUM_CODEBOOKS, SAMPLE_RATE, bitrate_bps
 from core.judging.sources import COMPARE_ID, LEVEL, short_label
-from core.listening import abx, abx_store
+from core.listening import abx, abx_store, pooled_stats
 from webui import i18n
 from webui.common import TabHandlers, need_file, user_errors
 from webui.jobs import abx as abx_jobs
@@ -211,7 +211,12 @@ def score_sentence(score: abx.Score, lang: str) -> str:
     it in English for the CSV and the CLI)."""
     words = i18n.text("abx.words_none" if score.trials == 0 else f"abx.words_{score.verdict}", lang)
     sentence = i18n.text(
-        "abx.sentence", lang, correct=score.correct, trials=score.trials, words=words, p=f"{score.p_value:.3f}"
+        "abx.sentence",
+        lang,
+        correct=score.correct,
+        trials=score.trials,
+        words=words,
+        p=pooled_stats.p_text(score.p_value),
     )
     if not score.b_source:
         return sentence

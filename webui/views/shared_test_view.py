@@ -9,7 +9,7 @@ from __future__ import annotations
 import html
 import math
 
-from core.listening import mushra_screening, shared_test_results
+from core.listening import mushra_screening, pooled_stats, shared_test_results
 from core.listening.mushra import HIDDEN_REFERENCE
 from webui import i18n
 from webui.views.player_assets import STATIC
@@ -37,7 +37,12 @@ def mushra_sentence(pooled: shared_test_results.MushraPooled, lang: str, name_of
     ]
     key = "share.kept_included" if pooled.include_excluded and pooled.kept < pooled.listeners else "share.kept"
     head = i18n.text(key, lang, listeners=pooled.listeners, kept=pooled.kept)
-    return head + i18n.text("share.list_sep", lang).join(parts)
+    few = (
+        i18n.text("share.too_few", lang, min=shared_test_results.MIN_LISTENERS_TO_CONCLUDE)
+        if pooled.too_few_to_conclude
+        else ""
+    )
+    return head + i18n.text("share.list_sep", lang).join(parts) + few
 
 
 def chart(pooled: shared_test_results.MushraPooled, lang: str, name_of) -> str:
@@ -119,11 +124,11 @@ def abx_html(pooled: shared_test_results.AbxPooled, nicknames: dict[str, str], l
         correct=pooled.correct,
         trials=pooled.trials,
         words=i18n.text(f"share.abx_{verdict}", lang),
-        p=f"{p:.4f}",
+        p=pooled_stats.p_text(p),
     )
     rows = "".join(
         f"<tr><td>{html.escape(who_label(r.listener, nicknames))}</td><td>{r.correct} / {r.trials}</td>"
-        f"<td>{r.p_value:.3f}</td></tr>"
+        f"<td>{html.escape(pooled_stats.p_text(r.p_value).removeprefix('p = '))}</td></tr>"
         for r in pooled.listeners
     )
     head = "".join(

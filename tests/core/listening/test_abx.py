@@ -30,10 +30,10 @@ def test_p_value_matches_scipys_one_sided_binomial_test(n):
 @pytest.mark.parametrize(
     ("correct", "trials", "sentence"),
     [
-        (8, 10, "8 of 10: you can probably tell them apart, p = 0.055"),
-        (9, 10, "9 of 10: you can tell them apart, p = 0.011"),
-        (5, 10, "5 of 10: you could not reliably tell them apart (no better than guessing), p = 0.623"),
-        (4, 4, "4 of 4: you can probably tell them apart, p = 0.062"),
+        (8, 10, "8 of 10: you can probably tell them apart, p = 0.0547"),
+        (9, 10, "9 of 10: you can tell them apart, p = 0.0107"),
+        (5, 10, "5 of 10: you could not reliably tell them apart (no better than guessing), p = 0.6230"),
+        (4, 4, "4 of 4: you can probably tell them apart, p = 0.0625"),
     ],
 )
 def test_the_sentence_says_what_the_score_means(correct, trials, sentence):

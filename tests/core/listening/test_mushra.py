@@ -127,8 +127,30 @@ def test_the_sentence_names_conditions_best_first():
     pooled = shared_test_results.pool_mushra(CONDITIONS, ratings)
     names = {"original": "the hidden reference", "reconstruction": "the codec", "opus6": "Opus 6 kbit/s"}
     text = shared_test_results.mushra_sentence(pooled, lambda c: names.get(c, c))
-    assert text.startswith("3 listeners, 2 kept: rated the hidden reference 'excellent' (96 ± ")
+    assert text.startswith(
+        "3 listeners, 2 kept: rated the hidden reference 'excellent' (96 (71–100))"
+    )  # 98, 94: past 100
     assert "the codec 'good' (71 ± " in text and text.index("the codec") < text.index("Opus 6 kbit/s")
+    assert "too few listeners to conclude" in text  # 2 kept of 3
+
+
+def test_two_listeners_say_too_few_and_no_interval_reaches_past_the_scale():
+    far = dict(GOOD, reconstruction=5, opus6=95)  # two listeners who disagree: intervals wider than the scale
+    pooled = shared_test_results.pool_mushra(CONDITIONS, _ratings("ann", [GOOD]) + _ratings("bob", [far]))
+    assert pooled.too_few_to_conclude and pooled.to_dict()["too_few_to_conclude"]
+    codec = next(r for r in pooled.conditions if r.condition == "reconstruction")
+    assert codec.ci.low < 0 and codec.ci.high > 100  # the t interval with one degree of freedom
+    shown = shared_test_results.plus_minus(codec.ci)
+    assert shown == f"{codec.ci.mean:.0f} (0–100)" and "±" not in shown
+    text = shared_test_results.mushra_sentence(pooled, str)
+    assert "too few listeners to conclude" in text
+    three = _ratings("ann", [GOOD]) + _ratings("bob", [GOOD]) + _ratings("cy", [GOOD])
+    assert not shared_test_results.pool_mushra(CONDITIONS, three).too_few_to_conclude
+
+
+def test_a_tiny_p_is_said_as_a_bound():
+    assert pooled_stats.p_text(2.0**-40) == "p < 0.0001"
+    assert pooled_stats.p_text(0.03125) == "p = 0.0312"
 
 
 def test_pooled_abx_is_total_correct_of_total_trials_with_exact_p():
