@@ -65,10 +65,12 @@ def _flip(page, key: str) -> tuple[float, dict]:
 
 
 def test_flip_a_b_r_a_keeps_the_position_and_switches_what_is_heard(page):
+    active = page.locator("#lab-player .cw-source.cw-active")
+    assert active.get_attribute("data-source") == "reconstruction" and active.is_visible()  # the codec first
     page.locator("#lab-player .cw-play").click()
-    _audible(page, "original")
+    _audible(page, "reconstruction")
     page.wait_for_function(f"{STATE}.time > 0.5", timeout=10_000)
-    for key, source in (("b", "reconstruction"), ("r", "residual"), ("a", "original")):
+    for key, source in (("a", "original"), ("r", "residual"), ("b", "reconstruction"), ("a", "original")):
         before, after = _flip(page, key)
         assert after["source"] == source
         *_, old, new = after["voices"]

@@ -29,6 +29,7 @@ from webui.jobs.pcm16_copies import listening_copy
 
 RESIDUAL_GAIN_DB = 0.0  # the residual plays at its own level: what was lost, as loud as it was lost
 PREFETCH = ("original", "reconstruction")  # fetched ahead from the start; the others once chosen
+START = "reconstruction"  # the source a new result's player plays first: the codec, not the original
 LADDER_KEYS = "123456789"  # keyboard keys of the ladder levels k = 1..9 in the player (the key is k)
 
 
@@ -193,6 +194,7 @@ def first_manifest(original_path: Path, reconstruction_path: Path, limits: Audio
         "residual_of": "reconstruction",
         "listen": copies,  # {WAV path: its FLAC copy} (webui.jobs.pcm16_copies; docs/lab.md)
         "prefetch": list(PREFETCH),
+        "start": START,
         "first_look": True,  # the loudness gains, the residual and the timeline follow (base_manifest)
     }
 
@@ -267,6 +269,7 @@ def base_manifest(
         "residual_of": "reconstruction",
         "listen": copies,  # {WAV path: its FLAC copy} (webui.jobs.pcm16_copies)
         "prefetch": list(PREFETCH),
+        "start": START,
     }
     return TimelineOutput(manifest, tl, time.perf_counter() - start)
 

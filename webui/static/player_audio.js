@@ -317,11 +317,13 @@ function cwAudio(P) {
     if (!(manifest.residuals || {})[P.residualOf]) P.residualOf = manifest.residual_of || "reconstruction";
     const residual = (manifest.residuals || {})[P.residualOf];
     if (files.residual && residual && files.residual.path !== residual) files.residual = newFile(residual, manifest);
-    if (!P.manifest || P.manifest.duration_s !== manifest.duration_s) P.chosen = new Set(); // another clip
+    if (!P.manifest || P.manifest.duration_s !== manifest.duration_s) { P.chosen = new Set(); P.current = null; } // another clip
     const wasPlaying = P.playing; // a fuller manifest of the same result (its first look, then the timeline) keeps playing
     if (P.playing) P.pause();
     P.manifest = manifest; P.files = files; P.pos = keep; P.lastBlock = null;
-    if (!files[P.current]) P.current = manifest.sources.length ? manifest.sources[0].id : null;
+    if (!files[P.current]) { // a new result starts on manifest.start (the codec), else the first source
+      P.current = files[manifest.start] ? manifest.start : manifest.sources.length ? manifest.sources[0].id : null;
+    }
     if (P.loop.b > P.duration()) P.loop = {on: false, a: 0, b: 0};
     if (P.ctx) prefetch(P.pos);
     redraw(true);
