@@ -67,6 +67,7 @@ class DecodeParity:
     verdict: verdict.Verdict | None = None
     rate_hz: int = SAMPLE_RATE  # the reference decoder's rate: both sides compared at it (48 kHz against 48 kHz)
     samples_per_frame: int = SAMPLES_PER_FRAME  # its samples a frame (3,840 at 48 kHz)
+    delay_cut_samples: int = 0  # a delay inside a WAV of the reference's length: the reference's tail not compared
 
     @property
     def first_difference_s(self) -> float | None:
@@ -81,6 +82,7 @@ class DecodeParity:
             "original_samples": self.original_samples,
             "their_samples": self.their_samples,
             "trimmed": self.trimmed,
+            "delay_cut_samples": self.delay_cut_samples,
             "length_difference_samples": self.length_difference,
             "alignment": self.alignment.to_dict(),
             "drift": [d.__dict__ for d in self.drift],
@@ -130,6 +132,9 @@ def compare(ours: np.ndarray, their: TheirAudio, codes: Codes, output: OutputRat
         end = theirs.size - offset  # where their audio ends, in our samples
         if abs(end - original) < abs(end - ours.size):  # they trimmed, as the token file says
             ours, trimmed = ours[:original], True
+    delay_cut = 0
+    if offset > 0 and theirs.size == ours.size:  # a delay inside a file of the reference's length
+        ours, delay_cut = ours[: ours.size - offset], offset
     flipped = theirs if found.polarity > 0 else -theirs
     a, b, first = parity_alignment.aligned(ours, flipped, offset)
     diff = -ours.copy()  # where they have nothing, the difference is all of ours
@@ -155,6 +160,7 @@ def compare(ours: np.ndarray, their: TheirAudio, codes: Codes, output: OutputRat
         original_samples=codes.original_samples,
         their_samples=int(theirs.size),
         trimmed=trimmed,
+        delay_cut_samples=delay_cut,
         length_difference=int(theirs.size - offset - ours.size),
         alignment=found,
         drift=parity_alignment.drift(ours, flipped, offset, rate) if over.size else [],

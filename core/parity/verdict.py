@@ -30,7 +30,7 @@ ACTIVE_DBFS = -50.0  # the reference frame before a seam onset is at least this 
 @dataclass(frozen=True)
 class Verdict:
     kind: str  # "identical", "rounding" or "differs"
-    cause: str | None  # differs: seam, padding, precision, resampling, length, silence, nonfinite or other
+    cause: str | None  # differs: seam, click, padding, precision, resampling, length, silence, nonfinite or other
     level_lsb: int | None  # rounding: the level (≤ this many LSB)
     time_s: float | None  # differs: where (the first difference)
     frame: int | None
@@ -73,6 +73,8 @@ def judge(r, ours: np.ndarray, diff: np.ndarray):
         notes.append(Note("polarity"))
     if r.trimmed:
         notes.append(Note("trimmed", {"samples": r.reference_samples}))
+    if r.delay_cut_samples:
+        notes.append(Note("delay_cut", {"samples": r.delay_cut_samples}))
     if r.length_difference:
         more = "more" if r.length_difference > 0 else "fewer"
         notes.append(
@@ -156,6 +158,9 @@ def _cause(r, ours: np.ndarray, diff: np.ndarray) -> tuple[str, list[Note]]:
         if named:
             why.append(Note(f"seam_{named}", {"frame": frame}))
         return "seam", why
+    near = [c for c in r.clicks if abs(c.sample - first) <= seams.CLICK_SPACING]
+    if near:  # one jump where the difference starts (a click at a seam is the seam's, above)
+        return "click", [Note("click_first", {"time_s": near[0].time_s, "height": near[0].height_lsb})]
     zero = [f for f in (frame, frame - 1) if 0 <= f < r.frames and (r.codes.codes[f] == 0).any()]
     if zero and frame > 0:
         books = ", ".join(str(int(b) + 1) for b in np.flatnonzero(r.codes.codes[zero[0]] == 0))

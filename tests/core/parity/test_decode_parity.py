@@ -124,6 +124,31 @@ def test_a_click_at_24_s_is_found_at_24_s(engine, clip, tmp_path):
     assert clean.clicks == []
 
 
+def test_a_delay_inside_a_file_of_the_same_length_is_an_offset_not_lost_samples(engine, clip, tmp_path):
+    _x, codes, ours = clip
+    delayed = np.concatenate([np.zeros(100, np.float32), ours[:-100]])  # a delay line: same length, tail cut
+    result = check(engine, tmp_path, codes, delayed)
+    v = result.verdict
+    assert result.alignment.offset_samples == 100 and result.delay_cut_samples == 100
+    assert v.kind == "identical", v.sentence
+    assert "shifted by 100 samples (it starts late)" in v.sentence and "not compared" in v.sentence
+    cut = check(
+        engine, tmp_path, codes, delayed[:-500], name="short.wav"
+    )  # a shorter file still is: its end is missing
+    assert cut.verdict.cause == "length" and cut.delay_cut_samples == 0, cut.verdict.sentence
+
+
+def test_a_click_between_frame_boundaries_is_named_a_click(engine, clip, tmp_path):
+    _x, codes, ours = clip
+    clicked = ours.copy()
+    clicked[SAMPLE_RATE] += 0.6  # 1.000 s: frame 12.5, no seam
+    result = check(engine, tmp_path, codes, clicked)
+    v = result.verdict
+    assert [c.time_s for c in result.clicks] == [1.0]
+    assert v.kind == "differs" and v.cause == "click" and v.time_s == 1.0, v.sentence
+    assert "likely a click (one sudden jump)" in v.sentence and "starts with a click at 1.000 s" in v.sentence
+
+
 def test_lost_samples_part_way_are_named(engine, clip, tmp_path):
     _x, codes, ours = clip
     dropped = np.concatenate([ours[: 150 * SAMPLES_PER_FRAME], ours[150 * SAMPLES_PER_FRAME + 120 :]])
