@@ -24,10 +24,26 @@ from core.errors import TrainingError
 CPU_BF16_FLAGS = ("avx512_bf16", "amx_bf16")  # /proc/cpuinfo flags of CPUs with native bfloat16 arithmetic
 
 
+REASONS = {  # why a precision was chosen, by code (the page says the same code from its catalogue)
+    "asked_fp32": "asked for: fp32 weights and arithmetic (no autocast)",
+    "asked_bf16": "asked for: bf16 autocast on {device} (native bfloat16; no GradScaler needed)",
+    "asked_fp16": "asked for: fp16 autocast with a GradScaler on {device}",
+    "auto_bf16": "auto: {device} has native bfloat16, so bf16 autocast (no GradScaler needed)",
+    "auto_fp16": "auto: {device} lacks native bfloat16, so fp16 autocast with a GradScaler",
+    "auto_cpu": "auto: on a CPU fp32 (bf16 autocast is emulated on many CPUs and was measured far slower)",
+}
+
+
 @dataclass(frozen=True)
 class Precision:
     name: str  # fp32 | bf16 | fp16
-    reason: str  # why it was chosen, in words (the plan and the model card show it)
+    why: str  # a key of REASONS
+    device: str = ""  # the device's name, as the reason says it
+
+    @property
+    def reason(self) -> str:
+        """Why it was chosen, in English (the plan, the log and the model card show it)."""
+        return REASONS[self.why].format(device=self.device)
 
     @property
     def dtype(self) -> torch.dtype | None:
@@ -78,20 +94,20 @@ def choose(requested: str, device: str) -> Precision:
     else:
         name, native_bf16 = "this CPU", cpu_has_bf16()
     if requested == "fp32":
-        return Precision("fp32", "asked for: fp32 weights and arithmetic (no autocast)")
+        return Precision("fp32", "asked_fp32")
     if requested == "bf16":
         if not native_bf16:
             raise TrainingError(
                 f"{name} has no native bfloat16: bf16 would be emulated (slower, never faster). "
                 "Use --precision fp16 on a GPU, or fp32."
             )
-        return Precision("bf16", f"asked for: bf16 autocast on {name} (native bfloat16; no GradScaler needed)")
+        return Precision("bf16", "asked_bf16", name)
     if requested == "fp16":
         if not on_gpu:
             raise TrainingError("--precision fp16 is for CUDA GPUs (a CPU has no fast float16); use fp32 or bf16.")
-        return Precision("fp16", f"asked for: fp16 autocast with a GradScaler on {name}")
+        return Precision("fp16", "asked_fp16", name)
     if on_gpu and native_bf16:
-        return Precision("bf16", f"auto: {name} has native bfloat16, so bf16 autocast (no GradScaler needed)")
+        return Precision("bf16", "auto_bf16", name)
     if on_gpu:
-        return Precision("fp16", f"auto: {name} lacks native bfloat16, so fp16 autocast with a GradScaler")
-    return Precision("fp32", "auto: on a CPU fp32 (bf16 autocast is emulated on many CPUs and was measured far slower)")
+        return Precision("fp16", "auto_fp16", name)
+    return Precision("fp32", "auto_cpu")

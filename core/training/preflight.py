@@ -128,6 +128,8 @@ def plan_finetune(settings, check_out: bool = True) -> dict:
         "val_clips": data.held_out_count(found["rows"], settings) if isinstance(found.get("rows"), int) else None,
         "precision": precision.name,
         "precision_reason": precision.reason,
+        "precision_why": precision.why,  # its code: the page says it in the reader's language
+        "precision_device": precision.device,
         "checkpointing": checkpointing,
         "segment_frames": settings.segment_frames,
         "window_frames": settings.window_frames,

@@ -165,3 +165,17 @@ def test_a_run_that_fails_says_why_and_the_tab_stays_usable(app):
     assert "press Start again" in status
     plan = client.predict("voices/anna", STEPS, "auto", False, api_name="/finetune_plan")  # the next run can be planned
     assert "The plan" in plan
+
+
+def test_the_plan_gives_the_precision_reason_in_the_readers_language():
+    from core.training.precision import REASONS, choose
+    from webui.i18n import text
+    from webui.views.finetune_view import plan_html
+
+    chosen = choose("auto", "cpu")
+    plan = {"precision": chosen.name, "precision_reason": chosen.reason, "precision_why": chosen.why}
+    zh = html.unescape(plan_html(plan, "zh-CN"))
+    assert "在 CPU 上用 fp32" in zh and chosen.reason not in zh
+    assert chosen.reason in html.unescape(plan_html(plan, "en"))
+    for code, english in REASONS.items():  # the page's English is the CLI's, code by code
+        assert text(f"finetune.precision_why.{code}", "en", device="{device}") == english

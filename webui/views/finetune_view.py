@@ -54,7 +54,12 @@ def plan_html(plan: dict, lang: str = DEFAULT_LANGUAGE) -> str:
         key = "finetune.plan.memory_free" if isinstance(free, int | float) else "finetune.plan.memory"
         rows.append(text(key, lang, peak=f"{peak:,.0f}", free=f"{free or 0:,.0f}", device=plan.get("device", "")))
     if plan.get("precision"):
-        why = str(plan.get("precision_reason") or "")
+        code = plan.get("precision_why")
+        why = (
+            text(f"finetune.precision_why.{code}", lang, device=plan.get("precision_device") or "")
+            if code
+            else str(plan.get("precision_reason") or "")
+        )
         rows.append(text("finetune.plan.precision", lang, precision=plan["precision"]) + (f" ({why})" if why else ""))
     estimate = plan.get("estimated_s")
     if isinstance(estimate, int | float) and estimate > 0:
