@@ -60,7 +60,9 @@ def user_errors(action: str, lang: str = i18n.DEFAULT_LANGUAGE, temp_root: Path 
     the request writes, so that a full disk is named as the cause."""
     try:
         yield
-    except gr.Error:
+    except gr.Error as e:
+        if e.title == DEFAULT_ERROR_TITLE:  # raised bare in a handler: the toast's title in the page's language
+            e.title = _title(lang)
         raise
     except i18n.TranslatedError as e:
         logger.warning("%s refused: %s", i18n.text(action), e)
@@ -79,11 +81,17 @@ def user_errors(action: str, lang: str = i18n.DEFAULT_LANGUAGE, temp_root: Path 
 
 
 _TICKED = re.compile(r"`([^`]+)`")
+DEFAULT_ERROR_TITLE = "Error"  # gr.Error's own title, English whatever the page's language
 
 
 def _plain(message: str) -> str:
     """A toast shows text, not Markdown: `python -m core ...` in core's sentences becomes “python -m core ...”."""
     return _TICKED.sub(r"“\1”", message)
+
+
+def refusal(message: str, lang: str) -> gr.Error:
+    """The error toast a handler raises for a refusal it words itself, titled in ``lang``."""
+    return gr.Error(message, title=_title(lang), print_exception=False)
 
 
 def _title(lang: str) -> str:

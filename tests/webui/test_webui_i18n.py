@@ -292,3 +292,35 @@ def test_the_served_page_carries_both_catalogues(server):
     assert set(tables) == set(i18n.LANGUAGES) and tables["zh-CN"]["tab.roundtrip"] == "往返"
     labels = json.dumps([c.get("props", {}).get("label") for c in config["components"]], ensure_ascii=False)
     assert "tab.roundtrip" in labels and "Round trip" not in labels  # keys, translated in the browser
+
+
+def test_a_bare_gr_error_gets_the_toast_title_in_the_pages_language():
+    import gradio as gr
+
+    from webui.common import user_errors
+
+    with pytest.raises(gr.Error) as raised, user_errors("action.abx_start", "zh-CN"):
+        raise gr.Error("没有可重复的测试", print_exception=False)
+    assert raised.value.title == i18n.text("running.error_title", "zh-CN") != "Error"
+    with pytest.raises(gr.Error) as kept, user_errors("action.abx_start", "zh-CN"):
+        raise gr.Error("x", title="自己的标题")
+    assert kept.value.title == "自己的标题"  # a title a handler chose stays
+
+
+def test_every_error_toast_made_in_webui_is_titled():
+    """gr.Error's own title is the English "Error": every toast names its title (``webui.common.refusal``)."""
+    import ast
+
+    untitled = []
+    for path in sorted(WEBUI.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr in ("Error", "Warning")
+                and isinstance(node.func.value, ast.Name)
+                and node.func.value.id == "gr"
+                and not any(k.arg == "title" for k in node.keywords)
+            ):
+                untitled.append(f"{path.relative_to(WEBUI.parent)}:{node.lineno}")
+    assert untitled == []

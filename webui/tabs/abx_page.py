@@ -17,7 +17,7 @@ from core.codec import NUM_CODEBOOKS, bitrate_bps
 from core.judging.sources import ANCHOR, familiar_first
 from core.listening import abx
 from webui import i18n
-from webui.common import GONE, path_of
+from webui.common import GONE, path_of, refusal
 from webui.jobs.common import stem_of
 from webui.queues import ABX_GROUP, MODEL_GROUP
 from webui.serving.share_link import LinkSettings
@@ -47,7 +47,7 @@ class AbxPageHandlers(AbxHandlers):
         lang = i18n.language_of(request)
         start_s, end_s = float(start_s or 0.0), float(end_s or 0.0)
         if what == "loop" and not end_s > start_s:
-            raise gr.Error(i18n.text("abx.no_loop", lang), print_exception=False)
+            raise refusal(i18n.text("abx.no_loop", lang), lang)
         if what == "whole":
             start_s = end_s = 0.0
         out = self.start(audio_path, start_s, end_s, trials, level, request, progress)
@@ -59,7 +59,7 @@ class AbxPageHandlers(AbxHandlers):
         lang = i18n.language_of(request)
         fewer = next_level(level)
         if not last or fewer is None:
-            raise gr.Error(i18n.text("abx.nothing_to_repeat", lang), print_exception=False)
+            raise refusal(i18n.text("abx.nothing_to_repeat", lang), lang)
         out = self.start(last["audio"], last["start_s"], last["end_s"], trials, fewer, request, progress)
         return (*out, gr.Dropdown(value=fewer), clip_words(last, lang))
 
@@ -74,7 +74,7 @@ class AbxPageHandlers(AbxHandlers):
         lang = i18n.language_of(request)
         other = self.other_source(level)
         if not last or other is None:
-            raise gr.Error(i18n.text("abx.nothing_to_repeat", lang), print_exception=False)
+            raise refusal(i18n.text("abx.nothing_to_repeat", lang), lang)
         out = self.start(last["audio"], last["start_s"], last["end_s"], trials, other, request, progress)
         return (*out, gr.Dropdown(value=other), clip_words(last, lang))
 

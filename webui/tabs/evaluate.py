@@ -14,7 +14,7 @@ import gradio as gr
 from core.analysis import catalog
 from core.judging import evaluate
 from webui import i18n
-from webui.common import TabHandlers, path_of, user_errors
+from webui.common import TabHandlers, path_of, refusal, user_errors
 from webui.queues import MODEL_GROUP
 from webui.views import words
 from webui.views.formatting import metric_name
@@ -34,9 +34,9 @@ class EvaluateHandlers(TabHandlers):
         lang = i18n.language_of(request)
         paths = [Path(path_of(f)) for f in (files or []) if path_of(f)]
         if not paths:
-            raise gr.Error(i18n.text("evaluate.no_files", lang))
+            raise refusal(i18n.text("evaluate.no_files", lang), lang)
         if len(paths) > MAX_EVALUATE_FILES:
-            raise gr.Error(i18n.text("evaluate.too_many", lang, n=len(paths), max=MAX_EVALUATE_FILES))
+            raise refusal(i18n.text("evaluate.too_many", lang, n=len(paths), max=MAX_EVALUATE_FILES), lang)
         with user_errors("action.evaluate", lang):
             folder = self.workspace.new_dir("evaluate")
             names: dict[str, int] = {}
@@ -75,7 +75,7 @@ class EvaluateHandlers(TabHandlers):
         with the verdict and the blind test."""
         lang = i18n.language_of(request)
         if not path or path not in (files or []) or not Path(path).is_file():  # only this session's evaluated files
-            raise gr.Error(i18n.text("evaltab.open_gone", lang))
+            raise refusal(i18n.text("evaltab.open_gone", lang), lang)
         return path, gr.Tabs(selected="roundtrip")
 
 

@@ -26,7 +26,7 @@ import gradio as gr
 from core.errors import EngineNotReady
 from core.model import second
 from webui import i18n
-from webui.common import TabHandlers, user_errors
+from webui.common import TabHandlers, refusal, user_errors
 from webui.i18n import label
 from webui.jobs import finetune as finetune_jobs
 from webui.jobs import finetune_runs
@@ -75,7 +75,7 @@ class FinetuneHandlers(TabHandlers):
 
     def _check_operator(self, request, lang: str) -> None:
         if not self._operator(request):
-            raise gr.Error(i18n.text("finetune.error.operator_only", lang), print_exception=False)
+            raise refusal(i18n.text("finetune.error.operator_only", lang), lang)
 
     def open(self, request: gr.Request | None = None):
         """The tab as this client may use it: the controls for the operator (the data folders it may
@@ -179,7 +179,7 @@ class FinetuneHandlers(TabHandlers):
         state = self.runs.state()
         run = self.runs.folder(state.name)
         if run is None or not state.has_model or state.active:
-            raise gr.Error(i18n.text("finetune.error.no_model", lang), print_exception=False)
+            raise refusal(i18n.text("finetune.error.no_model", lang), lang)
         with user_errors("action.finetune_compare", lang, self.workspace.root):
             i18n.progress_in(lang, progress)(0.1, "finetune.job.loading")
             loaded = second.load_second(self.engine, str(run / finetune_runs.MODEL_FOLDER))

@@ -19,7 +19,7 @@ from core.codec import NUM_CODEBOOKS
 from core.judging.sources import ANCHOR, CHECKPOINT, LEVEL
 from core.nn import ladder
 from webui import i18n
-from webui.common import TabHandlers, need_file, user_errors
+from webui.common import TabHandlers, need_file, refusal, user_errors
 from webui.jobs import lab as lab_jobs
 from webui.jobs import lab_ladder
 from webui.queues import LAB_GROUP, MODEL_GROUP
@@ -127,7 +127,7 @@ class LabHandlers(TabHandlers):
         lang = i18n.language_of(request)
         token_path = _first_token_file(token_files, lang)
         if token_path is None:
-            raise gr.Error(i18n.text("lab.error.no_tokens", lang), print_exception=False)
+            raise refusal(i18n.text("lab.error.no_tokens", lang), lang)
         with user_errors("action.lab_usage", lang):
             rows, png = lab_ladder.usage_of(
                 token_path,
@@ -150,7 +150,7 @@ def _first_token_file(value, lang: str) -> Path | None:
         path = item.get("path") if isinstance(item, dict) else item
         if path and str(path).endswith(".npz"):
             if not Path(path).is_file():
-                raise gr.Error(i18n.text("error.file_gone", lang, what=i18n.text("what.token_file", lang)))
+                raise refusal(i18n.text("error.file_gone", lang, what=i18n.text("what.token_file", lang)), lang)
             return Path(path)
     return None
 

@@ -18,7 +18,7 @@ import gradio as gr
 
 from core.codec import SAMPLE_RATE, SAMPLES_PER_FRAME
 from webui import i18n
-from webui.common import TabHandlers
+from webui.common import TabHandlers, refusal
 from webui.i18n import label
 from webui.jobs import live as jobs_live
 from webui.queues import STATUS_GROUP
@@ -80,7 +80,7 @@ class LiveHandlers(TabHandlers):
         result_id = str((getattr(event, "_data", None) or {}).get("id", ""))
         out = jobs_live.load_result(self.workspace.root, result_id)
         if out is None:
-            raise gr.Error(i18n.text("live.error.result_gone", lang))
+            raise refusal(i18n.text("live.error.result_gone", lang), lang)
         live = out.timing.get("live", {})
         details = {"input": out.facts, "tokens": out.summary, "timing": out.timing}
         return RoundTripView(
@@ -102,10 +102,11 @@ class LiveHandlers(TabHandlers):
         )
 
     @staticmethod
-    def to_roundtrip(original):
+    def to_roundtrip(original, request: gr.Request | None = None):
         """The recording into the Round trip's input, and that tab in front."""
         if not original:
-            raise gr.Error(i18n.text("live.error.nothing_yet"))
+            lang = i18n.language_of(request)
+            raise refusal(i18n.text("live.error.nothing_yet", lang), lang)
         return original, gr.Tabs(selected="roundtrip")
 
 

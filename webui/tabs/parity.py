@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import gradio as gr
 
 from webui import i18n
-from webui.common import TabHandlers, path_of, user_errors
+from webui.common import TabHandlers, path_of, refusal, user_errors
 from webui.jobs import parity
 from webui.queues import MODEL_GROUP
 from webui.views import parity_view
@@ -28,7 +28,7 @@ def _need(value, what: str, lang: str):
 
     path = path_of(value)
     if not path or not Path(path).is_file():
-        raise gr.Error(i18n.text("parity.missing", lang, what=i18n.text(what, lang)))
+        raise refusal(i18n.text("parity.missing", lang, what=i18n.text(what, lang)), lang)
     return Path(path)
 
 
@@ -72,7 +72,7 @@ class ParityHandlers(TabHandlers):
         with user_errors("parity.action.stream", lang, self.workspace.root):
             frames = int(packet_frames or 0)
             if not 1 <= frames <= MAX_PACKET_FRAMES:
-                raise gr.Error(i18n.text("parity.packet_range", lang, most=MAX_PACKET_FRAMES))
+                raise refusal(i18n.text("parity.packet_range", lang, most=MAX_PACKET_FRAMES), lang)
             result = parity.stream_check_of(self.engine, codes_path, wav_path, frames, i18n.progress_in(lang, progress))
         return (
             parity_view.stream_verdict_markdown(result, lang, self.engine.random_weights),

@@ -17,7 +17,7 @@ import gradio as gr
 from core.analysis.judges import Judges
 from core.audio.files import load_audio
 from webui import i18n
-from webui.common import TabHandlers, afterwards, need_file, path_of, user_errors
+from webui.common import TabHandlers, afterwards, need_file, path_of, refusal, user_errors
 from webui.i18n import label
 from webui.jobs import codec, results
 from webui.jobs.progress import ProgressBoard
@@ -201,7 +201,7 @@ class RoundTripHandlers(TabHandlers):
         """Download audio from a URL into a request folder (only when enabled)."""
         lang = i18n.language_of(request)
         if self.url_policy is None:
-            raise gr.Error(i18n.text("error.url_off", lang))
+            raise refusal(i18n.text("error.url_off", lang), lang)
         with user_errors("action.fetch", lang, self.workspace.root):
             progress(0.1, desc=i18n.text("progress.downloading", lang))
             path = url_input.fetch(url, self.workspace.new_dir("url"), self.url_policy)

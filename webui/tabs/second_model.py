@@ -21,7 +21,7 @@ import gradio as gr
 
 from core.model import second
 from webui import i18n
-from webui.common import TabHandlers, user_errors
+from webui.common import TabHandlers, refusal, user_errors
 from webui.queues import MODEL_GROUP, STATUS_GROUP
 from webui.serving.visitors import is_operator
 
@@ -55,7 +55,7 @@ class SecondHandlers(TabHandlers):
         """Refuse a visitor's load or unload unless the operator allowed it."""
         if self.visitors or is_operator(request, self.trusted):
             return
-        raise gr.Error(i18n.text("trust.second_operator_only", lang), print_exception=False)
+        raise refusal(i18n.text("trust.second_operator_only", lang), lang)
 
     def state(self, request: gr.Request | None = None):
         """What is loaded beside the first model, in words (and as JSON)."""
@@ -76,10 +76,10 @@ class SecondHandlers(TabHandlers):
         does not fit), with its readiness check."""
         lang = i18n.language_of(request)
         if self.root is None:
-            raise gr.Error(i18n.text("compare.system.pick_off", lang), print_exception=False)
+            raise refusal(i18n.text("compare.system.pick_off", lang), lang)
         self._check_operator(request, lang)
         if name not in checkpoint_folders(self.root):  # only what the operator's folder holds
-            raise gr.Error(i18n.text("compare.system.pick_unknown", lang, name=name or ""), print_exception=False)
+            raise refusal(i18n.text("compare.system.pick_unknown", lang, name=name or ""), lang)
         dtype, decode = PRECISIONS.get(str(precision), PRECISIONS["same"])
         with user_errors("action.second_load", lang):
             progress(0.1, desc=i18n.text("compare.job.second_load", lang))

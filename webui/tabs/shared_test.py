@@ -33,7 +33,7 @@ from core.judging.sources import short_label
 from core.listening import abx, abx_store, mushra, shared_test_results
 from core.listening.shared_test_store import SharedTestStore, store_for
 from webui import i18n
-from webui.common import GONE, TabHandlers, user_errors
+from webui.common import GONE, TabHandlers, refusal, user_errors
 from webui.jobs import abx as abx_jobs
 from webui.jobs import shared_test
 from webui.queues import MODEL_GROUP
@@ -89,7 +89,7 @@ class ShareHandlers(TabHandlers):
         lang = i18n.language_of(request)
         kind = "abx" if kind == "abx" else "mushra"
         if not last:
-            raise gr.Error(i18n.text("share.no_clip", lang), print_exception=False)
+            raise refusal(i18n.text("share.no_clip", lang), lang)
         with user_errors("share.action", lang), job_words():
             progress(0.1, desc=i18n.text("share.making", lang))
             samples = abx_jobs.region(
@@ -140,7 +140,7 @@ class ShareHandlers(TabHandlers):
         """Every rating or answer so far as a CSV, one row each, by id."""
         lang = i18n.language_of(request)
         if not owned:
-            raise gr.Error(i18n.text("share.nothing_shared", lang), print_exception=False)
+            raise refusal(i18n.text("share.nothing_shared", lang), lang)
         return self._csv(*self._pooled(owned, include_excluded, request)[1])
 
     def _pooled(self, owned, include_excluded, request: gr.Request):
@@ -215,7 +215,7 @@ class ShareHandlers(TabHandlers):
     def close(self, owned, include_excluded, request: gr.Request):
         lang = i18n.language_of(request)
         if not owned:
-            raise gr.Error(i18n.text("share.nothing_shared", lang), print_exception=False)
+            raise refusal(i18n.text("share.nothing_shared", lang), lang)
         with user_errors("share.action", lang):
             self.store.close(owned["link"], owned["owner"])
         return self.responses(owned, include_excluded, request)

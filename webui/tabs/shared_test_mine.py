@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import gradio as gr
 
 from webui import i18n
-from webui.common import GONE, need_file, user_errors
+from webui.common import GONE, need_file, refusal, user_errors
 from webui.queues import ABX_GROUP, MODEL_GROUP, STATUS_GROUP
 from webui.tabs import shared_test
 from webui.tabs.shared_test import CHOICES, ShareHandlers, SharePanel, link_html
@@ -99,7 +99,7 @@ class MineHandlers:
         """``/share_results``: the pooled result (as the owner's panel shows it) and every answer as a CSV."""
         lang = i18n.language_of(request)
         if not link or not owner:
-            raise gr.Error(i18n.text("share.nothing_shared", lang), print_exception=False)
+            raise refusal(i18n.text("share.nothing_shared", lang), lang)
         owned = {"link": str(link).rsplit("/", 1)[-1], "owner": str(owner)}
         with user_errors("share.action", lang):
             _shown, (got, nicknames, excluded) = self.share._pooled(owned, include_excluded, request)
