@@ -54,6 +54,14 @@ class ReadinessReport:
     def to_dict(self) -> dict:
         return {"ok": self.ok, "checked_at": self.checked_at, "steps": [asdict(s) for s in self.steps]}
 
+    def model_pace(self) -> float | None:
+        """Model seconds per audio second of the passed round trip (encode + decode of the test
+        signal), None when it did not pass."""
+        trip = next((s for s in self.steps if s.name == "roundtrip"), None)
+        if trip is None or trip.status != PASS or not trip.data.get("input_s"):
+            return None
+        return float(trip.data["seconds"]) / float(trip.data["input_s"])
+
 
 def _timed(name: str, title: str, fn) -> Step:
     start = time.perf_counter()

@@ -71,3 +71,31 @@ def test_an_unknown_session_and_a_bounded_board():
     for n in range(300):
         board.start(str(n))
     assert board.snapshot("0") is None and board.snapshot("299") is not None
+
+
+def test_a_fresh_servers_first_job_gets_the_model_checks_pace_said_as_a_floor():
+    clock = Clock()
+    board = ProgressBoard(clock, first_pace=lambda: 0.5)  # the readiness round trip: 0.5 s a second of audio
+    board.start("s")
+    board.note("s", 0.05, "job.reading")
+    assert board.snapshot("s").left_s is None  # the clip's length is not read yet
+    _estimate(board, "s")  # 64 s of audio
+    clock.now += 2.0
+    snap = board.snapshot("s")
+    assert snap.left_guessed and abs(snap.left_s - (0.5 * 64 - 2.0)) < 1e-6
+    assert "at least 0:30 left" in progress_view.running(snap, "en")
+    assert "至少剩 0:30" in progress_view.running(snap, "zh-CN")
+    clock.now += 1.0
+    board.finish("s", audio_s=64.0)  # a finished job's own pace replaces the guess
+    board.start("t")
+    _estimate(board, "t")
+    assert not board.snapshot("t").left_guessed
+    assert ProgressBoard(clock).snapshot("x") is None
+
+
+def test_the_readiness_report_gives_the_model_pace_only_when_its_round_trip_passed():
+    from core.model.readiness import ReadinessReport, Step
+
+    passed = ReadinessReport((Step("roundtrip", "t", "pass", "", 0.3, {"seconds": 0.25, "input_s": 1.0}),), 0.0)
+    failed = ReadinessReport((Step("roundtrip", "t", "fail", "", 0.3, {"seconds": 0.25, "input_s": 1.0}),), 0.0)
+    assert passed.model_pace() == 0.25 and failed.model_pace() is None

@@ -5,8 +5,9 @@ and an honest time left. Gradio-free; the page polls it (``webui.tabs.roundtrip`
 The time left comes from the job's own pace once its decode has reported a step (fraction per
 second since the encode's last step: the decode is most of a round trip, and the encode's share of
 the bar is a guess from FLOPs, not a time), before that from this server's last job of the same kind (seconds per
-second of audio); with neither it is not given. It is never Gradio's queue average, which knows
-nothing of the clip's length.
+second of audio); for a fresh server's first job, from the model's own readiness round trip
+(``first_pace``: model seconds per audio second, a lower bound said as "about"); with none of these
+it is not given. It is never Gradio's queue average, which knows nothing of the clip's length.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ class Snapshot:
     done: bool = False
     audio_s: float | None = None  # the clip's length, once read
     refused: str | None = None  # the job ended with this message to the person (a refused file, an error)
+    left_guessed: bool = False  # left_s is the model check's pace only (the page says "about")
 
 
 @dataclass
@@ -59,8 +61,11 @@ class _Job:
 class ProgressBoard:
     """The running jobs by key (a browser session), and the pace of the last finished one."""
 
-    def __init__(self, clock: Callable[[], float] = time.monotonic):
+    def __init__(
+        self, clock: Callable[[], float] = time.monotonic, first_pace: Callable[[], float | None] | None = None
+    ):
         self._clock = clock
+        self._first_pace = first_pace  # model seconds per audio second before any job has finished
         self._jobs: OrderedDict[str, _Job] = OrderedDict()
         self._lock = threading.Lock()
         self.pace_s_per_audio_s: float | None = None  # wall seconds per audio second, last finished job
@@ -124,27 +129,33 @@ class ProgressBoard:
             if entry is None:
                 return None
             now = self._clock()
+            left, guessed = (None, False) if entry.done else self._left_s(entry, now)
             return Snapshot(
                 entry.key,
                 dict(entry.fields),
                 entry.fraction,
                 (entry.end or now) - entry.start,
-                None if entry.done else self._left_s(entry, now),
+                left,
                 entry.estimate,
                 entry.done,
                 entry.audio_s,
                 entry.refused,
+                guessed,
             )
 
-    def _left_s(self, entry: _Job, now: float) -> float | None:
+    def _left_s(self, entry: _Job, now: float) -> tuple[float | None, bool]:
+        """Seconds left and whether they are the model check's guess."""
         if entry.model_at is not None and entry.decoding:
             t0, f0 = entry.model_at
             moved, took = entry.fraction - f0, now - t0
             if moved >= MIN_RATE_STEP and took >= MIN_RATE_S:
-                return max(0.0, (1.0 - entry.fraction) * took / moved)
+                return max(0.0, (1.0 - entry.fraction) * took / moved), False
         if self.pace_s_per_audio_s is not None and entry.audio_s:
-            return max(0.0, self.pace_s_per_audio_s * entry.audio_s - (now - entry.start))
-        return None
+            return max(0.0, self.pace_s_per_audio_s * entry.audio_s - (now - entry.start)), False
+        pace = self._first_pace() if self._first_pace is not None and entry.audio_s else None
+        if pace and entry.audio_s:
+            return max(0.0, pace * entry.audio_s - (now - entry.start)), True
+        return None, False
 
 
 def _float(value) -> float | None:

@@ -8,24 +8,23 @@ from __future__ import annotations
 
 import functools
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
 
 import gradio as gr
 
 from core.analysis.judges import Judges
-from core.audio.files import load_audio
 from webui import i18n
-from webui.common import TabHandlers, afterwards, need_file, path_of, refusal, user_errors
+from webui.common import afterwards, need_file, refusal, user_errors
 from webui.i18n import label
 from webui.jobs import codec, results
-from webui.jobs.progress import ProgressBoard
 from webui.queues import CHECK_GROUP, LAB_GROUP, METRICS_GROUP, MODEL_GROUP
 from webui.serving import url_input
 from webui.tabs import compare, lab, review
 from webui.tabs.inputs import audio_input, examples, url_row
-from webui.views import figure_words, formatting, progress_view
+from webui.tabs.roundtrip_progress import ProgressBoxHandlers, session_of
+from webui.views import figure_words, formatting
 
 logger = logging.getLogger(__name__)
 
@@ -48,11 +47,10 @@ class RoundTripView(NamedTuple):
 
 
 @dataclass
-class RoundTripHandlers(TabHandlers):
+class RoundTripHandlers(ProgressBoxHandlers):
     """The round trip's events; ``url_policy`` None: audio from a URL is off."""
 
     url_policy: url_input.UrlPolicy | None = None
-    board: ProgressBoard = field(default_factory=ProgressBoard)  # what each session's round trip has done
 
     def roundtrip(
         self,
@@ -66,7 +64,7 @@ class RoundTripHandlers(TabHandlers):
         the chosen reference codecs (``anchors``: ids, None for the server's --anchors) and the
         second checkpoint when one is loaded (``with_second``), listed in ``details["compare"]``."""
         lang = i18n.language_of(request)
-        job = _session(request)
+        job = session_of(request)
         running = self.board.snapshot(job) if job is not None else None
         if job is not None and (running is None or running.done):  # the click started it, or an API call
             self.board.start(job)
@@ -147,56 +145,6 @@ class RoundTripHandlers(TabHandlers):
             measured = measured | {results.ID_KEY: record.result_id}  # the verdict reads the record by it
         return formatting.metrics_markdown(out.metrics, out.seconds, lang), measured
 
-    def check_upload(self, audio_path, request: gr.Request | None = None):
-        """A file just given: read it now (within the limits) and say at once, in the box under the
-        button, what is wrong with it, instead of after *Encode → Decode*; a good file puts the last
-        job's box away. The file stays in the input either way; a running job's box is left alone."""
-        snap = self.board.snapshot(_session(request) or "")
-        if snap is not None and not snap.done:
-            return gr.skip()
-        if not audio_path:  # cleared
-            return gr.HTML("", visible=False)
-        lang = i18n.language_of(request)
-        try:
-            with user_errors("action.roundtrip", lang, self.workspace.root):
-                load_audio(Path(path_of(audio_path)), self.limits)
-        except gr.Error as e:
-            return gr.HTML(progress_view.refused(str(e.message), lang, before_the_job=True), visible=True)
-        return gr.HTML("", visible=False)
-
-    def clear_metrics(self, request: gr.Request | None = None):
-        """The click: blank the previous clip's metrics, show the progress box at once, disable the
-        button, start the box's timer (all before the job is even queued). The session's job counts
-        as running from here, so a file check still under way leaves the box alone."""
-        lang = i18n.language_of(request)
-        job = _session(request)
-        if job is not None:
-            self.board.start(job)
-        busy = gr.Button(interactive=False)
-        return "", None, gr.HTML(progress_view.starting(lang), visible=True), busy, gr.Timer(active=True)
-
-    def progress_now(self, request: gr.Request | None = None):
-        """The timer's tick while this session's round trip runs: the box as it is now."""
-        snap = self.board.snapshot(_session(request) or "")
-        if snap is None or snap.done:
-            return gr.skip()
-        return gr.HTML(progress_view.running(snap, i18n.language_of(request)), visible=True)
-
-    def progress_end(self, request: gr.Request | None = None):
-        """The round trip ended, well or not (after a failure too: ``webui.common.afterwards``): the
-        button back, the timer off, the box says how it went (why, when it was refused)."""
-        lang = i18n.language_of(request)
-        job = _session(request) or ""
-        snap = self.board.snapshot(job)
-        if snap is not None and not snap.done:  # the job never ran (refused before it started)
-            self.board.finish(job)
-            snap = self.board.snapshot(job)
-        ok = snap is not None and snap.done and snap.fraction >= 1.0
-        box = progress_view.done(snap.elapsed_s, snap.audio_s, lang) if ok and snap else ""
-        if snap is not None and snap.refused:
-            box = progress_view.refused(snap.refused, lang)
-        return gr.HTML(box, visible=bool(box)), gr.Button(interactive=True), gr.Timer(active=False)
-
     def fetch_url(self, url: str, request: gr.Request | None = None, progress=gr.Progress()):
         """Download audio from a URL into a request folder (only when enabled)."""
         lang = i18n.language_of(request)
@@ -218,11 +166,6 @@ class RoundTripPage:
     audio_in: gr.Audio  # the input: the Live tab hands a stopped session's recording to it
     report_files: gr.File | None = None  # the report's zip and page (a shared test's results go in)
     with_second: gr.Checkbox | None = None  # "also the second checkpoint": the Fine-tune tab ticks it
-
-
-def _session(request: gr.Request | None) -> str | None:
-    """The browser session a request comes from (the progress box's key); None outside a page."""
-    return getattr(request, "session_hash", None) or None
 
 
 def blind_choices(timeline_data, request: gr.Request | None = None):

@@ -28,7 +28,8 @@ def running(snap: Snapshot, lang: str = DEFAULT_LANGUAGE) -> str:
     stage = text(key, lang, **filled(snap.fields, lang))
     times = text("running.elapsed", lang, elapsed=clock(snap.elapsed_s))
     if snap.left_s is not None:
-        times += " · " + text("running.left", lang, left=clock(max(1.0, snap.left_s)))
+        key = "running.left_guess" if snap.left_guessed else "running.left"
+        times += " · " + text(key, lang, left=clock(max(1.0, snap.left_s)))
     elif snap.fraction < 0.9:
         times += " · " + text("running.left_unknown", lang)
     note = ""
