@@ -10,7 +10,7 @@ import pytest
 
 from tests.ports import reserve_port
 from tests.webui.test_finetune_page import make_data
-from tests.webui.test_parity_browser import SEEN, browser  # noqa: F401 - the module's browser
+from tests.webui.test_parity_browser import browser  # noqa: F401 - the module's browser
 from tests.webui.test_webui_browser import TIMEOUT_MS
 from webui.app import build_app
 from webui.options import UiOptions
@@ -18,6 +18,14 @@ from webui.server import ServerOptions, launch
 from webui.serving import share_link
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+SEEN = """(el) => {
+  el.scrollIntoView({block: 'center'});
+  const r = el.getBoundingClientRect();
+  const hit = document.elementFromPoint(r.x + r.width / 2, r.y + r.height / 2);
+  return {text: el.innerText, inside: r.height > 0 && r.top >= 0 && r.bottom <= innerHeight && r.right <= innerWidth,
+          uncovered: !!hit && el.contains(hit)};
+}"""
 
 
 @pytest.fixture(scope="module")

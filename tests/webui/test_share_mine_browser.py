@@ -12,6 +12,7 @@ from tests.webui.shared_test_server import shared_test_server
 from tests.webui.test_share_browser import chromium  # noqa: F401 - the module's browser
 from tests.webui.test_webui_browser import CLIP, TIMEOUT_MS
 from webui.i18n import text
+from webui.tabs.shared_test_mine import STORAGE_KEY
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]  # a round trip and two shared tests
 
@@ -42,6 +43,12 @@ def _share(page) -> str:
     return page.locator("#share-url").inner_text()
 
 
+def _kept(page, before: str | None) -> str:
+    """Wait until the browser's storage of the owner's tests changes from ``before``; its new value."""
+    page.wait_for_function("([k, v]) => localStorage.getItem(k) !== v", arg=[STORAGE_KEY, before], timeout=TIMEOUT_MS)
+    return page.evaluate("k => localStorage.getItem(k)", STORAGE_KEY)
+
+
 def test_the_owners_tests_survive_a_reload_and_a_second_test(chromium, app):  # noqa: F811
     page = chromium.new_context(viewport={"width": 1440, "height": 900}).new_page()
     page.goto(app + "/")
@@ -55,13 +62,16 @@ def test_the_owners_tests_survive_a_reload_and_a_second_test(chromium, app):  # 
     page.locator("#share-button").wait_for(state="visible", timeout=TIMEOUT_MS)
     for nothing_yet in ("#share-close", "#share-csv-button", "#share-include", "#share-trials", "#share-mine"):
         assert not page.locator(nothing_yet).is_visible(), nothing_yet
+    stored = page.evaluate("k => localStorage.getItem(k)", STORAGE_KEY)
     first = _share(page)
+    stored = _kept(page, stored)  # the browser's list holds the new test (written after the link shows)
     page.locator("#share-close").wait_for(state="visible", timeout=TIMEOUT_MS)
     assert page.evaluate(IN_VIEW, "#share-close") and page.evaluate(IN_VIEW, "#share-mine")
     page.locator("#share-kind").get_by_text("ABX", exact=True).click()
     page.locator("#share-trials").wait_for(state="visible", timeout=TIMEOUT_MS)
     second = _share(page)
     assert second != first
+    _kept(page, stored)  # a reload before the browser wrote its list would lose the second test
     page.reload()
     page.get_by_role("tab", name=text("abx.tab", "en")).click()  # the page opens on the round trip
     page.locator("#share-panel .label-wrap").first.wait_for(timeout=TIMEOUT_MS)

@@ -53,6 +53,11 @@ tokenize(data, out, Settings(model=str(model), device="cpu"), options, show_prog
 """
 
 
+def _committed(out: Path) -> list[Path]:
+    """The shards' commit marks: Parquet files and the error-only shards' marks."""
+    return [*(out / "shards").glob("*.parquet"), *(out / "shards").glob(f"*{shards.EMPTY_MARK}")]
+
+
 @pytest.mark.slow
 def test_a_killed_run_resumes_to_every_file_exactly_once(tiny_checkpoint, tmp_path, speech):
     data = tmp_path / "data"
@@ -71,7 +76,8 @@ def test_a_killed_run_resumes_to_every_file_exactly_once(tiny_checkpoint, tmp_pa
     assert first.wait(timeout=240) == -signal.SIGKILL  # it killed itself right after the first shard's commit
     with contextlib.suppress(ProcessLookupError):
         os.killpg(first.pid, signal.SIGKILL)  # Ray's processes, left behind by the kill
-    before = {p.name: p.stat().st_ino for p in (out / "shards").glob("*.parquet")}
+    # the first committed shard: a Parquet file, or the error-only shard's mark when that one finished first
+    before = {p.name: p.stat().st_ino for p in _committed(out)}
     assert len(before) == 1 and not (out / "manifest.json").exists()
 
     args = ["tokenize", data, "-o", out, "--model", tiny_checkpoint, "--device", "cpu", "--shard-size", "2"]
@@ -80,8 +86,9 @@ def test_a_killed_run_resumes_to_every_file_exactly_once(tiny_checkpoint, tmp_pa
     log, _ = second.communicate(timeout=300)
     assert second.returncode == 0, log
     assert "resumed" in log
-    after = {p.name: p.stat().st_ino for p in (out / "shards").glob("*.parquet")}
-    assert all(after[name] == inode for name, inode in before.items())  # finished shards kept, not rewritten
+    kept = {p.name: p.stat().st_ino for p in _committed(out)}
+    assert all(kept[name] == inode for name, inode in before.items())  # finished shards kept, not rewritten
+    after = {p.name for p in (out / "shards").glob("*.parquet")}
     # every shard finished; the last holds the one error and no rows
     assert shards.finished_shards(out) == set(range(CLIPS // 2 + 1)) and len(after) == CLIPS // 2
     indices = [i for table in shards.read_shards(out) for i in table.column("index").to_pylist()]
