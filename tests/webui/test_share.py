@@ -106,6 +106,7 @@ def test_a_shared_abx_test_pools_total_correct_with_exact_p(served):
             state = client.post("/abx", json={"trial": state["trial"], "answer": plan[state["trial"]]}).json()
     shown = html.unescape(handlers.responses(owned, True, EN))  # answered without fetching X: flagged, counted in
     assert "2 listeners, 8 of 8 correct: the room can tell them apart, p = 0.0039" in shown
+    assert "Compared: Original (A) with " in shown and "(B)." in shown  # what the room told apart
     assert "8 answers could not come from listening" in shown
     assert "No listener has finished" in html.unescape(handlers.responses(owned, False, EN))  # left out by default
 
@@ -210,3 +211,9 @@ def test_sharing_without_a_clip_or_with_too_many_conditions_is_refused(served):
         handlers.share(None, "mushra", CHOSEN, 4, None, EN)
     with pytest.raises(gr.Error, match="at most 6"):
         handlers.share(LAST, "mushra", ["k8", "k4", "k2", "opus6", "opus12", "amr", "mp3"], 4, None, EN)
+
+
+def test_abx_with_two_conditions_ticked_is_refused_not_cut_to_the_first(served):
+    _url, handlers = served
+    with pytest.raises(gr.Error, match="ABX compares the original with one condition, and 2 are ticked"):
+        handlers.share(LAST, "abx", ["reconstruction", "k2"], 4, None, EN)

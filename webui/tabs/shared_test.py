@@ -106,6 +106,8 @@ class ShareHandlers(TabHandlers):
                 return abx_jobs.region(rates.read_at(last["audio"], self.limits, rate), *where, rate_hz=rate)
 
             if kind == "abx":
+                if len(chosen or []) > 1:  # B is one condition: never the first of several, silently
+                    raise refusal(i18n.text("share.abx_one", lang, n=len(chosen)), lang)
                 b = str((chosen or [abx.A_CODEC])[0])
                 ids = [abx.A_ORIGINAL, b]
                 made, rate = shared_test.make_conditions(self.engine, samples, ids, audio, original_at)
@@ -165,7 +167,8 @@ class ShareHandlers(TabHandlers):
             excluded = {s.listener for s in pooled.screened if s.excluded}
         else:
             pooled_abx = shared_test_results.pool_abx(counted(got["answers"]))
-            body = shared_test_view.abx_html(pooled_abx, nicknames, lang)
+            pair = (name_of(info.plan.get("a_source", abx.A_ORIGINAL)), name_of(info.plan.get("b_source", abx.A_CODEC)))
+            body = shared_test_view.abx_html(pooled_abx, nicknames, lang, pair)
             excluded = set()
         if flagged:
             body = shared_test_view.flagged_html(flagged, bool(include_excluded), lang) + body
@@ -319,10 +322,10 @@ def build(handlers: ShareHandlers, last: gr.State, before_link: Callable[[], Any
             csv_file = gr.File(label=i18n.label("share.csv"), interactive=False, elem_id="share-csv")
         owned = gr.State(None)
         timer = gr.Timer(REFRESH_S, active=True)
-    kind.change(
-        lambda k: gr.Number(elem_classes=[] if k == "abx" else GONE),
-        inputs=[kind],
-        outputs=[trials],
+    kind.change(  # ABX compares the original with one condition: the first ticked stays ticked
+        lambda k, c: (gr.Number(elem_classes=[] if k == "abx" else GONE), (c or [])[:1] if k == "abx" else c),
+        inputs=[kind, chosen],
+        outputs=[trials, chosen],
         queue=False,
         api_visibility="private",
     )

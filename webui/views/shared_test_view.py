@@ -111,10 +111,20 @@ def mushra_html(pooled: shared_test_results.MushraPooled, nicknames: dict[str, s
     )
 
 
-def abx_html(pooled: shared_test_results.AbxPooled, nicknames: dict[str, str], lang: str) -> str:
-    """Total correct of total trials with the exact p, and each listener's own."""
+def abx_html(
+    pooled: shared_test_results.AbxPooled, nicknames: dict[str, str], lang: str, pair: tuple[str, str] | None = None
+) -> str:
+    """What was compared (``pair``: A's and B's names), total correct of total trials with the exact p,
+    and each listener's own."""
+    compared = (
+        f'<p class="cw-shared-compared">{html.escape(i18n.text("share.abx_compared", lang, a=pair[0], b=pair[1]))}</p>'
+        if pair
+        else ""
+    )
     if not pooled.trials:
-        return f'<div class="cw-shared-result"><p>{html.escape(i18n.text("share.no_answers", lang))}</p></div>'
+        return (
+            f'<div class="cw-shared-result">{compared}<p>{html.escape(i18n.text("share.no_answers", lang))}</p></div>'
+        )
     p = pooled.p_value
     verdict = "can" if p < 0.05 else "probably" if p < 0.10 else "cannot"
     sentence = i18n.text(
@@ -136,7 +146,7 @@ def abx_html(pooled: shared_test_results.AbxPooled, nicknames: dict[str, str], l
         for k in ("share.col_listener", "share.col_correct", "share.col_p")
     )
     return (
-        f'<div class="cw-shared-result"><p class="cw-shared-sentence">{html.escape(sentence)}</p>'
+        f'<div class="cw-shared-result">{compared}<p class="cw-shared-sentence">{html.escape(sentence)}</p>'
         f'<table class="cw-shared-listeners"><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table></div>'
     )
 
