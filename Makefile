@@ -170,7 +170,7 @@ test-long: test-system-deps $(VENV)/.stamp-test node_modules/.package-lock.json
 # them takes and checks the same screenshots but writes nothing into the tree (tests/docs_output.py).
 SCREENSHOT_TESTS := $(addprefix tests/webui/,test_demo_flow_browser.py test_lab_browser.py test_compare_browser.py \
 	test_live_browser.py test_parity_browser.py test_share_browser.py test_voice_card_browser.py \
-	test_webui_browser_i18n.py test_webui_abx.py test_finetune_browser.py)
+	test_webui_browser_i18n.py test_webui_abx.py test_finetune_browser.py test_presenter_browser.py)
 screenshots: test-system-deps $(VENV)/.stamp-test node_modules/.package-lock.json
 	DOCS_SCREENSHOTS=1 $(TEST_ENV) $(PY) -m pytest -m "not gpu" $(XDIST) --timeout=900 $(PYTEST_ARGS) $(SCREENSHOT_TESTS)
 

@@ -46,9 +46,15 @@ TOAST_KINDS = {"error": "running.error_title", "warning": "running.warning_title
 
 
 def page_js() -> str:
-    """page.js with the toasts' titles in every language (Gradio's own are English)."""
+    """page.js with the toasts' titles and the presenter view's words in every language (Gradio's own
+    toast titles are English)."""
     titles = {lang: {kind: text(key, lang) for kind, key in TOAST_KINDS.items()} for lang in LANGUAGES}
-    return PAGE_JS.replace("() => {", f"() => {{\n  const TOAST_TITLES = {json.dumps(titles, ensure_ascii=False)};", 1)
+    view = {lang: {"presenter": text("view.presenter", lang), "hint": text("view.hint", lang)} for lang in LANGUAGES}
+    head = (
+        f"() => {{\n  const TOAST_TITLES = {json.dumps(titles, ensure_ascii=False)};"
+        f"\n  const VIEW_WORDS = {json.dumps(view, ensure_ascii=False)};"
+    )
+    return PAGE_JS.replace("() => {", head, 1)
 
 
 def build_app(engine, options: UiOptions | None = None) -> gr.Blocks:

@@ -5,7 +5,7 @@
   // menu) never takes the focus. Gradio redraws the tabs, so this follows its changes.
   if (window.__cwPage) return;
   window.__cwPage = true;
-  const tabsOf = (list) => [...list.querySelectorAll('button[role="tab"]')].filter((b) => !b.disabled);
+  const tabsOf = (list) => [...list.querySelectorAll('button[role="tab"]')].filter((b) => !b.disabled && b.offsetParent);
   const roving = () => {
     for (const copy of document.querySelectorAll('.tab-container[aria-hidden="true"] button')) copy.tabIndex = -1;
     for (const list of document.querySelectorAll('[role="tablist"]')) {
@@ -70,11 +70,39 @@
       if (kind && titles[kind] && node && node.nodeValue.trim() !== titles[kind]) node.nodeValue = titles[kind] + " ";
     }
   };
+  // The presenter view: only what an audience needs (Round trip, Live, Blind test; page.css says what
+  // folds away). ?view=presenter or ?view=all in the address, else this browser's last choice.
+  const view = VIEW_WORDS[document.documentElement.lang] || VIEW_WORDS.en;
+  const asked = new URLSearchParams(location.search).get("view");
+  let presenter = asked ? asked === "presenter" : localStorage.getItem("cw-view") === "presenter";
+  const toggle = document.createElement("button");
+  toggle.type = "button";
+  toggle.id = "cw-view-toggle";
+  toggle.textContent = view.presenter;
+  toggle.title = view.hint;
+  const applyView = () => {
+    document.body.classList.toggle("cw-presenter", presenter);
+    toggle.setAttribute("aria-pressed", presenter ? "true" : "false");
+    const selected = document.querySelector('[role="tablist"] button[role="tab"][aria-selected="true"]');
+    if (presenter && selected && !selected.offsetParent) { // a folded tab was open: back to the round trip
+      const first = document.querySelector('[role="tablist"] button[role="tab"][data-tab-id="roundtrip"]');
+      if (first) first.click();
+    }
+  };
+  toggle.onclick = () => {
+    presenter = !presenter;
+    localStorage.setItem("cw-view", presenter ? "presenter" : "all");
+    applyView();
+  };
+  const placeToggle = () => { // Gradio may draw the intro again: the switch stays in it
+    const intro = document.getElementById("app-intro");
+    if (intro && !intro.contains(toggle)) { intro.prepend(toggle); applyView(); }
+  };
   let pending = false;
   const later = () => { // at most once a frame, whatever Gradio redraws
     if (pending) return;
     pending = true;
-    requestAnimationFrame(() => { pending = false; roving(); describe(); retitle(); place(); });
+    requestAnimationFrame(() => { pending = false; placeToggle(); roving(); describe(); retitle(); place(); });
   };
   new MutationObserver(later).observe(document.body, {subtree: true, childList: true, attributes: true,
     attributeFilter: ["aria-selected", "src", "open"]});

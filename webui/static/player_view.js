@@ -50,7 +50,13 @@ function cwView(P) {
       b.appendChild(k);
     }
     const gain = s.gain_db ? ` (${s.gain_db > 0 ? "+" : "−"}${Math.abs(s.gain_db).toFixed(1)} dB)` : "";
-    b.appendChild(document.createTextNode(" " + (s.id === "residual" ? residualLabel(s) : s.label) + gain));
+    b.appendChild(document.createTextNode(" " + (s.id === "residual" ? residualLabel(s) : s.label)));
+    if (gain) {
+      const g = document.createElement("span");
+      g.className = "cw-gain"; // the presenter view folds it away
+      g.textContent = gain;
+      b.appendChild(g);
+    }
     b.onclick = () => P.select(s.id);
     return b;
   }
@@ -73,11 +79,15 @@ function cwView(P) {
     box.appendChild(title);
     tl.worst.forEach((m, i) => {
       const snr = m.seg_snr_db === null ? "" : `, SNR ${m.seg_snr_db.toFixed(1)} dB`;
-      const b = button("cw-moment", `${i + 1}. ${cwClock(m.time_s)} · ${m.mel_distance_db.toFixed(1)} dB mel${snr}`, () => {
+      const b = button("cw-moment", `${i + 1}. ${cwClock(m.time_s)}`, () => {
         P.loop = {on: true, a: Math.max(0, m.time_s - CW_MOMENT_S), b: Math.min(P.duration(), m.time_s + CW_MOMENT_S)};
         P.seek(P.loop.a); P.render();
         if (!P.playing) P.play(); // a worst moment is there to be heard: play it, not only set the loop
       });
+      const figures = document.createElement("span");
+      figures.className = "cw-figures"; // the presenter view folds the numbers away, the moment stays
+      figures.textContent = ` · ${m.mel_distance_db.toFixed(1)} dB mel${snr}`;
+      b.appendChild(figures);
       b.dataset.time = m.time_s;
       box.appendChild(b);
     });

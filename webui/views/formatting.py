@@ -68,7 +68,8 @@ def _summary_tail(info: dict, lang: str) -> str:
     device = text("status.device_cpu_short", lang) if info.get("device") == "cpu" else info.get("device_label")
     resident = info.get("resident_mib")
     items = [device or info.get("device"), info.get("dtype"), f"{resident:.0f} MiB" if resident else None]
-    return "".join(f" · {_esc(item)}" for item in items if item)
+    tail = "".join(f" · {_esc(item)}" for item in items if item)
+    return f'<span class="cw-status-tail">{tail}</span>' if tail else ""
 
 
 def _verdict(report: dict | None, info: dict, lang: str) -> tuple[str, str]:
