@@ -99,3 +99,11 @@ def test_the_readiness_report_gives_the_model_pace_only_when_its_round_trip_pass
     passed = ReadinessReport((Step("roundtrip", "t", "pass", "", 0.3, {"seconds": 0.25, "input_s": 1.0}),), 0.0)
     failed = ReadinessReport((Step("roundtrip", "t", "fail", "", 0.3, {"seconds": 0.25, "input_s": 1.0}),), 0.0)
     assert passed.model_pace() == 0.25 and failed.model_pace() is None
+
+
+def test_a_tick_before_the_jobs_first_stage_says_starting():
+    """The click starts the session's job; the timer can tick before the job reports a stage."""
+    board = ProgressBoard(Clock())
+    board.start("s")
+    assert "Starting" in progress_view.running(board.snapshot("s"), "en")  # was a KeyError: the tick failed
+    assert "正在开始" in progress_view.running(board.snapshot("s"), "zh-CN")

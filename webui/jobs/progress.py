@@ -46,7 +46,7 @@ class Snapshot:
 @dataclass
 class _Job:
     start: float
-    key: str = "job.starting"
+    key: str = "running.starting"  # until the job reports its first stage: what the click showed
     fields: dict = field(default_factory=dict)
     fraction: float = 0.0
     audio_s: float | None = None
