@@ -197,6 +197,7 @@ def test_a_blind_test_started_from_a_worst_moment(desktop):
     page.locator("#abx-prompt").filter(has_text="Trial 1 of 10").wait_for(timeout=TIMEOUT_MS)
     page.locator("#abx-answer-a").wait_for(timeout=TIMEOUT_MS)
     assert "8 of 16 codebooks" in page.locator("#abx-references").inner_html()
+    page.wait_for_function(f"{ABX}.duration > 0", timeout=TIMEOUT_MS)  # the new sounds' headers read
     assert page.evaluate(ABX)["duration"] == pytest.approx(3.0, abs=0.01)
 
 
