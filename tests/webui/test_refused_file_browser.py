@@ -68,8 +68,10 @@ def test_refused_files_then_a_good_one_without_a_reload(chromium, server, refuse
     tap = bool(context.get("has_touch"))
     for bad in refused_files:
         _give(page, bad)
-        page.wait_for_function(  # said at once, under the button, before any press
-            "(document.querySelector('#roundtrip-progress .cw-progress') || {dataset: {}}).dataset.state === 'refused'",
+        page.wait_for_function(  # said at once, under the button, before any press (this file's reason, not the last one's)
+            """(name) => { const box = document.querySelector('#roundtrip-progress .cw-progress');
+                           return !!box && box.dataset.state === 'refused' && box.innerText.includes(name); }""",
+            arg=bad.name,
             timeout=TIMEOUT_MS,
             polling=200,
         )
