@@ -11,6 +11,7 @@ import pytest
 from tests.ports import reserve_port
 from tests.webui.test_finetune_page import make_data
 from tests.webui.test_parity_browser import browser  # noqa: F401 - the module's browser
+from tests.webui.test_share_link_browser import SEEN
 from tests.webui.test_webui_browser import TIMEOUT_MS
 from webui.app import build_app
 from webui.options import UiOptions
@@ -18,14 +19,6 @@ from webui.server import ServerOptions, launch
 from webui.serving import share_link
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
-
-SEEN = """(el) => {
-  el.scrollIntoView({block: 'center'});
-  const r = el.getBoundingClientRect();
-  const hit = document.elementFromPoint(r.x + r.width / 2, r.y + r.height / 2);
-  return {text: el.innerText, inside: r.height > 0 && r.top >= 0 && r.bottom <= innerHeight && r.right <= innerWidth,
-          uncovered: !!hit && el.contains(hit)};
-}"""
 
 
 @pytest.fixture(scope="module")
@@ -58,7 +51,7 @@ def test_a_visitor_sees_the_note_and_no_start(browser, site):  # noqa: F811
     page = _open_tab(browser, visitor_url)
     note = page.locator("#finetune-visitors")
     expect(note).to_be_visible(timeout=TIMEOUT_MS)
-    seen = note.evaluate(SEEN)
+    seen = page.evaluate(SEEN, "#finetune-visitors")
     assert "only a browser on the server's own machine" in seen["text"], seen
     assert seen["inside"] and seen["uncovered"], seen
     assert not page.locator("#finetune-start").is_visible()
