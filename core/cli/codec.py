@@ -23,7 +23,7 @@ def add_parsers(sub) -> dict:
         ("roundtrip", "audio files -> token files + reconstructed WAVs"),
     ):
         p = sub.add_parser(name, help=help_text)
-        p.add_argument("files", nargs="+", type=Path)
+        p.add_argument("files", nargs="+", type=Path, help="audio files" if name != "decode" else "token files (.npz)")
         p.add_argument("-o", "--output-dir", type=Path, required=True, help="where to write results")
     sub.choices["roundtrip"].add_argument(
         "--no-mos", action="store_true", help="leave DistillMOS out of the metrics table (faster)"

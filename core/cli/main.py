@@ -31,9 +31,17 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, Callable]]:
     for module in (codec, judging, dataset, doctor, live, parity, stream, training):
         commands |= module.add_parsers(sub)
     for p in sub.choices.values():
+        p.usage = _short_usage(p)
         add_settings_arguments(p)
     commands |= codec.add_build_checkpoint_parser(sub)
     return parser, commands
+
+
+def _short_usage(parser: argparse.ArgumentParser) -> str:
+    """The command's own usage with the engine's flags as one ``[engine options]``: the ≈40 flags every
+    command shares would bury its own two or three (``--help`` lists them, after the command's)."""
+    own = parser.format_usage().removeprefix("usage: ").rstrip()
+    return f"{own} [engine options]"
 
 
 def main(argv: list[str] | None = None) -> int:

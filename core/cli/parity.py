@@ -4,16 +4,37 @@ clip through fp32, bf16 and fp16 on this device). docs/parity.md."""
 
 from __future__ import annotations
 
+import argparse
 import json
+import logging
+import os
+import sys
 from pathlib import Path
 
 from core.cli.common import engine_from_args
 from core.errors import CodecError
 
+logger = logging.getLogger(__name__)
+
+PARITY_EXAMPLES = """examples:
+  python -m core parity clip.npz their_decode.wav
+      the model is the one the token file names (its model_source); --model overrides it
+  python -m core parity codes.npy their_decode.wav --model ./Qwen3-TTS-Tokenizer-12Hz --report parity.html
+      codes without a model name (.npy, JSON frames x 16) take --model or CODEC_MODEL
+
+exit code 0 whatever the verdict (it is printed); 1 when an input cannot be read. docs/parity.md"""
+
 
 def add_parsers(sub) -> dict:
     """The parity commands, on ``sub``; returns {name: function}."""
-    parity = sub.add_parser("parity", help="another decoder's WAV against the reference decode of the same codes")
+    parity = sub.add_parser(
+        "parity",
+        help="another decoder's WAV against the reference decode of the same codes",
+        description="Decode CODES with the reference model and compare WAV (another implementation's decode of "
+        "the same codes) with it: offset, length, error curve, clicks at seams and a verdict naming the likely cause.",
+        epilog=PARITY_EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parity.add_argument("codes", type=Path, help="the codes it decoded: a token file (.npz), .npy or JSON, frames × 16")
     parity.add_argument("wav", type=Path, help="the WAV it made from them")
     parity.add_argument(
@@ -55,7 +76,11 @@ def cmd_parity(args) -> int:
         if path.exists():
             raise CodecError(f"{path} already exists; choose another --report path or remove it.")
     limits = settings_from_args(args).audio_limits()
-    load_their_wav(args.wav, limits, load_codes(args.codes, limits.max_duration_s))  # bad input: before the model loads
+    codes = load_codes(args.codes, limits.max_duration_s)
+    load_their_wav(args.wav, limits, codes)  # bad input: before the model loads
+    if args.model is None and not os.environ.get("CODEC_MODEL") and codes.model_source:
+        args.model = codes.model_source  # the model that made the codes decodes them
+        sys.stderr.write(f"model: {codes.model_source} (named by {args.codes.name}; --model chooses another)\n")
     engine = engine_from_args(args)
     bar, update = _progress("reference decode")
     try:

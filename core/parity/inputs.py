@@ -36,6 +36,7 @@ class Codes:
     original_samples: int | None  # the clip's length from a token file; None: frames × 1920
     kind: str  # "token file", "npy" or "json"
     notes: tuple[Note, ...] = ()  # what was done to read them (a transposed array, a batch of one)
+    model_source: str = ""  # the model a token file says made them; "" for .npy and JSON
 
     @property
     def frames(self) -> int:
@@ -74,7 +75,8 @@ def load_codes(path, max_duration_s: float) -> Codes:
     suffix = path.suffix.lower()
     if suffix == ".npz":
         token_file = tokens.load_tokens(path, max_duration_s=max_duration_s)
-        return Codes(np.asarray(token_file.codes, dtype=np.int64), token_file.original_samples, "token file")
+        codes = np.asarray(token_file.codes, dtype=np.int64)
+        return Codes(codes, token_file.original_samples, "token file", model_source=token_file.model_source)
     if suffix == ".npy":
         return _checked(_read_npy(path, max_duration_s), path, "npy", max_duration_s)
     if suffix == ".json":

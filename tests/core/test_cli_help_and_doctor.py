@@ -23,6 +23,17 @@ def test_subcommand_help_puts_the_commands_own_options_first(capsys):
     )
 
 
+def test_a_commands_usage_line_names_its_own_options_and_parity_has_examples():
+    parser, _ = build_parser()
+    parity = parser._subparsers._group_actions[0].choices["parity"]  # noqa: SLF001 - argparse keeps them here
+    usage = parity.format_usage()
+    assert "--report" in usage and "codes wav" in usage and usage.rstrip().endswith("[engine options]"), usage
+    assert "--live-sessions" not in usage and "--model" not in usage, usage  # the engine's flags, listed below
+    text = parity.format_help()
+    assert "examples:\n  python -m core parity clip.npz their_decode.wav" in text
+    assert text.index("--report") < text.index("--live-sessions") < text.index("examples:")
+
+
 def test_the_table_names_units_and_says_the_bitrate_in_kbits():
     column = source_table.Column({"id": "codec", "label": "codec"}, {source_table.BITRATE: 2200.0, "STOI": 0.5}, {})
     text = source_table.SourceTable([column], 0.0).text()

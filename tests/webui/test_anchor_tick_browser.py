@@ -53,9 +53,13 @@ def test_anchors_ticked_after_the_ladder_keep_its_levels_and_a_quick_second_tick
     page.locator("#roundtrip-anchors").get_by_text("MP3 32 kbit/s").click()
     page.wait_for_timeout(300)
     page.locator("#roundtrip-anchors").get_by_text("LP 7 kHz").click()
-    page.wait_for_function(
-        f"{LAB}.sources.includes('mp3') && {LAB}.sources.includes('lp7')", timeout=TIMEOUT_MS, polling=200
-    )
+    try:
+        page.wait_for_function(
+            f"{LAB}.sources.includes('mp3') && {LAB}.sources.includes('lp7')", timeout=TIMEOUT_MS, polling=200
+        )
+    except Exception as error:  # what the player and the boxes hold, for the failure's reader
+        ticked = page.locator("#roundtrip-anchors input:checked").evaluate_all("els => els.map(e => e.value)")
+        raise AssertionError(f"player: {page.evaluate(LAB)['sources']}; ticked: {ticked}") from error
     page.wait_for_timeout(1500)  # anything still on its way lands
     after = page.evaluate(LAB)["sources"]
     assert {"mp3", "lp7"} <= set(after)

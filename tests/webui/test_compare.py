@@ -189,3 +189,25 @@ def test_the_report_carries_every_source_and_the_table(speech_trip):
     assert page.count("<audio") == 2 + 3 and 'id="source-opus6"' in page
     assert "Every source side by side" in page and "<th>Opus 6 kbit/s</th>" in page
     assert "Where the codec stands: on this clip it is" in page  # the placing, in the reader's language
+
+
+def test_two_quick_ticks_arriving_in_either_order_both_land_and_an_untick_drops_one(engine, tmp_path):
+    """Two boxes ticked 0.3 s apart send two requests made from the same result on screen; they may
+    reach the server in either order. The later request must not undo the earlier one (before, the
+    box ticked second showed ticked but never reached the player when its request was handled first)."""
+    clip = tmp_path / "speech.wav"
+    sf.write(clip, sf.read(SPEECH, dtype="float32")[0][: 2 * 24_000], 24_000, subtype="FLOAT")
+    tabs = Tabs.of(engine, Workspace(tmp_path / "requests"))
+    out = tabs.roundtrip.roundtrip(str(clip), EN, ["lp3.5"], False)
+    handlers = CompareHandlers(tabs.engine, tabs.workspace)
+
+    def ids(details):
+        return [s["id"] for s in details["compare"]["sources"]]
+
+    second = handlers.add_anchors(out.original, out.reconstruction, ["lp3.5", "mp3", "lp7"], out.details, EN)
+    first = handlers.add_anchors(out.original, out.reconstruction, ["lp3.5", "mp3"], out.details, EN)
+    assert sorted(ids(second)) == sorted(ids(first)) == ["lp3.5", "lp7", "mp3"], (ids(second), ids(first))
+    unticked = handlers.add_anchors(out.original, out.reconstruction, ["lp3.5", "mp3"], first, EN)
+    assert sorted(ids(unticked)) == ["lp3.5", "mp3"]
+    behind = handlers.add_anchors(out.original, out.reconstruction, ["lp3.5", "mp3"], out.details, EN)
+    assert sorted(ids(behind)) == ["lp3.5", "mp3"]  # a page behind the result catches up, nothing made again

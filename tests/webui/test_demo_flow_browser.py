@@ -77,6 +77,14 @@ def _tops(page, selectors) -> list[float]:
     return [page.eval_on_selector(s, "e => e.getBoundingClientRect().top + window.scrollY") for s in selectors]
 
 
+IN_VIEW = """(selector) => {
+  const el = document.querySelector(selector);
+  const r = el ? el.getBoundingClientRect() : null;
+  if (!r || r.height === 0 || r.top < 0 || r.bottom > innerHeight) return false;
+  const hit = document.elementFromPoint(r.x + r.width / 2, r.y + Math.min(r.height / 2, 20));
+  return !!hit && el.contains(hit);
+}"""  # in the viewport and not covered, without scrolling: what a person sees
+
 SETTLED = """() => ![...document.querySelectorAll('[data-testid=status-tracker]')]
     .some(e => !e.classList.contains('hide') && e.getClientRects().length) && !document.querySelector('.pending')"""
 
@@ -116,6 +124,8 @@ def test_flow_order_on_the_desktop(desktop):
     tops = _tops(page, FLOW)
     assert tops == sorted(tops), dict(zip(FLOW, tops, strict=True))
     assert page.locator("#roundtrip-run").bounding_box()["y"] < tops[1]
+    page.wait_for_function(IN_VIEW, arg="#lab-player .cw-play", timeout=5000)  # the page scrolled to the card by
+    assert page.evaluate(IN_VIEW, "#roundtrip-verdict .cw-card")  # itself: the card and the player's controls show
     assert not page.locator("#roundtrip-spectrogram").is_visible()  # the details are folded
     assert page.locator("#roundtrip-report").is_enabled()  # the verdict is in: the report can be made
     card = page.locator("#roundtrip-verdict .cw-card")

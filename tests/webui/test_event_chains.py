@@ -48,3 +48,42 @@ def test_the_check_finds_a_bare_then_and_afterwards_satisfies_it():
     assert then_without_failure_twin(wired) == []
     twin = [d for d in wired.config["dependencies"] if d.get("trigger_only_on_failure")]
     assert [d["api_name"] for d in twin] == ["give_back_failed"]
+
+
+def once_after_repeating(demo: gr.Blocks) -> list[str]:
+    """The api names of chained steps left at Gradio's default trigger mode "once" behind an event that
+    can run again while they are still waiting ("always_last" or "multiple", and steps chained behind
+    those). The browser skips a "once" step whose last run has not finished: the second of two quick
+    anchor ticks was added, but the timeline after it never ran and the player never got it."""
+    deps = demo.config["dependencies"]
+    by_id = {d["id"]: d for d in deps}
+
+    def repeats(dep) -> bool:
+        while dep is not None:
+            if dep.get("trigger_mode") in ("always_last", "multiple"):
+                return True
+            dep = by_id.get(dep.get("trigger_after"))
+        return False
+
+    return [
+        f"{d.get('api_name') or d['id']} (after {by_id[d['trigger_after']].get('api_name')})"
+        for d in deps
+        if d.get("trigger_after") is not None
+        and d.get("trigger_mode") == "once"
+        and d.get("backend_fn")
+        and repeats(by_id.get(d["trigger_after"]))
+    ]
+
+
+def test_no_step_behind_a_repeating_event_is_skipped_while_its_last_run_waits(engine, tmp_path):
+    demo = build_app(engine, UiOptions(temp_root=tmp_path / "work"))
+    assert once_after_repeating(demo) == []
+
+
+def test_the_check_finds_a_once_step_behind_an_always_last_event():
+    with gr.Blocks() as page:
+        box = gr.CheckboxGroup(["a", "b"])
+        out = gr.Textbox()
+        added = box.input(lambda v: v, inputs=[box], outputs=[box], trigger_mode="always_last", api_name="add")
+        added.success(lambda v: str(v), inputs=[box], outputs=[out], api_name="draw")
+    assert once_after_repeating(page) == ["draw (after add)"]

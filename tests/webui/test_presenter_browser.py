@@ -71,6 +71,10 @@ def test_the_presenter_view_folds_the_engineers_tools_and_keeps_the_codec(chromi
     assert status and "MiB" not in status["text"] and "float32" not in status["text"], status
 
     _round_trip(page)  # the codec's result, as the audience sees it
+    page.wait_for_function(  # the page brings the card and the player's controls into view by itself
+        f"() => {{ const s = ({SEEN})('#lab-player .cw-play'); return s && s.inside && s.uncovered; }}", timeout=5000
+    )
+    assert page.evaluate(SEEN, "#roundtrip-verdict .cw-card")["uncovered"]
     sources = page.locator("#lab-player .cw-source")
     assert sources.count() >= 3 and all("dB" not in t for t in sources.all_inner_texts())
     assert not page.locator("#lab-heading").is_visible() and not page.locator("#roundtrip-details").is_visible()

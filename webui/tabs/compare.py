@@ -131,27 +131,36 @@ class CompareHandlers(TabHandlers):
         """An anchor ticked (or unticked) once a result is on screen: the missing ones made from the
         round trip's original and added to its sources, the unticked ones dropped; nothing is
         encoded again (a tick acts at once, without a full re-run). The player's timeline and
-        the table follow. Before a result, or with nothing to change, nothing happens."""
+        the table follow. Before a result, or with nothing to change, nothing happens.
+
+        The change is what the page asked for against the result it showed (``details``), applied to
+        the server's latest state of that result: two quick ticks send two requests that may arrive in
+        either order, each made from the same shown result; the later one must not undo the earlier."""
         lang = i18n.language_of(request)
         if not details or not original_path or not reconstruction_path:
             return gr.skip()
         original = need_file(original_path, "what.original", lang)
         need_file(reconstruction_path, "what.reconstruction", lang)  # a result on screen: both clips
+        record = results.find(self.engine, details, original, path_of(reconstruction_path))
+        latest = results.recall(record, "roundtrip") or details
         with user_errors("action.compare_table", lang):
-            have = checked_sources(details, self.workspace.root)
+            shown = {s["id"] for s in checked_sources(details, self.workspace.root) if s["kind"] == sources.ANCHOR}
             wanted = core_anchors.anchor_ids(anchors or [])
-            kept = [s for s in have if s["kind"] != sources.ANCHOR or s["id"] in wanted]
-            missing = [a for a in wanted if a not in {s["id"] for s in have}]
+            dropped = shown - set(wanted)
+            have = checked_sources(latest, self.workspace.root)
+            kept = [s for s in have if s["kind"] != sources.ANCHOR or s["id"] not in dropped]
+            missing = [a for a in wanted if a not in shown and a not in {s["id"] for s in have}]
+            logger.info(
+                "anchors: ticked %s, shown %s, the result has %s", wanted, sorted(shown), [s["id"] for s in have]
+            )
             if not missing and len(kept) == len(have):
-                return gr.skip()
+                return gr.skip() if latest is details else latest  # a page behind the result catches up
             extra = compare_jobs.add_anchors(original, missing, self.workspace.new_dir("anchors"), self.limits)
-        compare = dict((details or {}).get("compare") or {})
+        compare = dict((latest or {}).get("compare") or {})
         compare["sources"] = kept + extra.sources
         compare["problems"] = [p for p in compare.get("problems") or [] if p.get("id") not in missing] + extra.problems
-        updated = dict(details) | {"compare": compare}
-        results.remember(
-            results.find(self.engine, details, original, path_of(reconstruction_path)), "roundtrip", updated
-        )  # the report takes these
+        updated = dict(latest) | {"compare": compare}
+        results.remember(record, "roundtrip", updated)  # the report takes these, the next tick starts from them
         return updated
 
     def problems(self, details, request: gr.Request | None = None):
@@ -206,6 +215,7 @@ def build(
             outputs=[table, placing, raw],
             api_name=name,
             api_visibility="public" if name == "compare_table" else "private",
+            trigger_mode="always_last",  # a table asked for while the last one is made follows it, never skipped
             **METRICS_GROUP,
         )
     return raw

@@ -315,6 +315,7 @@ def wire(
                 api_name="timeline_again",
                 api_visibility="private",
                 show_progress="hidden",
+                trigger_mode="always_last",  # two quick ticks: the second's timeline follows the first's, never skipped
                 **LAB_GROUP,
             )
         )

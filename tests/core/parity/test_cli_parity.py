@@ -69,3 +69,21 @@ def test_encode_parity_and_precision(cli, tiny_checkpoint, tmp_path):
     )
     assert sweep.returncode == 0, sweep.stderr
     assert "bf16" in sweep.stdout and "Random weights" in sweep.stdout
+
+
+def test_parity_of_a_token_file_uses_the_model_it_names(cli, tiny_checkpoint, tmp_path, monkeypatch):
+    """A token file names the model that made its codes: ``parity`` decodes with it when no --model is
+    given (and says so), and --model still chooses another."""
+    from core import tokens
+
+    monkeypatch.delenv("CODEC_MODEL", raising=False)
+    engine = _engine(tiny_checkpoint)
+    x = speechlike(1.0, seed=5)
+    codes = engine.encode_array(x).codes
+    path = tokens.save_tokens(tokens.make_token_file(codes, x.size, str(tiny_checkpoint)), tmp_path / "c.npz")
+    sf.write(tmp_path / "theirs.wav", engine.decode(codes, x.size).samples, SAMPLE_RATE, subtype="FLOAT")
+    out = cli("parity", path, tmp_path / "theirs.wav", "--device", "cpu")
+    assert out.returncode == 0, out.stderr
+    assert f"model: {tiny_checkpoint}" in out.stderr and out.stdout.startswith("Identical"), out.stdout
+    other = cli("parity", path, tmp_path / "theirs.wav", "--device", "cpu", "--model", tmp_path / "none")
+    assert other.returncode == 1 and "model:" not in other.stderr.splitlines()[0]
