@@ -125,3 +125,24 @@ def test_a_worst_moment_moves_the_player(page):
     page.screenshot(path=str(shot), full_page=False)
     _save_small(shot, SCREENSHOT)
     shot.unlink()
+
+
+def test_the_log_mel_curve_keeps_clear_of_the_top_edge_and_the_marks(page):
+    """The clip's largest log-mel distance is drawn below the worst moments' marks with headroom: a plateau
+    at the top read as a curve cut off at the plot's edge."""
+    rows = page.evaluate("""() => {
+      const canvas = document.querySelector('#lab-player canvas.cw-tl');
+      const g = canvas.getContext('2d'), d = g.getImageData(0, 0, canvas.width, canvas.height).data;
+      const mel = [0xb3, 0x26, 0x1e], hits = [];
+      for (let y = 0; y < canvas.height; y++) {  // rows with more of the curve's colour than the playhead's line
+        let n = 0;
+        for (let x = 0; x < canvas.width; x++) {
+          const i = (y * canvas.width + x) * 4;
+          if (Math.abs(d[i] - mel[0]) + Math.abs(d[i + 1] - mel[1]) + Math.abs(d[i + 2] - mel[2]) < 40) n++;
+        }
+        if (n > 4) hits.push(y);
+      }
+      return {hits, height: canvas.height, scale: canvas.height / canvas.getBoundingClientRect().height};
+    }""")
+    assert rows["hits"], "no log-mel curve drawn"
+    assert min(rows["hits"]) >= 21 * rows["scale"], rows  # the marks take the rows up to 19 px

@@ -55,6 +55,16 @@ def test_status_bar_shows_the_three_steps(page):
         expect(status).to_contain_text(title, timeout=TIMEOUT_MS)
     expect(status).to_contain_text("Ready")
     expect(page.locator("#rerun-checks")).to_be_visible()
+    for width, height in ((1280, 900), (390, 844)):  # the button lies inside the bar's box, on its line
+        page.set_viewport_size({"width": width, "height": height})
+        page.locator("#status-bar details").evaluate("e => e.open = false")
+        page.wait_for_timeout(100)
+        button = page.locator("#rerun-checks").bounding_box()
+        bar = page.locator("#status-bar .cw-status").bounding_box()
+        line = page.locator("#status-bar .cw-status > summary").bounding_box()
+        assert bar["y"] < button["y"] and button["y"] + button["height"] < bar["y"] + bar["height"], (button, bar)
+        assert button["x"] + button["width"] < bar["x"] + bar["width"], (button, bar)
+        assert line["y"] <= button["y"] + button["height"] / 2 <= line["y"] + line["height"], (button, line)
 
 
 def test_roundtrip_from_an_uploaded_file(page):

@@ -127,7 +127,9 @@ function cwDraw(P) {
     const g = canvas.getContext("2d"), M = P.manifest, tl = M.timeline, h = canvas.height, x = scale(canvas);
     g.fillStyle = c.ground; g.fillRect(0, 0, canvas.width, h);
     if (!tl) return;
-    const top = Math.max(1, ...tl.mel_distance_db.filter((v) => v !== null));
+    // 15 % headroom and the top below the worst moments' marks (y ≤ 19 px): a plateau at the clip's largest
+    // distance reads as a plateau, not as a curve cut off at the edge
+    const top = Math.max(1, ...tl.mel_distance_db.filter((v) => v !== null)) * 1.15, span = h - 28;
     const curve = (values, y, colour) => {
       g.strokeStyle = colour; g.lineWidth = 1.5; g.beginPath(); let pen = false;
       values.forEach((v, i) => {
@@ -138,8 +140,8 @@ function cwDraw(P) {
       });
       g.stroke(); g.lineWidth = 1;
     };
-    curve(tl.mel_distance_db, (v) => h - 4 - v / top * (h - 18), c.mel);
-    curve(tl.seg_snr_db, (v) => h - 4 - (v + 10) / 45 * (h - 18), c.snr);
+    curve(tl.mel_distance_db, (v) => h - 4 - v / top * span, c.mel);
+    curve(tl.seg_snr_db, (v) => h - 4 - (v + 10) / 45 * span, c.snr);
     seams(g, canvas, c, h);
     g.font = "bold 11px sans-serif"; g.fillStyle = c.text;
     tl.worst.forEach((m, i) => { const px = x(m.time_s); g.fillText(String(i + 1), px - 3, 11); g.fillRect(px - 0.5, 13, 1, 6); });
