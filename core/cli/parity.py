@@ -107,7 +107,9 @@ def cmd_parity(args) -> int:
             "onset": " (where the difference starts)",
             "frame": " (frame boundary)",
         }
-        print(f"  click at {click.time_s:.3f} s: {click.height_lsb:.0f} LSB{where.get(click.seam or '', '')}")
+        print(
+            f"  click at {click.time_s:.3f} s: {click.height_lsb:.0f} LSB{where.get(click.seam or '', ' (inside a frame)')}"
+        )
     if args.report is not None:
         print(f"wrote {args.report}")
     return 0

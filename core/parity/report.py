@@ -85,8 +85,9 @@ def curve_figure(result, labels: dict | None = None) -> Figure:
     ax.set_xlim(0, max(float(times[-1]) if times.size else 1.0, 1e-3) + result.curve.window_s)
     ax.set_ylim(FLOOR_LSB / 2, max(float(values.max()) * 2, verdict.ROUNDING_LSB * 4))
     ax.grid(True, which="major", alpha=0.3)
-    ax.legend(loc="upper left", fontsize=7, framealpha=0.9)
-    fig.subplots_adjust(left=0.08, right=0.98, top=0.95, bottom=0.16)
+    # above the plot, never over it: inside, it covered a click at the clip's start
+    ax.legend(loc="lower left", bbox_to_anchor=(0.0, 1.0), ncol=4, fontsize=7, frameon=False, borderaxespad=0.2)
+    fig.subplots_adjust(left=0.08, right=0.98, top=0.88, bottom=0.16)
     return fig
 
 
@@ -126,7 +127,7 @@ def html_page(
     measures = "".join(f"<tr><th>{e(str(k))}</th><td>{e(str(x))}</td></tr>" for k, x in rows)
     clicks = (
         "".join(
-            f"<tr><td>{c.time_s:.4f}</td><td>{c.height_lsb:.0f}</td><td>{e(say('where_' + c.seam, {}, table) if c.seam else '—')}</td></tr>"
+            f"<tr><td>{c.time_s:.4f}</td><td>{c.height_lsb:.0f}</td><td>{e(say('where_' + (c.seam or 'inside'), {}, table).strip(' ()（）'))}</td></tr>"
             for c in result.clicks
         )
         or f"<tr><td colspan=3>{e(fixed['none'])}</td></tr>"

@@ -90,6 +90,7 @@ ENGLISH = {
     "where_official": " (an official 300-frame seam)",
     "where_onset": " (where the difference starts)",
     "where_frame": " (a frame boundary)",
+    "where_inside": " (inside a frame: no seam there)",
     "precision_spread": "The difference is spread over the clip from its start: {share:.0%} of frames differ by more than {threshold:g} LSB, SNR {snr:.1f} dB, no jump at a frame boundary: the arithmetic differs (bf16, fp16 or TF32 convolutions; compare with python -m core precision).",
     "padding_zero": "Frame {frame} holds code 0 (codebook {books}): code 0 is a valid code (padding is -1), and a decoder that takes 0 for padding goes wrong there.",
     "padding_tail": "Only the last {frames} frame(s) differ: the end of the codes is padded or cut differently.",

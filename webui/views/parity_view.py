@@ -77,7 +77,7 @@ def measures_markdown(result, lang: str) -> str:
         return table
     where = words(lang)
     clicks = "\n".join(
-        f"| {c.time_s:.4f} | {c.height_lsb:.0f} | {say('where_' + c.seam, {}, where) if c.seam else '–'} |"
+        f"| {c.time_s:.4f} | {c.height_lsb:.0f} | {say('where_' + (c.seam or 'inside'), {}, where).strip(' ()（）')} |"
         for c in result.clicks
     )
     return f"{table}\n\n{i18n.text('parity.clicks_header', lang)}\n| --- | --- | --- |\n{clicks}"

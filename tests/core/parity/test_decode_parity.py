@@ -147,6 +147,19 @@ def test_a_click_between_frame_boundaries_is_named_a_click(engine, clip, tmp_pat
     assert [c.time_s for c in result.clicks] == [1.0]
     assert v.kind == "differs" and v.cause == "click" and v.time_s == 1.0, v.sentence
     assert "likely a click (one sudden jump)" in v.sentence and "starts with a click at 1.000 s" in v.sentence
+    from webui.views import parity_view
+
+    table = parity_view.measures_markdown(result, "en")  # the clicks' *where* column says where it sits, never "–"
+    assert "| 1.0000 | 19661 | inside a frame: no seam there |" in table, table
+    assert "帧内部" in parity_view.measures_markdown(result, "zh-CN")
+    from core.parity import report
+
+    fig = report.curve_figure(result)  # the legend lies above the plot: inside it covered a click near the start
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    renderer = FigureCanvasAgg(fig).get_renderer()
+    axes, legend = fig.axes[0].get_window_extent(renderer), fig.axes[0].get_legend().get_window_extent(renderer)
+    assert legend.y0 >= axes.y1 - 1 and legend.y1 <= fig.bbox.y1 + 1, (legend, axes)
 
 
 def test_lost_samples_part_way_are_named(engine, clip, tmp_path):
