@@ -107,3 +107,40 @@ def test_a_tick_before_the_jobs_first_stage_says_starting():
     board.start("s")
     assert "Starting" in progress_view.running(board.snapshot("s"), "en")  # was a KeyError: the tick failed
     assert "正在开始" in progress_view.running(board.snapshot("s"), "zh-CN")
+
+
+def test_between_two_steps_the_time_left_counts_down_and_the_bar_moves_with_the_clock():
+    """One model call on a CPU can take a minute: the box stood at "Encoding · 20 %" for 40 s, and while
+    the decode waited for its next step the time left grew (1:47 to 3:24)."""
+    clock = Clock()
+    board = ProgressBoard(clock)
+    board.start("s")
+    _estimate(board, "s")
+    board.note("s", 0.26, "job.encoding_part", percent="100%")
+    clock.now += 10.0
+    board.note("s", 0.36, "job.decoding_part", percent="13%")  # 0.10 of the job in 10 s
+    first = board.snapshot("s").left_s
+    assert abs(first - 64.0) < 1e-6
+    clock.now += 20.0  # the next step is slow to come
+    waiting = board.snapshot("s")
+    assert abs(waiting.left_s - 44.0) < 1e-6  # counted down, not grown
+    assert 0.36 < waiting.fraction <= 0.36 + 0.5 * 0.64  # the bar moved with the clock, at most half-way
+    clock.now += 100.0
+    assert board.snapshot("s").left_s == 1.0  # run out before the step came: "a moment", never negative
+    later = board.snapshot("s").fraction
+    board.note("s", 0.46, "job.decoding_part", percent="27%")  # the step, late: the pace is measured again
+    assert board.snapshot("s").fraction >= later  # the bar never goes back
+    assert board.snapshot("s").left_s > 1.0
+
+
+def test_a_first_job_on_a_known_pace_moves_its_bar_during_the_encode():
+    clock = Clock()
+    board = ProgressBoard(clock, first_pace=lambda: 0.5)  # 64 s of audio: at least 32 s
+    board.start("s")
+    _estimate(board, "s")
+    board.note("s", 0.20, "job.encoding", percent="0%")
+    shown = [board.snapshot("s").fraction]
+    for _ in range(3):
+        clock.now += 5.0
+        shown.append(board.snapshot("s").fraction)
+    assert shown == sorted(shown) and shown[-1] > shown[0] + 0.1, shown  # 20 % for 14 s read as frozen

@@ -8,6 +8,10 @@ the bar is a guess from FLOPs, not a time), before that from this server's last 
 second of audio); for a fresh server's first job, from the model's own readiness round trip
 (``first_pace``: model seconds per audio second, a lower bound said as "about"); with none of these
 it is not given. It is never Gradio's queue average, which knows nothing of the clip's length.
+
+Between two steps (one model call on a CPU can take a minute) the time left counts down from the
+last step's estimate instead of growing with the wait, and the bar moves with the clock toward the
+end the time left implies (never past half of what is left): a box that stands still reads as frozen.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ ENCODE_KEYS = ("job.encoding", "job.encoding_part")  # the stages of a job's enc
 DECODE_KEYS = ("job.decoding", "job.decoding_part")
 MIN_RATE_STEP = 0.03  # fraction the decode must have moved before its own pace is believed
 MIN_RATE_S = 0.5  # ... and seconds
+WAITING_LEFT_S = 1.0  # what the countdown says once it has run out before the next step came
 
 
 @dataclass
@@ -52,6 +57,8 @@ class _Job:
     audio_s: float | None = None
     estimate: dict | None = None
     model_at: tuple[float, float] | None = None  # (time, fraction) of the encode's last step
+    step_at: float | None = None  # when the fraction last moved
+    shown: float = 0.0  # the fraction the box last showed (it never goes back)
     decoding: bool = False  # a decode step has been reported since
     done: bool = False
     end: float | None = None
@@ -99,7 +106,8 @@ class ProgressBoard:
                 entry.audio_s = _float(fields.get("seconds"))
             else:
                 entry.key, entry.fields = key, dict(fields)
-            entry.fraction = max(entry.fraction, float(fraction))
+            if float(fraction) > entry.fraction:
+                entry.fraction, entry.step_at = float(fraction), now
             if key in ENCODE_KEYS:  # the decode's pace is measured from the encode's last step on
                 entry.model_at = (now, entry.fraction)
             elif key in DECODE_KEYS and entry.model_at is not None:
@@ -130,10 +138,11 @@ class ProgressBoard:
                 return None
             now = self._clock()
             left, guessed = (None, False) if entry.done else self._left_s(entry, now)
+            entry.shown = max(entry.shown, _moving_fraction(entry, now, left))
             return Snapshot(
                 entry.key,
                 dict(entry.fields),
-                entry.fraction,
+                entry.shown if not entry.done else entry.fraction,
                 (entry.end or now) - entry.start,
                 left,
                 entry.estimate,
@@ -145,17 +154,28 @@ class ProgressBoard:
 
     def _left_s(self, entry: _Job, now: float) -> tuple[float | None, bool]:
         """Seconds left and whether they are the model check's guess."""
-        if entry.model_at is not None and entry.decoding:
+        if entry.model_at is not None and entry.decoding and entry.step_at is not None:
             t0, f0 = entry.model_at
-            moved, took = entry.fraction - f0, now - t0
+            moved, took = entry.fraction - f0, entry.step_at - t0  # the pace up to the last step
             if moved >= MIN_RATE_STEP and took >= MIN_RATE_S:
-                return max(0.0, (1.0 - entry.fraction) * took / moved), False
+                at_step = (1.0 - entry.fraction) * took / moved
+                return max(WAITING_LEFT_S, at_step - (now - entry.step_at)), False
         if self.pace_s_per_audio_s is not None and entry.audio_s:
             return max(0.0, self.pace_s_per_audio_s * entry.audio_s - (now - entry.start)), False
         pace = self._first_pace() if self._first_pace is not None and entry.audio_s else None
         if pace and entry.audio_s:
             return max(0.0, pace * entry.audio_s - (now - entry.start)), True
         return None, False
+
+
+def _moving_fraction(entry: _Job, now: float, left_s: float | None) -> float:
+    """The fraction the clock says the job has reached (elapsed over elapsed plus the time left), at most
+    half-way from the last reported fraction to the end; the reported fraction when nothing is known."""
+    if entry.done or left_s is None:
+        return entry.fraction
+    elapsed = now - entry.start
+    by_clock = elapsed / (elapsed + left_s) if elapsed + left_s > 0 else 0.0
+    return max(entry.fraction, min(by_clock, entry.fraction + 0.5 * (1.0 - entry.fraction)))
 
 
 def _float(value) -> float | None:
