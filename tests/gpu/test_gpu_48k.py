@@ -13,17 +13,14 @@ error is below 40 dB (tests/gpu/test_gpu_live.py).
 
 from __future__ import annotations
 
-import gc
 import os
 from pathlib import Path
 
 import numpy as np
 import pytest
-import torch
 
-from core.model.engine import Engine
-from core.settings import Settings
 from tests.live_checks import stream
+from tests.strict_engine import snr_db, strict_engine
 
 pytestmark = pytest.mark.gpu
 
@@ -40,25 +37,8 @@ def engine_48k(tmp_path_factory):
         from core.model.checkpoints import build_full_checkpoint
 
         build_full_checkpoint(path, reference=ROOT / "core" / "model" / "reference-config.json", output_rate_hz=RATE_HZ)
-    previous = torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32
-    torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = False
-    engine = Engine(Settings(model=str(path), device="cuda:0", dtype="float32", decode_streams=8))
-    assert engine.load(), engine.error
-    with torch.no_grad():
-        for name, p in engine.model.named_parameters():
-            if name.endswith("layer_scale.scale"):
-                p.fill_(1.0)
-    yield engine
-    engine.unload()
-    gc.collect()  # a failed test's frames may still hold a stream decoder; the next module measures VRAM
-    torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32 = previous
-    torch.cuda.empty_cache()
-
-
-def _snr_db(x: np.ndarray, ref: np.ndarray) -> float:
-    assert x.shape == ref.shape, (x.shape, ref.shape)
-    err = np.sum((x.astype(np.float64) - ref) ** 2)
-    return float("inf") if err == 0 else float(10 * np.log10(np.sum(ref.astype(np.float64) ** 2) / err))
+    with strict_engine(path, device="cuda:0", decode_streams=8) as engine:
+        yield engine
 
 
 def test_the_checkpoint_decodes_at_48_khz(engine_48k):
@@ -73,7 +53,7 @@ def test_a_live_session_gives_the_engines_codes_and_48_khz_audio(engine_48k, spe
     codes = engine_48k.encode_array(x).codes
     audio = engine_48k.decode(codes, original_samples=x.size).samples
     result, _ = stream(engine_48k, x, [1920] * (x.size // 1920 + 1))
-    snr = _snr_db(result.reconstruction, audio)
+    snr = snr_db(result.reconstruction, audio)
     print(f"\n48 kHz live: {audio.size} samples, SNR {snr:.1f} dB against Engine.decode")
     np.testing.assert_array_equal(result.codes, codes)
     assert snr >= MIN_SNR_DB
@@ -91,7 +71,7 @@ def test_a_stream_decoder_equals_the_whole_decode_at_48_khz(engine_48k):
         parts.append(decoder.push(codes[low:]))
         parts.append(decoder.finish())
     got = np.concatenate(parts)
-    snr = _snr_db(got, ref)
+    snr = snr_db(got, ref)
     print(f"\n48 kHz stream decode: {got.size} samples, SNR {snr:.1f} dB against Engine.decode")
     assert got.size == 61 * SAMPLES_PER_FRAME
     assert snr >= MIN_SNR_DB

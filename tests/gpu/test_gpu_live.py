@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-import torch
 
-from core.model.engine import Engine
-from core.settings import Settings
+from tests import strict_engine as strict
 from tests.live_checks import block_sizes, stream
+from tests.strict_engine import snr_db
 
 pytestmark = pytest.mark.gpu
 
@@ -22,24 +21,10 @@ SECONDS = 6.3  # 78.75 frames: a partial last frame
 
 @pytest.fixture(scope="module")
 def strict_engine(full_checkpoint):
-    previous = torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32
-    torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = False
-    engine = Engine(Settings(model=str(full_checkpoint), device="cuda:0", dtype="float32"))
-    assert engine.load(), engine.error
-    with torch.no_grad():
+    with strict.strict_engine(full_checkpoint, device="cuda:0") as engine:
         scales = [p for name, p in engine.model.named_parameters() if name.endswith("layer_scale.scale")]
-        for p in scales:
-            p.fill_(1.0)
-    assert len(scales) >= 16  # encoder and decoder transformers
-    yield engine
-    engine.unload()
-    torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32 = previous
-    torch.cuda.empty_cache()
-
-
-def _snr_db(x: np.ndarray, ref: np.ndarray) -> float:
-    err = np.sum((x.astype(np.float64) - ref) ** 2)
-    return float("inf") if err == 0 else float(10 * np.log10(np.sum(ref.astype(np.float64) ** 2) / err))
+        assert len(scales) >= 16 and all(bool((p == 1.0).all()) for p in scales)  # encoder and decoder
+        yield engine
 
 
 def test_blocks_of_any_size_give_the_engines_codes_and_audio_on_the_full_model(strict_engine, speech):
@@ -54,13 +39,13 @@ def test_blocks_of_any_size_give_the_engines_codes_and_audio_on_the_full_model(s
         first = result.reconstruction if first is None else first
         print(
             f"\n[{name}] codes agree {agree:.4%}; audio vs Engine.decode: max abs "
-            f"{np.abs(result.reconstruction - audio).max():.2e}, SNR {_snr_db(result.reconstruction, audio):.1f} dB; "
+            f"{np.abs(result.reconstruction - audio).max():.2e}, SNR {snr_db(result.reconstruction, audio):.1f} dB; "
             f"vs the first block size: max abs {np.abs(result.reconstruction - first).max():.2e}; "
             f"compute per frame median {result.stats['compute_ms_median']:.1f} ms, p95 {result.stats['compute_ms_p95']:.1f} ms"
         )
         np.testing.assert_array_equal(result.codes, codes)
         assert result.reconstruction.shape == audio.shape
-        assert _snr_db(result.reconstruction, audio) > 60  # fp32 rounding; a lost state is ≈0-30 dB
+        assert snr_db(result.reconstruction, audio) > 60  # fp32 rounding; a lost state is ≈0-30 dB
         assert np.abs(result.reconstruction - first).max() < 1e-5  # the same per-frame work whatever the blocks
     assert engine.live.in_use == 0
 
@@ -79,8 +64,8 @@ def test_without_the_decoder_state_the_full_model_sounds_different(strict_engine
             decoder = StreamingDecoder(runner)  # fresh state every frame
             pieces.append(decoder.push(frame[None]))
     forgetful = np.concatenate(pieces)[: x.size]
-    print(f"\nstateless per-frame decode: SNR {_snr_db(forgetful, audio):.1f} dB against Engine.decode")
-    assert _snr_db(forgetful, audio) < 40
+    print(f"\nstateless per-frame decode: SNR {snr_db(forgetful, audio):.1f} dB against Engine.decode")
+    assert snr_db(forgetful, audio) < 40
 
 
 def test_the_captured_steps_replay_the_eager_step(strict_engine, speech):
@@ -106,13 +91,13 @@ def test_the_captured_steps_replay_the_eager_step(strict_engine, speech):
     print(
         f"\ngraphs: {graphed.stats['compute_ms_median']:.2f} / {graphed.stats['compute_ms_p95']:.2f} ms per frame "
         f"(median / p95); eager: {eager.stats['compute_ms_median']:.2f} / {eager.stats['compute_ms_p95']:.2f}; "
-        f"graphs vs eager audio SNR {_snr_db(graphed.reconstruction, eager.reconstruction):.1f} dB, "
-        f"vs Engine.decode {_snr_db(graphed.reconstruction, audio):.1f} dB"
+        f"graphs vs eager audio SNR {snr_db(graphed.reconstruction, eager.reconstruction):.1f} dB, "
+        f"vs Engine.decode {snr_db(graphed.reconstruction, audio):.1f} dB"
     )
     np.testing.assert_array_equal(graphed.codes, codes)
     np.testing.assert_array_equal(eager.codes, codes)
-    assert _snr_db(graphed.reconstruction, audio) > 60
-    assert _snr_db(graphed.reconstruction, eager.reconstruction) > 60
+    assert snr_db(graphed.reconstruction, audio) > 60
+    assert snr_db(graphed.reconstruction, eager.reconstruction) > 60
     engine.live.batched = None
 
 

@@ -17,9 +17,8 @@ import pytest
 import torch
 
 from core.codec import SAMPLE_RATE, SAMPLES_PER_FRAME
-from core.model.engine import Engine
 from core.nn.live_batch import Row
-from core.settings import Settings
+from tests.strict_engine import snr_db, strict_engine
 
 pytestmark = pytest.mark.gpu
 
@@ -29,25 +28,8 @@ JOIN_AFTER_S = (0.0, 0.5, 1.1, 2.0)
 
 @pytest.fixture(scope="module")
 def batch_engine(full_checkpoint):
-    previous = torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32
-    torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = False
-    engine = Engine(
-        Settings(model=str(full_checkpoint), device="cuda:0", dtype="float32", live_sessions=8, live_max_s=60)
-    )
-    assert engine.load(), engine.error
-    with torch.no_grad():
-        for name, p in engine.model.named_parameters():
-            if name.endswith("layer_scale.scale"):
-                p.fill_(1.0)
-    yield engine
-    engine.unload()
-    torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32 = previous
-    torch.cuda.empty_cache()
-
-
-def _snr_db(x: np.ndarray, ref: np.ndarray) -> float:
-    err = np.sum((x.astype(np.float64) - ref) ** 2)
-    return float("inf") if err == 0 else float(10 * np.log10(np.sum(ref.astype(np.float64) ** 2) / err))
+    with strict_engine(full_checkpoint, device="cuda:0", live_sessions=8, live_max_s=60) as engine:
+        yield engine
 
 
 def test_sessions_in_threads_get_the_engines_codes_through_the_graphs(batch_engine, speech):
@@ -85,7 +67,7 @@ def test_sessions_in_threads_get_the_engines_codes_through_the_graphs(batch_engi
     for x, r in zip(xs, results, strict=True):
         codes = engine.encode_array(x).codes
         audio = engine.decode(codes, original_samples=x.size).samples
-        snr = _snr_db(r.reconstruction, audio)
+        snr = snr_db(r.reconstruction, audio)
         print(
             f"{x.size / SAMPLE_RATE:.2f} s: codes agree {float((r.codes == codes).mean()):.4%}, audio SNR {snr:.1f} dB, "
             f"frame compute p95 {r.stats['compute_ms_p95']:.1f} ms"

@@ -13,10 +13,8 @@ import time
 
 import numpy as np
 import pytest
-import torch
 
-from core.model.engine import Engine
-from core.settings import Settings
+from tests.strict_engine import snr_db, strict_engine
 
 pytestmark = pytest.mark.gpu
 
@@ -27,24 +25,8 @@ FRAMES = (150, 97, 61, 230)
 
 @pytest.fixture(scope="module")
 def stream_engine(full_checkpoint):
-    previous = torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32
-    torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = False
-    engine = Engine(Settings(model=str(full_checkpoint), device="cuda:0", dtype="float32", decode_streams=16))
-    assert engine.load(), engine.error
-    with torch.no_grad():
-        for name, p in engine.model.named_parameters():
-            if name.endswith("layer_scale.scale"):
-                p.fill_(1.0)
-    yield engine
-    engine.unload()
-    torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32 = previous
-    torch.cuda.empty_cache()
-
-
-def _snr_db(x: np.ndarray, ref: np.ndarray) -> float:
-    assert x.shape == ref.shape
-    err = np.sum((x.astype(np.float64) - ref) ** 2)
-    return float("inf") if err == 0 else float(10 * np.log10(np.sum(ref.astype(np.float64) ** 2) / err))
+    with strict_engine(full_checkpoint, device="cuda:0", decode_streams=16) as engine:
+        yield engine
 
 
 def _stream(engine, codes, sizes, delay_s, out, i):
@@ -73,7 +55,7 @@ def test_streams_in_threads_equal_the_whole_decode(stream_engine):
         t.start()
     for t in threads:
         t.join()
-    snrs = [_snr_db(o, r) for o, r in zip(out, refs, strict=True)]
+    snrs = [snr_db(o, r) for o, r in zip(out, refs, strict=True)]
     print("stream SNR dB against the whole decode:", [round(s, 1) for s in snrs])
     assert min(snrs) >= MIN_SNR_DB
     assert stream_engine.streams._batcher is not None and stream_engine.streams._batcher.steps > 0
@@ -83,4 +65,4 @@ def test_a_one_frame_stream_equals_its_decode(stream_engine):
     codes = np.random.default_rng(6).integers(0, 2048, size=(1, 16))
     with stream_engine.stream_decoder() as decoder:
         got = np.concatenate([decoder.push(codes), decoder.finish()])
-    assert _snr_db(got, stream_engine.decode(codes).samples) >= MIN_SNR_DB
+    assert snr_db(got, stream_engine.decode(codes).samples) >= MIN_SNR_DB

@@ -94,6 +94,7 @@ def _slots(store, link: str, page) -> dict[str, str]:
 
 def _rate(page, slots: dict[str, str], want: dict[str, int], phone: bool) -> None:
     page.wait_for_function("window.cwListen && window.cwListen.state().player.duration > 1", timeout=TIMEOUT_MS)
+    _a_listeners_screen(page, phone)
     first = page.locator(".cw-rate-row button").first
     first.tap() if phone else first.click()  # switch to a sound in the transport
     assert page.evaluate("window.cwListen.state().player.source") == "s1"
@@ -111,6 +112,27 @@ def _rate(page, slots: dict[str, str], want: dict[str, int], phone: bool) -> Non
     send.scroll_into_view_if_needed()
     send.tap() if phone else send.click()
     page.locator("#listen-status").filter(has_text="Thank you").wait_for(timeout=TIMEOUT_MS)
+    assert not page.locator("#listen-intro").is_visible()  # the instructions go with the test
+
+
+def _a_listeners_screen(page, phone: bool) -> None:
+    """What a listener needs and no more: no loop box or zoom, the keys said only where there is a
+    keyboard, each of the scale's words over its fifth of the slider, none overlapping the next."""
+    assert not page.locator(".cw-listen .cw-loop").is_visible() and not page.locator(".cw-listen .cw-zoom").is_visible()
+    status = page.locator("#listen-status").inner_text()
+    assert ("Keys:" in status) != phone, status
+    words = page.locator(".cw-scale-words span").all()
+    slider = page.locator(".cw-rate-row input[type=range]").first.bounding_box()
+    boxes = [w.bounding_box() for w in words]
+    assert len(boxes) == 5 and all(b and b["height"] > 0 for b in boxes)
+    for i, b in enumerate(boxes):
+        fifth = (slider["x"] + slider["width"] * i / 5, slider["x"] + slider["width"] * (i + 1) / 5)
+        centre = b["x"] + b["width"] / 2
+        assert fifth[0] <= centre <= fifth[1], (i, b, slider)
+    texts = page.evaluate("""() => [...document.querySelectorAll('.cw-scale-words span')].map((s) => {
+      const r = document.createRange(); r.selectNodeContents(s); const b = r.getBoundingClientRect();
+      return [b.left, b.right]; })""")  # the words' own ink, not their cells
+    assert all(a[1] <= b[0] + 0.5 for a, b in zip(texts, texts[1:], strict=False)), texts
 
 
 def test_the_room_rates_a_shared_mushra_test_and_the_owner_sees_it_pooled(chromium, app, tmp_path):

@@ -13,6 +13,9 @@ player.mount(element.querySelector(".cw-listen-player"));
 const $ = (id) => document.getElementById(id);
 let current = null; // the last state from the server
 let touched = new Set(); // MUSHRA: sliders moved on this screen
+// the keys (R, 1..9, Space) are said only where there is a keyboard: on a phone they are noise
+const keyboard = window.matchMedia("(hover: hover) and (pointer: fine)").matches;
+const keysHint = (words) => (keyboard ? " " + words : "");
 
 async function call(path, body) {
   const r = await fetch(base + path, body === undefined ? {} :
@@ -39,6 +42,7 @@ function show(state) {
   current = state;
   $("listen-error").textContent = "";
   $("listen-intro").textContent = state.kind === "mushra" ? W.intro_mushra : W.intro_abx;
+  $("listen-intro").hidden = false;
   $("listen-join").hidden = state.joined || state.state !== "open";
   $("listen-test").hidden = true;
   if (state.state !== "open" && !(state.joined && (state.screen !== undefined || state.trial !== undefined))) {
@@ -48,14 +52,14 @@ function show(state) {
   if (!state.joined) { say(""); return; }
   if (state.state !== "open") { say(state.state === "closed" ? W.closed : W.expired); return; }
   if ((state.kind === "mushra" && state.screen === null) || (state.kind === "abx" && state.trial === null)) {
-    player.pause(); say(W.done); return;
+    player.pause(); $("listen-intro").hidden = true; say(W.done); return; // the instructions go with the test
   }
   $("listen-test").hidden = false;
   if (state.kind === "mushra") showMushra(state); else showAbx(state);
 }
 
 function showMushra(state) {
-  say(cwFill(W.screen, {n: state.screen + 1, total: state.screens}) + " " + W.keys_mushra);
+  say(cwFill(W.screen, {n: state.screen + 1, total: state.screens}) + keysHint(W.keys_mushra));
   const handles = [state.reference, ...state.sounds];
   const labels = [W.reference, ...state.sounds.map((_, i) => cwFill(W.sound, {n: i + 1}))];
   const keys = ["r", ...state.sounds.map((_, i) => String(i + 1))];
@@ -65,7 +69,9 @@ function showMushra(state) {
   box.innerHTML = "";
   const scale = document.createElement("div");
   scale.className = "cw-scale";
-  scale.innerHTML = "<span></span>" + W.scale.map((w) => `<span>${w}</span>`).join("") + "<span></span>";
+  // the words over the sliders' track: the same columns as a row below, so each word sits over its fifth
+  scale.innerHTML = "<span></span><div class=\"cw-scale-words\">" + W.scale.map((w) => `<span>${w}</span>`).join("") +
+    "</div><span></span>";
   box.appendChild(scale);
   state.sounds.forEach((h, i) => {
     const row = document.createElement("div");
@@ -100,7 +106,7 @@ function showMushra(state) {
 }
 
 function showAbx(state) {
-  say(cwFill(W.trial, {n: state.trial + 1, total: state.trials}) + " " + W.keys_abx);
+  say(cwFill(W.trial, {n: state.trial + 1, total: state.trials}) + keysHint(W.keys_abx));
   loadSounds(state.sounds, ["A", "B", W.x_is], ["1", "2", "3"]).then(() => player.select("s2")).catch(fail);
   const box = $("listen-controls");
   box.innerHTML = "";

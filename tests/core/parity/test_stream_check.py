@@ -11,11 +11,10 @@ import soundfile as sf
 import torch
 
 from core.codec import SAMPLE_RATE, SAMPLES_PER_FRAME
-from core.model.engine import Engine
 from core.parity.stream_check import check_stream, windowed_decode
-from core.settings import Settings
 from core.tokens import make_token_file, save_tokens
 from tests.conftest import speechlike
+from tests.strict_engine import strict_engine
 
 pytestmark = pytest.mark.usefixtures("single_thread")
 
@@ -24,14 +23,8 @@ PACKET = 4
 
 @pytest.fixture(scope="module")
 def scaled_engine(tiny_checkpoint):
-    engine = Engine(Settings(model=str(tiny_checkpoint), device="cpu"))
-    assert engine.load(), engine.error
-    with torch.no_grad():
-        for name, p in engine.model.named_parameters():
-            if name.endswith("layer_scale.scale"):
-                p.fill_(1.0)
-    yield engine
-    engine.unload()
+    with strict_engine(tiny_checkpoint) as engine:
+        yield engine
 
 
 @pytest.fixture(scope="module")
