@@ -10,7 +10,7 @@ import globals from "globals";
 
 const STATIC = "webui/static";
 const GRADIO = {element: "readonly", props: "readonly", watch: "readonly", trigger: "readonly"};
-const FILLED_BY_PYTHON = {"blind_region.js": ["HALF"], "listen.js": ["CW_LISTEN"], "page.js": ["TOAST_TITLES", "VIEW_WORDS"]}; // webui/tabs/abx_page.py, webui/views/listen_page.py and webui/app.py put these in before the page gets it
+const FILLED_BY_PYTHON = {"blind_region.js": ["HALF"], "listen.js": ["CW_LISTEN"], "page.js": ["TOAST_TITLES", "VIEW_WORDS", "EXAMPLE_WORDS"]}; // webui/tabs/abx_page.py, webui/views/listen_page.py and webui/app.py put these in before the page gets it
 const TOP_LEVEL = /^(?:async\s+)?(?:function\*?\s+|(?:const|let|var|class)\s+)([A-Za-z_$][\w$]*)/gm;
 
 const files = fs.readdirSync(STATIC).filter((name) => name.endsWith(".js")).sort();

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import gradio as gr
 
-from webui.i18n import LANGUAGES, label, text
+from webui.i18n import DEFAULT_LANGUAGE, LANGUAGES, catalogues, label, text
 from webui.jobs import finetune as finetune_jobs
 from webui.jobs import finetune_runs
 from webui.options import FINETUNE_RUNS, UiOptions
@@ -50,10 +50,17 @@ def page_js() -> str:
     toast titles are English)."""
     titles = {lang: {kind: text(key, lang) for kind, key in TOAST_KINDS.items()} for lang in LANGUAGES}
     view = {lang: {"presenter": text("view.presenter", lang), "hint": text("view.hint", lang)} for lang in LANGUAGES}
-    # i18n-exempt: JavaScript that declares the two tables (their words come from the catalogues)
+    clips = [k for k in catalogues()[DEFAULT_LANGUAGE] if k.startswith("input.example.")]
+    examples = {
+        lang: {text(k, DEFAULT_LANGUAGE): text(k, lang) for k in clips}
+        for lang in LANGUAGES
+        if lang != DEFAULT_LANGUAGE
+    }
+    # i18n-exempt: JavaScript that declares the tables (their words come from the catalogues)
     head = (
         f"() => {{\n  const TOAST_TITLES = {json.dumps(titles, ensure_ascii=False)};"  # i18n-exempt: code
         f"\n  const VIEW_WORDS = {json.dumps(view, ensure_ascii=False)};"  # i18n-exempt: code
+        f"\n  const EXAMPLE_WORDS = {json.dumps(examples, ensure_ascii=False)};"  # i18n-exempt: code
     )
     return PAGE_JS.replace("() => {", head, 1)
 

@@ -1,13 +1,19 @@
 """What a doctor check returns, and the report of a whole run (text and JSON).
 
 A check is a pure function of the facts it is given (command output, sizes, tensors); it
-returns a :class:`Finding` and never raises. ``gather.py`` collects the facts on this machine.
+returns a :class:`Finding` and never raises. ``gather.py`` collects the facts on this machine. Its
+evidence and fix are sentences as data (``core.doctor.words``): English here and on the command line,
+the reader's language on the page.
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 from typing import Any
+
+from core.doctor.words import Said
+
+Text = Said | tuple[Said, ...] | str  # a sentence, sentences said one after another ("; "), or plain text
 
 PASS, WARN, FAIL, SKIPPED = "pass", "warn", "fail", "skipped"
 STATUSES = (PASS, WARN, FAIL, SKIPPED)  # only FAIL makes the exit code non-zero
@@ -24,15 +30,35 @@ class Finding:
     fix: str = ""  # one line saying what to do; empty when status is pass
     data: dict = field(default_factory=dict)  # the facts behind the evidence, for --json (no "path" keys:
     # Gradio's client takes any {"path": ...} object in a JSON output for a file to download)
+    said: dict = field(default_factory=dict)  # {"evidence": [...], "fix": [...]}: the sentences as codes and fields
 
 
 def finding(
-    name: str, title: str, status: str, evidence: str, fix: str = "", facts: dict | None = None, **data: Any
+    name: str, title: str, status: str, evidence: Text, fix: Text = "", facts: dict | None = None, **data: Any
 ) -> Finding:
     """A Finding; ``facts`` and keyword ``data`` together become its data (the fix is dropped on pass)."""
     if status not in STATUSES:
         raise ValueError(f"status must be one of {STATUSES}; got {status!r}")
-    return Finding(name, title, status, evidence, "" if status == PASS else fix, {**(facts or {}), **data})
+    fix = "" if status == PASS else fix
+    said = {
+        key: [s.to_dict() for s in _sentences(text)] for key, text in (("evidence", evidence), ("fix", fix)) if text
+    }
+    if any(isinstance(text, str) and text for text in (evidence, fix)):
+        said = {}  # plain text somewhere: the page says the English
+    return Finding(name, title, status, english(evidence), english(fix), {**(facts or {}), **data}, said)
+
+
+def english(text: Text) -> str:
+    """The English of a finding's evidence or fix."""
+    if isinstance(text, str):
+        return text
+    return "; ".join(s.english() for s in _sentences(text))
+
+
+def _sentences(text: Text) -> tuple[Said, ...]:
+    if isinstance(text, str):
+        return ()
+    return (text,) if isinstance(text, Said) else tuple(text)
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ import re
 from collections.abc import Iterable
 
 from core.doctor.findings import FAIL, PASS, SKIPPED, WARN, Finding, finding
+from core.doctor.words import said
 
 SMI_QUERY = "index,uuid,name,memory.total,memory.free,driver_version"  # nvidia-smi --query-gpu fields, in order
 STRAY_SHOWN = 5  # stray tensors named in the evidence (all are in the JSON data)
@@ -59,69 +60,36 @@ def check_driver(device: str, smi_csv: str | None, smi_error: str | None = None)
     name, title = "gpu_driver", "GPU visible to the driver (nvidia-smi)"
     gpus = parse_smi_gpus(smi_csv or "")
     if smi_csv is None and not _wants_cuda(device):
-        return finding(
-            name,
-            title,
-            SKIPPED,
-            f"no NVIDIA driver tools ({smi_error or 'nvidia-smi not found'}); the engine runs on {device}",
-        )
+        error = {"error": smi_error} if smi_error else {"error_code": "smi_not_found"}
+        return finding(name, title, SKIPPED, (said("smi_absent", **error), said("runs_on", device=device)))
     if not gpus:
-        why = smi_error or "nvidia-smi listed no GPU"
-        return finding(
-            name,
-            title,
-            FAIL,
-            f"{why}; {device} was asked for",
-            "install the NVIDIA driver (or check the container runs with --gpus all), then run "
-            "`nvidia-smi`; or start with --device cpu",
-            gpus=[],
-        )
+        why = said("raw", text=smi_error) if smi_error else said("smi_no_gpu")
+        return finding(name, title, FAIL, (why, said("asked_for", device=device)), said("fix_driver"), gpus=[])
     listed = "; ".join(f"{g['index']}: {g['name']} ({g['uuid']})" for g in gpus)
-    return finding(name, title, PASS, f"{len(gpus)} GPU(s): {listed}", gpus=gpus)
+    return finding(name, title, PASS, said("gpus_listed", count=len(gpus), listed=listed), gpus=gpus)
 
 
 def check_torch(device: str, torch: dict) -> Finding:
     """PyTorch sees CUDA and the chosen device index exists."""
     name, title = "gpu_torch", "GPU visible to PyTorch"
-    build = f"torch {torch.get('torch_version')} (CUDA build {torch.get('torch_cuda') or 'none: CPU-only wheel'})"
+    cuda = {"cuda": torch.get("torch_cuda")} if torch.get("torch_cuda") else {"cuda_code": "torch_cpu_wheel"}
+    build = said("torch_build", version=torch.get("torch_version"), **cuda)
     if not _wants_cuda(device):
-        status = SKIPPED
-        why = "CUDA is available but" if torch.get("cuda_available") else "no CUDA in PyTorch and"
-        return finding(name, title, status, f"{why} the engine runs on {device}; {build}")
+        why = "torch_cuda_but" if torch.get("cuda_available") else "torch_no_cuda"
+        return finding(name, title, SKIPPED, (said(why, device=device), build))
     if not torch.get("torch_cuda"):
-        return finding(
-            name,
-            title,
-            FAIL,
-            f"{build} cannot use a GPU",
-            "install the CUDA build of the pinned torch (see requirements.txt), or use --device cpu",
-        )
+        return finding(name, title, FAIL, (build, said("torch_cannot")), said("fix_torch_build"))
     if not torch.get("cuda_available"):
-        return finding(
-            name,
-            title,
-            FAIL,
-            f"torch.cuda.is_available() is False; {build}; CUDA_VISIBLE_DEVICES={torch.get('visible_devices')!r}",
-            "run `nvidia-smi`; check CUDA_VISIBLE_DEVICES and that the driver supports this CUDA build",
-        )
+        visible = said("visible_devices", value=repr(torch.get("visible_devices")))
+        return finding(name, title, FAIL, (said("torch_unavailable"), build, visible), said("fix_torch_unavailable"))
     index = _index(device)
     count = int(torch.get("device_count") or 0)
     if index >= count:
-        return finding(
-            name,
-            title,
-            FAIL,
-            f"{device} asked for but PyTorch sees {count} GPU(s)",
-            f"use --device cuda:0..cuda:{max(count - 1, 0)}, or check CUDA_VISIBLE_DEVICES",
-        )
+        too_few = said("torch_count", device=device, count=count)
+        return finding(name, title, FAIL, too_few, said("fix_torch_count", last=max(count - 1, 0)))
     gpu = torch["devices"][index]
-    return finding(
-        name,
-        title,
-        PASS,
-        f"{device} = {gpu['name']}, compute {gpu['capability']}, {gpu['total_mib']:.0f} MiB; {build}",
-        device=gpu,
-    )
+    seen = said("torch_ok", device=device, name=gpu["name"], capability=gpu["capability"], mib=gpu["total_mib"])
+    return finding(name, title, PASS, (seen, build), device=gpu)
 
 
 def _index(device: str) -> int:
@@ -139,7 +107,7 @@ def check_same_gpu(device: str, smi_csv: str | None, torch: dict) -> Finding:
     gpus = parse_smi_gpus(smi_csv or "")
     devices = torch.get("devices") or []
     if not _wants_cuda(device) or not gpus or _index(device) >= len(devices):
-        return finding(name, title, SKIPPED, "needs a GPU seen by both nvidia-smi and PyTorch")
+        return finding(name, title, SKIPPED, said("same_needs"))
     ours = devices[_index(device)]
     match = [g for g in gpus if _uuid(ours.get("uuid")) and _uuid(g["uuid"]) == _uuid(ours.get("uuid"))]
     if match:
@@ -148,7 +116,7 @@ def check_same_gpu(device: str, smi_csv: str | None, torch: dict) -> Finding:
             name,
             title,
             PASS,
-            f"PyTorch {device} is nvidia-smi GPU {g['index']} ({g['name']}, {g['uuid']})",
+            said("same_ok", device=device, index=g["index"], name=g["name"], uuid=g["uuid"]),
             smi_index=g["index"],
         )
     if not ours.get("uuid"):
@@ -158,16 +126,15 @@ def check_same_gpu(device: str, smi_csv: str | None, torch: dict) -> Finding:
             name,
             title,
             status,
-            f"PyTorch gives no UUID; {len(named)} nvidia-smi GPU(s) named {ours['name']}",
-            "compare `nvidia-smi -L` with CUDA_VISIBLE_DEVICES",
+            said("same_no_uuid", count=len(named), name=ours["name"]),
+            said("fix_same_no_uuid"),
         )
     return finding(
         name,
         title,
         FAIL,
-        f"PyTorch {device} has UUID {ours['uuid']}, which nvidia-smi does not list",
-        "the process sees another driver or container than the shell: check CUDA_VISIBLE_DEVICES "
-        "and `nvidia-smi -L` inside the service's environment",
+        said("same_other", device=device, uuid=ours["uuid"]),
+        said("fix_same_other"),
     )
 
 
@@ -179,38 +146,29 @@ def check_versions(device: str, smi_header: str | None, torch: dict) -> Finding:
     """The driver supports the CUDA that torch was built with, and torch has kernels for the card."""
     name, title = "cuda_versions", "CUDA, driver and torch versions compatible"
     if not _wants_cuda(device):
-        return finding(name, title, SKIPPED, f"the engine runs on {device}")
+        return finding(name, title, SKIPPED, said("runs_on", device=device))
     driver, driver_cuda = parse_smi_header(smi_header or "")
     built = torch.get("torch_cuda")
     if not driver or not built:
-        return finding(
-            name, title, SKIPPED, "needs nvidia-smi's header and a CUDA build of torch (see the checks above)"
-        )
-    facts = f"driver {driver} (supports CUDA up to {driver_cuda}), torch {torch.get('torch_version')} built for CUDA {built}"
-    fix = (
-        f"update the NVIDIA driver to one that supports CUDA {built}, or install the torch wheel built for "
-        f"CUDA {driver_cuda} (same torch version)"
+        return finding(name, title, SKIPPED, said("versions_needs"))
+    facts = said(
+        "versions_facts", driver=driver, driver_cuda=driver_cuda, torch=torch.get("torch_version"), built=built
     )
+    fix = said("fix_versions", built=built, driver_cuda=driver_cuda)
     have, need = _version(driver_cuda), _version(built)
     if have[:1] < need[:1]:
         return finding(name, title, FAIL, facts, fix)
-    problems = []
     devices = torch.get("devices") or []
     if _index(device) < len(devices):
         cap = devices[_index(device)]["capability"]
         arch = torch.get("arch_list") or []
         sm = "sm_" + cap.replace(".", "")
         if arch and sm not in arch and not _ptx_covers(cap, arch):
-            return finding(
-                name,
-                title,
-                FAIL,
-                f"{facts}; the card is compute {cap} but this torch has kernels for {', '.join(arch)}",
-                "install a torch build that lists " + sm,
-            )
+            no_kernels = said("versions_arch", capability=cap, arch=", ".join(arch))
+            return finding(name, title, FAIL, (facts, no_kernels), said("fix_arch", sm=sm))
     if have < need:
-        problems.append(f"driver's CUDA {driver_cuda} is older than {built} (minor-version compatibility only)")
-        return finding(name, title, WARN, f"{facts}; {problems[0]}", fix)
+        older = said("versions_older", driver_cuda=driver_cuda, built=built)
+        return finding(name, title, WARN, (facts, older), fix)
     return finding(name, title, PASS, facts)
 
 
@@ -233,21 +191,22 @@ def check_placement(named_tensors: Iterable, device: str, dtype: str | None = No
         if wrong_device or wrong_dtype:
             strays.append(f"{tensor_name} ({where}, {str(tensor.dtype).removeprefix('torch.')})")
     if total == 0:
-        return finding(name, title, SKIPPED, "no model loaded")
+        return finding(name, title, SKIPPED, said("no_model"))
+    on = {"device": device, "dtype": dtype} if dtype else {"device": device}
+    suffix = "_dtype" if dtype else ""
     if strays:
-        shown = ", ".join(strays[:STRAY_SHOWN]) + (
-            f" and {len(strays) - STRAY_SHOWN} more" if len(strays) > STRAY_SHOWN else ""
-        )
+        more = len(strays) - STRAY_SHOWN
+        counts = {"count": len(strays), "total": total, "shown": ", ".join(strays[:STRAY_SHOWN]), **on}
+        stray = said(f"placement_strays{suffix}", **counts)
         return finding(
             name,
             title,
             FAIL,
-            f"{len(strays)} of {total} tensors are not on {device}{' in ' + dtype if dtype else ''}: {shown}",
-            "something moved part of the model after loading: restart the service (the engine loads "
-            "every tensor onto the device) and look for code calling .to()/.cpu() on the model",
+            (stray, said("and_more", more=more)) if more > 0 else stray,
+            said("fix_placement"),
             strays=strays,
         )
-    return finding(name, title, PASS, f"all {total} tensors on {device}{' in ' + dtype if dtype else ''}")
+    return finding(name, title, PASS, said(f"placement_ok{suffix}", total=total, **on))
 
 
 def check_memory(estimates: list[tuple[str, dict]], max_duration_s: float | None = None) -> Finding:
@@ -256,16 +215,17 @@ def check_memory(estimates: list[tuple[str, dict]], max_duration_s: float | None
     do not are refused by the engine with the same message (a warning here)."""
     name, title = "memory", "Free vs needed memory (30 s, 10 min, 30 min)"
     if not estimates:
-        return finding(name, title, SKIPPED, "no model loaded: the engine cannot estimate")
+        return finding(name, title, SKIPPED, said("memory_no_model"))
     parts, refused = [], []
     for label, e in estimates:
         over_limit = max_duration_s is not None and e["seconds"] > max_duration_s
-        verdict = "fits" if e["fits"] else "does not fit"
-        note = " (over max_duration_s: refused anyway)" if over_limit else ""
-        parts.append(f"{label}: ≈{e['peak_mib'] / 1024:.2f} of {e['available_mib'] / 1024:.2f} GiB, {verdict}{note}")
+        row = "memory_row_over" if over_limit else "memory_row"
+        need, have = e["peak_mib"] / 1024, e["available_mib"] / 1024
+        verdict = "fits" if e["fits"] else "does_not_fit"
+        parts.append(said(row, length=label, need_gib=need, have_gib=have, verdict_code=verdict))
         if not e["fits"] and not over_limit:
             refused.append(label)
-    evidence = "; ".join(parts)
+    evidence = tuple(parts)
     data = {"estimates": {label: e for label, e in estimates}}
     if not estimates[0][1]["fits"]:
         return finding(
@@ -273,7 +233,7 @@ def check_memory(estimates: list[tuple[str, dict]], max_duration_s: float | None
             title,
             FAIL,
             evidence,
-            "free device memory (other processes: `nvidia-smi`), use --dtype bfloat16 on a GPU, or a larger GPU",
+            said("fix_memory"),
             facts=data,
         )
     if refused:
@@ -282,8 +242,7 @@ def check_memory(estimates: list[tuple[str, dict]], max_duration_s: float | None
             title,
             WARN,
             evidence,
-            f"jobs of {' and '.join(refused)} will be refused: free memory "
-            "or lower CODEC_MAX_DURATION_S so users learn the limit up front",
+            said("fix_memory_long", lengths=", ".join(refused)),
             facts=data,
         )
     return finding(name, title, PASS, evidence, facts=data)

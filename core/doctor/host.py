@@ -8,6 +8,7 @@ import errno
 import re
 
 from core.doctor.findings import FAIL, PASS, SKIPPED, WARN, Finding, finding
+from core.doctor.words import Said, said
 from core.units import MIB
 
 PROGRAM = "webui"  # [program:webui] in supervisord.conf
@@ -21,7 +22,7 @@ _STAMP = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d")  # a log line's time, as 
 
 BF16_WORTH_IT = 1.3  # bf16 decode is advised only when measured at least this much faster than fp32
 BF16_TOO_SLOW = 1.1  # a bf16 decode measured this much slower than fp32 is a warning
-SWEEP = "every precision measured here: python -m core precision CLIP, or the Check a port tab (docs/parity.md)"
+SWEEP = said("sweep")
 
 
 def check_cpu_decode(
@@ -31,44 +32,25 @@ def check_cpu_decode(
     both precisions on this machine (bf16 is fast only where the CPU computes it natively: 2.9x
     faster on a Xeon with AMX, 32x slower on an EPYC without it), never from CPU flags."""
     name, title = "cpu_decode", "CPU decode precision"
-    found = _cpu_decode(name, title, device, decode_dtype, cpu_model, timings, frames)
-    return finding(found.name, found.title, found.status, f"{found.evidence}; {SWEEP}", found.fix, found.data)
+    status, evidence, fix, facts = _cpu_decode(device, decode_dtype, cpu_model, timings, frames)
+    return finding(name, title, status, (*evidence, SWEEP), fix, facts)
 
 
-def _cpu_decode(name, title, device, decode_dtype, cpu_model, timings, frames) -> Finding:
+def _cpu_decode(device, decode_dtype, cpu_model, timings, frames) -> tuple[str, tuple[Said, ...], Said | str, dict]:
+    """(status, evidence, fix, facts) of the CPU decode precision check."""
     if device.startswith("cuda"):
-        return finding(name, title, SKIPPED, f"decodes run on {device}", device=device)
-    cpu_name = cpu_model or "this CPU"
+        return SKIPPED, (said("decodes_on", device=device),), "", {"device": device}
+    cpu = {"cpu": cpu_model} if cpu_model else {"cpu_code": "cpu_this"}
     if timings is None:
-        return finding(
-            name,
-            title,
-            SKIPPED,
-            f"no model loaded, so no decode could be measured on {cpu_name}",
-            "run the doctor with the model loaded (without --no-model)",
-        )
+        return SKIPPED, (said("cpu_no_model", **cpu),), said("fix_load_model"), {}
     fp32, bf16 = timings["float32"], timings["bfloat16"]
     facts = {"cpu": cpu_model, "decode_dtype": decode_dtype, "frames": frames, "float32_s": fp32, "bfloat16_s": bf16}
-    measured = f"{frames} frames decoded in {fp32:.3f} s (fp32) and {bf16:.3f} s (bf16) on {cpu_name}"
+    measured = said("cpu_measured", frames=frames, fp32=fp32, bf16=bf16, **cpu)
     if decode_dtype == "bfloat16" and bf16 > fp32 * BF16_TOO_SLOW:
-        return finding(
-            name,
-            title,
-            WARN,
-            f"bf16 decode is {bf16 / fp32:.1f}x slower than fp32 here: {measured}",
-            "run with --decode-dtype float32 (CODEC_DECODE_DTYPE=float32)",
-            facts,
-        )
+        return WARN, (said("cpu_bf16_slow", ratio=bf16 / fp32), measured), said("fix_decode_fp32"), facts
     if decode_dtype == "float32" and fp32 > bf16 * BF16_WORTH_IT:
-        return finding(
-            name,
-            title,
-            PASS,
-            f"fp32 decode (exact); {measured}: --decode-dtype bfloat16 would decode {fp32 / bf16:.1f}x "
-            "faster here (guarded; about 20 dB SNR from the fp32 decode on random weights)",
-            facts=facts,
-        )
-    return finding(name, title, PASS, f"{decode_dtype} decode, the faster or exact choice: {measured}", facts=facts)
+        return PASS, (said("cpu_fp32_exact"), measured, said("cpu_bf16_would", ratio=fp32 / bf16)), "", facts
+    return PASS, (said("cpu_chosen", dtype=decode_dtype), measured), "", facts
 
 
 def parse_pins(requirements_text: str) -> dict[str, str]:
@@ -89,23 +71,15 @@ def check_packages(pins: dict[str, str], installed: dict[str, str | None]) -> Fi
     """Every pinned package installed at its pinned version (``installed``: name -> version or None)."""
     name, title = "packages", "Pinned package versions present"
     if not pins:
-        return finding(name, title, SKIPPED, "no requirements.txt with == pins found")
+        return finding(name, title, SKIPPED, said("pins_none"))
     missing = [p for p in pins if installed.get(p) is None]
     wrong = [f"{p} {installed[p]} (pinned {v})" for p, v in pins.items() if installed.get(p) not in (None, v)]
     if missing or wrong:
-        problems = ([f"missing: {', '.join(missing)}"] if missing else []) + (
-            [f"other version: {', '.join(wrong)}"] if wrong else []
+        problems = ((said("pins_missing", names=", ".join(missing)),) if missing else ()) + (
+            (said("pins_other", names=", ".join(wrong)),) if wrong else ()
         )
-        return finding(
-            name,
-            title,
-            FAIL,
-            "; ".join(problems),
-            ".venv/bin/pip install -r requirements.txt -r requirements-judging.txt",
-            missing=missing,
-            wrong=wrong,
-        )
-    return finding(name, title, PASS, f"all {len(pins)} pins installed", pins=pins)
+        return finding(name, title, FAIL, problems, said("fix_pins"), missing=missing, wrong=wrong)
+    return finding(name, title, PASS, said("pins_ok", count=len(pins)), pins=pins)
 
 
 def check_port(host: str, port: int, bind_error: OSError | None, health: dict | None) -> Finding:
@@ -113,13 +87,13 @@ def check_port(host: str, port: int, bind_error: OSError | None, health: dict | 
     name, title = "port", f"Port {port} free or ours"
     where = f"{host}:{port}"
     if bind_error is None:
-        return finding(name, title, PASS, f"{where} is free", state="free")
+        return finding(name, title, PASS, said("port_free", where=where), state="free")
     if health is not None and "engine" in health and "versions" in health:
         return finding(
             name,
             title,
             PASS,
-            f"{where} is served by Codec Workbench (pid {health.get('pid')}, {health.get('status')})",
+            said("port_ours", where=where, pid=health.get("pid"), status=health.get("status")),
             state="ours",
             pid=health.get("pid"),
         )
@@ -128,16 +102,16 @@ def check_port(host: str, port: int, bind_error: OSError | None, health: dict | 
             name,
             title,
             FAIL,
-            f"{where} is taken by another program (not our /health)",
-            f"see who holds it: `ss -ltnp 'sport = :{port}'`; stop it or set CODEC_PORT to a free port",
+            said("port_taken", where=where),
+            said("fix_port_taken", port=port),
             state="taken",
         )
     return finding(
         name,
         title,
         FAIL,
-        f"cannot listen on {where}: {bind_error}",
-        "use a host this machine has (CODEC_HOST) and a port above 1024 (CODEC_PORT)",
+        said("port_error", where=where, error=str(bind_error)),
+        said("fix_port_error"),
         state="error",
     )
 
@@ -151,9 +125,8 @@ def check_folder(
             name,
             title,
             FAIL,
-            f"cannot write in {path}: {write_error}",
-            f"make it writable for the service's user (`mkdir -p {path} && chown $USER {path}`) "
-            "or point the setting elsewhere",
+            said("folder_unwritable", place=path, error=write_error),
+            said("fix_folder_unwritable", place=path),
             folder=path,
         )
     free_mib = (free_bytes or 0) / MIB
@@ -163,11 +136,11 @@ def check_folder(
             name,
             title,
             FAIL,
-            f"{path}: only {free_mib:.0f} MiB free, {need_mib:.0f} MiB needed",
-            f"free space there (`du -sh {path}/*`), or point the setting to a larger disk",
+            said("folder_full", place=path, free_mib=free_mib, need_mib=need_mib),
+            said("fix_folder_full", place=path),
             facts=data,
         )
-    return finding(name, title, PASS, f"{path}: writable, {free_mib / 1024:.1f} GiB free", facts=data)
+    return finding(name, title, PASS, said("folder_ok", place=path, free_gib=free_mib / 1024), facts=data)
 
 
 def parse_supervisor_status(text: str) -> tuple[str | None, str]:
@@ -215,45 +188,22 @@ def check_supervisor(
     name, title = "supervisor", "supervisord state and last exit"
     reason = last_exit(supervisord_log, program_log)
     if status_text is None:
-        evidence = f"supervisord is not running here ({status_error or 'no answer'})"
+        why = {"why": status_error} if status_error else {"why_code": "sv_no_answer"}
+        evidence: tuple[Said, ...] = (said("sv_not_running", **why),)
         if reason:  # history, not the present: an old SIGKILL is never quoted as current
-            evidence += f"; when it last ran, its log recorded: {reason}"
-        return finding(
-            name,
-            title,
-            SKIPPED,
-            evidence,
-            "start it with `make run` (or supervisord -c supervisord.conf)",
-            last_exit=reason,
-        )
+            evidence += (said("sv_logged", reason=reason),)
+        return finding(name, title, SKIPPED, evidence, said("fix_sv_start"), last_exit=reason)
     state, rest = parse_supervisor_status(status_text)
     if state == "RUNNING":  # a running program's earlier exits count only under this supervisord
         reason = last_exit(supervisord_log, program_log, current_only=True)
     data = {"state": state, "last_exit": reason}
+    shown = {"state": f"{state} {rest}".strip()} if state else {"state_code": "sv_not_configured"}
+    now = (said("sv_state", program=PROGRAM, **shown),)
     if state == "RUNNING":
         return finding(
-            name,
-            title,
-            PASS,
-            f"{PROGRAM} RUNNING {rest}".strip() + (f"; earlier exit: {reason}" if reason else ""),
-            facts=data,
+            name, title, PASS, now + ((said("sv_earlier_exit", reason=reason),) if reason else ()), facts=data
         )
+    then = (said("sv_last_exit", reason=reason),) if reason else ()
     if state in ("STARTING", "BACKOFF", "STOPPING"):
-        return finding(
-            name,
-            title,
-            WARN,
-            f"{PROGRAM} {state} {rest}".strip() + (f"; last exit: {reason}" if reason else ""),
-            "wait a minute, then `supervisorctl -c supervisord.conf status`; if it loops, read "
-            "`supervisorctl -c supervisord.conf tail webui`",
-            facts=data,
-        )
-    return finding(
-        name,
-        title,
-        FAIL,
-        f"{PROGRAM} {state or 'not configured'} {rest}".strip() + (f"; last exit: {reason}" if reason else ""),
-        "read the reason above (`supervisorctl -c supervisord.conf tail webui`), fix it, then "
-        "`supervisorctl -c supervisord.conf restart webui`",
-        facts=data,
-    )
+        return finding(name, title, WARN, now + then, said("fix_sv_wait"), facts=data)
+    return finding(name, title, FAIL, now + then, said("fix_sv_failed"), facts=data)

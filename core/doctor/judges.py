@@ -17,23 +17,21 @@ import numpy as np
 
 from core.analysis.judges import DEFAULT_JUDGES, Judges
 from core.doctor.findings import FAIL, PASS, Finding, finding
+from core.doctor.words import said
 
-FIX = (
-    "Install the judging models: .venv/bin/pip install -r requirements-judging.txt && "
-    ".venv/bin/pip install --no-deps -r requirements-judging-nodeps.txt"
-)
-FIX_CHOSEN = (
-    "Give --speaker-model / --asr a checkpoint directory that loads (docs/judging.md), or leave them at the defaults"
-)
+FIX = said("fix_judges")
+FIX_CHOSEN = said("fix_judges_chosen")
+ROLES = {"speaker model": "role_speaker", "ASR": "role_asr"}  # a role's words in core.doctor.words
 
 
 @dataclass(frozen=True)
 class Seen:
     role: str  # "speaker model" or "ASR"
     chosen: str  # what the settings name: "ge2e", a directory, "pocketsphinx", ...
-    label: str | None  # the model's label once loaded, with the time it took
+    label: str | None  # the model's label once loaded
     value: float | None  # the speaker model: self-similarity of one clip; the ASR: None
     error: str | None  # why it did not load or answer
+    seconds: float | None = None  # how long the load and the answer took
 
 
 def _vowel(rate: int) -> np.ndarray:
@@ -51,9 +49,7 @@ def try_speaker_model(judges: Judges = DEFAULT_JUDGES) -> Seen:
         model = encoder(judges.speaker, judges.device).load()
         vowel = _vowel(speaker.SIM_RATE)
         value = speaker.cosine(model.embed(vowel), model.embed(vowel.copy()))
-        return Seen(
-            "speaker model", judges.speaker, f"{model.label} in {time.perf_counter() - started:.2f} s", value, None
-        )
+        return Seen("speaker model", judges.speaker, model.label, value, None, time.perf_counter() - started)
     except Exception as e:  # noqa: BLE001 - any failure to load or run is what this check reports
         return Seen("speaker model", judges.speaker, None, None, f"{type(e).__name__}: {e}")
 
@@ -68,7 +64,7 @@ def try_asr(judges: Judges) -> Seen | None:
         started = time.perf_counter()
         asr = recogniser(judges.asr, judges.device).load()
         asr.transcribe(_vowel(ASR_RATE), judges.language or None)
-        return Seen("ASR", judges.asr, f"{asr.label} in {time.perf_counter() - started:.2f} s", None, None)
+        return Seen("ASR", judges.asr, asr.label, None, None, time.perf_counter() - started)
     except Exception as e:  # noqa: BLE001 - any failure to load or run is what this check reports
         return Seen("ASR", judges.asr, None, None, f"{type(e).__name__}: {e}")
 
@@ -84,16 +80,26 @@ def check_judging_models(seen: list[Seen]) -> Finding:
     name, title = "judging_models", "Judging models load (speaker similarity, dWER)"
     for s in seen:
         fix = FIX if s.chosen in ("ge2e", "pocketsphinx") else FIX_CHOSEN
+        role = ROLES.get(s.role, "role_speaker")
         if s.error is not None or s.label is None:
-            return finding(name, title, FAIL, f"the {s.role} {s.chosen!r} did not load or run: {s.error}", fix)
+            failed = said("judge_failed", role_code=role, chosen=repr(s.chosen), error=s.error)
+            return finding(name, title, FAIL, failed, fix)
         if s.role == "speaker model" and not (s.value is not None and s.value > 0.999):
-            shown = "nothing" if s.value is None else f"{s.value:.4f}"
-            return finding(name, title, FAIL, f"{s.label}: one clip embedded twice gave {shown}, not 1", fix)
+            shown = {"shown_code": "judge_nothing"} if s.value is None else {"shown": f"{s.value:.4f}"}
+            return finding(name, title, FAIL, said("judge_twice", label=s.label, **shown), fix)
     if not seen:
-        return finding(name, title, FAIL, "no judging model was tried", FIX)
-    said = "; ".join(
-        f"{s.role}: {s.label}" + (f", one clip embedded twice: {s.value:.4f}" if s.value is not None else "")
+        return finding(name, title, FAIL, said("judge_none"), FIX)
+    answered = tuple(
+        said(
+            "judge_ok_twice",
+            role_code=ROLES.get(s.role, "role_speaker"),
+            label=s.label,
+            seconds=s.seconds or 0.0,
+            value=s.value,
+        )
+        if s.value is not None
+        else said("judge_ok", role_code=ROLES.get(s.role, "role_speaker"), label=s.label, seconds=s.seconds or 0.0)
         for s in seen
     )
     speaker = next((s.value for s in seen if s.value is not None), None)
-    return finding(name, title, PASS, said, facts={"similarity": speaker} if speaker is not None else None)
+    return finding(name, title, PASS, answered, facts={"similarity": speaker} if speaker is not None else None)

@@ -5,11 +5,9 @@ functions of the facts ``gather.py`` collects."""
 from __future__ import annotations
 
 from core.doctor.findings import FAIL, PASS, WARN, Finding, finding
+from core.doctor.words import Said, said
 
-MODEL_FIX = (
-    "point --model / CODEC_MODEL at a checkpoint directory (config.json, preprocessor_config.json, "
-    "*.safetensors); see docs/service.md. A random-weight test checkpoint: `python -m core build-checkpoint --tiny DIR`"
-)
+MODEL_FIX = said("fix_model")
 NEEDED_DECODERS = ("mp3", "aac", "opus", "vorbis", "flac", "pcm_s16le")  # what the accepted formats decode with
 
 
@@ -33,21 +31,15 @@ def check_model(
         "output_rate_hz": output_rate_hz,
     }
     if error:
-        return finding(name, title, FAIL, f"{source}: {error}", MODEL_FIX, facts)
+        return finding(name, title, FAIL, said("model_error", source=source, error=error), MODEL_FIX, facts)
     if path is None:
-        return finding(name, title, FAIL, f"{source}: no checkpoint found", MODEL_FIX, facts)
-    caveat = f"; its decoder writes {output_rate_hz / 1000:g} kHz" if output_rate_hz else ""
-    caveat += "; random weights: a test checkpoint (no quality claims)" if random_weights else ""
+        return finding(name, title, FAIL, said("model_missing", source=source), MODEL_FIX, facts)
+    caveat: tuple[Said, ...] = (said("model_rate", khz=output_rate_hz / 1000),) if output_rate_hz else ()
+    caveat += (said("model_random"),) if random_weights else ()
     if state != "ready":
-        return finding(
-            name,
-            title,
-            WARN,
-            f"files of a checkpoint found in {path}, not loaded (--no-model){caveat}",
-            "run the doctor without --no-model to load it",
-            facts,
-        )
-    return finding(name, title, PASS, f"loaded from {path}{caveat}", facts=facts)
+        not_loaded = (said("model_not_loaded", place=path), *caveat)
+        return finding(name, title, WARN, not_loaded, said("fix_load_model"), facts)
+    return finding(name, title, PASS, (said("model_loaded", place=path), *caveat), facts=facts)
 
 
 def check_audio_decoders(av_version: str | None, decoders: dict[str, bool], error: str | None) -> Finding:
@@ -59,8 +51,8 @@ def check_audio_decoders(av_version: str | None, decoders: dict[str, bool], erro
             name,
             title,
             FAIL,
-            f"PyAV cannot be imported ({error}): MP3, M4A/AAC and WebM uploads cannot be read",
-            ".venv/bin/pip install -r requirements.txt",
+            said("av_missing", error=error),
+            said("fix_requirements"),
         )
     missing = [d for d, ok in decoders.items() if not ok]
     facts = {"av": av_version, "decoders": decoders}
@@ -69,11 +61,11 @@ def check_audio_decoders(av_version: str | None, decoders: dict[str, bool], erro
             name,
             title,
             FAIL,
-            f"PyAV {av_version} lacks the decoder(s) {', '.join(missing)}: files needing them cannot be read",
-            "reinstall the pinned PyAV wheel: .venv/bin/pip install --force-reinstall -r requirements.txt",
+            said("av_lacks", version=av_version, missing=", ".join(missing)),
+            said("fix_av"),
             facts,
         )
-    return finding(name, title, PASS, f"PyAV {av_version}: {', '.join(decoders)} decoders present", facts=facts)
+    return finding(name, title, PASS, said("av_ok", version=av_version, decoders=", ".join(decoders)), facts=facts)
 
 
 def check_blind_test_store(path: str, problem: str | None) -> Finding:
@@ -84,12 +76,11 @@ def check_blind_test_store(path: str, problem: str | None) -> Finding:
             name,
             title,
             FAIL,
-            f"{path}: {problem}",
-            "check the data folder (--data-dir / CODEC_DATA_DIR): free space, permissions, no other "
-            "program holding the file; a damaged file is moved aside and recreated on the next blind test",
+            said("store_problem", place=path, problem=problem),
+            said("fix_abx_store"),
             database=path,
         )
-    return finding(name, title, PASS, f"{path}: opens, tables present (or made on first use)", database=path)
+    return finding(name, title, PASS, said("abx_store_ok", place=path), database=path)
 
 
 def check_shared_test_store(where: str, problem: str | None) -> Finding:
@@ -100,9 +91,8 @@ def check_shared_test_store(where: str, problem: str | None) -> Finding:
             name,
             title,
             FAIL,
-            problem,
-            "check the data folder (--data-dir) or CODEC_DATABASE_URL: free space, permissions, the server "
-            "running; a damaged SQLite file is moved aside and recreated on the next shared-test call",
+            said("raw", text=problem),
+            said("fix_shared_store"),
             database=where,
         )
-    return finding(name, title, PASS, f"{where}: opens (tables made on first use)", database=where)
+    return finding(name, title, PASS, said("shared_store_ok", place=where), database=where)

@@ -11,6 +11,7 @@ import numpy as np
 from core.audio.files import audio_from_array
 from core.codec import NUM_CODEBOOKS, num_frames
 from core.doctor.findings import FAIL, PASS, SKIPPED, Finding, finding
+from core.doctor.words import said
 
 TONE_RATES_HZ = (8_000, 16_000, 44_100, 48_000)  # sample rates of the test tones
 TONE_S = 1.0  # seconds per tone
@@ -27,7 +28,7 @@ def check_tones(encode: Callable | None, decode: Callable | None, rates: tuple[i
     ``encode_array(...).codes`` and ``decode(...).samples``."""
     name, title = "tones", "Test tones at 8 / 16 / 44.1 / 48 kHz round-trip"
     if encode is None or decode is None:
-        return finding(name, title, SKIPPED, "no model loaded")
+        return finding(name, title, SKIPPED, said("no_model"))
     results, problems = {}, []
     for rate in rates:
         audio = audio_from_array(tone(rate), rate, name=f"tone_{rate}")
@@ -36,7 +37,7 @@ def check_tones(encode: Callable | None, decode: Callable | None, rates: tuple[i
             codes = np.asarray(encode(audio.samples))
             decoded = np.asarray(decode(codes)) if codes.size else np.zeros(0)
         except Exception as e:  # noqa: BLE001 (a check reports, never raises)
-            problems.append(f"{rate} Hz: {type(e).__name__}: {e}")
+            problems.append(said("tone_error", rate=rate, error=f"{type(e).__name__}: {e}"))
             continue
         results[str(rate)] = {
             "frames": int(codes.shape[0]) if codes.ndim == 2 else 0,
@@ -44,20 +45,21 @@ def check_tones(encode: Callable | None, decode: Callable | None, rates: tuple[i
             "decoded_samples": int(decoded.size),
         }
         if codes.size == 0:
-            problems.append(f"{rate} Hz: empty codes")
+            problems.append(said("tone_empty", rate=rate))
         elif codes.shape != (expected, NUM_CODEBOOKS):
-            problems.append(f"{rate} Hz: codes {tuple(codes.shape)}, expected ({expected}, {NUM_CODEBOOKS})")
+            shape = str(tuple(codes.shape))
+            problems.append(said("tone_shape", rate=rate, shape=shape, expected=expected, books=NUM_CODEBOOKS))
         elif decoded.size < audio.samples.size or not np.isfinite(decoded).all():
-            problems.append(f"{rate} Hz: decoded {decoded.size} samples for {audio.samples.size}, or non-finite")
+            problems.append(said("tone_decoded", rate=rate, got=int(decoded.size), want=int(audio.samples.size)))
     if problems:
         return finding(
             name,
             title,
             FAIL,
-            "; ".join(problems),
-            "the model or the resampler is broken for these rates: run `python -m core check`, "
-            "reinstall requirements.txt (soxr), and report the output of `python -m core doctor --json`",
+            tuple(problems),
+            said("fix_tones"),
             results=results,
         )
     frames = ", ".join(f"{int(r) / 1000:g} kHz → {v['frames']}" for r, v in results.items())
-    return finding(name, title, PASS, f"{TONE_S:g} s tones, frames × {NUM_CODEBOOKS} codes: {frames}", results=results)
+    ok = said("tones_ok", seconds=TONE_S, books=NUM_CODEBOOKS, frames=frames)
+    return finding(name, title, PASS, ok, results=results)

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from core import notes
+
 ENGLISH = {
     # verdicts
     "identical": "Identical to the reference decode.",
@@ -138,9 +140,4 @@ class Note:
 def say(code: str, fields: dict, table: dict | None = None) -> str:
     """The sentence for ``code`` in ``table`` (English by default); fields named ``<x>_code`` are codes
     themselves, said in the same table as ``{x}``."""
-    table = table or ENGLISH
-    filled = {
-        name.removesuffix("_code"): say(value, {}, table) if name.endswith("_code") else value
-        for name, value in fields.items()
-    }
-    return table[code].format(**filled) if filled else table[code]
+    return notes.say(code, fields, table or ENGLISH)

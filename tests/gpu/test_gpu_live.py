@@ -10,9 +10,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests import strict_engine as strict
 from tests.live_checks import block_sizes, stream
-from tests.strict_engine import snr_db
+from tests.strict_engine import snr_db, strict_engine
 
 pytestmark = pytest.mark.gpu
 
@@ -20,15 +19,15 @@ SECONDS = 6.3  # 78.75 frames: a partial last frame
 
 
 @pytest.fixture(scope="module")
-def strict_engine(full_checkpoint):
-    with strict.strict_engine(full_checkpoint, device="cuda:0") as engine:
+def full_engine(full_checkpoint):
+    with strict_engine(full_checkpoint, device="cuda:0") as engine:
         scales = [p for name, p in engine.model.named_parameters() if name.endswith("layer_scale.scale")]
         assert len(scales) >= 16 and all(bool((p == 1.0).all()) for p in scales)  # encoder and decoder
         yield engine
 
 
-def test_blocks_of_any_size_give_the_engines_codes_and_audio_on_the_full_model(strict_engine, speech):
-    engine = strict_engine
+def test_blocks_of_any_size_give_the_engines_codes_and_audio_on_the_full_model(full_engine, speech):
+    engine = full_engine
     x = speech(SECONDS, seed=4)
     codes = engine.encode_array(x).codes
     audio = engine.decode(codes, original_samples=x.size).samples
@@ -50,9 +49,9 @@ def test_blocks_of_any_size_give_the_engines_codes_and_audio_on_the_full_model(s
     assert engine.live.in_use == 0
 
 
-def test_without_the_decoder_state_the_full_model_sounds_different(strict_engine, speech):
+def test_without_the_decoder_state_the_full_model_sounds_different(full_engine, speech):
     """The check above can fail: a stream that forgets its state between frames is far off."""
-    engine = strict_engine
+    engine = full_engine
     x = speech(2.0, seed=6)
     codes = engine.encode_array(x).codes
     audio = engine.decode(codes, original_samples=x.size).samples
@@ -68,12 +67,12 @@ def test_without_the_decoder_state_the_full_model_sounds_different(strict_engine
     assert snr_db(forgetful, audio) < 40
 
 
-def test_the_captured_steps_replay_the_eager_step(strict_engine, speech):
+def test_the_captured_steps_replay_the_eager_step(full_engine, speech):
     """CUDA graphs (core.nn.live_graphs) against the eager step and the engine: same codes, audio
     equal to fp32 rounding, and the per-frame time printed for both."""
     import dataclasses
 
-    engine = strict_engine
+    engine = full_engine
     x = speech(SECONDS, seed=7)
     codes = engine.encode_array(x).codes
     audio = engine.decode(codes, original_samples=x.size).samples
@@ -101,11 +100,11 @@ def test_the_captured_steps_replay_the_eager_step(strict_engine, speech):
     engine.live.batched = None
 
 
-def test_concurrent_captured_sessions_each_give_the_engines_codes(strict_engine, speech):
+def test_concurrent_captured_sessions_each_give_the_engines_codes(full_engine, speech):
     import dataclasses
     import threading
 
-    engine = strict_engine
+    engine = full_engine
     settings = engine.settings
     engine.settings = dataclasses.replace(settings, live_sessions=4)
     engine.live.capacity = lambda: 4  # type: ignore[method-assign]  # admission by cost: tested on the CPU
@@ -129,9 +128,9 @@ def test_concurrent_captured_sessions_each_give_the_engines_codes(strict_engine,
         np.testing.assert_array_equal(result.codes, codes)
 
 
-def test_a_session_past_the_first_key_bucket_keeps_the_engines_codes(strict_engine, speech):
+def test_a_session_past_the_first_key_bucket_keeps_the_engines_codes(full_engine, speech):
     """24 s: the captured encoder step moves from the first 512-step key bucket (20.5 s) to the next."""
-    engine = strict_engine
+    engine = full_engine
     x = speech(24.0, seed=12)
     codes = engine.encode_array(x).codes
     result, _ = stream(engine, x, [1920] * 300)

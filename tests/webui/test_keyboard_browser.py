@@ -8,6 +8,7 @@ import pytest
 
 from tests.webui.test_demo_flow_browser import _open, chromium  # noqa: F401 - the module's browser
 from tests.webui.test_webui_browser import TIMEOUT_MS
+from webui.i18n import text
 
 pytestmark = pytest.mark.browser
 
@@ -25,7 +26,7 @@ RING = """() => {
 
 def test_encode_decode_is_near_after_an_example_and_its_focus_ring_shows(chromium, server):  # noqa: F811
     page = _open(chromium, server[0], viewport={"width": 1440, "height": 900})
-    example = page.get_by_role("button", name="speech_male_24k.wav")
+    example = page.get_by_role("button", name=text("input.example.speech_male_24k", "en"))  # words, not a file name
     example.focus()
     page.keyboard.press("Enter")
     page.locator("#roundtrip-input [data-testid=download-link]").wait_for(state="attached", timeout=TIMEOUT_MS)
@@ -39,3 +40,17 @@ def test_encode_decode_is_near_after_an_example_and_its_focus_ring_shows(chromiu
     assert ring["id"] == "roundtrip-run" and ring["style"] != "none" and ring["width"] >= 2, ring
     assert ring["contrast"] >= 3, ring  # WCAG 2.1 non-text contrast against the page around it
     page.context.close()
+
+
+def test_the_example_clips_are_said_in_words_in_the_pages_language(chromium, server):  # noqa: F811
+    """A first-time visitor reads what each example is ("A man's voice · 7 s"), not a file name such as
+    speech_female_16k_stereo.wav, in English and in Chinese."""
+    for lang in ("en", "zh-CN"):
+        page = _open(chromium, server[0], viewport={"width": 1440, "height": 900}, locale=lang)
+        page.get_by_role("button", name=text("input.example.speech_male_24k", lang)).wait_for(timeout=TIMEOUT_MS)
+        words = page.locator("button:visible").all_inner_texts()
+        assert not any(".wav" in w for w in words), words
+        for stem in ("speech_male_24k", "speech_female_16k_stereo", "recorded_front_center_48k"):
+            button = page.get_by_role("button", name=text(f"input.example.{stem}", lang))
+            assert button.is_visible(), (lang, stem)
+        page.context.close()

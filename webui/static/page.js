@@ -98,11 +98,25 @@
     const intro = document.getElementById("app-intro");
     if (intro && !intro.contains(toggle)) { intro.prepend(toggle); applyView(); }
   };
+  // The example clips are said in words ("A man's voice · 7 s"); Gradio takes their labels as plain
+  // text, so the page puts the reader's language's words over the English ones (EXAMPLE_WORDS, from
+  // the catalogues' input.example.* by webui/app.py).
+  const exampleWords = EXAMPLE_WORDS[document.documentElement.lang] || {};
+  const relabel = () => {
+    if (!Object.keys(exampleWords).length) return;
+    for (const button of document.querySelectorAll("button.gallery-item")) {
+      const walk = document.createTreeWalker(button, NodeFilter.SHOW_TEXT);
+      for (let node = walk.nextNode(); node; node = walk.nextNode()) {
+        const words = exampleWords[node.nodeValue.trim()];
+        if (words) node.nodeValue = words;
+      }
+    }
+  };
   let pending = false;
   const later = () => { // at most once a frame, whatever Gradio redraws
     if (pending) return;
     pending = true;
-    requestAnimationFrame(() => { pending = false; placeToggle(); roving(); describe(); retitle(); place(); });
+    requestAnimationFrame(() => { pending = false; placeToggle(); roving(); describe(); retitle(); place(); relabel(); });
   };
   new MutationObserver(later).observe(document.body, {subtree: true, childList: true, attributes: true,
     attributeFilter: ["aria-selected", "src", "open"]});

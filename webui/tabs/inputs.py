@@ -7,6 +7,7 @@ from pathlib import Path
 import gradio as gr
 
 from core.units import MIB
+from webui import i18n
 from webui.i18n import label
 from webui.queues import FETCH_GROUP
 from webui.serving import url_input
@@ -25,7 +26,7 @@ def examples(inputs: gr.Audio, paths: tuple[Path, ...], api_name: str, then_focu
             inputs=[inputs],
             # the clips by name: Gradio 6.17 draws audio examples with the audio component's own view,
             # which throws a script error on load about one time in two (a race in its Dataset)
-            example_labels=[p.name for p in paths],
+            example_labels=[example_label(p) for p in paths],
             label=label("input.examples"),
             api_name=api_name,
             api_visibility="private",
@@ -38,6 +39,14 @@ def examples(inputs: gr.Audio, paths: tuple[Path, ...], api_name: str, then_focu
                 api_visibility="private",
                 queue=False,
             )
+
+
+def example_label(path: Path) -> str:
+    """What a clip is, in words (``input.example.<file stem>``: "A man's voice · 7 s"), for the clips
+    the workbench ships; any other clip by its file name. English: Gradio takes example labels as plain
+    text, and the page's script puts the reader's language's words over them (webui/app.py, page.js)."""
+    key = f"input.example.{path.stem}"
+    return i18n.text(key, i18n.DEFAULT_LANGUAGE) if key in i18n.catalogues()[i18n.DEFAULT_LANGUAGE] else path.name
 
 
 def url_row(fetch_url, audio_in: gr.Audio, policy: url_input.UrlPolicy) -> None:

@@ -1,17 +1,43 @@
 """The System tab's *Diagnose* panel: a core/doctor report as an HTML table in the page's
-language. Titles, status words and the verdict are translated; each check's evidence and fix
-are core's English (the same lines the CLI prints and the logs keep), shown as they are."""
+language. Titles, status words, the verdict and each check's evidence and fix are in the reader's
+language: the report carries them as codes and fields (``core.doctor.words``), said here from the
+catalogue (``doctor.note.<code>``). What a system said (an error message, a state), commands and
+names stay as they are, set as code."""
 
 from __future__ import annotations
 
 import html
 import re
 
+from core import notes
 from core.doctor import DoctorOptions
+from core.doctor.words import ENGLISH
 from webui.i18n import DEFAULT_LANGUAGE, catalogues, text
 
 ICONS = {"pass": "✓", "warn": "!", "fail": "✗", "skipped": "–"}  # doctor status -> icon
 _BACKTICKS = re.compile(r"`([^`]+)`")
+# fields that hold what a system or a model said, or lists of names: shown as code, in any language
+AS_IS = frozenset(
+    {
+        "cpu",
+        "error",
+        "problem",
+        "text",
+        "reason",
+        "why",
+        "state",
+        "status",
+        "listed",
+        "label",
+        "chosen",
+        "names",
+        "decoders",
+        "missing",
+        "shown",
+        "arch",
+    }
+)
+SEPARATOR = {"zh-CN": "；"}  # between two sentences of one finding; "; " otherwise
 
 
 def options_for(address: tuple[str | None, int | None], temp_root) -> DoctorOptions:
@@ -54,7 +80,7 @@ def _row(check: dict, lang: str) -> str:
     title = text(key, lang) if key in catalogues()[DEFAULT_LANGUAGE] else check["title"]
     box = "cw-fix" if status in ("fail", "warn") else "cw-hint"  # a skipped check's fix is advice, not alarm
     fix = (
-        f'<div class="{box}"><b>{_esc(text("doctor.col.fix", lang))}:</b> {_code(check["fix"])}</div>'
+        f'<div class="{box}"><b>{_esc(text("doctor.col.fix", lang))}:</b> {_code(_said(check, "fix", lang))}</div>'
         if check["fix"]
         else ""
     )
@@ -63,8 +89,23 @@ def _row(check: dict, lang: str) -> str:
         f"<td><b>{_esc(title)}</b></td>"
         f'<td><span class="cw-icon">{ICONS.get(status, "?")}</span> '
         f'<span class="cw-word">{_esc(text("status.word." + status, lang))}</span></td>'
-        f'<td><span class="cw-detail">{_code(check["evidence"])}</span>{fix}</td></tr>'
+        f'<td><span class="cw-detail">{_code(_said(check, "evidence", lang))}</span>{fix}</td></tr>'
     )
+
+
+def _said(check: dict, part: str, lang: str) -> str:
+    """A finding's evidence or fix in ``lang`` (its codes from the catalogue), or its English text when
+    it came as plain text."""
+    sentences = (check.get("said") or {}).get(part)
+    if not sentences:
+        return check[part]
+    table = catalogues().get(lang) or catalogues()[DEFAULT_LANGUAGE]
+    words = {code: table.get(f"doctor.note.{code}", english) for code, english in ENGLISH.items()}
+    said = []
+    for s in sentences:
+        fields = {k: f"`{v}`" if k in AS_IS and v not in (None, "") else v for k, v in s["fields"].items()}
+        said.append(notes.say(s["code"], fields, words))
+    return SEPARATOR.get(lang, "; ").join(said)
 
 
 def _esc(value) -> str:

@@ -42,7 +42,7 @@ CHECK_NAMES = [
     "shared_test_store",
     "judging_models",
 ]  # the documented order
-CHECK_KEYS = {"name", "title", "status", "evidence", "fix", "data"}
+CHECK_KEYS = {"name", "title", "status", "evidence", "fix", "data", "said"}
 
 # nvidia-smi output as printed on an H200 host (query CSV and the plain table's header)
 H200_UUID = "GPU-5c1d2a33-8f0e-4b6a-9d1c-2f3e4a5b6c7d"
@@ -344,7 +344,7 @@ def test_cli_json_and_exit_code(tiny_checkpoint, tmp_path, monkeypatch, cli):
     [
         ("cuda:0", "float32", {"float32": 1.0, "bfloat16": 0.1}, SKIPPED, "cuda:0"),
         ("cpu", "float32", None, SKIPPED, "no model loaded"),
-        ("cpu", "float32", {"float32": 0.29, "bfloat16": 0.10}, PASS, "--decode-dtype bfloat16 would decode 2.9x"),
+        ("cpu", "float32", {"float32": 0.29, "bfloat16": 0.10}, PASS, "`--decode-dtype bfloat16` would decode 2.9x"),
         ("cpu", "float32", {"float32": 0.10, "bfloat16": 3.2}, PASS, "float32 decode, the faster or exact choice"),
         ("cpu", "bfloat16", {"float32": 0.29, "bfloat16": 0.10}, PASS, "bfloat16 decode, the faster"),
         ("cpu", "bfloat16", {"float32": 0.10, "bfloat16": 3.2}, WARN, "32.0x slower than fp32 here"),
