@@ -12,4 +12,4 @@ from core.doctor import host
 )
 def test_the_precision_line_names_the_sweep(device, timings):
     found = host.check_cpu_decode(device, "float32", "Some CPU", timings, 4)
-    assert found.evidence.endswith("python -m core precision CLIP, or the Check a port tab (docs/parity.md)")
+    assert found.evidence.endswith("`python -m core precision CLIP`, or the Check a port tab (docs/parity.md)")
