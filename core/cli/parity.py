@@ -13,6 +13,7 @@ from pathlib import Path
 
 from core.cli.common import engine_from_args
 from core.errors import CodecError
+from core.parity.words import where
 
 logger = logging.getLogger(__name__)
 
@@ -102,14 +103,7 @@ def cmd_parity(args) -> int:
     for note in result.verdict.evidence:
         print(f"  - {note.english()}")
     for click in result.clicks[:10]:
-        where = {
-            "official": " (official seam)",
-            "onset": " (where the difference starts)",
-            "frame": " (frame boundary)",
-        }
-        print(
-            f"  click at {click.time_s:.3f} s: {click.height_lsb:.0f} LSB{where.get(click.seam or '', ' (inside a frame)')}"
-        )
+        print(f"  click at {click.time_s:.3f} s: {click.height_lsb:.0f} LSB ({where(click.seam)})")
     if args.report is not None:
         print(f"wrote {args.report}")
     return 0

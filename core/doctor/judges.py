@@ -80,9 +80,8 @@ def check_judging_models(seen: list[Seen]) -> Finding:
     name, title = "judging_models", "Judging models load (speaker similarity, dWER)"
     for s in seen:
         fix = FIX if s.chosen in ("ge2e", "pocketsphinx") else FIX_CHOSEN
-        role = ROLES.get(s.role, "role_speaker")
         if s.error is not None or s.label is None:
-            failed = said("judge_failed", role_code=role, chosen=repr(s.chosen), error=s.error)
+            failed = said("judge_failed", role_code=ROLES[s.role], chosen=repr(s.chosen), error=s.error)
             return finding(name, title, FAIL, failed, fix)
         if s.role == "speaker model" and not (s.value is not None and s.value > 0.999):
             shown = {"shown_code": "judge_nothing"} if s.value is None else {"shown": f"{s.value:.4f}"}
@@ -90,16 +89,13 @@ def check_judging_models(seen: list[Seen]) -> Finding:
     if not seen:
         return finding(name, title, FAIL, said("judge_none"), FIX)
     answered = tuple(
-        said(
-            "judge_ok_twice",
-            role_code=ROLES.get(s.role, "role_speaker"),
-            label=s.label,
-            seconds=s.seconds or 0.0,
-            value=s.value,
-        )
-        if s.value is not None
-        else said("judge_ok", role_code=ROLES.get(s.role, "role_speaker"), label=s.label, seconds=s.seconds or 0.0)
+        said("judge_ok_twice", **_answer(s), value=s.value) if s.value is not None else said("judge_ok", **_answer(s))
         for s in seen
     )
     speaker = next((s.value for s in seen if s.value is not None), None)
     return finding(name, title, PASS, answered, facts={"similarity": speaker} if speaker is not None else None)
+
+
+def _answer(s: Seen) -> dict:
+    """The fields of an answered model's sentence: its role, label and time."""
+    return {"role_code": ROLES[s.role], "label": s.label, "seconds": s.seconds or 0.0}

@@ -21,7 +21,7 @@ from core.analysis.metrics import figure_to_png
 from core.codec import SAMPLE_RATE, SAMPLES_PER_FRAME
 from core.judging.report import data_url, page
 from core.parity import seams, verdict
-from core.parity.words import ENGLISH, say
+from core.parity.words import ENGLISH, say, where
 
 FLOOR_LSB = 0.01  # the curve's floor on the log axis (identical windows sit here)
 FONTS = [
@@ -127,7 +127,7 @@ def html_page(
     measures = "".join(f"<tr><th>{e(str(k))}</th><td>{e(str(x))}</td></tr>" for k, x in rows)
     clicks = (
         "".join(
-            f"<tr><td>{c.time_s:.4f}</td><td>{c.height_lsb:.0f}</td><td>{e(say('where_' + (c.seam or 'inside'), {}, table).strip(' ()（）'))}</td></tr>"
+            f"<tr><td>{c.time_s:.4f}</td><td>{c.height_lsb:.0f}</td><td>{e(where(c.seam, table))}</td></tr>"
             for c in result.clicks
         )
         or f"<tr><td colspan=3>{e(fixed['none'])}</td></tr>"

@@ -137,6 +137,12 @@ class Note:
         return {"code": self.code, "fields": dict(self.fields), "text": self.english()}
 
 
+def where(seam: str | None, table: dict | None = None) -> str:
+    """Where a click sits, as a table cell ("a frame boundary", "inside a frame: no seam there"): the
+    ``where_*`` sentence without the brackets it has when it follows a click's line."""
+    return say("where_" + (seam or "inside"), {}, table).strip(" ()（）")
+
+
 def say(code: str, fields: dict, table: dict | None = None) -> str:
     """The sentence for ``code`` in ``table`` (English by default); fields named ``<x>_code`` are codes
     themselves, said in the same table as ``{x}``."""

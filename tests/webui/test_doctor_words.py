@@ -7,21 +7,14 @@ from __future__ import annotations
 
 import errno
 import re
-import socket
 
-from core.doctor import DoctorOptions, gpu, host, judges, needs, run_doctor
+from core.doctor import gpu, host, judges, needs, run_doctor
 from core.doctor.findings import Report, english
 from core.doctor.words import ENGLISH, Said
+from tests.core.doctor.test_doctor import _options
 from tests.webui.english import english_sentences
 from webui.i18n import catalogues
 from webui.views import doctor_panel
-
-
-def _options(tmp_path) -> DoctorOptions:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    return DoctorOptions(port=port, temp_dir=tmp_path / "temp", data_dir=tmp_path / "data")
 
 
 def _failures() -> list:

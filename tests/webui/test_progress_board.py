@@ -29,6 +29,15 @@ def _estimate(board: ProgressBoard, session: str) -> None:
     )
 
 
+def _started(first_pace=None) -> tuple[Clock, ProgressBoard]:
+    """A board on a clock the test moves, with job "s" started and its estimate line in (64 s of audio)."""
+    clock = Clock()
+    board = ProgressBoard(clock, first_pace=first_pace)
+    board.start("s")
+    _estimate(board, "s")
+    return clock, board
+
+
 def test_time_left_comes_from_the_decode_pace_then_from_the_last_job():
     clock = Clock()
     board = ProgressBoard(clock)
@@ -52,10 +61,7 @@ def test_time_left_comes_from_the_decode_pace_then_from_the_last_job():
 
 
 def test_the_box_says_stage_share_time_and_estimate_in_both_languages():
-    clock = Clock()
-    board = ProgressBoard(clock)
-    board.start("s")
-    _estimate(board, "s")
+    clock, board = _started()
     board.note("s", 0.30, "job.decoding_part", percent="10%")
     clock.now += 65
     snap = board.snapshot("s")
@@ -112,10 +118,7 @@ def test_a_tick_before_the_jobs_first_stage_says_starting():
 def test_between_two_steps_the_time_left_counts_down_and_the_bar_moves_with_the_clock():
     """One model call on a CPU can take a minute: the box stood at "Encoding · 20 %" for 40 s, and while
     the decode waited for its next step the time left grew (1:47 to 3:24)."""
-    clock = Clock()
-    board = ProgressBoard(clock)
-    board.start("s")
-    _estimate(board, "s")
+    clock, board = _started()
     board.note("s", 0.26, "job.encoding_part", percent="100%")
     clock.now += 10.0
     board.note("s", 0.36, "job.decoding_part", percent="13%")  # 0.10 of the job in 10 s
@@ -134,10 +137,7 @@ def test_between_two_steps_the_time_left_counts_down_and_the_bar_moves_with_the_
 
 
 def test_a_first_job_on_a_known_pace_moves_its_bar_during_the_encode():
-    clock = Clock()
-    board = ProgressBoard(clock, first_pace=lambda: 0.5)  # 64 s of audio: at least 32 s
-    board.start("s")
-    _estimate(board, "s")
+    clock, board = _started(first_pace=lambda: 0.5)  # 64 s of audio: at least 32 s
     board.note("s", 0.20, "job.encoding", percent="0%")
     shown = [board.snapshot("s").fraction]
     for _ in range(3):

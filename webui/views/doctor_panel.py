@@ -65,7 +65,8 @@ def panel_html(report: dict, lang: str = DEFAULT_LANGUAGE) -> str:
         seconds=f"{report['seconds']:.1f}",
     )
     head = "".join(f"<th>{_esc(text(f'doctor.col.{c}', lang))}</th>" for c in ("check", "status", "evidence"))
-    rows = "".join(_row(check, lang) for check in report["checks"])
+    words = _words(lang)
+    rows = "".join(_row(check, lang, words) for check in report["checks"])
     return (
         f'<div class="cw-status cw-{"ok" if report["ok"] else "bad"}" id="doctor-report">'
         f'<div class="cw-verdict">{_esc(verdict)}</div><div class="cw-hint">{_esc(summary)} · '
@@ -74,13 +75,19 @@ def panel_html(report: dict, lang: str = DEFAULT_LANGUAGE) -> str:
     )
 
 
-def _row(check: dict, lang: str) -> str:
+def _words(lang: str) -> dict[str, str]:
+    """{code: sentence} of every doctor sentence in ``lang`` (English where a catalogue lacks one)."""
+    table = catalogues().get(lang) or catalogues()[DEFAULT_LANGUAGE]
+    return {code: table.get(f"doctor.note.{code}", english) for code, english in ENGLISH.items()}
+
+
+def _row(check: dict, lang: str, words: dict[str, str]) -> str:
     status = check["status"]
     key = f"doctor.check.{check['name']}"
     title = text(key, lang) if key in catalogues()[DEFAULT_LANGUAGE] else check["title"]
     box = "cw-fix" if status in ("fail", "warn") else "cw-hint"  # a skipped check's fix is advice, not alarm
     fix = (
-        f'<div class="{box}"><b>{_esc(text("doctor.col.fix", lang))}:</b> {_code(_said(check, "fix", lang))}</div>'
+        f'<div class="{box}"><b>{_esc(text("doctor.col.fix", lang))}:</b> {_code(_said(check, "fix", lang, words))}</div>'
         if check["fix"]
         else ""
     )
@@ -89,18 +96,16 @@ def _row(check: dict, lang: str) -> str:
         f"<td><b>{_esc(title)}</b></td>"
         f'<td><span class="cw-icon">{ICONS.get(status, "?")}</span> '
         f'<span class="cw-word">{_esc(text("status.word." + status, lang))}</span></td>'
-        f'<td><span class="cw-detail">{_code(_said(check, "evidence", lang))}</span>{fix}</td></tr>'
+        f'<td><span class="cw-detail">{_code(_said(check, "evidence", lang, words))}</span>{fix}</td></tr>'
     )
 
 
-def _said(check: dict, part: str, lang: str) -> str:
-    """A finding's evidence or fix in ``lang`` (its codes from the catalogue), or its English text when
+def _said(check: dict, part: str, lang: str, words: dict[str, str]) -> str:
+    """A finding's evidence or fix in ``lang`` (its codes said from ``words``), or its English text when
     it came as plain text."""
     sentences = (check.get("said") or {}).get(part)
     if not sentences:
         return check[part]
-    table = catalogues().get(lang) or catalogues()[DEFAULT_LANGUAGE]
-    words = {code: table.get(f"doctor.note.{code}", english) for code, english in ENGLISH.items()}
     said = []
     for s in sentences:
         fields = {k: f"`{v}`" if k in AS_IS and v not in (None, "") else v for k, v in s["fields"].items()}

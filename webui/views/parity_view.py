@@ -8,6 +8,7 @@ import math
 
 from core.parity import report
 from core.parity.words import ENGLISH, Note, say
+from core.parity.words import where as where_words
 from webui import i18n
 
 COLOURS = {
@@ -75,10 +76,9 @@ def measures_markdown(result, lang: str) -> str:
     )
     if not result.clicks:
         return table
-    where = words(lang)
+    sentences = words(lang)
     clicks = "\n".join(
-        f"| {c.time_s:.4f} | {c.height_lsb:.0f} | {say('where_' + (c.seam or 'inside'), {}, where).strip(' ()（）')} |"
-        for c in result.clicks
+        f"| {c.time_s:.4f} | {c.height_lsb:.0f} | {where_words(c.seam, sentences)} |" for c in result.clicks
     )
     return f"{table}\n\n{i18n.text('parity.clicks_header', lang)}\n| --- | --- | --- |\n{clicks}"
 
