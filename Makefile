@@ -41,7 +41,8 @@ FAST_MARKERS := not gpu and not browser and not service and not slow and not lon
 # machine; .ci/run runs all three. Slow end-to-end tests (pytest marker `slow`: nginx replicas,
 # supervisord, Ray runs and their kill-and-resume, the compiled decoder, the demo flow in chromium)
 # run in `make test-slow`; tests of several minutes each (marker `long`: the 10-minute clip, the
-# 200-request soak) in `make test-long`; each group beside itself in two processes.
+# 200-request soak) in `make test-long`; each group beside itself in two processes, except the tests
+# marked `alone` (a real-time measurement on the machine's cores), which run after their group, one at a time.
 TEST_MARKERS := not gpu and not long and not slow
 SLOW_MARKERS := slow and not gpu and not long
 LONG_MARKERS := long and not gpu
@@ -164,7 +165,8 @@ test-slow: test-system-deps $(VENV)/.stamp-test node_modules/.package-lock.json
 	$(TEST_ENV) $(PY) -m pytest -m "$(SLOW_MARKERS)" $(XDIST) --timeout=900 --durations=10 $(PYTEST_ARGS)
 
 test-long: test-system-deps $(VENV)/.stamp-test node_modules/.package-lock.json
-	$(TEST_ENV) $(PY) -m pytest -m "$(LONG_MARKERS)" $(XDIST) --timeout=1200 --durations=5 $(PYTEST_ARGS)
+	$(TEST_ENV) $(PY) -m pytest -m "$(LONG_MARKERS) and not alone" $(XDIST) --timeout=1200 --durations=5 $(PYTEST_ARGS)
+	$(TEST_ENV) $(PY) -m pytest -m "$(LONG_MARKERS) and alone" --timeout=1200 --durations=5 $(PYTEST_ARGS)
 
 # The browser tests that save the docs' pictures (and bench/results/live_browser.json); every other run of
 # them takes and checks the same screenshots but writes nothing into the tree (tests/docs_output.py).

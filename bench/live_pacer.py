@@ -65,7 +65,7 @@ class Socket:
         self.reader.start()
 
     def _read(self) -> list:
-        from wsproto.events import BytesMessage, CloseConnection, TextMessage
+        from wsproto.events import BytesMessage, CloseConnection, Ping, TextMessage
 
         data = self.sock.recv(1 << 16)
         with self.guard:
@@ -80,6 +80,12 @@ class Socket:
                     self._parts = []
             elif isinstance(event, TextMessage):
                 self.texts.append(json.loads(event.data))
+            elif isinstance(
+                event, Ping
+            ):  # unanswered, the server closes the socket after its ping timeout (uvicorn: 20 + 20 s)
+                with self.guard:
+                    pong = self.ws.send(event.response())
+                self.sock.sendall(pong)
             elif isinstance(event, CloseConnection):
                 try:
                     with self.guard:

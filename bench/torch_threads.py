@@ -64,14 +64,14 @@ def _sessions(engine, x: np.ndarray, sessions: int) -> list[dict]:
 def _child(arrangement: str, checkpoint: str, seconds: float, sessions: int, queue) -> None:
     import torch
 
-    from core.model import live, torch_threads
+    from core.model import live_sessions, torch_threads
     from core.model.engine import Engine
     from core.settings import Settings
 
     torch.set_num_threads(2)
     if arrangement != "now":  # the two rules off: every call runs in the thread that makes it
         torch_threads.in_passing_thread = lambda fn, *args: fn(*args)
-        live.LiveSessions.on_model_thread = lambda self, fn, *args: fn(*args)  # type: ignore[method-assign]
+        live_sessions.LiveSessions.on_model_thread = lambda self, fn, *args: fn(*args)  # type: ignore[method-assign]
     result: dict = {}
 
     def setup(bench_work=lambda fn, *args: fn(*args)):

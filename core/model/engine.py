@@ -29,7 +29,7 @@ from core.errors import CodecError, EngineNotReady
 from core.model import calls as model_calls
 from core.model import loading, memory, oom_retries, planner, preflight, readiness, torch_threads
 from core.model.checkpoints import is_random_checkpoint
-from core.model.live import LiveSessions
+from core.model.live_sessions import LiveSessions
 from core.model.planner import ChunkPlan, MemoryEstimate
 from core.model.results import DecodeResult, EncodeResult, RoundTripResult
 from core.model.stream_decoder import StreamDecoder, StreamDecoders
@@ -309,6 +309,11 @@ class Engine:
                 raise EngineNotReady(self.not_ready_message())
             with torch.inference_mode(), model_calls.backend_flags(self.settings, operation):
                 yield self._tokenizer.model, self._fast, waited
+
+    def live_pending(self, session: object, queued: bool) -> None:
+        """A live session has input queued (or has caught up): a job hands the model over until it
+        has caught up (``core.model.turns.TurnLock.pending``)."""
+        self._lock.pending(session, queued)
 
     # ---- planning, estimates, OOM retries -------------------------------------------------
     def _plan(self, operation: str, lengths: list[int]) -> tuple[ChunkPlan | None, MemoryEstimate]:

@@ -1,18 +1,17 @@
-"""Live sessions: a microphone's blocks through the one model, shared with every other job.
+"""A live session: a microphone's blocks through the one model, shared with every other job.
 
 A :class:`LiveSession` owns a ``core.nn.streaming`` input, encoder and decoder, and does its model
-work through ``Engine.model_work``: under the engine's lock, one frame at a time (encode, then decode
+work through ``Engine.frame_work``: under the engine's lock, one frame at a time (encode, then decode
 under each operation's backend flags), so another user's job waits for at most one frame's work. On a
 GPU the sessions share one batched step instead (``core.model.live_batcher``): each frame is a row
-of it, and admission follows the measured cost of the step for that many sessions.
-:class:`LiveSessions` (``engine.live``) admits at most ``Settings.live_sessions`` at once, refuses the
-next with a message that gives the count, and lowers batch work's priority (``core.model.cpu_share``).
+of it. A caller that reads input ahead of the session (a socket's unread blocks) says so with
+:meth:`LiveSession.expect`, and a job then hands the model over until the session has caught up
+(``core.model.turns``). ``core.model.live_sessions`` admits sessions (``engine.live``).
 
 Bounds: a session takes at most ``min(live_max_s, max_duration_s)`` of audio, then refuses with a
 message; it refuses input that runs ahead of real time by more than ``PACE_SLACK_S`` (a client that
 sends faster than it speaks), so what it holds never grows faster than a microphone's output; its
-encoder keys/values follow the engine's offload rule and are sized for the maximum length. A session
-idle for ``IDLE_CLOSE_S`` is closed when the next one opens (the net under the transports' own close).
+encoder keys/values follow the engine's offload rule and are sized for the maximum length.
 """
 
 from __future__ import annotations
@@ -24,148 +23,27 @@ import time
 
 import numpy as np
 
-from core.codec import NUM_CODEBOOKS, SAMPLE_RATE, SAMPLES_PER_FRAME
-from core.errors import LiveBusy, LiveSessionError, OutOfMemory
-from core.model import cpu_share, memory, planner, torch_threads
+from core.codec import NUM_CODEBOOKS, SAMPLE_RATE
+from core.errors import LiveSessionError, OutOfMemory
+from core.model import memory, planner
 from core.model.lateness import Lateness, judge_lateness
-from core.model.live_batcher import RESAMPLER_SLACK_SAMPLES, BatchedStream, FrameBatcher, batch_wanted, build_batcher
+from core.model.live_batcher import RESAMPLER_SLACK_SAMPLES, BatchedStream
 from core.model.live_results import LiveResult, LiveStep, heard_at, session_result
 from core.nn.encoding import conv_context_samples
 from core.nn.streaming import MicrophoneInput, StreamingDecoder, StreamingEncoder
-from core.units import MIB, minutes
+from core.units import minutes
 
 logger = logging.getLogger(__name__)
 
 PACE_SLACK_S = 2.0  # input may run this far ahead of the wall clock (network bursts), then is refused
-IDLE_CLOSE_S = 5.0  # a session with no input for this long is closed when another one opens
-LOAD_SHARE = 0.75  # admit sessions while their measured frames fill at most this share of each 80 ms
-COST_SMOOTHING = 0.05  # weight of the newest frame in the running per-frame cost
-FRAME_S = SAMPLES_PER_FRAME / SAMPLE_RATE  # 0.08 s: one frame of audio
-AUTO_PACKET_CPU = 4  # ``--live-packet-frames 0`` on a CPU with a large model: one pass over the weights per 320 ms
-AUTO_PACKET_MIN_WEIGHT_BYTES = 64 * MIB  # a model this large is bound by reading its weights at one frame per step
 LOCK_YIELD_S = 0.0005  # pause between two frames of one block, so a job waiting for the lock gets it
 
 
-class LiveSessions:
-    """The engine's live sessions: admission (at most ``settings.live_sessions``) and cleanup."""
-
-    def __init__(self, engine) -> None:
-        self.engine = engine
-        self._sessions: set[LiveSession] = set()
-        self._guard = threading.Lock()
-        self.frame_cost_s: float | None = None  # running model work per frame (one session), measured
-        self.batched: bool | None = None  # one batched step for all sessions; None: on a GPU with graphs
-        self._batcher: FrameBatcher | None = None
-        self.thread = torch_threads.OneThread("live-cpu")  # every session's model work on a CPU
-        self.cpu = cpu_share.CpuShare(lambda: self.in_use)  # batch work yields the CPU to open sessions
-
-    def observe(self, frame_s: float) -> None:
-        """One frame's measured model work (the admission's cost)."""
-        cost = self.frame_cost_s
-        self.frame_cost_s = frame_s if cost is None else cost + COST_SMOOTHING * (frame_s - cost)
-
-    def capacity(self) -> int:
-        """Sessions the measured per-frame cost allows (``LOAD_SHARE`` of real time), at most ``--live-sessions``."""
-        if self._batcher is not None and self.use_batch():  # the measured batched step for that many
-            return self._batcher.capacity(self.limit, LOAD_SHARE * FRAME_S)
-        cost = self.frame_cost_s
-        if cost is None or cost <= 0:
-            return self.limit
-        return max(1, min(self.limit, int(LOAD_SHARE * FRAME_S / cost)))
-
-    @property
-    def limit(self) -> int:
-        return int(self.engine.settings.live_sessions)
-
-    def packet_frames(self) -> int:
-        """Frames per step: ``--live-packet-frames``, or for 0 (auto) 4 on a CPU with a model past
-        ``AUTO_PACKET_MIN_WEIGHT_BYTES`` (a frame there costs more than real time) and 1 elsewhere."""
-        settings, dims = self.engine.settings, self.engine._dims
-        if settings.live_packet_frames:
-            return int(settings.live_packet_frames)
-        large = dims is not None and dims.weight_bytes >= AUTO_PACKET_MIN_WEIGHT_BYTES
-        return AUTO_PACKET_CPU if not settings.is_cuda and large else 1
-
-    @property
-    def in_use(self) -> int:
-        with self._guard:
-            return len(self._sessions)
-
-    def max_seconds(self) -> float:
-        """Longest session: the live limit, never more than the audio limit of every other way in."""
-        s = self.engine.settings
-        return float(min(s.live_max_s, s.max_duration_s))
-
-    def open(self, sample_rate: int, channels: int = 1, *, paced: bool = True, name: str = "microphone"):
-        """A new session for a microphone at ``sample_rate`` with ``channels``; ``paced=False`` lets a
-        local caller (the CLI) push faster than real time. LiveBusy when all are in use."""
-        self._reap()
-        with self._guard:
-            if self.limit <= 0:
-                raise LiveBusy("Live mode is off on this server (--live-sessions 0).")
-            if len(self._sessions) >= self.limit:
-                raise LiveBusy(
-                    f"Live is busy: {len(self._sessions)} of {self.limit} sessions are in use. Try again in a moment."
-                )
-            capacity = self.capacity()
-            if len(self._sessions) >= capacity:
-                cost = self._batcher.step_cost_s(len(self._sessions) + 1) if self._batcher else self.frame_cost_s
-                cost_ms = 1000 * (cost or 0.0)
-                raise LiveBusy(
-                    f"Live is busy: {len(self._sessions)} sessions are in use and each 80 ms frame costs "
-                    f"≈{cost_ms:.0f} ms of model work here, so this device keeps {capacity} in real time. "
-                    "Try again in a moment."
-                )
-            session = LiveSession(self, sample_rate, channels, paced, name)
-            self._sessions.add(session)
-        self.cpu.live_opened()
-        try:
-            self.on_model_thread(session.start)
-        except BaseException:
-            session.close()
-            raise
-        return session
-
-    def on_model_thread(self, fn, *args):
-        """``fn(*args)``: on a CPU on the sessions' one thread (``core.model.torch_threads``); here on a
-        GPU or with the batched step, which gathers the frames its callers' threads bring."""
-        direct = self.engine.settings.is_cuda or self.use_batch()
-        return fn(*args) if direct else self.thread.call(fn, *args)
-
-    def use_batch(self) -> bool:
-        """Whether sessions share the batched step (``batched``, else ``live_batcher.batch_wanted``)."""
-        return batch_wanted(self.engine.settings) if self.batched is None else self.batched
-
-    def batcher(self, model, runner) -> FrameBatcher | None:
-        """The shared batched step (built at the first batched session), or None (a bf16 decoder)."""
-        if self._batcher is None:
-            self._batcher = build_batcher(self.engine, model, runner, self.limit, self.max_seconds())
-        return self._batcher
-
-    def _release(self, session: LiveSession) -> None:
-        with self._guard:
-            self._sessions.discard(session)
-
-    def _reap(self) -> None:
-        now = time.monotonic()
-        with self._guard:
-            idle = [s for s in self._sessions if now - s.last_input > IDLE_CLOSE_S]
-        for session in idle:
-            logger.warning("closing a live session idle for %.1f s", now - session.last_input)
-            session.close()
-
-    def close_all(self) -> None:
-        with self._guard:
-            sessions = list(self._sessions)
-        for session in sessions:
-            session.close()
-        self._batcher = None  # its slot pools belong to the model
-
-
 class LiveSession:
-    """One microphone through the codec. Thread-safe: pushes from several threads run one at a time."""
+    """One microphone through the codec; ``owner`` is the engine's ``core.model.live_sessions.LiveSessions``.
+    Thread-safe: pushes from several threads run one at a time."""
 
-    def __init__(self, owner: LiveSessions, sample_rate: int, channels: int, paced: bool, name: str):
+    def __init__(self, owner, sample_rate: int, channels: int, paced: bool, name: str):
         self.owner, self.engine = owner, owner.engine
         self.max_s = owner.max_seconds()
         self.paced = paced
@@ -187,6 +65,8 @@ class LiveSession:
         self.last_arrival: float | None = None  # when the transport got the last block (monotonic; None: untimed)
         self.closed = False
         self._push_lock = threading.Lock()
+        self._queued = self._pushing = False  # the caller's unread input; a push under way (``expect``)
+        self._pending_lock = threading.Lock()
 
     def start(self) -> None:
         """Check the memory it may need and build its state (under the engine's lock)."""
@@ -218,8 +98,31 @@ class LiveSession:
         )
 
     # ---- input ----------------------------------------------------------------------------------
+    def expect(self, queued: bool) -> None:
+        """The caller has input for this session it has not pushed yet (a socket's unread blocks), or
+        has none left. While it has, or a push is under way, a job hands the model over to this
+        session until it has caught up (``core.model.turns``). Callers that cannot tell need not call it."""
+        with self._pending_lock:
+            self._queued = queued
+            self._say_pending()
+
+    def _pushing_now(self, pushing: bool) -> None:
+        with self._pending_lock:
+            self._pushing = pushing
+            self._say_pending()
+
+    def _say_pending(self) -> None:
+        self.engine.live_pending(self, (self._queued or self._pushing) and not self.closed)
+
     def push(self, block: np.ndarray, arrived: float | None = None) -> LiveStep:
         """Take a block of microphone samples; return the frames it completed (``arrived``: ``lateness``)."""
+        self._pushing_now(True)
+        try:
+            return self._push(block, arrived)
+        finally:
+            self._pushing_now(False)
+
+    def _push(self, block: np.ndarray, arrived: float | None) -> LiveStep:
         with self._push_lock:
             self._check_open()
             self.last_arrival = arrived
@@ -253,6 +156,7 @@ class LiveSession:
             finally:
                 self.closed = True
                 self.owner._release(self)
+                self.expect(False)
                 self._free()
         return session_result(self, recording)
 
@@ -377,6 +281,7 @@ class LiveSession:
         if not self.closed:
             self.closed = True
             self.owner._release(self)
+            self.expect(False)
             logger.info("live session closed after %.1f s of audio", self.input.seconds)
         if self._push_lock.acquire(blocking=False):
             try:

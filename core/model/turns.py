@@ -13,10 +13,15 @@ of holder:
 - a **short turn** (one live frame's encode or decode) takes it with ``with lock.turn():``.
 
 So a live frame waits for at most one chunk of another job (plus the frames of other live sessions
-queued before it). A job that handed over waits until no turn has asked for ``GRACE_S``, so a session
-that fell behind during a chunk catches up on all its queued frames before the job goes on (live has
-priority; the job gets the rest), for at most ``GIVE_TURN_MAX_S`` at one point. ``holder`` says what holds the lock now ("job" or "live"); a waiting live frame
-uses it to say who made it wait. Python's own locks are not fair: a thread that releases and at once
+queued before it). A session that fell behind during a chunk catches up on all its queued frames before
+the job goes on (live has priority; the job gets the rest): a session with input queued says so with
+:meth:`TurnLock.pending` (a live socket's unread blocks, or a push under way), and a job that handed
+over waits until no session is pending and no turn has asked for ``GRACE_S``, for at most
+``GIVE_TURN_MAX_S`` at one point. Waiting only for the turns that asked is not enough: between two of
+a session's frames its thread hops through the event loop and a worker, which takes longer than any
+short grace on a busy CPU, so the job took the lock back after each frame and the session fell behind.
+``holder`` says what holds the lock now ("job" or "live"); a waiting live frame uses it to say who made
+it wait. Python's own locks are not fair: a thread that releases and at once
 re-acquires usually wins; the counted hand-over here is what makes a turn happen.
 """
 
@@ -25,7 +30,6 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from functools import partial
 
 GIVE_TURN_MAX_S = 2.0  # a job hands the lock over for at most this long at one point (live cannot starve it)
 GRACE_S = 0.004  # after the waiting turns, a job waits this long for their next one (a session catching up)
@@ -38,7 +42,7 @@ class TurnLock:
         self._lock = threading.RLock()
         self._cond = threading.Condition(threading.Lock())
         self._waiting = 0  # short turns waiting for the lock
-        self._served = 0  # short turns that have taken it, ever
+        self._pending: set[object] = set()  # sessions with input queued (``pending``)
         self._depth = 0  # nesting depth of the current holder
         self.holder: str | None = None  # "job" or "live" while held, else None
         self.given = 0  # hand-overs made (for tests and logs)
@@ -78,12 +82,12 @@ class TurnLock:
         blocker = self.holder
         with self._cond:
             self._waiting += 1
+            self._cond.notify_all()  # a job in its grace wait goes on waiting
         try:
             self._lock.acquire()
         finally:
             with self._cond:
                 self._waiting -= 1
-                self._served += 1
                 self._cond.notify_all()
         self._depth += 1
         outer = self.holder
@@ -96,21 +100,36 @@ class TurnLock:
             self.holder = outer if self._depth else None
             self._lock.release()
 
-    def _reached(self, target: int) -> bool:
-        return self._served >= target
-
     def waiting(self) -> int:
         with self._cond:
             return self._waiting
 
+    def pending(self, key: object, queued: bool) -> None:
+        """Session ``key`` has input queued (``queued``) or has caught up: while any session has, a job
+        that hands the lock over waits for it (its next frames ask for turns soon). Clear it when the
+        session ends."""
+        with self._cond:
+            if queued:
+                self._pending.add(key)
+            else:
+                self._pending.discard(key)
+            self._cond.notify_all()
+
+    def _quiet(self) -> bool:
+        return not self._waiting and not self._pending
+
+    def _asked(self) -> bool:
+        return bool(self._waiting or self._pending)
+
     # ---- jobs: hand-over points -----------------------------------------------------------------
     def give_turn(self) -> None:
-        """Between two chunks of a job: if short turns wait, let each of them have the lock once.
-        Does nothing when none waits, or when the caller does not hold the lock."""
+        """Between two chunks of a job: if short turns wait or a session is pending, hand the lock over
+        until every waiting turn has had it, no session is pending and none asks again within
+        ``GRACE_S`` (at most ``GIVE_TURN_MAX_S``). Does nothing when none waits or is pending, or when
+        the caller does not hold the lock."""
         with self._cond:
-            if not self._waiting:
+            if self._quiet():
                 return
-            target = self._served + self._waiting
         if not self.owned():
             return
         depth, holder = self._depth, self.holder
@@ -119,13 +138,12 @@ class TurnLock:
         try:
             deadline = time.monotonic() + GIVE_TURN_MAX_S
             with self._cond:
-                while True:  # until every turn that asked has had the lock and none asks again soon
+                while True:
                     left = deadline - time.monotonic()
-                    if left <= 0 or not self._cond.wait_for(partial(self._reached, target), timeout=left):
+                    if left <= 0 or not self._cond.wait_for(self._quiet, timeout=left):
                         break
-                    if not self._cond.wait_for(lambda: self._waiting > 0, timeout=min(GRACE_S, left)):
+                    if not self._cond.wait_for(self._asked, timeout=min(GRACE_S, left)):
                         break
-                    target = self._served + self._waiting
         finally:
             self._lock._acquire_restore(saved)  # type: ignore[attr-defined]
             self._depth, self.holder = depth, holder

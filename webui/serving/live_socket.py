@@ -149,8 +149,8 @@ class _Inbox:
     """The socket's messages with their arrival times (``time.monotonic``), read by a task of their own
     while a block is worked on; at most ``cap_bytes`` of blocks held, then the reader waits."""
 
-    def __init__(self, cap_bytes: int):
-        self.cap_bytes, self.bytes = cap_bytes, 0
+    def __init__(self, cap_bytes: int, expect=lambda queued: None):
+        self.cap_bytes, self.bytes, self.expect = cap_bytes, 0, expect
         self._queue: collections.deque = collections.deque()
         self._ready, self._room = asyncio.Event(), asyncio.Event()
         self._room.set()
@@ -164,6 +164,7 @@ class _Inbox:
             except Exception:  # noqa: BLE001 - a socket that broke ends like one that closed
                 message = {"type": "websocket.disconnect", "code": 1006}
             self._queue.append((message, time.monotonic()))
+            self.expect(True)  # the session has input to catch up on: a job hands the model over meanwhile
             self.bytes += len(message.get("bytes") or b"")
             if self.bytes >= self.cap_bytes:
                 self._room.clear()
@@ -181,9 +182,12 @@ class _Inbox:
             self._room.set()
         return message, arrived
 
+    def queued(self) -> bool:
+        return bool(self._queue)
+
 
 async def _loop(ws: WebSocket, engine, workspace: Workspace, run: live.LiveRun, lang: str) -> None:
-    inbox = _Inbox(int(QUEUE_S * run.rate * run.channels * 4))
+    inbox = _Inbox(int(QUEUE_S * run.rate * run.channels * 4), run.session.expect)
     reader = asyncio.create_task(inbox.read(ws))
     try:
         await _work(ws, engine, workspace, run, lang, inbox)
@@ -219,7 +223,9 @@ async def _work(ws: WebSocket, engine, workspace: Workspace, run: live.LiveRun, 
                 await _error(ws, _text(e, lang))
             return
         if reply is not None:
+            run.session.expect(False)  # a send the page is slow to take holds no job back
             await ws.send_bytes(reply)
+        run.session.expect(inbox.queued())
 
 
 async def _finish(ws: WebSocket, engine, workspace: Workspace, run: live.LiveRun, lang: str, note: str | None = None):

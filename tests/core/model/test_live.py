@@ -12,7 +12,7 @@ import soundfile as sf
 
 from core.audio.files import load_audio, resample
 from core.errors import AudioInputError, LiveBusy, LiveSessionError
-from core.model import live
+from core.model import live, live_sessions
 from core.model.engine import Engine
 from core.settings import Settings
 from tests.live_checks import stream
@@ -120,7 +120,7 @@ def test_a_session_stops_at_its_maximum_length(make_engine, speech):
 def test_an_idle_session_is_closed_when_another_opens(make_engine):
     e = make_engine(live_sessions=1)
     stale = e.live.open(24_000)
-    stale.last_input -= live.IDLE_CLOSE_S + 1
+    stale.last_input -= live_sessions.IDLE_CLOSE_S + 1
     fresh = e.live.open(24_000)
     assert stale.closed and stale.encoder is None and e.live.in_use == 1
     fresh.close()
@@ -161,8 +161,8 @@ def test_auto_packets_are_four_frames_only_on_a_cpu_with_a_large_model(make_engi
     assert engine.settings.live_packet_frames == 0
     assert engine.live.packet_frames() == 1  # a few MB of weights: nothing to share between frames
     small = engine._dims
-    engine._dims = dataclasses.replace(small, weight_bytes=live.AUTO_PACKET_MIN_WEIGHT_BYTES)
-    assert engine.live.packet_frames() == live.AUTO_PACKET_CPU == 4  # the published size is 651 MB
+    engine._dims = dataclasses.replace(small, weight_bytes=live_sessions.AUTO_PACKET_MIN_WEIGHT_BYTES)
+    assert engine.live.packet_frames() == live_sessions.AUTO_PACKET_CPU == 4  # the published size is 651 MB
     engine.settings = dataclasses.replace(engine.settings, device="cuda:0")
     assert engine.live.packet_frames() == 1  # a GPU steps one frame per graph replay
     engine.settings = dataclasses.replace(engine.settings, device="cpu", live_packet_frames=3)

@@ -155,3 +155,23 @@ def test_admission_follows_the_measured_frame_cost(tiny_engine):
         assert sessions.capacity() == sessions.limit  # --live-sessions stays the cap
     finally:
         sessions.frame_cost_s = before
+
+
+def test_a_session_with_input_queued_holds_a_job_back_only_until_it_ends(chunked_engine, monkeypatch):
+    """``LiveSession.expect``: while the caller has input queued, a job that reaches a hand-over point
+    waits for the session; once the session is closed it never does, though the caller said so last."""
+    from core.model import turns
+
+    monkeypatch.setattr(turns, "GIVE_TURN_MAX_S", 0.2)
+    e = chunked_engine
+    session = e.live.open(SAMPLE_RATE)
+    session.expect(True)  # a socket with unread blocks
+    with e._lock:
+        began = time.perf_counter()
+        e._lock.give_turn()
+        held_back = time.perf_counter() - began
+    assert e._lock.given == 1 and held_back >= 0.19
+    session.close()  # the socket ended with blocks unread
+    with e._lock:
+        e._lock.give_turn()
+    assert e._lock.given == 1  # not held back again

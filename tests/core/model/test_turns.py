@@ -45,3 +45,61 @@ def test_give_turn_without_the_lock_or_without_waiters_does_nothing():
     with lock:
         lock.give_turn()
     assert lock.given == 0
+
+
+def _session_and_job(lock: TurnLock, say_pending: bool) -> list[str]:
+    """A session that fell behind (five frames queued; between two frames its thread is away 30 ms, as a
+    socket's worker hops through the event loop) beside a job of 20 ms chunks; the order they ran in."""
+    order: list[str] = []
+    started = threading.Event()
+    key = object()
+
+    def job():
+        with lock:
+            started.set()
+            for i in range(30):
+                time.sleep(0.02)
+                order.append(f"chunk {i}")
+                lock.give_turn()
+
+    t = threading.Thread(target=job)
+    t.start()
+    started.wait()
+    if say_pending:
+        lock.pending(key, True)
+    for i in range(5):
+        with lock.turn():
+            order.append(f"frame {i}")
+            time.sleep(0.005)
+        time.sleep(0.03)
+    lock.pending(key, False)
+    t.join()
+    return order
+
+
+def test_a_pending_session_catches_up_on_all_its_frames_before_the_job_goes_on():
+    frames = [f"frame {i}" for i in range(5)]
+    order = _session_and_job(TurnLock(), say_pending=True)
+    first = order.index("frame 0")
+    assert order[first : first + 5] == frames, order  # no chunk of the job between them
+    # without saying so, the job takes the lock back between two frames (why ``pending`` exists)
+    order = _session_and_job(TurnLock(), say_pending=False)
+    first = order.index("frame 0")
+    assert order[first : first + 5] != frames, order
+
+
+def test_a_session_pending_for_ever_holds_a_job_back_at_most_the_bound(monkeypatch):
+    from core.model import turns
+
+    monkeypatch.setattr(turns, "GIVE_TURN_MAX_S", 0.1)
+    lock = TurnLock()
+    lock.pending("stuck", True)  # a session that never catches up (and was never cleared)
+    with lock:
+        began = time.perf_counter()
+        lock.give_turn()
+        held_back = time.perf_counter() - began
+    assert lock.given == 1 and 0.09 <= held_back < 1.0
+    lock.pending("stuck", False)
+    with lock:
+        lock.give_turn()
+    assert lock.given == 1  # nothing pending, nobody waiting: no hand-over
