@@ -138,16 +138,16 @@ def test_make_test_installs_test_needs_and_runs_every_non_gpu_test():
     # test-long run those; CI runs all three
     assert re.search(r"-m pytest -m \"not gpu and not long and not slow\" .*--durations=15", plan), plan
     ci = (REPO / ".ci" / "run").read_text()
-    groups = {}
+    groups = []  # (target, marker expression) of every pytest run a target makes
     for target in ("test", "test-slow", "test-long"):
         assert re.search(rf"^make {target}$", ci, re.M), ci
         run = _make_dry_run(target)
         assert re.search(r"-m pytest -m \"[^\"]+\" -n 2 --dist loadfile", run), run  # parallel, whole files
-        groups[target] = re.search(r"-m pytest -m \"([^\"]+)\"", run).group(1)
-    # every combination of the markers: a non-GPU test is in exactly one group, a GPU test in none
-    for gpu, slow, long in itertools.product((False, True), repeat=3):
-        marks = {"gpu": gpu, "slow": slow, "long": long, "browser": True, "service": True}
-        chosen = [target for target, expression in groups.items() if eval(expression, {}, marks)]  # noqa: S307
+        groups += [(target, expression) for expression in re.findall(r"-m pytest -m \"([^\"]+)\"", run)]
+    # every combination of the markers: a non-GPU test runs exactly once, a GPU test never
+    for gpu, slow, long, alone in itertools.product((False, True), repeat=4):
+        marks = {"gpu": gpu, "slow": slow, "long": long, "alone": alone, "browser": True, "service": True}
+        chosen = [group for group in groups if eval(group[1], {}, marks)]  # noqa: S307
         assert len(chosen) == (0 if gpu else 1), (marks, chosen, groups)
 
 
