@@ -236,6 +236,11 @@ def test_the_phone_first_screen_and_every_tab(phone):
     for i in range(tabs.count()):
         box = tabs.nth(i).bounding_box()
         assert tabs.nth(i).is_visible() and box["x"] >= 0 and box["x"] + box["width"] <= 390
+        uncovered = tabs.nth(i).evaluate(  # its top, middle and bottom are its own, not the banner's or the input's
+            """(el) => { const r = el.getBoundingClientRect(), x = r.x + r.width / 2;
+               return [r.top + 3, r.top + r.height / 2, r.bottom - 3].every((y) => el.contains(document.elementFromPoint(x, y))); }"""
+        )
+        assert uncovered, (tabs.nth(i).inner_text(), box)
     shot = DOCS / "phone.tmp.png"
     phone.screenshot(path=str(shot))
     _save_small(shot, DOCS / "phone.png")

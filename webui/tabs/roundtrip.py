@@ -30,6 +30,7 @@ logger = logging.getLogger(__name__)
 
 # on a phone, the page scrolls to the verdict card when the result lands
 TO_RESULT_JS = (Path(__file__).resolve().parent.parent / "static" / "to_result.js").read_text(encoding="utf-8")
+TO_PROGRESS_JS = (Path(__file__).resolve().parent.parent / "static" / "to_progress.js").read_text(encoding="utf-8")
 
 
 class RoundTripView(NamedTuple):
@@ -261,6 +262,7 @@ def build(handlers: RoundTripHandlers, example_paths: tuple[Path, ...]) -> Round
         queue=False,
         show_progress="hidden",
     )
+    clicked.then(None, js=TO_PROGRESS_JS, api_name="roundtrip_to_progress", api_visibility="private", queue=False)
     ticks.tick(
         handlers.progress_now,
         outputs=[progress_box],
