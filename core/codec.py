@@ -22,6 +22,7 @@ from core.units import minutes
 SAMPLE_RATE = 24_000  # Hz, the encoder's input rate (every decoder of the family reads the same codes)
 SAMPLES_PER_FRAME = 1920  # 24 kHz input samples per code frame
 FRAME_RATE = SAMPLE_RATE / SAMPLES_PER_FRAME  # code frames per second (12.5)
+FRAME_S = SAMPLES_PER_FRAME / SAMPLE_RATE  # seconds of audio per code frame (0.08)
 SAMPLES_PER_STEP = 960  # 24 kHz samples per encoder transformer step (25 steps/s, two per frame)
 NUM_CODEBOOKS = 16  # codebooks per frame (residual quantizers the 12 Hz tokenizer keeps)
 CODEBOOK_SIZE = 2048  # entries per codebook: codes are 0..2047

@@ -65,8 +65,6 @@ class LiveSession:
         self.last_arrival: float | None = None  # when the transport got the last block (monotonic; None: untimed)
         self.closed = False
         self._push_lock = threading.Lock()
-        self._queued = self._pushing = False  # the caller's unread input; a push under way (``expect``)
-        self._pending_lock = threading.Lock()
 
     def start(self) -> None:
         """Check the memory it may need and build its state (under the engine's lock)."""
@@ -99,30 +97,14 @@ class LiveSession:
 
     # ---- input ----------------------------------------------------------------------------------
     def expect(self, queued: bool) -> None:
-        """The caller has input for this session it has not pushed yet (a socket's unread blocks), or
-        has none left. While it has, or a push is under way, a job hands the model over to this
-        session until it has caught up (``core.model.turns``). Callers that cannot tell need not call it."""
-        with self._pending_lock:
-            self._queued = queued
-            self._say_pending()
-
-    def _pushing_now(self, pushing: bool) -> None:
-        with self._pending_lock:
-            self._pushing = pushing
-            self._say_pending()
-
-    def _say_pending(self) -> None:
-        self.engine.live_pending(self, (self._queued or self._pushing) and not self.closed)
+        """The caller has at least a frame of input for this session that it has not pushed yet (a
+        socket's unread blocks), or has not: while it has, a job hands the model over to this session
+        until it has caught up (``core.model.turns``; said after each push, it lasts ``PENDING_S``).
+        Callers that cannot tell need not call it."""
+        self.engine.live_pending(self, queued and not self.closed)
 
     def push(self, block: np.ndarray, arrived: float | None = None) -> LiveStep:
         """Take a block of microphone samples; return the frames it completed (``arrived``: ``lateness``)."""
-        self._pushing_now(True)
-        try:
-            return self._push(block, arrived)
-        finally:
-            self._pushing_now(False)
-
-    def _push(self, block: np.ndarray, arrived: float | None) -> LiveStep:
         with self._push_lock:
             self._check_open()
             self.last_arrival = arrived

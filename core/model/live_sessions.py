@@ -13,7 +13,7 @@ import logging
 import threading
 import time
 
-from core.codec import SAMPLE_RATE, SAMPLES_PER_FRAME
+from core.codec import FRAME_S
 from core.errors import LiveBusy
 from core.model import cpu_share, torch_threads
 from core.model.live import LiveSession
@@ -25,7 +25,6 @@ logger = logging.getLogger(__name__)
 IDLE_CLOSE_S = 5.0  # a session with no input for this long is closed when another one opens
 LOAD_SHARE = 0.75  # admit sessions while their measured frames fill at most this share of each 80 ms
 COST_SMOOTHING = 0.05  # weight of the newest frame in the running per-frame cost
-FRAME_S = SAMPLES_PER_FRAME / SAMPLE_RATE  # 0.08 s: one frame of audio
 AUTO_PACKET_CPU = 4  # ``--live-packet-frames 0`` on a CPU with a large model: one pass over the weights per 320 ms
 AUTO_PACKET_MIN_WEIGHT_BYTES = 64 * MIB  # a model this large is bound by reading its weights at one frame per step
 

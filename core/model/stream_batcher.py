@@ -20,13 +20,12 @@ import time
 
 import numpy as np
 
-from core.codec import SAMPLE_RATE, SAMPLES_PER_FRAME
+from core.codec import FRAME_S
 from core.nn.decode_pool import DecodePool, bucket_for
 
 logger = logging.getLogger(__name__)
 
 COST_SMOOTHING = 0.05  # weight of the newest step in a bucket's running cost
-FRAME_S = SAMPLES_PER_FRAME / SAMPLE_RATE  # 0.08 s of audio per frame
 
 
 def pool_wanted(engine) -> bool:

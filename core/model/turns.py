@@ -14,15 +14,16 @@ of holder:
 
 So a live frame waits for at most one chunk of another job (plus the frames of other live sessions
 queued before it). A session that fell behind during a chunk catches up on all its queued frames before
-the job goes on (live has priority; the job gets the rest): a session with input queued says so with
-:meth:`TurnLock.pending` (a live socket's unread blocks, or a push under way), and a job that handed
-over waits until no session is pending and no turn has asked for ``GRACE_S``, for at most
+the job goes on (live has priority; the job gets the rest): a session with at least a frame of input
+queued says so with :meth:`TurnLock.pending` after each of its pushes, and a job that hands over
+waits until no session is pending and no turn has asked for ``GRACE_S``, for at most
 ``GIVE_TURN_MAX_S`` at one point. Waiting only for the turns that asked is not enough: between two of
 a session's frames its thread hops through the event loop and a worker, which takes longer than any
 short grace on a busy CPU, so the job took the lock back after each frame and the session fell behind.
+Saying so lasts ``PENDING_S`` unless said again, so a session whose thread stalls (a page that stopped
+reading its audio) cannot hold jobs back; one that keeps up never says it.
 ``holder`` says what holds the lock now ("job" or "live"); a waiting live frame uses it to say who made
-it wait. Python's own locks are not fair: a thread that releases and at once
-re-acquires usually wins; the counted hand-over here is what makes a turn happen.
+it wait.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ import time
 
 GIVE_TURN_MAX_S = 2.0  # a job hands the lock over for at most this long at one point (live cannot starve it)
 GRACE_S = 0.004  # after the waiting turns, a job waits this long for their next one (a session catching up)
+PENDING_S = 0.25  # a session's "input queued" lasts this long unless said again (after its next push)
 
 
 class TurnLock:
@@ -42,7 +44,7 @@ class TurnLock:
         self._lock = threading.RLock()
         self._cond = threading.Condition(threading.Lock())
         self._waiting = 0  # short turns waiting for the lock
-        self._pending: set[object] = set()  # sessions with input queued (``pending``)
+        self._pending: dict[object, float] = {}  # session -> until when it has input queued (``pending``)
         self._depth = 0  # nesting depth of the current holder
         self.holder: str | None = None  # "job" or "live" while held, else None
         self.given = 0  # hand-overs made (for tests and logs)
@@ -105,21 +107,25 @@ class TurnLock:
             return self._waiting
 
     def pending(self, key: object, queued: bool) -> None:
-        """Session ``key`` has input queued (``queued``) or has caught up: while any session has, a job
-        that hands the lock over waits for it (its next frames ask for turns soon). Clear it when the
-        session ends."""
+        """Session ``key`` has input queued (``queued``; for ``PENDING_S`` unless said again) or has
+        caught up: while any session has, a job that hands the lock over waits for it (its next frames
+        ask for turns soon). Clear it when the session ends."""
         with self._cond:
             if queued:
-                self._pending.add(key)
+                self._pending[key] = time.monotonic() + PENDING_S
             else:
-                self._pending.discard(key)
+                self._pending.pop(key, None)
             self._cond.notify_all()
 
+    def _someone_pending(self) -> bool:
+        now = time.monotonic()
+        return any(until > now for until in self._pending.values())
+
     def _quiet(self) -> bool:
-        return not self._waiting and not self._pending
+        return not self._waiting and not self._someone_pending()
 
     def _asked(self) -> bool:
-        return bool(self._waiting or self._pending)
+        return bool(self._waiting) or self._someone_pending()
 
     # ---- jobs: hand-over points -----------------------------------------------------------------
     def give_turn(self) -> None:
@@ -138,10 +144,12 @@ class TurnLock:
         try:
             deadline = time.monotonic() + GIVE_TURN_MAX_S
             with self._cond:
-                while True:
+                while True:  # a pending session's time runs out without a notify: look again then
                     left = deadline - time.monotonic()
-                    if left <= 0 or not self._cond.wait_for(self._quiet, timeout=left):
+                    if left <= 0:
                         break
+                    if not self._cond.wait_for(self._quiet, timeout=min(left, PENDING_S)):
+                        continue
                     if not self._cond.wait_for(self._asked, timeout=min(GRACE_S, left)):
                         break
         finally:

@@ -30,6 +30,17 @@ SEEN = """(selector) => {
 }"""
 
 
+def _seen(page, selector: str) -> dict:
+    """SEEN once the page has settled: the result's own scroll (webui/static/to_result.js) may still
+    move the page for a moment after the link shows; at most 3 s."""
+    for _ in range(15):
+        seen = page.evaluate(SEEN, selector)
+        if seen["inside"] and seen["uncovered"]:
+            return seen
+        page.wait_for_timeout(200)
+    return seen
+
+
 def _share(page) -> str:
     """Round trip, *Blind-test this clip*, then *Share with listeners*: the link shown."""
     page.locator("#roundtrip-input input[type=file]").set_input_files(str(CLIP))
@@ -54,7 +65,7 @@ def test_a_page_opened_at_loopback_shares_this_machines_address(chromium, tiny_c
         page.goto(f"http://127.0.0.1:{port}/")
         link = _share(page)
         assert link.startswith(f"http://{address}:{port}/listen/"), link
-        note = page.evaluate(SEEN, "#share-link .cw-share-note")
+        note = _seen(page, "#share-link .cw-share-note")
         assert address in note["text"] and "127.0.0.1" in note["text"] and note["inside"] and note["uncovered"]
         qr = page.locator("#share-link .cw-share-qr svg path")  # the drawing, not its box
         assert qr.is_visible() and qr.bounding_box()["height"] >= 200  # readable from across a room
@@ -76,7 +87,7 @@ def test_a_loopback_only_app_warns_beside_the_link(chromium, tiny_checkpoint, tm
         page.goto(url + "/")
         link = _share(page)
         assert link.startswith(url + "/listen/")
-        warning = page.evaluate(SEEN, "#share-link .cw-share-warning")
+        warning = _seen(page, "#share-link .cw-share-warning")
         assert warning["inside"] and warning["uncovered"], warning
         assert text("share.link_loopback", "zh-CN", seen=url)[:12] in warning["text"], warning["text"]
         assert page.locator("#share-link [role=alert]").count() == 1

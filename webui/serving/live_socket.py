@@ -36,6 +36,7 @@ import anyio
 from fastapi import FastAPI, WebSocket, WebSocketDisconnect
 from fastapi.routing import APIWebSocketRoute
 
+from core.codec import FRAME_S
 from core.errors import CodecError
 from webui import i18n
 from webui.i18n import TranslatedError
@@ -149,8 +150,8 @@ class _Inbox:
     """The socket's messages with their arrival times (``time.monotonic``), read by a task of their own
     while a block is worked on; at most ``cap_bytes`` of blocks held, then the reader waits."""
 
-    def __init__(self, cap_bytes: int, expect=lambda queued: None):
-        self.cap_bytes, self.bytes, self.expect = cap_bytes, 0, expect
+    def __init__(self, cap_bytes: int, frame_bytes: int):
+        self.cap_bytes, self.frame_bytes, self.bytes = cap_bytes, frame_bytes, 0
         self._queue: collections.deque = collections.deque()
         self._ready, self._room = asyncio.Event(), asyncio.Event()
         self._room.set()
@@ -164,7 +165,6 @@ class _Inbox:
             except Exception:  # noqa: BLE001 - a socket that broke ends like one that closed
                 message = {"type": "websocket.disconnect", "code": 1006}
             self._queue.append((message, time.monotonic()))
-            self.expect(True)  # the session has input to catch up on: a job hands the model over meanwhile
             self.bytes += len(message.get("bytes") or b"")
             if self.bytes >= self.cap_bytes:
                 self._room.clear()
@@ -182,12 +182,14 @@ class _Inbox:
             self._room.set()
         return message, arrived
 
-    def queued(self) -> bool:
-        return bool(self._queue)
+    def behind(self) -> bool:
+        """At least a frame of audio waits here: the session fell behind and has to catch up."""
+        return self.bytes >= self.frame_bytes
 
 
 async def _loop(ws: WebSocket, engine, workspace: Workspace, run: live.LiveRun, lang: str) -> None:
-    inbox = _Inbox(int(QUEUE_S * run.rate * run.channels * 4), run.session.expect)
+    block_bytes_per_s = run.rate * run.channels * 4  # float32 samples
+    inbox = _Inbox(int(QUEUE_S * block_bytes_per_s), int(FRAME_S * block_bytes_per_s))
     reader = asyncio.create_task(inbox.read(ws))
     try:
         await _work(ws, engine, workspace, run, lang, inbox)
@@ -222,10 +224,9 @@ async def _work(ws: WebSocket, engine, workspace: Workspace, run: live.LiveRun, 
             else:
                 await _error(ws, _text(e, lang))
             return
+        run.session.expect(inbox.behind())  # a job hands the model over until this session caught up
         if reply is not None:
-            run.session.expect(False)  # a send the page is slow to take holds no job back
             await ws.send_bytes(reply)
-        run.session.expect(inbox.queued())
 
 
 async def _finish(ws: WebSocket, engine, workspace: Workspace, run: live.LiveRun, lang: str, note: str | None = None):
