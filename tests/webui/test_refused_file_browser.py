@@ -94,10 +94,10 @@ def test_refused_files_then_a_good_one_without_a_reload(chromium, server, refuse
     page.wait_for_function("!document.querySelector('#roundtrip-progress .cw-progress')", timeout=TIMEOUT_MS)
     _press(page, tap)
     page.wait_for_function(
-        "(document.querySelector('#roundtrip-progress .cw-progress') || {dataset: {}}).dataset.state === 'running'",
+        "['starting', 'running', 'done'].includes((document.querySelector('#roundtrip-progress .cw-progress') || {dataset: {}}).dataset.state)",
         timeout=TIMEOUT_MS,
         polling=100,
-    )  # the new job's box, not the last refusal
+    )  # the new job's box, not the last refusal (a 7 s clip may go from starting to done between two polls)
     page.locator("#roundtrip-verdict .cw-card").wait_for(timeout=TIMEOUT_MS)
     page.wait_for_function(f"window.cwPlayer && {LAB}.duration > 7", timeout=TIMEOUT_MS)
     page.wait_for_function("!document.querySelector('#roundtrip-run').disabled", timeout=TIMEOUT_MS)

@@ -5,6 +5,38 @@
   // menu) never takes the focus. Gradio redraws the tabs, so this follows its changes.
   if (window.__cwPage) return;
   window.__cwPage = true;
+  // Keep an element in view while the page settles after a step (a result lands, a job starts), until
+  // the reader scrolls, types or taps (webui/static/to_result.js, to_progress.js): ``find()`` gives the
+  // element (none until it shows), ``off(el)`` whether it needs moving, ``move(el, first)`` moves it.
+  window.cwKeepInView = (find, off, move, settleMs) => {
+    let left = false; // the reader took over
+    const stop = () => { left = true; };
+    const events = ["wheel", "touchstart", "keydown", "mousedown"];
+    events.forEach((e) => window.addEventListener(e, stop, {once: true, passive: true}));
+    let first = true;
+    const keep = () => {
+      const el = find();
+      if (left || !el || !off(el)) return;
+      move(el, first);
+      first = false;
+    };
+    let tries = 0;
+    const start = () => {
+      const el = find();
+      if (!el || el.getBoundingClientRect().height === 0) {
+        if (tries++ < 40) setTimeout(start, 50);
+        return;
+      }
+      keep();
+      const grows = new ResizeObserver(keep);
+      grows.observe(document.body);
+      setTimeout(() => {
+        grows.disconnect();
+        events.forEach((e) => window.removeEventListener(e, stop));
+      }, settleMs);
+    };
+    start();
+  };
   const tabsOf = (list) => [...list.querySelectorAll('button[role="tab"]')].filter((b) => !b.disabled && b.offsetParent);
   const roving = () => {
     for (const copy of document.querySelectorAll('.tab-container[aria-hidden="true"] button')) copy.tabIndex = -1;
